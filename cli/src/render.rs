@@ -1,0 +1,95 @@
+//! Output for humans: aligned tables and text blocks.
+
+use medic_core::{CATALOGUE, Decision};
+
+/// Left-aligned columns separated by two spaces; the last column is not padded.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let last = cells.len() - 1;
+        let mut out = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            out.push_str(c);
+            if i < last {
+                out.push_str(&" ".repeat(widths[i] - c.chars().count() + 2));
+            }
+        }
+        out.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+/// Shortens to `max` characters with an ellipsis.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max { s.to_owned() } else { s.chars().take(max.saturating_sub(1)).collect::<String>() + "…" }
+}
+
+pub fn decisions_table(rows: &[(String, &Decision)]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(label, d)| vec![label.clone(), d.failure_mode.to_string(), d.action.to_string(), truncate(&d.reason, 110)])
+        .collect();
+    table(&["APP", "FAILURE MODE", "ACTION", "REASON"], &rows)
+}
+
+pub fn decision_text(d: &Decision) -> String {
+    let mut out = format!("{}: {} ({})\n  reason: {}\n", d.app, d.action, d.failure_mode, d.reason);
+    if let Some(after) = d.retry_after_secs {
+        out.push_str(&format!("  look again in: {after}s\n"));
+    }
+    if let Some(key) = &d.idempotency_key {
+        out.push_str(&format!("  idempotency key: {key}\n"));
+    }
+    if let Some(plan) = &d.sync {
+        let rev = if plan.revision.is_empty() { "target revision" } else { plan.revision.as_str() };
+        out.push_str(&format!("  sync: {rev}, prune={}, options=[{}]\n", plan.prune, plan.sync_options.join(", ")));
+    }
+    if !d.human_actions.is_empty() {
+        let names: Vec<String> =
+            d.human_actions.iter().map(|a| serde_json::to_value(a).unwrap().as_str().unwrap_or_default().to_owned()).collect();
+        out.push_str(&format!("  a human may: {}\n", names.join(", ")));
+    }
+    if !d.evidence.is_empty() {
+        out.push_str("  evidence:\n");
+        for e in &d.evidence {
+            out.push_str(&format!("    {}: {}\n", e.field, truncate(&e.value, 200)));
+        }
+    }
+    out
+}
+
+pub fn catalogue_table() -> String {
+    let rows: Vec<Vec<String>> = CATALOGUE
+        .iter()
+        .map(|e| {
+            let ladder: Vec<&str> = e.ladder.iter().map(|r| r.as_str()).collect();
+            vec![
+                e.id.to_string(),
+                e.default_action.to_string(),
+                if ladder.is_empty() { "-".into() } else { ladder.join(" → ") },
+                e.title.to_owned(),
+            ]
+        })
+        .collect();
+    table(&["FAILURE MODE", "DEFAULT", "LADDER", "TITLE"], &rows)
+}
+
+/// The catalogue as the Markdown table the README embeds (a test keeps the two identical).
+pub fn catalogue_markdown() -> String {
+    let mut out = String::from("| failure mode | what it is | first action | ladder |\n|---|---|---|---|\n");
+    for e in CATALOGUE {
+        let ladder: Vec<&str> = e.ladder.iter().map(|r| r.as_str()).collect();
+        let ladder = if ladder.is_empty() { "–".to_owned() } else { ladder.join(" → ") };
+        out.push_str(&format!("| `{}` | {} | {} | {} |\n", e.id, e.title, e.default_action, ladder));
+    }
+    out
+}

@@ -1,0 +1,173 @@
+//! The `medic` binary end to end: arguments, files, stdin, output formats and error handling.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn medic(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_medic"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("medic starts");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+const NOW: &str = "2026-11-01T12:30:00Z";
+
+fn json_lines(o: &Output) -> Vec<serde_json::Value> {
+    stdout(o).lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect()
+}
+
+#[test]
+fn decide_prints_one_json_decision_with_the_required_fields() {
+    let o = medic(&["decide", "--app", "events/apps/stale-reconcile.json", "--now", NOW, "--trigger", "on-sync-running"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = json_lines(&o);
+    assert_eq!(lines.len(), 1);
+    let d = &lines[0];
+    assert_eq!(d["action"], "refresh");
+    assert_eq!(d["failure_mode"], "stale-reconcile");
+    assert!(d["reason"].as_str().unwrap().contains("last reconciled it 84 minutes ago"), "{}", d["reason"]);
+    assert!(d["idempotency_key"].as_str().unwrap().starts_with("am1-"));
+    assert_eq!(d["app"], "argocd/inventory");
+}
+
+#[test]
+fn decide_reads_stdin_and_list_responses() {
+    let a = std::fs::read_to_string(root().join("events/apps/healthy.json")).unwrap();
+    let b = std::fs::read_to_string(root().join("events/apps/hook-failed.json")).unwrap();
+    let list = format!(r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{a},{b}]}}"#);
+    let o = medic(&["decide", "--app", "-", "--now", NOW], Some(&list));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = json_lines(&o);
+    let actions: Vec<_> = lines.iter().map(|d| (d["app"].as_str().unwrap(), d["action"].as_str().unwrap())).collect();
+    assert_eq!(actions, [("argocd/checkout", "none"), ("argocd/accounts", "escalate")]);
+    assert_eq!(lines[0]["idempotency_key"], serde_json::Value::Null);
+}
+
+#[test]
+fn decide_takes_a_directory_and_prints_a_table() {
+    let o = medic(&["decide", "--app", "events/apps", "--now", NOW, "-o", "table"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let apps = std::fs::read_dir(root().join("events/apps")).unwrap().count();
+    assert_eq!(out.lines().count(), apps + 1, "a header and one row per app:\n{out}");
+    assert!(out.starts_with("APP"));
+    assert!(out.contains("argocd/accounts") && out.contains("hook-failed"));
+}
+
+#[test]
+fn history_and_config_files_change_the_decision() {
+    let dir = std::env::temp_dir().join(format!("medic-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("events/scenarios/stale-reconcile-after-refresh.json")).unwrap())
+            .unwrap();
+    let history = dir.join("history.json");
+    std::fs::write(&history, scenario["history"].to_string()).unwrap();
+    let o = medic(&["decide", "--app", "events/apps/stale-reconcile.json", "--now", NOW, "--history", history.to_str().unwrap()], None);
+    assert_eq!(json_lines(&o)[0]["action"], "hard_refresh", "{}", stderr(&o));
+
+    let config = dir.join("config.json");
+    std::fs::write(&config, r#"{"projects": ["platform"]}"#).unwrap();
+    let o = medic(&["decide", "--app", "events/apps/stale-reconcile.json", "--now", NOW, "--config", config.to_str().unwrap()], None);
+    assert_eq!(json_lines(&o)[0]["failure_mode"], "out-of-scope");
+}
+
+#[test]
+fn text_output_explains_the_decision_for_humans() {
+    let o = medic(&["decide", "--app", "events/apps/hook-failed.json", "--now", NOW, "-o", "text"], None);
+    let out = stdout(&o);
+    assert!(out.starts_with("argocd/accounts: escalate (hook-failed)"), "{out}");
+    assert!(out.contains("a human may: sync, hard_refresh, snooze, acknowledge"), "{out}");
+    assert!(out.contains("status.operationState.syncResult.resources[0]: PreSync hook Job/accounts-db-migrate"), "{out}");
+}
+
+#[test]
+fn malformed_input_exits_non_zero_with_a_message_naming_the_problem() {
+    let cases: &[(&str, &str)] = &[
+        ("{not json", "invalid JSON"),
+        ("[1, 2]", "expected an Application object"),
+        (r#"{"kind": "Deployment"}"#, "has no `metadata`"),
+        (r#"{"items": 3}"#, "`items` must be an array"),
+        (r#"{"metadata": {"name": "a"}, "status": {"reconciledAt": "yesterday"}}"#, "at `status.reconciledAt`"),
+    ];
+    for (input, expected) in cases {
+        let o = medic(&["decide", "--app", "-", "--now", NOW], Some(input));
+        assert_eq!(o.status.code(), Some(2), "{input}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expected), "{input}: stderr was {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{input}");
+        assert!(stdout(&o).is_empty());
+    }
+    let o = medic(&["decide", "--app", "events/apps/healthy.json", "--now", "noon"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--now `noon` is not an RFC 3339 time"));
+    let o = medic(&["decide", "--app", "events/apps/healthy.json", "--trigger", "On Sync"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("invalid trigger `On Sync`"));
+    let o = medic(&["decide", "--app", "no/such/file.json"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no/such/file.json"));
+}
+
+#[test]
+fn a_field_masked_list_item_is_refused_while_the_others_are_decided() {
+    let full = std::fs::read_to_string(root().join("events/apps/healthy.json")).unwrap();
+    let masked = r#"{"metadata":{"name":"masked","namespace":"argocd"},"spec":{"project":"payments"},"status":{"sync":{"status":"OutOfSync"},"health":{"status":"Progressing"}}}"#;
+    let o = medic(&["decide", "--app", "-", "--now", NOW], Some(&format!(r#"{{"items":[{masked},{full}]}}"#)));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("argocd/masked` is incomplete: metadata.resourceVersion is missing"), "{}", stderr(&o));
+    assert_eq!(json_lines(&o).len(), 1, "the complete app is still decided");
+}
+
+#[test]
+fn catalogue_prints_every_mode_as_a_table_and_as_json() {
+    let table = stdout(&medic(&["catalogue"], None));
+    let json = medic(&["catalogue", "-o", "json"], None);
+    let entries = json_lines(&json);
+    assert_eq!(table.lines().count(), entries.len() + 1);
+    for e in &entries {
+        let id = e["id"].as_str().unwrap();
+        assert!(table.contains(id), "{id} missing from the table");
+        assert!(!e["diagnosis"].as_str().unwrap().is_empty());
+    }
+    assert!(entries.iter().any(|e| e["id"] == "cached-manifest-error" && e["signals"][0] == "Manifest generation error (cached)"));
+}
+
+#[test]
+fn the_readme_failure_mode_table_is_the_catalogue() {
+    let markdown = stdout(&medic(&["catalogue", "-o", "markdown"], None));
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let start = readme.find("<!-- catalogue:start -->\n").expect("start marker") + "<!-- catalogue:start -->\n".len();
+    let end = readme.find("<!-- catalogue:end -->").expect("end marker");
+    assert_eq!(&readme[start..end], markdown, "README's table is stale: regenerate it with `medic catalogue -o markdown`");
+}
+
+#[test]
+fn demo_decides_every_scenario() {
+    let o = medic(&["demo"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let scenarios = std::fs::read_dir(root().join("events/scenarios")).unwrap().count();
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), scenarios + 1);
+    assert!(out.lines().any(|l| l.starts_with("crd-not-established ") && l.contains(" sync ")), "{out}");
+}

@@ -1,0 +1,453 @@
+//! The parts of Argo CD's `v1alpha1Application` that Argo Medic reads.
+//!
+//! Shapes follow `../shared/argocd/swagger.json` (Argo CD v3.5.1) with the wire differences noted in
+//! `shared/research/argocd-api.md` §2: int64 values are JSON numbers, every field may be absent
+//! (Go `omitempty`), and unknown fields are ignored. Every struct therefore defaults every field, so
+//! a field-masked list item deserialises too; [`Application::is_complete`] tells such an item apart
+//! from a full object, because an absent field proves nothing.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Annotation and label an app owner sets to keep Argo Medic away from an app.
+pub const OPT_OUT_KEY: &str = "argo-medic.io/opt-out";
+/// Annotation an app owner sets to declare the app's hooks safe to run again (`"true"`).
+pub const HOOKS_IDEMPOTENT_KEY: &str = "argo-medic.io/hooks-idempotent";
+/// Key under which Argo Medic tags its own syncs in `infos` / `operation.info`.
+pub const IDEMPOTENCY_INFO_NAME: &str = "argo-medic.io/idempotency-key";
+
+/// An Argo CD Application as the API returns it (`GET /api/v1/applications/{name}`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Application {
+    pub metadata: ObjectMeta,
+    pub spec: ApplicationSpec,
+    pub status: ApplicationStatus,
+    /// Non-null while an operation is requested or running (the "busy" signal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Operation>,
+}
+
+/// A list response (`GET /api/v1/applications`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ApplicationList {
+    pub items: Vec<Application>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ObjectMeta {
+    pub name: String,
+    pub namespace: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub owner_references: Vec<OwnerReference>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub finalizers: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub managed_fields: Vec<ManagedFieldsEntry>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct OwnerReference {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub controller: Option<bool>,
+}
+
+/// One writer of the object, as Kubernetes records it; used to see hand edits of generated apps.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ManagedFieldsEntry {
+    pub manager: String,
+    pub operation: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<DateTime<Utc>>,
+    #[serde(rename = "fieldsV1", skip_serializing_if = "serde_json::Value::is_null")]
+    pub fields_v1: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ApplicationSpec {
+    pub project: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<ApplicationSource>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<ApplicationSource>,
+    pub destination: ApplicationDestination,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_policy: Option<SyncPolicy>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ApplicationSource {
+    #[serde(rename = "repoURL")]
+    pub repo_url: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub path: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub target_revision: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub chart: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ApplicationDestination {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub server: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SyncPolicy {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automated: Option<SyncPolicyAutomated>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sync_options: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryStrategy>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SyncPolicyAutomated {
+    pub prune: bool,
+    pub self_heal: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_empty: Option<bool>,
+    /// Argo CD ≥2.14: `enabled: false` keeps the block but switches automation off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RetryStrategy {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ApplicationStatus {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<SyncStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation_state: Option<OperationState>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ApplicationCondition>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconciled_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<ApplicationSummary>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SyncStatus {
+    pub status: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub revision: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct HealthStatus {
+    pub status: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Operation {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<SyncOperation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initiated_by: Option<OperationInitiator>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub info: Vec<Info>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryStrategy>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SyncOperation {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub revision: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<String>,
+    pub prune: bool,
+    pub dry_run: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sync_options: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_strategy: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Vec<serde_json::Value>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct OperationInitiator {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub username: String,
+    pub automated: bool,
+}
+
+/// A `{name, value}` pair of `infos` / `operation.info`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Info {
+    pub name: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct OperationState {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Operation>,
+    pub phase: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_result: Option<SyncOperationResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_count: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SyncOperationResult {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub revision: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceResult>,
+}
+
+/// One entry of `syncResult.resources`: a resource or hook the last operation touched.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ResourceResult {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    /// `Synced`, `SyncFailed`, `Pruned`, `PruneSkipped`; empty for hooks.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub hook_type: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub hook_phase: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub sync_phase: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ApplicationCondition {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<DateTime<Utc>>,
+}
+
+/// One entry of `status.resources`: a managed resource's sync and (when persisted) health state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ResourceStatus {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthStatus>,
+    pub hook: bool,
+    pub requires_pruning: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_wave: Option<i64>,
+    pub requires_deletion_confirmation: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ApplicationSummary {
+    #[serde(rename = "externalURLs", skip_serializing_if = "Vec::is_empty")]
+    pub external_urls: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
+}
+
+/// Sync status values (`status.sync.status`).
+pub mod sync_status {
+    pub const SYNCED: &str = "Synced";
+    pub const OUT_OF_SYNC: &str = "OutOfSync";
+    pub const UNKNOWN: &str = "Unknown";
+}
+
+/// Health values (`status.health.status`).
+pub mod health {
+    pub const HEALTHY: &str = "Healthy";
+    pub const PROGRESSING: &str = "Progressing";
+    pub const DEGRADED: &str = "Degraded";
+    pub const SUSPENDED: &str = "Suspended";
+    pub const MISSING: &str = "Missing";
+    pub const UNKNOWN: &str = "Unknown";
+}
+
+/// Operation phases (`status.operationState.phase`).
+pub mod phase {
+    pub const RUNNING: &str = "Running";
+    pub const TERMINATING: &str = "Terminating";
+    pub const FAILED: &str = "Failed";
+    pub const ERROR: &str = "Error";
+    pub const SUCCEEDED: &str = "Succeeded";
+}
+
+impl Application {
+    /// `namespace/name`, the app's identity within one Argo CD instance.
+    pub fn qualified_name(&self) -> String {
+        format!("{}/{}", self.metadata.namespace, self.metadata.name)
+    }
+
+    pub fn sync_status(&self) -> &str {
+        self.status.sync.as_ref().map_or("", |s| s.status.as_str())
+    }
+
+    pub fn health_status(&self) -> &str {
+        self.status.health.as_ref().map_or("", |h| h.status.as_str())
+    }
+
+    pub fn is_synced_and_healthy(&self) -> bool {
+        self.sync_status() == sync_status::SYNCED && self.health_status() == health::HEALTHY
+    }
+
+    /// The revision the app is compared against: the last compared revision, else the last
+    /// operation's revision, else the spec's target.
+    pub fn revision(&self) -> String {
+        let sync = self.status.sync.as_ref();
+        if let Some(rev) = sync.map(|s| &s.revision).filter(|r| !r.is_empty()) {
+            return rev.clone();
+        }
+        if let Some(rev) = sync.and_then(|s| s.revisions.first()) {
+            return rev.clone();
+        }
+        if let Some(result) = self.status.operation_state.as_ref().and_then(|o| o.sync_result.as_ref()) {
+            if !result.revision.is_empty() {
+                return result.revision.clone();
+            }
+        }
+        self.spec.source.as_ref().or(self.spec.sources.first()).map(|s| s.target_revision.clone()).unwrap_or_default()
+    }
+
+    /// True when automated sync is switched on.
+    pub fn auto_sync(&self) -> Option<&SyncPolicyAutomated> {
+        self.spec.sync_policy.as_ref().and_then(|p| p.automated.as_ref()).filter(|a| a.enabled != Some(false))
+    }
+
+    /// The ApplicationSet that generated this app, if any.
+    pub fn application_set(&self) -> Option<&OwnerReference> {
+        self.metadata.owner_references.iter().find(|o| o.kind == "ApplicationSet")
+    }
+
+    pub fn is_deleting(&self) -> bool {
+        self.metadata.deletion_timestamp.is_some()
+    }
+
+    /// True when the app owner opted out, by annotation or label, with a truthy value.
+    pub fn opted_out(&self) -> bool {
+        let truthy = |v: &String| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "yes" | "1");
+        self.metadata.annotations.get(OPT_OUT_KEY).is_some_and(truthy) || self.metadata.labels.get(OPT_OUT_KEY).is_some_and(truthy)
+    }
+
+    pub fn condition(&self, kind: &str) -> Option<&ApplicationCondition> {
+        self.status.conditions.iter().find(|c| c.kind == kind)
+    }
+
+    /// The last operation's sync result resources.
+    pub fn result_resources(&self) -> &[ResourceResult] {
+        self.status.operation_state.as_ref().and_then(|o| o.sync_result.as_ref()).map_or(&[], |r| r.resources.as_slice())
+    }
+
+    /// True when the app runs resource hooks (seen in the managed resources or the last result).
+    pub fn has_hooks(&self) -> bool {
+        self.status.resources.iter().any(|r| r.hook) || self.result_resources().iter().any(|r| !r.hook_type.is_empty())
+    }
+
+    /// Idempotency keys recorded on the pending operation and on the last operation state.
+    pub fn recorded_idempotency_keys(&self) -> impl Iterator<Item = &str> {
+        let pending = self.operation.iter().flat_map(|o| o.info.iter());
+        let last = self.status.operation_state.iter().filter_map(|s| s.operation.as_ref()).flat_map(|o| o.info.iter());
+        pending.chain(last).filter(|i| i.name == IDEMPOTENCY_INFO_NAME).map(|i| i.value.as_str())
+    }
+
+    /// Why this object is not a full Application as `GET /api/v1/applications/{name}` returns it,
+    /// if it is not. Field-masked list items cannot carry `metadata.resourceVersion` (it is not in
+    /// the List endpoint's `fields` whitelist), so its absence marks a partial object.
+    pub fn incompleteness(&self) -> Option<&'static str> {
+        if self.metadata.name.is_empty() {
+            Some("metadata.name is missing")
+        } else if self.metadata.resource_version.is_empty() {
+            Some("metadata.resourceVersion is missing, so this looks like a field-masked list item, not a full Application")
+        } else if self.spec.project.is_empty() {
+            Some("spec.project is missing")
+        } else if self.status.sync.as_ref().is_none_or(|s| s.status.is_empty()) {
+            Some("status.sync.status is missing")
+        } else {
+            None
+        }
+    }
+}

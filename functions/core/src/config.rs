@@ -1,0 +1,132 @@
+//! Policy configuration: thresholds, scope and safety limits, with documented defaults.
+//!
+//! Every field has a default, so `{}` is a valid configuration and a file only names what it
+//! changes. Durations are whole seconds.
+
+use serde::{Deserialize, Serialize};
+
+use crate::app::Application;
+
+/// What the decision policy may do, and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// The Argo CD instance this deployment serves; part of every incident and idempotency key.
+    pub instance_id: String,
+    /// Projects in scope; empty means every project.
+    pub projects: Vec<String>,
+    /// Label selector in scope (`k=v`, `k!=v`, `k`, `!k`, comma = and); empty means every app.
+    pub selector: String,
+    /// Seconds without a `status.reconciledAt` update after which an app's status is stale. Argo CD
+    /// reconciles every 180 s plus up to 60 s of jitter, so 15 minutes means several missed rounds.
+    pub stale_reconcile_secs: i64,
+    /// Seconds an app may stay Progressing after its last operation succeeded before it counts as
+    /// stuck.
+    pub progressing_timeout_secs: i64,
+    /// Seconds a repo-server or Git error must persist before acting: Argo CD ignores repo errors for
+    /// `controller.repo.error.grace.period.seconds` (180) and most apps recover by themselves after a
+    /// repo-server restart.
+    pub repo_error_grace_secs: i64,
+    /// Seconds a running operation may take before it counts as stuck.
+    pub operation_timeout_secs: i64,
+    /// Seconds a deleting app may wait on finalizers before it counts as stuck.
+    pub deletion_timeout_secs: i64,
+    /// Seconds to wait before re-checking after a `wait` decision.
+    pub recheck_secs: i64,
+    /// Seconds after an action before its effect is judged; until then the policy waits.
+    pub settle_secs: i64,
+    /// Most resources one automatic sync may prune.
+    pub max_prune: usize,
+    /// Kinds whose pruning always needs a human.
+    pub protected_prune_kinds: Vec<String>,
+    /// Most actions (refresh, hard refresh, sync) per incident before escalating.
+    pub max_actions_per_incident: usize,
+    /// Treat every app's hooks as safe to re-run. Off by default: a sync re-runs every hook, and
+    /// hooks migrate databases. Per app, the annotation `argo-medic.io/hooks-idempotent: "true"`.
+    pub hooks_idempotent: bool,
+    /// Health check groups Argo CD ships (core and built-in groups); resources of other groups are
+    /// custom resources whose health comes from a Lua check or none.
+    pub builtin_health_groups: Vec<String>,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        Self {
+            instance_id: "default".to_owned(),
+            projects: Vec::new(),
+            selector: String::new(),
+            stale_reconcile_secs: 15 * 60,
+            progressing_timeout_secs: 10 * 60,
+            repo_error_grace_secs: 5 * 60,
+            operation_timeout_secs: 30 * 60,
+            deletion_timeout_secs: 15 * 60,
+            recheck_secs: 5 * 60,
+            settle_secs: 2 * 60,
+            max_prune: 5,
+            protected_prune_kinds: ["Namespace", "CustomResourceDefinition", "PersistentVolumeClaim", "PersistentVolume"]
+                .map(String::from)
+                .to_vec(),
+            max_actions_per_incident: 3,
+            hooks_idempotent: false,
+            builtin_health_groups: ["", "apps", "batch", "extensions", "networking.k8s.io", "policy", "autoscaling", "argoproj.io"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+}
+
+impl PolicyConfig {
+    /// True when the app is in the configured projects and matches the configured selector.
+    pub fn in_scope(&self, app: &Application) -> bool {
+        let project_ok = self.projects.is_empty() || self.projects.iter().any(|p| p == &app.spec.project);
+        project_ok && selector_matches(&self.selector, &app.metadata.labels)
+    }
+}
+
+/// Evaluates the equality-based subset of Kubernetes label selectors: `k=v`, `k==v`, `k!=v`, `k`,
+/// `!k`, joined by commas (all must hold). Set-based terms (`in`, `notin`) are not supported here.
+pub fn selector_matches(selector: &str, labels: &std::collections::BTreeMap<String, String>) -> bool {
+    selector.split(',').map(str::trim).filter(|t| !t.is_empty()).all(|term| {
+        if let Some((k, v)) = term.split_once("!=") {
+            labels.get(k.trim()).is_none_or(|have| have != v.trim())
+        } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+            labels.get(k.trim()).is_some_and(|have| have == v.trim())
+        } else if let Some(k) = term.strip_prefix('!') {
+            !labels.contains_key(k.trim())
+        } else {
+            labels.contains_key(term)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn selector_supports_equality_inequality_and_existence() {
+        let l = labels(&[("env", "prod"), ("team", "pay")]);
+        assert!(selector_matches("", &l));
+        assert!(selector_matches("env=prod", &l));
+        assert!(selector_matches("env==prod, team", &l));
+        assert!(!selector_matches("env=dev", &l));
+        assert!(selector_matches("env!=dev", &l));
+        assert!(!selector_matches("env!=prod", &l));
+        assert!(selector_matches("!tier", &l));
+        assert!(!selector_matches("!team", &l));
+        assert!(!selector_matches("tier", &l));
+    }
+
+    #[test]
+    fn an_empty_config_file_means_the_defaults_and_unknown_keys_are_rejected() {
+        let c: PolicyConfig = serde_json::from_str("{}").unwrap();
+        assert_eq!(c, PolicyConfig::default());
+        let err = serde_json::from_str::<PolicyConfig>(r#"{"max_prun": 3}"#).unwrap_err();
+        assert!(err.to_string().contains("max_prun"), "{err}");
+    }
+}

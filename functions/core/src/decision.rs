@@ -1,0 +1,120 @@
+//! What the policy decides: one action, with the failure mode, the reason and the evidence.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::catalogue::FailureMode;
+use crate::idempotency::IdempotencyKey;
+use crate::incident::IncidentKey;
+
+/// The one thing Argo Medic does about an app now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Nothing to do.
+    None,
+    /// `GET /api/v1/applications/{name}?refresh=normal`.
+    Refresh,
+    /// `GET /api/v1/applications/{name}?refresh=hard`.
+    HardRefresh,
+    /// `POST /api/v1/applications/{name}/sync` with the plan in [`Decision::sync`].
+    Sync,
+    /// Hand the incident to a human.
+    Escalate,
+    /// Look again after [`Decision::retry_after_secs`].
+    Wait,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::None => "none",
+            Action::Refresh => "refresh",
+            Action::HardRefresh => "hard_refresh",
+            Action::Sync => "sync",
+            Action::Escalate => "escalate",
+            Action::Wait => "wait",
+        }
+    }
+
+    /// True for the actions that call Argo CD to change something.
+    pub fn mutates_argo(self) -> bool {
+        matches!(self, Action::Refresh | Action::HardRefresh | Action::Sync)
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A fact the decision rests on: which field said what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// JSON path into the Application (or `history`, `trigger`).
+    pub field: String,
+    pub value: String,
+}
+
+impl Evidence {
+    pub fn new(field: impl Into<String>, value: impl Into<String>) -> Self {
+        Self { field: field.into(), value: value.into() }
+    }
+}
+
+/// The exact sync Argo Medic would request: it re-runs the operation that is on record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncPlan {
+    /// The revision to sync; the one that failed, never a newer one nobody asked for.
+    pub revision: String,
+    pub prune: bool,
+    pub sync_options: Vec<String>,
+    /// Why a sync is wanted at all: automated sync policy, or the operator who started the failed
+    /// operation.
+    pub intent: String,
+}
+
+/// Buttons a human may press on an escalation for this mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HumanAction {
+    Sync,
+    HardRefresh,
+    TerminateOperation,
+    Snooze,
+    Acknowledge,
+}
+
+/// The policy's answer for one app at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// `namespace/name` of the app.
+    pub app: String,
+    pub action: Action,
+    pub failure_mode: FailureMode,
+    /// One or two sentences a human can act on.
+    pub reason: String,
+    pub evidence: Vec<Evidence>,
+    /// For `wait`: when to look again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_secs: Option<i64>,
+    /// The incident this decision belongs to; `None` when the app is not in trouble.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incident: Option<IncidentKey>,
+    /// The key that makes this action happen at most once; `None` when there is no incident.
+    pub idempotency_key: Option<IdempotencyKey>,
+    /// For `sync`: what exactly to request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<SyncPlan>,
+    /// For `escalate`: the actions a human may take from the escalation.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub human_actions: Vec<HumanAction>,
+    /// True when this observation closes an open incident (the app is Synced and Healthy again).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub resolves_incident: bool,
+    /// When the decision was taken.
+    pub decided_at: DateTime<Utc>,
+}

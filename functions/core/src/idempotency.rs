@@ -1,0 +1,104 @@
+//! Idempotency keys: the only place they are derived.
+//!
+//! A key is `am1-` followed by the first 32 hex digits of SHA-256 over
+//! `argo-medic/action/v1`, the incident id and the ladder rung, each part terminated by a NUL byte.
+//! The incident id in turn hashes the instance, `namespace/name`, the revision and the moment the
+//! episode began (RFC 3339, seconds). Consequences:
+//! - the same incident observed twice, by any worker, after any crash, yields the same key for the
+//!   same rung, so a redelivered message or a rerun finds the action already recorded;
+//! - a new episode (new revision, or trouble beginning again after recovery) yields new keys;
+//! - the key carries no secret and no personal data, so it can travel in Argo CD's `infos`, logs
+//!   and Slack metadata. 128 bits keep accidental collisions out of reach.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::catalogue::Rung;
+use crate::incident::IncidentKey;
+
+/// The key that makes one action of one incident happen at most once.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    /// Derives the key of taking `rung` in `incident`.
+    pub fn derive(incident: &IncidentKey, rung: Rung) -> Self {
+        Self(format!("am1-{}", &digest(&["argo-medic/action/v1", &incident.id(), rung.as_str()])[..32]))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Accepts a key read back from storage or from Argo CD's `operation.info`.
+    pub fn parse(s: &str) -> Option<Self> {
+        let hex = s.strip_prefix("am1-")?;
+        (hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then(|| Self(s.to_owned()))
+    }
+}
+
+impl fmt::Display for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Lower-case hex SHA-256 over NUL-terminated parts (so `("ab","c")` and `("a","bc")` differ).
+pub(crate) fn digest(parts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0u8]);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn incident() -> IncidentKey {
+        IncidentKey {
+            instance: "prod".into(),
+            app: "argocd/payments".into(),
+            revision: "abc123".into(),
+            began_at: Some(chrono::Utc.with_ymd_and_hms(2026, 11, 1, 12, 0, 0).unwrap()),
+        }
+    }
+
+    #[test]
+    fn key_is_stable_and_parses_back() {
+        let k = IdempotencyKey::derive(&incident(), Rung::Sync);
+        assert_eq!(k, IdempotencyKey::derive(&incident(), Rung::Sync));
+        assert_eq!(IdempotencyKey::parse(k.as_str()), Some(k.clone()));
+        assert!(k.as_str().starts_with("am1-") && k.as_str().len() == 36);
+    }
+
+    #[test]
+    fn every_part_of_the_incident_and_the_rung_changes_the_key() {
+        let base = IdempotencyKey::derive(&incident(), Rung::Refresh);
+        assert_ne!(base, IdempotencyKey::derive(&incident(), Rung::HardRefresh));
+        let mut i = incident();
+        i.instance = "staging".into();
+        assert_ne!(base, IdempotencyKey::derive(&i, Rung::Refresh));
+        let mut i = incident();
+        i.revision = "def456".into();
+        assert_ne!(base, IdempotencyKey::derive(&i, Rung::Refresh));
+        let mut i = incident();
+        i.began_at = None;
+        assert_ne!(base, IdempotencyKey::derive(&i, Rung::Refresh));
+        let mut i = incident();
+        i.app = "argocd/payment".into();
+        assert_ne!(base, IdempotencyKey::derive(&i, Rung::Refresh));
+    }
+
+    #[test]
+    fn parse_rejects_foreign_strings() {
+        assert_eq!(IdempotencyKey::parse("INC-1234"), None);
+        assert_eq!(IdempotencyKey::parse("am1-xyz"), None);
+    }
+}

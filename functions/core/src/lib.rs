@@ -1,0 +1,31 @@
+//! Argo Medic's pure core.
+//!
+//! - [`app`]: the Argo CD Application types we read (tolerant of absent and unknown fields);
+//! - [`catalogue`]: the failure-mode catalogue, the single home of Argo CD's literal messages;
+//! - [`policy`]: classification and the decision policy, a pure function of its inputs;
+//! - [`incident`] and [`idempotency`]: incident identity, history, and the one key derivation;
+//! - [`config`]: thresholds and safety limits with documented defaults;
+//! - [`decision`]: what the policy returns.
+//!
+//! This crate does no I/O and reads no clock; its Cargo.toml admits no async, HTTP, AWS or Lambda
+//! crate, so the compiler keeps it that way.
+
+pub mod app;
+pub mod catalogue;
+pub mod config;
+pub mod decision;
+pub mod error;
+pub mod idempotency;
+pub mod incident;
+pub mod policy;
+pub mod trigger;
+
+pub use app::{Application, ApplicationList};
+pub use catalogue::{CATALOGUE, CatalogueEntry, FailureMode, Rung};
+pub use config::PolicyConfig;
+pub use decision::{Action, Decision, Evidence, HumanAction, SyncPlan};
+pub use error::PolicyError;
+pub use idempotency::IdempotencyKey;
+pub use incident::{Attempt, History, IncidentKey, Outcome};
+pub use policy::{DecisionPolicy, decide};
+pub use trigger::Trigger;

@@ -1,0 +1,705 @@
+//! The decision policy: a pure function of the Application, the trigger, the incident's history,
+//! the time and the configuration. It performs no I/O and reads no clock.
+//!
+//! Two steps. [`classify`] names the failure mode from the Application alone (with the evidence
+//! and, for modes that are waited out first, how long). [`DecisionPolicy::decide`] then places
+//! the app's incident on that mode's remediation ladder, using what was already done, and applies
+//! the safety gates before any sync.
+
+use chrono::{DateTime, Duration, SecondsFormat, SubsecRound, Utc};
+
+use crate::app::{Application, HOOKS_IDEMPOTENT_KEY, ResourceResult, health, phase, sync_status};
+use crate::catalogue::{FailureMode, Rung, TRANSIENT_SIGNALS};
+use crate::config::PolicyConfig;
+use crate::decision::{Action, Decision, Evidence, HumanAction, SyncPlan};
+use crate::error::PolicyError;
+use crate::incident::{History, IncidentKey, Outcome};
+use crate::trigger::Trigger;
+
+/// The manager name the ApplicationSet controller writes Applications with.
+const APPSET_MANAGER: &str = "applicationset-controller";
+
+/// What the classifier found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub mode: FailureMode,
+    /// Specific detail for the reason, beyond the catalogue title.
+    pub detail: String,
+    pub evidence: Vec<Evidence>,
+    /// When this episode of trouble began, as far as the Application shows.
+    pub began_at: Option<DateTime<Utc>>,
+    /// Do not climb the ladder before this moment (grace periods, back-offs).
+    pub hold_until: Option<DateTime<Utc>>,
+}
+
+impl Finding {
+    fn new(mode: FailureMode, detail: impl Into<String>) -> Self {
+        Self { mode, detail: detail.into(), evidence: Vec::new(), began_at: None, hold_until: None }
+    }
+    fn began(mut self, at: Option<DateTime<Utc>>) -> Self {
+        self.began_at = at;
+        self
+    }
+    fn hold(mut self, until: Option<DateTime<Utc>>) -> Self {
+        self.hold_until = until;
+        self
+    }
+    fn with(mut self, field: impl Into<String>, value: impl Into<String>) -> Self {
+        self.evidence.push(Evidence::new(field, value));
+        self
+    }
+}
+
+fn secs(s: i64) -> Duration {
+    Duration::seconds(s)
+}
+
+fn ts(t: &Option<DateTime<Utc>>) -> String {
+    t.map_or_else(|| "absent".to_owned(), rfc3339)
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Names the failure mode of a full Application at `now`.
+pub fn classify(app: &Application, now: DateTime<Utc>, cfg: &PolicyConfig) -> Finding {
+    classify_deletion(app, now, cfg)
+        .or_else(|| classify_appset_hand_edit(app))
+        .or_else(|| classify_running_operation(app, now, cfg))
+        .or_else(|| classify_failed_operation(app, cfg))
+        .or_else(|| classify_conditions(app, cfg))
+        .or_else(|| classify_stale_reconcile(app, now, cfg))
+        .or_else(|| classify_prune_risk(app, cfg))
+        .unwrap_or_else(|| classify_health_and_sync(app, now, cfg))
+}
+
+fn classify_deletion(app: &Application, now: DateTime<Utc>, cfg: &PolicyConfig) -> Option<Finding> {
+    let deleting_since = app.metadata.deletion_timestamp?;
+    let finding = if now - deleting_since > secs(cfg.deletion_timeout_secs) && !app.metadata.finalizers.is_empty() {
+        Finding::new(
+            FailureMode::DeletionStuck,
+            format!(
+                "deletion requested at {} is still blocked by finalizers {}",
+                rfc3339(deleting_since),
+                app.metadata.finalizers.join(", ")
+            ),
+        )
+    } else {
+        Finding::new(FailureMode::AppDeleting, format!("deletion requested at {}", rfc3339(deleting_since)))
+    };
+    Some(
+        finding
+            .began(Some(deleting_since))
+            .with("metadata.deletionTimestamp", rfc3339(deleting_since))
+            .with("metadata.finalizers", app.metadata.finalizers.join(",")),
+    )
+}
+
+/// The managedFields entry of a hand edit to an ApplicationSet-generated app's spec, made after
+/// the ApplicationSet controller last wrote it (so not yet reverted).
+pub fn appset_hand_edit(app: &Application) -> Option<&crate::app::ManagedFieldsEntry> {
+    app.application_set()?;
+    let fields = &app.metadata.managed_fields;
+    let appset_last = fields.iter().filter(|m| m.manager == APPSET_MANAGER).filter_map(|m| m.time).max()?;
+    fields
+        .iter()
+        .filter(|m| m.manager != APPSET_MANAGER && m.fields_v1.get("f:spec").is_some())
+        .filter(|m| m.time.is_some_and(|t| t > appset_last))
+        .max_by_key(|m| m.time)
+}
+
+fn classify_appset_hand_edit(app: &Application) -> Option<Finding> {
+    let appset = app.application_set()?;
+    let edit = appset_hand_edit(app)?;
+    Some(
+        Finding::new(
+            FailureMode::AppSetHandEdit,
+            format!(
+                "`{}` changed spec at {} but ApplicationSet `{}` generates this app and will revert it",
+                edit.manager,
+                ts(&edit.time),
+                appset.name
+            ),
+        )
+        .began(edit.time)
+        .with("metadata.ownerReferences[kind=ApplicationSet].name", appset.name.clone())
+        .with("metadata.managedFields[].manager", edit.manager.clone()),
+    )
+}
+
+/// `<group>/<Kind>/<name>` named by `waiting for healthy state of ...`, if any.
+fn waiting_for_healthy(message: &str) -> Option<(String, String, String)> {
+    let rest = &message[message.find("waiting for healthy state of ")? + "waiting for healthy state of ".len()..];
+    let token = rest.split_whitespace().next()?;
+    let mut parts = token.splitn(3, '/');
+    Some((parts.next()?.to_owned(), parts.next()?.to_owned(), parts.next()?.trim_end_matches(['.', ',']).to_owned()))
+}
+
+fn classify_running_operation(app: &Application, now: DateTime<Utc>, cfg: &PolicyConfig) -> Option<Finding> {
+    let state = app.status.operation_state.as_ref();
+    let running = state.is_some_and(|s| s.phase == phase::RUNNING || s.phase == phase::TERMINATING);
+    if app.operation.is_none() && !running {
+        return None;
+    }
+    let message = state.map_or("", |s| s.message.as_str());
+    let started = state.and_then(|s| s.started_at).filter(|_| running);
+    let age = started.map(|t| now - t);
+    let base = |mode, detail: String| {
+        Finding::new(mode, detail)
+            .began(started)
+            .with("status.operationState.phase", state.map_or("", |s| s.phase.as_str()))
+            .with("status.operationState.startedAt", ts(&started))
+            .with("status.operationState.message", message)
+    };
+
+    if FailureMode::SyncWindowBlocked.signalled_by(message) {
+        return Some(base(FailureMode::SyncWindowBlocked, "the running sync is held by a sync window".into()));
+    }
+    let confirm: Vec<_> =
+        app.status.resources.iter().filter(|r| r.requires_deletion_confirmation).map(|r| format!("{}/{}", r.kind, r.name)).collect();
+    if !confirm.is_empty() {
+        return Some(
+            base(FailureMode::PruneConfirmPending, format!("{} resource(s) wait for a human to confirm their deletion", confirm.len()))
+                .with("status.resources[requiresDeletionConfirmation]", confirm.join(", ")),
+        );
+    }
+    let over = |limit: i64| age.is_some_and(|a| a > secs(limit));
+    if let Some((group, kind, name)) = waiting_for_healthy(message).filter(|_| over(cfg.progressing_timeout_secs)) {
+        let target = format!("{group}/{kind}/{name}");
+        if !cfg.builtin_health_groups.contains(&group) {
+            return Some(base(
+                FailureMode::CustomHealthNeverHealthy,
+                format!("the operation has waited for custom resource {target} to become healthy since {}", ts(&started)),
+            ));
+        }
+        // Pending PostSync hooks are not always listed in the result yet; any hook in the app
+        // means a later phase is waiting on this health gate.
+        if pending_post_sync_hooks(app) > 0 || app.has_hooks() {
+            return Some(base(
+                FailureMode::PostSyncBlockedByHealth,
+                format!("PostSync hooks cannot run: {target} has not become healthy since {}", ts(&started)),
+            ));
+        }
+    }
+    if over(cfg.operation_timeout_secs) {
+        let minutes = age.map_or(0, |a| a.num_minutes());
+        return Some(base(FailureMode::OperationRunningTooLong, format!("the operation has been running for {minutes} minutes")));
+    }
+    Some(base(FailureMode::OperationInProgress, "an operation is running".into()))
+}
+
+fn pending_post_sync_hooks(app: &Application) -> usize {
+    app.result_resources()
+        .iter()
+        .filter(|r| r.hook_type == "PostSync" && !matches!(r.hook_phase.as_str(), "Succeeded" | "Failed" | "Error"))
+        .count()
+}
+
+/// The first hook the last operation ran that failed.
+pub fn failed_hook(app: &Application) -> Option<&ResourceResult> {
+    app.result_resources().iter().find(|r| !r.hook_type.is_empty() && matches!(r.hook_phase.as_str(), "Failed" | "Error"))
+}
+
+fn describe(r: &ResourceResult) -> String {
+    let hook = if r.hook_type.is_empty() { String::new() } else { format!("{} hook ", r.hook_type) };
+    format!("{hook}{}/{}", r.kind, r.name)
+}
+
+fn is_transient(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    TRANSIENT_SIGNALS.iter().any(|s| lower.contains(s))
+}
+
+fn classify_failed_operation(app: &Application, cfg: &PolicyConfig) -> Option<Finding> {
+    let state = app.status.operation_state.as_ref()?;
+    if !(state.phase == phase::FAILED || state.phase == phase::ERROR) || app.is_synced_and_healthy() {
+        return None;
+    }
+    // A failure at an older revision is history: the app has moved on, judge its current state.
+    let op_revision = state.sync_result.as_ref().map(|r| r.revision.as_str()).filter(|r| !r.is_empty());
+    if op_revision.is_some_and(|r| r != app.revision()) {
+        return None;
+    }
+    let message = state.message.as_str();
+    let resources = app.result_resources();
+    let finished = state.finished_at;
+    let base = |mode, detail: String| {
+        Finding::new(mode, detail)
+            .began(state.started_at)
+            .with("status.operationState.phase", state.phase.clone())
+            .with("status.operationState.message", message)
+    };
+    let with_resource = |f: Finding, i: usize, r: &ResourceResult| {
+        f.with(format!("status.operationState.syncResult.resources[{i}]"), format!("{}: {}", describe(r), r.message))
+    };
+    let find = |pred: &dyn Fn(&ResourceResult) -> bool| resources.iter().enumerate().find(|(_, r)| pred(r));
+
+    // A hook that could not even be created (a leftover from an earlier sync) is more specific
+    // than a hook that ran and failed, and Argo CD marks both with hookPhase Failed.
+    if let Some((i, hook)) = find(&|r| !r.hook_type.is_empty() && FailureMode::HookConflict.signalled_by(&r.message)) {
+        return Some(with_resource(
+            base(FailureMode::HookConflict, format!("{} could not be created: {}", describe(hook), hook.message)),
+            i,
+            hook,
+        ));
+    }
+    if let Some((i, hook)) = find(&|r| !r.hook_type.is_empty() && matches!(r.hook_phase.as_str(), "Failed" | "Error")) {
+        return Some(with_resource(base(FailureMode::HookFailed, format!("{} failed", describe(hook))), i, hook));
+    }
+    if FailureMode::HookFailed.signalled_by(message) {
+        return Some(base(FailureMode::HookFailed, "a hook failed".into()));
+    }
+    // Resource messages first (they name the resource), then the operation message.
+    let texts: Vec<(Option<(usize, &ResourceResult)>, &str)> = resources
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.message.is_empty())
+        .map(|(i, r)| (Some((i, r)), r.message.as_str()))
+        .chain([(None, message)])
+        .collect();
+    let ordered = [
+        FailureMode::PermissionDenied,
+        FailureMode::DeletionStuck,
+        FailureMode::CrdNotEstablished,
+        FailureMode::WebhookUnavailable,
+        FailureMode::ResourceRejected,
+        FailureMode::SyncWindowBlocked,
+    ];
+    let hit = ordered.iter().find_map(|mode| texts.iter().find(|(_, t)| mode.signalled_by(t)).map(|(r, _)| (*mode, *r)));
+    let sync_error = app.condition("SyncError").filter(|c| FailureMode::AutoSyncRetriesExhausted.signalled_by(&c.message));
+    let finding = match hit {
+        Some((mode, resource)) => {
+            let detail = match resource {
+                Some((_, r)) => format!("{}: {}", describe(r), r.message),
+                None => message.to_owned(),
+            };
+            let mut f = base(mode, detail);
+            if let Some((i, r)) = resource {
+                f = with_resource(f, i, r);
+            }
+            match mode {
+                // The CRD needs a moment to become established before a re-sync can work.
+                FailureMode::CrdNotEstablished => f.hold(finished.map(|t| t + secs(cfg.settle_secs))),
+                // Give the webhook's pods time to come up before re-syncing.
+                FailureMode::WebhookUnavailable => f.hold(finished.map(|t| t + secs(cfg.repo_error_grace_secs))),
+                _ => f,
+            }
+        }
+        None if message.starts_with("ComparisonError") => return None, // judged from the condition itself
+        None if is_transient(message) || texts.iter().any(|(_, t)| is_transient(t)) => match sync_error {
+            Some(_) => base(FailureMode::AutoSyncRetriesExhausted, format!("automated sync gave up after a transient failure: {message}")),
+            None => base(FailureMode::SyncFailedTransient, message.to_owned()),
+        },
+        None => base(FailureMode::SyncFailed, message.to_owned()),
+    };
+    Some(match sync_error {
+        Some(c) => finding.with("status.conditions[type=SyncError].message", c.message.clone()),
+        None => finding,
+    })
+}
+
+fn classify_conditions(app: &Application, cfg: &PolicyConfig) -> Option<Finding> {
+    for c in &app.status.conditions {
+        let base = |mode, detail: String| {
+            Finding::new(mode, detail)
+                .began(c.last_transition_time)
+                .with(format!("status.conditions[type={}].message", c.kind), c.message.clone())
+        };
+        let found = match c.kind.as_str() {
+            "ComparisonError" => Some(if FailureMode::CachedManifestError.signalled_by(&c.message) {
+                base(FailureMode::CachedManifestError, "the repo-server keeps serving a cached manifest generation error".into())
+            } else if FailureMode::PermissionDenied.signalled_by(&c.message) && !is_transient(&c.message) {
+                base(FailureMode::PermissionDenied, c.message.clone())
+            } else if FailureMode::ComparisonErrorTransient.signalled_by(&c.message) {
+                base(FailureMode::ComparisonErrorTransient, "Argo CD cannot reach Git or the repo-server".into())
+                    .hold(c.last_transition_time.map(|t| t + secs(cfg.repo_error_grace_secs)))
+            } else {
+                base(FailureMode::SourceConfigError, c.message.clone())
+            }),
+            "InvalidSpecError" => Some(base(FailureMode::SourceConfigError, c.message.clone())),
+            "SyncError" if FailureMode::PruneBlastRadius.signalled_by(&c.message) => {
+                Some(base(FailureMode::PruneBlastRadius, "automated sync refused to delete every resource of the app".into()))
+            }
+            "SyncError" if FailureMode::AutoSyncRetriesExhausted.signalled_by(&c.message) => {
+                Some(base(FailureMode::AutoSyncRetriesExhausted, "automated sync will not retry this revision".into()))
+            }
+            _ => None,
+        };
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+fn classify_stale_reconcile(app: &Application, now: DateTime<Utc>, cfg: &PolicyConfig) -> Option<Finding> {
+    if app.is_synced_and_healthy() || app.health_status() == health::SUSPENDED {
+        return None;
+    }
+    let reconciled = app.status.reconciled_at;
+    let stale = reconciled.is_none_or(|t| now - t > secs(cfg.stale_reconcile_secs));
+    stale.then(|| {
+        let minutes = reconciled.map_or_else(|| "never".to_owned(), |t| format!("{} minutes ago", (now - t).num_minutes()));
+        Finding::new(
+            FailureMode::StaleReconcile,
+            format!("the app is {} / {} but Argo CD last reconciled it {minutes}", app.sync_status(), app.health_status()),
+        )
+        .began(reconciled)
+        .with("status.reconciledAt", ts(&reconciled))
+        .with("status.health.status", app.health_status())
+        .with("status.sync.status", app.sync_status())
+    })
+}
+
+/// Why pruning is beyond what Argo Medic may do alone, if it is.
+pub fn prune_risk(app: &Application, cfg: &PolicyConfig) -> Option<String> {
+    let pruning: Vec<_> = app.status.resources.iter().filter(|r| r.requires_pruning).collect();
+    let protected: Vec<_> = pruning
+        .iter()
+        .filter(|r| cfg.protected_prune_kinds.iter().any(|k| k == &r.kind))
+        .map(|r| format!("{}/{}", r.kind, r.name))
+        .collect();
+    if !protected.is_empty() {
+        Some(format!("a sync would prune protected resources: {}", protected.join(", ")))
+    } else if pruning.len() > cfg.max_prune {
+        Some(format!("a sync would prune {} resources, more than the limit of {}", pruning.len(), cfg.max_prune))
+    } else {
+        None
+    }
+}
+
+fn classify_prune_risk(app: &Application, cfg: &PolicyConfig) -> Option<Finding> {
+    if app.sync_status() != sync_status::OUT_OF_SYNC {
+        return None;
+    }
+    let why = prune_risk(app, cfg)?;
+    let pruning: Vec<_> = app.status.resources.iter().filter(|r| r.requires_pruning).map(|r| format!("{}/{}", r.kind, r.name)).collect();
+    Some(
+        Finding::new(FailureMode::PruneBlastRadius, why)
+            .began(app.status.reconciled_at)
+            .with("status.resources[requiresPruning]", pruning.join(", ")),
+    )
+}
+
+fn classify_health_and_sync(app: &Application, now: DateTime<Utc>, cfg: &PolicyConfig) -> Finding {
+    let h = app.status.health.as_ref();
+    let transition = h.and_then(|h| h.last_transition_time);
+    let last_op = app.status.operation_state.as_ref();
+    let finished = last_op.filter(|s| s.phase == phase::SUCCEEDED).and_then(|s| s.finished_at);
+    let health_ev =
+        |f: Finding| f.with("status.health.status", app.health_status()).with("status.health.lastTransitionTime", ts(&transition));
+    match app.health_status() {
+        health::DEGRADED => {
+            return health_ev(Finding::new(FailureMode::HealthDegraded, "a resource of the app is Degraded").began(transition));
+        }
+        health::PROGRESSING => {
+            let since = [transition, finished].into_iter().flatten().max();
+            let timed_out = since.is_some_and(|t| now - t > secs(cfg.progressing_timeout_secs));
+            let custom = app.status.resources.iter().find(|r| {
+                !cfg.builtin_health_groups.contains(&r.group) && r.health.as_ref().is_some_and(|h| h.status == health::PROGRESSING)
+            });
+            let finding = match (timed_out, custom) {
+                (false, _) => Finding::new(FailureMode::RolloutProgressing, "the app is rolling out"),
+                (true, Some(r)) => Finding::new(
+                    FailureMode::CustomHealthNeverHealthy,
+                    format!("custom resource {}/{}/{} has reported Progressing since {}", r.group, r.kind, r.name, ts(&since)),
+                )
+                .with(
+                    format!("status.resources[{}/{}].health", r.kind, r.name),
+                    r.health.as_ref().map_or(String::new(), |h| format!("{} {}", h.status, h.message).trim().to_owned()),
+                ),
+                (true, None) => Finding::new(
+                    FailureMode::StaleProgressing,
+                    format!("the app has been Progressing since {} although its last operation finished at {}", ts(&since), ts(&finished)),
+                )
+                .with("status.operationState.finishedAt", ts(&finished)),
+            };
+            return health_ev(finding.began(since));
+        }
+        _ => {}
+    }
+    match app.sync_status() {
+        sync_status::UNKNOWN => {
+            Finding::new(FailureMode::ComparisonErrorTransient, "Argo CD cannot compare the app with Git (sync status Unknown)")
+                .began(app.status.reconciled_at)
+                .hold(app.status.reconciled_at.map(|t| t + secs(cfg.repo_error_grace_secs)))
+                .with("status.sync.status", sync_status::UNKNOWN)
+        }
+        sync_status::OUT_OF_SYNC if app.auto_sync().is_some() => {
+            let since = finished.or(app.metadata.creation_timestamp);
+            Finding::new(
+                FailureMode::OutOfSyncAwaitingAutoSync,
+                format!("OutOfSync with automated sync on; last sync finished at {}", ts(&finished)),
+            )
+            .began(since)
+            .hold(since.map(|t| t + secs(cfg.progressing_timeout_secs)))
+            .with("status.sync.status", sync_status::OUT_OF_SYNC)
+            .with("spec.syncPolicy.automated", "enabled")
+        }
+        sync_status::OUT_OF_SYNC => Finding::new(FailureMode::OutOfSyncManual, "OutOfSync; the app is synced by hand")
+            .with("status.sync.status", sync_status::OUT_OF_SYNC),
+        _ if app.health_status() == health::MISSING || app.health_status() == health::UNKNOWN => {
+            Finding::new(FailureMode::ComparisonErrorTransient, format!("health is {}", app.health_status()))
+                .began(transition)
+                .hold(transition.map(|t| t + secs(cfg.repo_error_grace_secs)))
+                .with("status.health.status", app.health_status())
+        }
+        _ => Finding::new(FailureMode::Healthy, format!("{} and {}", app.sync_status(), app.health_status())),
+    }
+}
+
+/// Why a sync must not be started automatically, or the exact sync that is on record to re-run.
+pub fn sync_plan(app: &Application, cfg: &PolicyConfig) -> Result<SyncPlan, String> {
+    if app.is_deleting() {
+        return Err("the application is being deleted".into());
+    }
+    if let Some(edit) = appset_hand_edit(app) {
+        return Err(format!(
+            "`{}` edited this ApplicationSet-generated app by hand; syncing would deploy an edit the ApplicationSet reverts",
+            edit.manager
+        ));
+    }
+    if app.operation.is_some() {
+        return Err("an operation is already running".into());
+    }
+    if let Some(hook) = failed_hook(app) {
+        return Err(format!("{} failed in the last operation and a sync would run it again", describe(hook)));
+    }
+    let hooks_marked = cfg.hooks_idempotent || app.metadata.annotations.get(HOOKS_IDEMPOTENT_KEY).is_some_and(|v| v == "true");
+    if app.has_hooks() && !hooks_marked {
+        return Err(format!(
+            "the app has sync hooks and a sync re-runs every hook; they are not marked idempotent (`{HOOKS_IDEMPOTENT_KEY}`)"
+        ));
+    }
+    if let Some(why) = prune_risk(app, cfg) {
+        return Err(why);
+    }
+    if let Some(auto) = app.auto_sync() {
+        let options = app.spec.sync_policy.as_ref().map(|p| p.sync_options.clone()).unwrap_or_default();
+        // An empty revision means the target revision, which is what automated sync itself syncs
+        // (Argo CD rejects an explicit other revision while auto-sync is on).
+        return Ok(SyncPlan {
+            revision: String::new(),
+            prune: auto.prune,
+            sync_options: options,
+            intent: "the app's automated sync policy".into(),
+        });
+    }
+    let state = app.status.operation_state.as_ref().filter(|s| s.phase == phase::FAILED || s.phase == phase::ERROR);
+    let op = state.and_then(|s| s.operation.as_ref());
+    let by = op.and_then(|o| o.initiated_by.as_ref()).filter(|i| !i.automated && !i.username.is_empty());
+    let sync = op.and_then(|o| o.sync.as_ref());
+    let result_revision = state.and_then(|s| s.sync_result.as_ref()).map(|r| r.revision.as_str()).unwrap_or_default();
+    match (by, sync) {
+        (Some(by), Some(sync)) if result_revision.is_empty() || result_revision == app.revision() => Ok(SyncPlan {
+            revision: sync.revision.clone(),
+            prune: sync.prune,
+            sync_options: sync.sync_options.clone(),
+            intent: format!("re-run of the sync `{}` started at {}", by.username, ts(&state.and_then(|s| s.started_at))),
+        }),
+        _ => Err(
+            "nobody asked for a sync: automated sync is off and the last operation is not a failed sync a person started at this revision"
+                .into(),
+        ),
+    }
+}
+
+/// The decision policy with its configuration.
+#[derive(Debug, Clone, Default)]
+pub struct DecisionPolicy {
+    pub config: PolicyConfig,
+}
+
+impl DecisionPolicy {
+    pub fn new(config: PolicyConfig) -> Self {
+        Self { config }
+    }
+
+    /// Decides one action for a full Application. Errors only when the input cannot be judged.
+    pub fn decide(&self, app: &Application, trigger: &Trigger, history: &History, now: DateTime<Utc>) -> Result<Decision, PolicyError> {
+        if let Some(why) = app.incompleteness() {
+            return Err(PolicyError::IncompleteApplication { app: app.qualified_name(), why });
+        }
+        let cfg = &self.config;
+        let name = app.qualified_name();
+        let mut d = Decision {
+            app: name.clone(),
+            action: Action::None,
+            failure_mode: FailureMode::Healthy,
+            reason: String::new(),
+            evidence: vec![Evidence::new("trigger", trigger.as_str())],
+            retry_after_secs: None,
+            incident: None,
+            idempotency_key: None,
+            sync: None,
+            human_actions: Vec::new(),
+            resolves_incident: false,
+            decided_at: now,
+        };
+        if !cfg.in_scope(app) {
+            d.failure_mode = FailureMode::OutOfScope;
+            d.reason = format!("project `{}` or labels are outside the configured scope", app.spec.project);
+            return Ok(d);
+        }
+        if app.opted_out() {
+            d.failure_mode = FailureMode::OptedOut;
+            d.reason = format!("the app opted out with `{}`", crate::app::OPT_OUT_KEY);
+            return Ok(d);
+        }
+
+        let finding = classify(app, now, cfg);
+        let entry = finding.mode.entry();
+        d.failure_mode = finding.mode;
+        d.evidence.extend(finding.evidence.iter().cloned());
+        if !finding.mode.is_trouble() {
+            d.resolves_incident = history.incident.as_ref().is_some_and(|i| i.app == name);
+            d.reason = if d.resolves_incident { format!("{}; the open incident is resolved", finding.detail) } else { finding.detail };
+            return Ok(d);
+        }
+
+        let incident = self.incident_for(app, &finding, history);
+        let empty = History::default();
+        let hist = if history.incident.as_ref() == Some(&incident) { history } else { &empty };
+        d.incident = Some(incident.clone());
+        let headline = format!("{}: {}", entry.title, finding.detail.trim_end_matches(['.', ' ']));
+
+        if let Some(at) = hist.escalated_at() {
+            d.reason = format!("{headline}. Escalated at {}; a human owns this incident now", rfc3339(at));
+            return Ok(d);
+        }
+        if let Some(last) = hist.last() {
+            if matches!(last.outcome, Outcome::SyncWindowBlocked | Outcome::OperationInProgress) {
+                let why = if last.outcome == Outcome::SyncWindowBlocked {
+                    "a sync window refused the sync"
+                } else {
+                    "another operation was in progress"
+                };
+                return Ok(self.wait(d, format!("{headline}. Waiting: {why} at {}", rfc3339(last.at)), cfg.recheck_secs));
+            }
+            let settled = last.at + secs(cfg.settle_secs);
+            if now < settled {
+                let msg = format!("{headline}. Waiting for the {} at {} to take effect", last.rung.as_str(), rfc3339(last.at));
+                return Ok(self.wait(d, msg, (settled - now).num_seconds().max(1)));
+            }
+        }
+        if let Some(until) = finding.hold_until.filter(|u| now < *u) {
+            let msg = format!("{headline}. Waiting until {} before acting: most such cases clear on their own", rfc3339(until));
+            return Ok(self.wait(d, msg, (until - now).num_seconds().max(1)));
+        }
+        if entry.ladder.is_empty() {
+            return Ok(self.wait(d, format!("{headline}. Nothing to do but look again later"), cfg.recheck_secs));
+        }
+
+        let human_actions = human_actions(app, finding.mode);
+        let escalate = |mut d: Decision, why: String| {
+            d.action = Action::Escalate;
+            d.idempotency_key = Some(incident.key_for(Rung::Escalate));
+            d.human_actions = human_actions.clone();
+            d.reason = why;
+            d
+        };
+        if hist.actions_taken() >= cfg.max_actions_per_incident {
+            let msg = format!("{headline}. {} actions did not resolve it; a human has to look", hist.actions_taken());
+            return Ok(escalate(d, msg));
+        }
+        let controller_refreshed = entry.controller_refresh_counts
+            && matches!((app.status.reconciled_at, finding.began_at), (Some(r), Some(b)) if r > b + secs(cfg.settle_secs));
+        let skipped = |r: Rung| r == Rung::Refresh && controller_refreshed;
+        let next = entry.ladder.iter().copied().find(|r| !hist.has_taken(*r) && !skipped(*r));
+        let rung = next.unwrap_or(Rung::Escalate);
+        let tried: Vec<_> = hist.attempts.iter().map(|a| a.rung.as_str()).collect();
+        let tried = if tried.is_empty() { String::new() } else { format!(" after {}", tried.join(", ")) };
+        match rung {
+            Rung::Escalate => {
+                let because = if controller_refreshed && entry.ladder.first() == Some(&Rung::Refresh) {
+                    format!("Argo CD reconciled it at {} and the trouble remains", ts(&app.status.reconciled_at))
+                } else if entry.ladder == [Rung::Escalate] {
+                    "Argo Medic does not fix this automatically".to_owned()
+                } else {
+                    format!("the remediation ladder is used up{tried}")
+                };
+                Ok(escalate(d, format!("{headline}. Escalating: {because}")))
+            }
+            Rung::Sync => match sync_plan(app, cfg) {
+                Ok(plan) => {
+                    d.action = Action::Sync;
+                    d.idempotency_key = Some(incident.key_for(Rung::Sync));
+                    d.reason = format!("{headline}. Syncing once{tried}, as on record: {}", plan.intent);
+                    d.sync = Some(plan);
+                    Ok(d)
+                }
+                Err(why) => {
+                    let mut d = escalate(d, format!("{headline}. A sync might fix it but is not safe to start automatically: {why}"));
+                    d.evidence.push(Evidence::new("sync_gate", why));
+                    Ok(d)
+                }
+            },
+            Rung::Refresh | Rung::HardRefresh => {
+                let skip = if controller_refreshed && rung == Rung::HardRefresh && !hist.has_taken(Rung::Refresh) {
+                    format!(" (Argo CD's own refresh at {} did not help)", ts(&app.status.reconciled_at))
+                } else {
+                    String::new()
+                };
+                d.action = rung.action();
+                d.idempotency_key = Some(incident.key_for(rung));
+                d.reason = format!("{headline}. Requesting a {}{tried}{skip}", rung.as_str().replace('_', " "));
+                Ok(d)
+            }
+        }
+    }
+
+    fn wait(&self, mut d: Decision, reason: String, after: i64) -> Decision {
+        d.action = Action::Wait;
+        d.reason = reason;
+        d.retry_after_secs = Some(after.min(self.config.recheck_secs.max(1)).max(1));
+        d
+    }
+
+    /// The open incident continues while the app stays at its revision; otherwise a new one begins.
+    fn incident_for(&self, app: &Application, finding: &Finding, history: &History) -> IncidentKey {
+        let name = app.qualified_name();
+        let revision = app.revision();
+        if let Some(open) = history.incident.as_ref() {
+            if open.instance == self.config.instance_id && open.app == name && open.revision == revision {
+                return open.clone();
+            }
+        }
+        IncidentKey {
+            instance: self.config.instance_id.clone(),
+            app: name,
+            revision,
+            began_at: finding.began_at.map(|t| t.trunc_subsecs(0)),
+        }
+    }
+}
+
+/// Buttons an escalation of this mode offers.
+fn human_actions(app: &Application, mode: FailureMode) -> Vec<HumanAction> {
+    let mut actions = Vec::new();
+    let running = app.operation.is_some()
+        || app.status.operation_state.as_ref().is_some_and(|s| s.phase == phase::RUNNING || s.phase == phase::TERMINATING);
+    let deleting = app.is_deleting();
+    if !deleting && !running && mode != FailureMode::AppSetHandEdit && mode != FailureMode::PruneConfirmPending {
+        actions.push(HumanAction::Sync);
+    }
+    if !deleting {
+        actions.push(HumanAction::HardRefresh);
+    }
+    if running {
+        actions.push(HumanAction::TerminateOperation);
+    }
+    actions.extend([HumanAction::Snooze, HumanAction::Acknowledge]);
+    actions
+}
+
+/// Convenience wrapper: `DecisionPolicy::new(config.clone()).decide(...)`.
+pub fn decide(
+    app: &Application,
+    trigger: &Trigger,
+    history: &History,
+    now: DateTime<Utc>,
+    config: &PolicyConfig,
+) -> Result<Decision, PolicyError> {
+    DecisionPolicy::new(config.clone()).decide(app, trigger, history, now)
+}

@@ -1,0 +1,72 @@
+//! What made Argo Medic look at an app: a notification trigger, the sweeper, or a person.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::InvalidTrigger;
+
+/// The name of what prompted a decision. Notification triggers keep their argocd-notifications
+/// names (`on-sync-failed`, ...); Argo Medic's own sources are `sweep` and `manual`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Trigger(String);
+
+impl Trigger {
+    pub const SWEEP: &'static str = "sweep";
+    pub const MANUAL: &'static str = "manual";
+
+    pub fn manual() -> Self {
+        Self(Self::MANUAL.to_owned())
+    }
+
+    pub fn sweep() -> Self {
+        Self(Self::SWEEP.to_owned())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for Trigger {
+    type Err = InvalidTrigger;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let ok =
+            !s.is_empty() && s.len() <= 63 && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+        if ok { Ok(Self(s.to_owned())) } else { Err(InvalidTrigger(s.to_owned())) }
+    }
+}
+
+impl TryFrom<String> for Trigger {
+    type Error = InvalidTrigger;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<Trigger> for String {
+    fn from(t: Trigger) -> Self {
+        t.0
+    }
+}
+
+impl fmt::Display for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trigger_names_are_validated() {
+        assert_eq!("on-sync-failed".parse::<Trigger>().unwrap().as_str(), "on-sync-failed");
+        assert!("".parse::<Trigger>().is_err());
+        assert!("On Sync".parse::<Trigger>().is_err());
+        assert!("x".repeat(64).parse::<Trigger>().is_err());
+    }
+}
