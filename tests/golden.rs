@@ -118,3 +118,23 @@ fn deciding_the_same_observation_twice_gives_the_same_decision() {
         assert_eq!(a, b, "{}", s.name);
     }
 }
+
+#[test]
+fn every_sample_notification_parses_and_describes_its_sample_app() {
+    let files = json_files(&events_dir().join("webhook")).unwrap();
+    assert!(files.len() >= 10, "expected notification samples under events/webhook/");
+    for file in files {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let event = medic_core::NotificationEvent::parse(read(&file).unwrap().as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let app = parse_apps(&read(&events_dir().join("apps").join(&name)).unwrap(), &name).unwrap().remove(0).app;
+        assert_eq!(event.qualified_name(), app.qualified_name(), "{name}");
+        assert_eq!(event.app.project.as_deref(), Some(app.spec.project.as_str()), "{name}");
+        assert_eq!(event.sync.as_ref().and_then(|s| s.revision.clone()), Some(app.revision()), "{name}");
+        assert_eq!(event.health.as_ref().and_then(|h| h.status.as_deref()), Some(app.health_status()), "{name}");
+        assert_eq!(event.resource_version.as_deref(), Some(app.metadata.resource_version.as_str()), "{name}");
+        let op = app.status.operation_state.as_ref();
+        assert_eq!(event.operation.as_ref().and_then(|o| o.phase.clone()), op.map(|o| o.phase.clone()), "{name}");
+        assert_eq!(event.operation.as_ref().and_then(|o| o.started_at), op.and_then(|o| o.started_at), "{name}");
+        assert_eq!(event.reconciled_at, app.status.reconciled_at, "{name}");
+    }
+}
