@@ -1,0 +1,1 @@
+//! Adapters (being built).

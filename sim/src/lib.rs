@@ -1,0 +1,1 @@
+//! Argo CD API simulator (being built).
