@@ -1,1 +1,13 @@
-//! Adapters (being built).
+//! Argo Medic's adapters: every piece of I/O behind the core's ports.
+//!
+//! - [`argocd`]: the Argo CD REST client (reqwest + rustls), with retries and the circuit breaker;
+//! - [`breaker`]: the circuit breaker that stops calls while Argo CD is failing;
+//! - [`budget`]: per-instance token buckets for refresh, hard refresh and sync;
+//! - [`memory`]: in-memory twins of the store and escalator ports, and the system clock;
+//! - [`config`]: Argo CD connection settings, the only place that reads the environment.
+
+pub mod argocd;
+pub mod breaker;
+pub mod budget;
+pub mod config;
+pub mod memory;

@@ -451,3 +451,50 @@ impl Application {
         }
     }
 }
+
+/// The body of `POST /api/v1/applications/{name}/sync` (`applicationApplicationSyncRequest`),
+/// restricted to the fields Argo Medic sends. Field names and shapes follow the wire, not the
+/// swagger where they differ (argocd-api.md §1.7).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplicationSyncRequest {
+    pub name: String,
+    /// Empty means the app's target revision.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub revision: String,
+    pub prune: bool,
+    pub dry_run: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<SyncStrategy>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_options: Option<SyncOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_strategy: Option<RetryStrategy>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub infos: Vec<Info>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub project: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub app_namespace: String,
+}
+
+/// `{"hook": {"force": false}}` or `{"apply": {"force": false}}`; the hook variant is flattened on
+/// the wire although the swagger nests it under `syncStrategyApply`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyncStrategy {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hook: Option<SyncStrategyForce>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub apply: Option<SyncStrategyForce>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyncStrategyForce {
+    pub force: bool,
+}
+
+/// `{"items": ["ApplyOutOfSyncOnly=true"]}`; replaces the app's own sync options for this operation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyncOptions {
+    pub items: Vec<String>,
+}

@@ -19,6 +19,8 @@ pub mod event;
 pub mod idempotency;
 pub mod incident;
 pub mod policy;
+pub mod ports;
+pub mod remediate;
 pub mod trigger;
 
 pub use app::{Application, ApplicationList};

@@ -1,0 +1,355 @@
+//! The Argo CD REST client: `HttpArgoClient` implements the core's `ArgoApi` port.
+//!
+//! Exact about the wire (argocd-api.md §1): bearer token, `Content-Type: application/json` on every
+//! non-GET request (Argo CD answers 415 to anything else, DELETE included), `project` and
+//! `appNamespace` passed so a missing app is a real 404, grpc-gateway error bodies mapped to
+//! [`ArgoError`] by what to do. Polite: retries with exponential backoff and jitter inside a
+//! deadline (honouring `Retry-After`), and a circuit breaker that stops calling a failing Argo CD.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use medic_core::app::{Application, ApplicationList, ApplicationSyncRequest};
+use medic_core::event::AppRef;
+use medic_core::ports::{ArgoApi, ArgoError, ListQuery, RefreshKind};
+use reqwest::{Method, StatusCode, header};
+use secrecy::ExposeSecret;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::OnceCell;
+
+use crate::breaker::{BreakerSettings, CircuitBreaker};
+use crate::config::{ArgoSettings, SettingsError};
+
+/// grpc-gateway's error body: `{"error": ..., "code": <grpc code>, "message": ...}`.
+#[derive(Debug, Deserialize)]
+struct GatewayError {
+    #[serde(default)]
+    code: i32,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    error: String,
+}
+
+/// `GET /api/version`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+pub struct ArgoVersion {
+    #[serde(rename = "Version", default)]
+    pub version: String,
+    #[serde(rename = "BuildDate", default)]
+    pub build_date: String,
+    #[serde(rename = "GitCommit", default)]
+    pub git_commit: String,
+}
+
+/// The `resource-tree` response, as far as escalations use it.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ResourceTree {
+    #[serde(default)]
+    pub nodes: Vec<serde_json::Value>,
+}
+
+/// The `syncwindows` response.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncWindows {
+    #[serde(default)]
+    pub active_windows: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub assigned_windows: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub can_sync: bool,
+}
+
+/// Client construction errors.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error("building the HTTP client: {0}")]
+    Http(#[from] reqwest::Error),
+}
+
+/// A client for one Argo CD instance. Cheap to clone; build it once at start-up.
+#[derive(Clone)]
+pub struct HttpArgoClient {
+    http: reqwest::Client,
+    base: url::Url,
+    settings: Arc<ArgoSettings>,
+    breaker: Arc<CircuitBreaker>,
+    version: Arc<OnceCell<ArgoVersion>>,
+}
+
+impl HttpArgoClient {
+    pub fn new(settings: ArgoSettings) -> Result<Self, ClientError> {
+        Self::with_breaker(settings, BreakerSettings::default())
+    }
+
+    pub fn with_breaker(settings: ArgoSettings, breaker: BreakerSettings) -> Result<Self, ClientError> {
+        let base = settings.base_url()?;
+        let http = reqwest::Client::builder()
+            .use_rustls_tls()
+            .danger_accept_invalid_certs(settings.insecure)
+            .gzip(true)
+            .timeout(settings.request_timeout)
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("argo-medic/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self {
+            http,
+            base,
+            settings: Arc::new(settings),
+            breaker: Arc::new(CircuitBreaker::new(breaker)),
+            version: Arc::new(OnceCell::new()),
+        })
+    }
+
+    pub fn breaker(&self) -> &CircuitBreaker {
+        &self.breaker
+    }
+
+    /// `GET /api/version`, read once and remembered: the Argo CD version this client talks to.
+    pub async fn version(&self) -> Result<ArgoVersion, ArgoError> {
+        self.version.get_or_try_init(|| self.call::<ArgoVersion>(Method::GET, "api/version", &[], None)).await.cloned()
+    }
+
+    /// `GET /api/v1/applications/{name}/resource-tree`.
+    pub async fn resource_tree(&self, app: &AppRef) -> Result<ResourceTree, ArgoError> {
+        let path = format!("api/v1/applications/{}/resource-tree", seg(&app.name));
+        self.call(Method::GET, &path, &scope_query(app), None).await
+    }
+
+    /// `GET /api/v1/applications/{name}/syncwindows`.
+    pub async fn sync_windows(&self, app: &AppRef) -> Result<SyncWindows, ArgoError> {
+        let path = format!("api/v1/applications/{}/syncwindows", seg(&app.name));
+        self.call(Method::GET, &path, &scope_query(app), None).await
+    }
+
+    /// One API call with retries (429, 5xx, timeouts) inside the deadline, behind the breaker.
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+    ) -> Result<T, ArgoError> {
+        let s = &self.settings;
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(200))
+            .with_max_delay(Duration::from_secs(10))
+            .with_max_times(s.max_attempts.saturating_sub(1))
+            .with_total_delay(Some(s.retry_deadline))
+            .with_jitter();
+        let max_retry_after = s.max_retry_after;
+        (|| self.attempt::<T>(method.clone(), path, query, body))
+            .retry(backoff)
+            .sleep(tokio::time::sleep)
+            .when(|e: &ArgoError| matches!(e, ArgoError::RateLimited { .. } | ArgoError::Transient(_)))
+            .adjust(move |e, next| match e {
+                // Honour Retry-After, but never wait longer in-process than the caller allows.
+                ArgoError::RateLimited { retry_after: Some(after) } if *after > max_retry_after => None,
+                ArgoError::RateLimited { retry_after: Some(after) } => next.map(|_| *after),
+                _ => next,
+            })
+            .notify(|e, wait| tracing::warn!(error = %e, wait_ms = wait.as_millis() as u64, path, "retrying Argo CD call"))
+            .await
+    }
+
+    async fn attempt<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+    ) -> Result<T, ArgoError> {
+        self.breaker.check().map_err(|retry_after| ArgoError::CircuitOpen { retry_after })?;
+        let result = self.send::<T>(method, path, query, body).await;
+        // Only the instance's own failures count against it; a 404 or 403 is a healthy answer.
+        self.breaker.record(!matches!(result, Err(ArgoError::Transient(_) | ArgoError::RateLimited { .. })));
+        result
+    }
+
+    async fn send<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+    ) -> Result<T, ArgoError> {
+        let url = self.base.join(path).map_err(|e| ArgoError::Invalid(format!("bad path `{path}`: {e}")))?;
+        let mut req = self.http.request(method.clone(), url).bearer_auth(self.settings.token.expose_secret()).query(query);
+        if method != Method::GET {
+            // Exactly this string: Argo CD compares it verbatim and answers 415 otherwise.
+            req = req.header(header::CONTENT_TYPE, "application/json");
+            let payload = body.map_or_else(|| b"{}".to_vec(), |b| serde_json::to_vec(b).unwrap_or_default());
+            req = req.body(payload);
+        }
+        let response = req.send().await.map_err(|e| ArgoError::Transient(describe_reqwest(&e)))?;
+        let status = response.status();
+        let retry_after = response.headers().get(header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+        let bytes = response.bytes().await.map_err(|e| ArgoError::Transient(describe_reqwest(&e)))?;
+        if status.is_success() {
+            return serde_json::from_slice(&bytes).map_err(|e| ArgoError::Invalid(format!("unexpected response body from {path}: {e}")));
+        }
+        Err(map_error(status, retry_after, &bytes))
+    }
+}
+
+/// Maps an Argo CD error response to what to do about it.
+pub fn map_error(status: StatusCode, retry_after: Option<Duration>, body: &[u8]) -> ArgoError {
+    let parsed: Option<GatewayError> = serde_json::from_slice(body).ok();
+    let message = parsed
+        .as_ref()
+        .map(|g| if g.message.is_empty() { g.error.clone() } else { g.message.clone() })
+        .unwrap_or_else(|| String::from_utf8_lossy(body).trim().to_owned());
+    let code = parsed.as_ref().map_or(0, |g| g.code);
+    match status.as_u16() {
+        401 => ArgoError::Unauthenticated(message),
+        403 if message.contains("blocked by sync window") => ArgoError::SyncWindowBlocked(message),
+        403 => ArgoError::PermissionDenied(message),
+        404 => ArgoError::NotFound(message),
+        400 if message.contains("another operation is already in progress") => ArgoError::OperationInProgress,
+        400 if message.contains("application is deleting") => ArgoError::AppDeleting,
+        429 => ArgoError::RateLimited { retry_after },
+        // Bad selectors come back as 500 with gRPC code 2; retrying cannot fix them.
+        500 if message.starts_with("error parsing the selector") => ArgoError::Invalid(message),
+        408 | 500..=599 => ArgoError::Transient(format!("HTTP {}: {message}", status.as_u16())),
+        _ if code == 14 => ArgoError::Transient(message),
+        _ => ArgoError::Invalid(format!("HTTP {}: {message}", status.as_u16())),
+    }
+}
+
+fn parse_retry_after(v: &str) -> Option<Duration> {
+    // Seconds is what proxies send; an HTTP date is rare enough to treat as "no hint".
+    v.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+fn describe_reqwest(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timeout"
+    } else if e.is_connect() {
+        "connection failed"
+    } else if e.is_body() || e.is_decode() {
+        "response interrupted"
+    } else {
+        "request failed"
+    };
+    let mut msg = format!("{kind}: {e}");
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        msg.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    msg
+}
+
+/// A path segment: app names are DNS-1123, but never trust input into a URL path.
+fn seg(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c.to_string() } else { format!("%{:02X}", c as u32) })
+        .collect()
+}
+
+fn scope_query(app: &AppRef) -> Vec<(&'static str, String)> {
+    let mut q = Vec::new();
+    if let Some(p) = app.project.as_ref().filter(|p| !p.is_empty()) {
+        q.push(("project", p.clone()));
+    }
+    if !app.namespace.is_empty() {
+        q.push(("appNamespace", app.namespace.clone()));
+    }
+    q
+}
+
+impl ArgoApi for HttpArgoClient {
+    async fn get_app(&self, app: &AppRef, refresh: Option<RefreshKind>) -> Result<Application, ArgoError> {
+        let mut query = scope_query(app);
+        if let Some(kind) = refresh {
+            query.push(("refresh", kind.as_str().to_owned()));
+        }
+        self.call(Method::GET, &format!("api/v1/applications/{}", seg(&app.name)), &query, None).await
+    }
+
+    async fn list_apps(&self, q: &ListQuery) -> Result<Vec<Application>, ArgoError> {
+        let mut query: Vec<(&str, String)> = q.projects.iter().map(|p| ("projects", p.clone())).collect();
+        if !q.selector.is_empty() {
+            query.push(("selector", q.selector.clone()));
+        }
+        if !q.repo.is_empty() {
+            query.push(("repo", q.repo.clone()));
+        }
+        if !q.app_namespace.is_empty() {
+            query.push(("appNamespace", q.app_namespace.clone()));
+        }
+        if !q.fields.is_empty() {
+            query.push(("fields", q.fields.join(",")));
+        }
+        let list: ApplicationList = self.call(Method::GET, "api/v1/applications", &query, None).await?;
+        Ok(list.items)
+    }
+
+    async fn sync(&self, app: &AppRef, request: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
+        let body = serde_json::to_value(request).map_err(|e| ArgoError::Invalid(e.to_string()))?;
+        self.call(Method::POST, &format!("api/v1/applications/{}/sync", seg(&app.name)), &[], Some(&body)).await
+    }
+
+    async fn terminate_operation(&self, app: &AppRef) -> Result<(), ArgoError> {
+        let _: serde_json::Value =
+            self.call(Method::DELETE, &format!("api/v1/applications/{}/operation", seg(&app.name)), &scope_query(app), None).await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(status: u16, body: &str) -> ArgoError {
+        map_error(StatusCode::from_u16(status).unwrap(), None, body.as_bytes())
+    }
+
+    #[test]
+    fn grpc_gateway_errors_map_to_what_to_do() {
+        assert_eq!(
+            err(401, r#"{"error":"no session information","code":16,"message":"no session information"}"#),
+            ArgoError::Unauthenticated("no session information".into())
+        );
+        assert_eq!(err(403, r#"{"code":7,"message":"permission denied"}"#), ArgoError::PermissionDenied("permission denied".into()));
+        assert_eq!(
+            err(403, r#"{"code":7,"message":"cannot sync: blocked by sync window"}"#),
+            ArgoError::SyncWindowBlocked("cannot sync: blocked by sync window".into())
+        );
+        assert_eq!(
+            err(404, r#"{"code":5,"message":"applications.argoproj.io \"x\" not found"}"#),
+            ArgoError::NotFound("applications.argoproj.io \"x\" not found".into())
+        );
+        assert_eq!(err(400, r#"{"code":9,"message":"another operation is already in progress"}"#), ArgoError::OperationInProgress);
+        assert_eq!(err(400, r#"{"code":9,"message":"application is deleting"}"#), ArgoError::AppDeleting);
+        assert!(matches!(err(400, r#"{"code":3,"message":"bad"}"#), ArgoError::Invalid(_)));
+        assert!(matches!(err(415, "Invalid content type"), ArgoError::Invalid(m) if m.contains("Invalid content type")));
+        assert!(matches!(err(503, r#"{"code":14,"message":"unavailable"}"#), ArgoError::Transient(_)));
+        assert!(matches!(err(500, r#"{"code":2,"message":"application refresh deadline exceeded"}"#), ArgoError::Transient(_)));
+        assert!(matches!(err(500, r#"{"code":2,"message":"error parsing the selector: x"}"#), ArgoError::Invalid(_)));
+        assert_eq!(
+            map_error(StatusCode::TOO_MANY_REQUESTS, Some(Duration::from_secs(3)), b"slow down"),
+            ArgoError::RateLimited { retry_after: Some(Duration::from_secs(3)) }
+        );
+    }
+
+    #[test]
+    fn only_throttling_and_outages_are_retryable() {
+        assert!(ArgoError::Transient("x".into()).is_retryable());
+        assert!(ArgoError::RateLimited { retry_after: None }.is_retryable());
+        assert!(!ArgoError::Unauthenticated("x".into()).is_retryable());
+        assert!(!ArgoError::PermissionDenied("x".into()).is_retryable());
+        assert!(!ArgoError::OperationInProgress.is_retryable());
+    }
+
+    #[test]
+    fn path_segments_are_escaped() {
+        assert_eq!(seg("web-1.prod"), "web-1.prod");
+        assert_eq!(seg("a/../b"), "a%2F..%2Fb");
+    }
+}

@@ -1,0 +1,187 @@
+//! Ports: what the per-app step needs from the outside world, as traits. Adapters implement them
+//! (HTTP, SQLite, DynamoDB, Slack, in-memory); the core only names them.
+//!
+//! The traits use `impl Future` return types, so this crate needs no async runtime.
+
+use std::future::Future;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use thiserror::Error;
+
+use crate::app::{Application, ApplicationSyncRequest};
+use crate::decision::Decision;
+use crate::event::AppRef;
+use crate::idempotency::IdempotencyKey;
+use crate::incident::{Attempt, History, IncidentKey, Outcome};
+
+/// Normal or hard refresh (`?refresh=normal|hard`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RefreshKind {
+    Normal,
+    Hard,
+}
+
+impl RefreshKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefreshKind::Normal => "normal",
+            RefreshKind::Hard => "hard",
+        }
+    }
+}
+
+/// Filters for listing apps. `fields` is Argo CD's response mask (`items.status.sync.status`, ...).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListQuery {
+    pub projects: Vec<String>,
+    pub selector: String,
+    pub repo: String,
+    pub app_namespace: String,
+    pub fields: Vec<String>,
+}
+
+/// Argo CD errors, typed by what to do about them.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum ArgoError {
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    /// The service's token is invalid, expired or revoked: never retried, escalated once.
+    #[error("Argo CD rejected Argo Medic's token (invalid or expired): {0}")]
+    Unauthenticated(String),
+    #[error("another operation is already in progress")]
+    OperationInProgress,
+    #[error("blocked by sync window: {0}")]
+    SyncWindowBlocked(String),
+    #[error("application is deleting")]
+    AppDeleting,
+    /// 429 from Argo CD or the proxy in front of it.
+    #[error("rate limited{}", .retry_after.map(|d| format!(", retry after {}s", d.as_secs())).unwrap_or_default())]
+    RateLimited { retry_after: Option<Duration> },
+    /// 5xx, timeouts, connection errors.
+    #[error("Argo CD unavailable: {0}")]
+    Transient(String),
+    /// The request was wrong (400, 415, bad selector): a bug or a misconfiguration, not retried.
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// The circuit breaker is open: Argo CD has been failing; no call was made.
+    #[error("circuit open after repeated Argo CD failures; retry after {}s", .retry_after.as_secs())]
+    CircuitOpen { retry_after: Duration },
+}
+
+impl ArgoError {
+    /// True when the same call may succeed later.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, ArgoError::RateLimited { .. } | ArgoError::Transient(_) | ArgoError::CircuitOpen { .. })
+    }
+
+    /// A stable name for metrics and reports.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ArgoError::NotFound(_) => "not_found",
+            ArgoError::PermissionDenied(_) => "permission_denied",
+            ArgoError::Unauthenticated(_) => "unauthenticated",
+            ArgoError::OperationInProgress => "operation_in_progress",
+            ArgoError::SyncWindowBlocked(_) => "sync_window_blocked",
+            ArgoError::AppDeleting => "app_deleting",
+            ArgoError::RateLimited { .. } => "rate_limited",
+            ArgoError::Transient(_) => "transient",
+            ArgoError::Invalid(_) => "invalid",
+            ArgoError::CircuitOpen { .. } => "circuit_open",
+        }
+    }
+}
+
+/// The Argo CD API, as far as Argo Medic uses it.
+pub trait ArgoApi: Send + Sync {
+    /// `GET /api/v1/applications/{name}`, optionally refreshing first (the call blocks until the
+    /// controller has processed the refresh).
+    fn get_app(&self, app: &AppRef, refresh: Option<RefreshKind>) -> impl Future<Output = Result<Application, ArgoError>> + Send;
+    /// `GET /api/v1/applications`, usually field-masked: items are partial Applications.
+    fn list_apps(&self, query: &ListQuery) -> impl Future<Output = Result<Vec<Application>, ArgoError>> + Send;
+    /// `POST /api/v1/applications/{name}/sync`.
+    fn sync(&self, app: &AppRef, request: &ApplicationSyncRequest) -> impl Future<Output = Result<Application, ArgoError>> + Send;
+    /// `DELETE /api/v1/applications/{name}/operation`.
+    fn terminate_operation(&self, app: &AppRef) -> impl Future<Output = Result<(), ArgoError>> + Send;
+}
+
+/// Store failures.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+#[error("incident store: {0}")]
+pub struct StoreError(pub String);
+
+/// The answer to "may I take this action now?".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// Recorded as in progress; go ahead, then `complete` or `release` it.
+    Granted,
+    /// Already done with this outcome: do not act again.
+    AlreadyDone(Outcome),
+    /// Someone else holds it (another worker, or a crashed one whose claim has not expired).
+    Held { until: DateTime<Utc> },
+}
+
+/// Durable incident state and idempotency records (SQLite locally, DynamoDB on AWS).
+pub trait IncidentStore: Send + Sync {
+    /// The open incident of an app (`namespace/name`) and what was done in it.
+    fn history(&self, app: &str) -> impl Future<Output = Result<History, StoreError>> + Send;
+    /// Claims an action before taking it: a conditional write keyed by the idempotency key. A
+    /// claim left in progress longer than `in_progress_for` (a crashed holder) may be taken over.
+    fn claim(
+        &self,
+        app: &str,
+        incident: &IncidentKey,
+        attempt: &Attempt,
+        in_progress_for: Duration,
+    ) -> impl Future<Output = Result<Claim, StoreError>> + Send;
+    /// Records how a claimed action turned out.
+    fn complete(&self, key: &IdempotencyKey, outcome: Outcome) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Gives up a claim without an outcome (the action failed transiently and may be retried).
+    fn release(&self, key: &IdempotencyKey) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Closes the app's open incident (the app is Synced and Healthy again).
+    fn close(&self, app: &str, at: DateTime<Utc>) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Apps with an open incident, so a sweep can look at them even when they now look healthy.
+    fn open_incidents(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+}
+
+/// Escalation failures.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+#[error("escalation failed: {0}")]
+pub struct EscalationError(pub String);
+
+/// Where humans are told (Slack, or a log).
+pub trait Escalator: Send + Sync {
+    /// One incident that needs a human.
+    fn escalate(&self, app: &Application, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send;
+    /// A problem of the service itself (for example Argo CD rejecting its token).
+    fn alert(&self, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send;
+}
+
+/// Which budget an action draws from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BudgetKind {
+    Refresh,
+    HardRefresh,
+    Sync,
+}
+
+/// Out of budget for now.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+#[error("{kind:?} budget exhausted; retry after {}s", .retry_after.as_secs())]
+pub struct BudgetExhausted {
+    pub kind: BudgetKind,
+    pub retry_after: Duration,
+}
+
+/// Per-instance budgets (token buckets) for the actions that load Argo CD. Behind a port so the
+/// serverless pipeline can share one bucket across concurrent workers.
+pub trait Budget: Send + Sync {
+    fn acquire(&self, kind: BudgetKind) -> impl Future<Output = Result<(), BudgetExhausted>> + Send;
+}
+
+/// The time. A port so tests can fix it; the policy itself only ever receives `now`.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> DateTime<Utc>;
+}

@@ -1,0 +1,303 @@
+//! The per-app step: observe → decide → act → record, behind ports. `medic sweep`, the serverless
+//! worker and the local pipeline all run this same code.
+//!
+//! Exactly-once comes from two records that survive crashes: the store's claim (written before any
+//! call, keyed by the idempotency key) and, for syncs, the key Argo CD itself keeps in
+//! `operation.info`. A claim released after a transient failure, or taken over after its holder
+//! crashed, is therefore safe: the re-run re-reads the app and finds the key if the sync happened.
+
+use std::time::Duration;
+
+use chrono::SubsecRound;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::app::{Application, ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, Info, SyncOptions};
+use crate::catalogue::{FailureMode, Rung};
+use crate::decision::{Action, Decision};
+use crate::error::PolicyError;
+use crate::event::AppRef;
+use crate::idempotency::IdempotencyKey;
+use crate::incident::{Attempt, Outcome};
+use crate::policy::DecisionPolicy;
+use crate::ports::{
+    ArgoApi, ArgoError, Budget, BudgetKind, Claim, Clock, EscalationError, Escalator, IncidentStore, RefreshKind, StoreError,
+};
+use crate::trigger::Trigger;
+
+/// Name of the `infos` entry carrying the incident id on Argo Medic's syncs.
+pub const INCIDENT_INFO_NAME: &str = "argo-medic.io/incident";
+/// Name of the `infos` entry carrying the failure mode on Argo Medic's syncs.
+pub const REASON_INFO_NAME: &str = "argo-medic.io/failure-mode";
+
+/// What the step did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepResult {
+    /// Nothing needed doing.
+    NoAction,
+    /// The app is healthy again; its incident was closed.
+    Resolved,
+    /// `--dry-run`: decided, did nothing.
+    DryRun,
+    /// Refresh requested and verified (`reconciledAt` moved past the request).
+    Refreshed,
+    /// Refresh requested twice and `reconciledAt` did not move: Argo CD dropped it.
+    RefreshUnverified,
+    /// Sync operation started.
+    Synced,
+    /// The action was already taken for this incident (store record or `operation.info`).
+    AlreadyDone,
+    /// Handed to a human.
+    Escalated,
+    /// Waiting: the policy said so, or Argo CD was busy / in a sync window.
+    Waiting,
+    /// Not now: out of budget, or another worker holds the action.
+    Deferred,
+    /// The action failed for good (recorded; the ladder moves on next time).
+    Failed,
+}
+
+/// One app's step, for reports and audit.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReport {
+    pub app: String,
+    pub failure_mode: Option<FailureMode>,
+    pub action: Option<Action>,
+    pub result: StepResult,
+    pub detail: String,
+    pub idempotency_key: Option<IdempotencyKey>,
+    /// Argo CD calls this step made.
+    pub argo_calls: u32,
+    #[serde(skip)]
+    pub decision: Option<Decision>,
+}
+
+/// Why a step could not finish; the caller retries it later (the message stays on the queue).
+#[derive(Debug, Error)]
+pub enum StepError {
+    #[error(transparent)]
+    Argo(#[from] ArgoError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Escalation(#[from] EscalationError),
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+}
+
+/// The step's collaborators.
+pub struct Remediator<'a, A, S, E, B, C> {
+    pub argo: &'a A,
+    pub store: &'a S,
+    pub escalator: &'a E,
+    pub budget: &'a B,
+    pub clock: &'a C,
+    pub policy: &'a DecisionPolicy,
+    /// Decide, act on nothing.
+    pub dry_run: bool,
+    /// How long a claim may stay in progress before another run may take it over.
+    pub claim_timeout: Duration,
+}
+
+impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator<'_, A, S, E, B, C> {
+    /// Runs the step for one app. `observed` is a full Application just read (saves a call);
+    /// otherwise the app is read first, because a notification or a list item may be stale or
+    /// partial.
+    pub async fn run(&self, app_ref: &AppRef, trigger: &Trigger, observed: Option<Application>) -> Result<StepReport, StepError> {
+        let mut calls = 0;
+        let app = match observed.filter(|a| a.incompleteness().is_none()) {
+            Some(app) => app,
+            None => {
+                calls += 1;
+                match self.argo.get_app(app_ref, None).await {
+                    Ok(app) => app,
+                    Err(ArgoError::NotFound(_)) => {
+                        let name = format!("{}/{}", app_ref.namespace, app_ref.name);
+                        self.store.close(&name, self.clock.now()).await?;
+                        return Ok(report(name, None, StepResult::NoAction, "the app no longer exists".into(), calls));
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
+        let name = app.qualified_name();
+        let history = self.store.history(&name).await?;
+        let decision = self.policy.decide(&app, trigger, &history, self.clock.now())?;
+        let mut out = report(name.clone(), Some(&decision), StepResult::NoAction, decision.reason.clone(), calls);
+        if decision.resolves_incident {
+            self.store.close(&name, decision.decided_at).await?;
+            out.result = StepResult::Resolved;
+            return Ok(out);
+        }
+        let (Some(key), Some(incident)) = (decision.idempotency_key.clone(), decision.incident.clone()) else {
+            out.result = if decision.action == Action::Wait { StepResult::Waiting } else { StepResult::NoAction };
+            return Ok(out);
+        };
+        if self.dry_run {
+            out.result = StepResult::DryRun;
+            return Ok(out);
+        }
+        let rung = match decision.action {
+            Action::Refresh => Rung::Refresh,
+            Action::HardRefresh => Rung::HardRefresh,
+            Action::Sync => Rung::Sync,
+            Action::Escalate => Rung::Escalate,
+            Action::None | Action::Wait => unreachable!("none and wait carry no idempotency key"),
+        };
+        let budget = match rung {
+            Rung::Refresh => Some(BudgetKind::Refresh),
+            Rung::HardRefresh => Some(BudgetKind::HardRefresh),
+            Rung::Sync => Some(BudgetKind::Sync),
+            Rung::Escalate => None,
+        };
+        if let Some(kind) = budget {
+            if let Err(e) = self.budget.acquire(kind).await {
+                out.result = StepResult::Deferred;
+                out.detail = e.to_string();
+                return Ok(out);
+            }
+        }
+        let attempt = Attempt { rung, at: decision.decided_at, idempotency_key: Some(key.clone()), outcome: Outcome::Requested };
+        match self.store.claim(&name, &incident, &attempt, self.claim_timeout).await? {
+            Claim::Granted => {}
+            Claim::AlreadyDone(outcome) => {
+                out.result = StepResult::AlreadyDone;
+                out.detail = format!("{} already taken for this incident ({outcome:?})", rung.as_str());
+                return Ok(out);
+            }
+            Claim::Held { until } => {
+                out.result = StepResult::Deferred;
+                out.detail = format!("another run holds the {} until {until}", rung.as_str());
+                return Ok(out);
+            }
+        }
+        let acted = match rung {
+            Rung::Refresh | Rung::HardRefresh => self.refresh(app_ref, &app, rung, &mut out).await,
+            Rung::Sync => self.sync(app_ref, &app, &decision, &key, &mut out).await,
+            Rung::Escalate => self.escalate(&app, &decision, &mut out).await,
+        };
+        match acted {
+            Ok(outcome) => {
+                self.store.complete(&key, outcome).await?;
+                Ok(out)
+            }
+            Err(e) if is_transient(&e) => {
+                // Safe to retry later: a sync that did go through is found by its key in
+                // operation.info on the next run.
+                self.store.release(&key).await?;
+                Err(e)
+            }
+            Err(e) => {
+                self.store.complete(&key, Outcome::Failed).await?;
+                out.result = StepResult::Failed;
+                out.detail = e.to_string();
+                Ok(out)
+            }
+        }
+    }
+
+    async fn refresh(&self, app_ref: &AppRef, app: &Application, rung: Rung, out: &mut StepReport) -> Result<Outcome, StepError> {
+        let kind = if rung == Rung::HardRefresh { RefreshKind::Hard } else { RefreshKind::Normal };
+        let mut verified = false;
+        let mut healthy = false;
+        // A refresh can be silently dropped (argoproj/argo-cd#28392): verify that reconciledAt
+        // moved past the request, and re-request once.
+        for _ in 0..2 {
+            // reconciledAt has whole seconds; compare at that precision.
+            let requested_at = self.clock.now().trunc_subsecs(0);
+            out.argo_calls += 1;
+            let after = self.argo.get_app(app_ref, Some(kind)).await?;
+            verified =
+                after.status.reconciled_at.is_some_and(|t| t >= requested_at) && after.status.reconciled_at != app.status.reconciled_at;
+            healthy = after.is_synced_and_healthy();
+            if verified {
+                break;
+            }
+        }
+        out.result = if verified { StepResult::Refreshed } else { StepResult::RefreshUnverified };
+        out.detail = match (verified, healthy) {
+            (true, true) => format!("{} verified; the app is Synced and Healthy now", kind.as_str()),
+            (true, false) => format!("{} verified; the app is still in trouble", kind.as_str()),
+            (false, _) => format!("{} requested twice but status.reconciledAt did not move", kind.as_str()),
+        };
+        Ok(if verified { Outcome::Succeeded } else { Outcome::NoEffect })
+    }
+
+    async fn sync(
+        &self,
+        app_ref: &AppRef,
+        app: &Application,
+        decision: &Decision,
+        key: &IdempotencyKey,
+        out: &mut StepReport,
+    ) -> Result<Outcome, StepError> {
+        if app.recorded_idempotency_keys().any(|k| k == key.as_str()) {
+            out.result = StepResult::AlreadyDone;
+            out.detail = "Argo CD already records this sync's idempotency key in operation.info".into();
+            return Ok(Outcome::Succeeded);
+        }
+        let plan = decision.sync.as_ref().expect("a sync decision carries its plan");
+        let incident = decision.incident.as_ref().map(|i| i.id()).unwrap_or_default();
+        let request = ApplicationSyncRequest {
+            name: app.metadata.name.clone(),
+            revision: plan.revision.clone(),
+            prune: plan.prune,
+            sync_options: (!plan.sync_options.is_empty()).then(|| SyncOptions { items: plan.sync_options.clone() }),
+            infos: vec![
+                Info { name: IDEMPOTENCY_INFO_NAME.into(), value: key.to_string() },
+                Info { name: INCIDENT_INFO_NAME.into(), value: incident },
+                Info { name: REASON_INFO_NAME.into(), value: decision.failure_mode.to_string() },
+            ],
+            project: app.spec.project.clone(),
+            app_namespace: app.metadata.namespace.clone(),
+            ..ApplicationSyncRequest::default()
+        };
+        out.argo_calls += 1;
+        match self.argo.sync(app_ref, &request).await {
+            Ok(_) => {
+                out.result = StepResult::Synced;
+                out.detail = format!("sync started ({})", plan.intent);
+                Ok(Outcome::Succeeded)
+            }
+            Err(ArgoError::OperationInProgress) => {
+                out.result = StepResult::Waiting;
+                out.detail = "another operation is already in progress".into();
+                Ok(Outcome::OperationInProgress)
+            }
+            Err(ArgoError::SyncWindowBlocked(m)) => {
+                out.result = StepResult::Waiting;
+                out.detail = format!("blocked by sync window: {m}");
+                Ok(Outcome::SyncWindowBlocked)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn escalate(&self, app: &Application, decision: &Decision, out: &mut StepReport) -> Result<Outcome, StepError> {
+        self.escalator.escalate(app, decision).await?;
+        out.result = StepResult::Escalated;
+        Ok(Outcome::Succeeded)
+    }
+}
+
+fn is_transient(e: &StepError) -> bool {
+    match e {
+        StepError::Argo(a) => a.is_retryable() || matches!(a, ArgoError::Unauthenticated(_)),
+        StepError::Store(_) | StepError::Escalation(_) => true,
+        StepError::Policy(_) => false,
+    }
+}
+
+fn report(app: String, d: Option<&Decision>, result: StepResult, detail: String, calls: u32) -> StepReport {
+    StepReport {
+        app,
+        failure_mode: d.map(|d| d.failure_mode),
+        action: d.map(|d| d.action),
+        result,
+        detail,
+        idempotency_key: d.and_then(|d| d.idempotency_key.clone()),
+        argo_calls: calls,
+        decision: d.cloned(),
+    }
+}
