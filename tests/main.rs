@@ -1,1 +1,5 @@
+mod argo;
 mod golden;
+mod support;
+mod sweep;
+mod template;

@@ -17,8 +17,9 @@ pub struct LoadedApp {
 
 /// Parses JSON into `T`, naming the path of the offending field on error.
 pub fn parse_json<T: DeserializeOwned>(text: &str, source: &str) -> Result<T> {
-    let de = &mut serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let mut value: serde_json::Value = serde_json::from_str(text).map_err(|e| anyhow::anyhow!("{source}: invalid JSON: {e}"))?;
+    medic_core::app::strip_nulls(&mut value);
+    serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let at = if path == "." { String::new() } else { format!(" at `{path}`") };
         anyhow::anyhow!("{source}: invalid JSON{at}: {}", e.inner())

@@ -4,3 +4,16 @@
 pub mod input;
 pub mod render;
 pub mod scenario;
+pub mod store;
+pub mod sweep;
+pub mod sweep_cmd;
+
+/// Writes to stdout; a closed pipe (`medic ... | head`) is not an error.
+pub fn emit(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}

@@ -1,6 +1,5 @@
 //! `medic`: Argo Medic on the command line.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -56,6 +55,8 @@ enum Command {
         #[arg(short = 'o', long, value_enum, default_value = "table")]
         output: Output,
     },
+    /// One pass over a fleet: list apps, re-read the candidates, act within budgets, record.
+    Sweep(SweepArgs),
     /// Decide every sample scenario under events/ and print the decisions as a table.
     Demo {
         /// The events directory holding apps/ and scenarios/.
@@ -64,6 +65,61 @@ enum Command {
         #[arg(short = 'o', long, value_enum, default_value = "table")]
         output: Output,
     },
+}
+
+#[derive(clap::Args)]
+struct SweepArgs {
+    /// Run against the built-in Argo CD simulator loaded with the sample apps (no Argo CD needed).
+    #[arg(long)]
+    simulate: bool,
+    /// Simulator only: the Application files to load.
+    #[arg(long, default_value = "events/apps")]
+    apps: PathBuf,
+    /// Simulator only: what refresh and sync do per app (JSON); skipped when absent.
+    #[arg(long, default_value = "events/sim/outcomes.json")]
+    outcomes: PathBuf,
+    /// Simulator only: a synthetic fleet of this many apps instead of the sample apps.
+    #[arg(long)]
+    synthetic: Option<usize>,
+    /// Simulator only, with --synthetic: how many of them are stale.
+    #[arg(long, default_value_t = 0)]
+    stale: usize,
+    /// Decide and report, act on nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// State file remembering incidents and actions between runs. Defaults to
+    /// $XDG_STATE_HOME/argo-medic/state.db (in memory with --simulate).
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// Only these projects (repeatable).
+    #[arg(long = "project")]
+    projects: Vec<String>,
+    /// Only apps matching this label selector.
+    #[arg(long, default_value = "")]
+    selector: String,
+    /// Policy configuration (JSON).
+    #[arg(long)]
+    config: Option<String>,
+    /// Apps handled at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    #[arg(long, default_value_t = 300)]
+    refresh_per_minute: u32,
+    #[arg(long, default_value_t = 10)]
+    hard_refresh_per_minute: u32,
+    #[arg(long, default_value_t = 30)]
+    sync_per_minute: u32,
+    /// Sweep this many times back to back with the same state (a rerun must repeat no action).
+    #[arg(long, default_value_t = 1)]
+    passes: usize,
+    /// Skip TLS certificate verification (ARGOCD_INSECURE).
+    #[arg(long)]
+    insecure: bool,
+    /// Plain HTTP (ARGOCD_PLAINTEXT).
+    #[arg(long)]
+    plaintext: bool,
+    #[arg(short = 'o', long, value_enum, default_value = "table")]
+    output: Output,
 }
 
 fn main() -> ExitCode {
@@ -94,6 +150,33 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             emit(&text)?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Sweep(args) => {
+            let output = args.output;
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            runtime.block_on(medic::sweep_cmd::run(medic::sweep_cmd::SweepCommand {
+                simulate: args.simulate,
+                apps: args.apps,
+                outcomes: args.outcomes,
+                synthetic: args.synthetic,
+                stale: args.stale,
+                dry_run: args.dry_run,
+                state: args.state,
+                projects: args.projects,
+                selector: args.selector,
+                config: args.config.as_deref().map(input::read_config).transpose()?,
+                concurrency: args.concurrency,
+                rates: medic_adapters::budget::BudgetRates {
+                    refresh_per_minute: args.refresh_per_minute,
+                    hard_refresh_per_minute: args.hard_refresh_per_minute,
+                    sync_per_minute: args.sync_per_minute,
+                    ..Default::default()
+                },
+                passes: args.passes.max(1),
+                insecure: args.insecure,
+                plaintext: args.plaintext,
+                json: matches!(output, Output::Json),
+            }))
         }
         Command::Demo { events, output } => {
             let scenarios = scenario::load_all(&events).with_context(|| format!("loading scenarios from {}", events.display()))?;
@@ -152,11 +235,6 @@ fn print_decisions(rows: &[(String, Decision)], output: Output) -> Result<()> {
     emit(&text)
 }
 
-/// Writes to stdout; a closed pipe (`medic ... | head`) is not an error.
 fn emit(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing to stdout"),
-    }
+    medic::emit(text).context("writing to stdout")
 }

@@ -191,7 +191,10 @@ impl HttpArgoClient {
         let retry_after = response.headers().get(header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
         let bytes = response.bytes().await.map_err(|e| ArgoError::Transient(describe_reqwest(&e)))?;
         if status.is_success() {
-            return serde_json::from_slice(&bytes).map_err(|e| ArgoError::Invalid(format!("unexpected response body from {path}: {e}")));
+            let unexpected = |e: serde_json::Error| ArgoError::Invalid(format!("unexpected response body from {path}: {e}"));
+            let mut value: serde_json::Value = serde_json::from_slice(&bytes).map_err(unexpected)?;
+            medic_core::app::strip_nulls(&mut value);
+            return serde_json::from_value(value).map_err(unexpected);
         }
         Err(map_error(status, retry_after, &bytes))
     }

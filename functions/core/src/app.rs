@@ -11,12 +11,29 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+/// Removes `null` object members, recursively. Go's encoding/json and proxies in front of Argo CD
+/// may emit `null` where a field is simply absent; our types treat absent fields as defaults, so
+/// stripping nulls first makes every field tolerant of both.
+pub fn strip_nulls(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            map.values_mut().for_each(strip_nulls);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}
+
 /// Annotation and label an app owner sets to keep Argo Medic away from an app.
 pub const OPT_OUT_KEY: &str = "argo-medic.io/opt-out";
 /// Annotation an app owner sets to declare the app's hooks safe to run again (`"true"`).
 pub const HOOKS_IDEMPOTENT_KEY: &str = "argo-medic.io/hooks-idempotent";
 /// Key under which Argo Medic tags its own syncs in `infos` / `operation.info`.
 pub const IDEMPOTENCY_INFO_NAME: &str = "argo-medic.io/idempotency-key";
+/// Key under which Argo Medic's syncs record when their incident began (RFC 3339), so the incident
+/// survives the new operation the sync itself creates.
+pub const INCIDENT_BEGAN_INFO_NAME: &str = "argo-medic.io/incident-began";
 
 /// An Argo CD Application as the API returns it (`GET /api/v1/applications/{name}`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -497,4 +514,20 @@ pub struct SyncStrategyForce {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SyncOptions {
     pub items: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nulls_anywhere_read_as_absent_fields() {
+        let mut v = serde_json::json!({"metadata": {"name": "a", "annotations": null, "labels": {"x": "y"}},
+            "status": {"sync": null, "resources": [{"kind": "Service", "health": null, "syncWave": null}], "conditions": null}});
+        strip_nulls(&mut v);
+        let app: Application = serde_json::from_value(v).unwrap();
+        assert_eq!(app.metadata.labels.get("x").map(String::as_str), Some("y"));
+        assert!(app.status.sync.is_none() && app.status.conditions.is_empty());
+        assert_eq!(app.status.resources[0].kind, "Service");
+    }
 }

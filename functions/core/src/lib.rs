@@ -21,6 +21,7 @@ pub mod incident;
 pub mod policy;
 pub mod ports;
 pub mod remediate;
+pub mod sweep;
 pub mod trigger;
 
 pub use app::{Application, ApplicationList};

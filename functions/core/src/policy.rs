@@ -128,6 +128,15 @@ fn classify_appset_hand_edit(app: &Application) -> Option<Finding> {
     )
 }
 
+/// When the episode an operation belongs to began, if Argo Medic started that operation: its own
+/// syncs carry the incident's start in `operation.info`, so re-running a failed sync continues the
+/// incident instead of opening a new one (which would restart the ladder and derive new keys).
+fn episode_start(state: &crate::app::OperationState) -> Option<DateTime<Utc>> {
+    let op = state.operation.as_ref()?;
+    let began = op.info.iter().find(|i| i.name == crate::app::INCIDENT_BEGAN_INFO_NAME)?;
+    began.value.parse().ok()
+}
+
 /// `<group>/<Kind>/<name>` named by `waiting for healthy state of ...`, if any.
 fn waiting_for_healthy(message: &str) -> Option<(String, String, String)> {
     let rest = &message[message.find("waiting for healthy state of ")? + "waiting for healthy state of ".len()..];
@@ -147,7 +156,7 @@ fn classify_running_operation(app: &Application, now: DateTime<Utc>, cfg: &Polic
     let age = started.map(|t| now - t);
     let base = |mode, detail: String| {
         Finding::new(mode, detail)
-            .began(started)
+            .began(state.and_then(episode_start).or(started))
             .with("status.operationState.phase", state.map_or("", |s| s.phase.as_str()))
             .with("status.operationState.startedAt", ts(&started))
             .with("status.operationState.message", message)
@@ -226,7 +235,7 @@ fn classify_failed_operation(app: &Application, cfg: &PolicyConfig) -> Option<Fi
     let finished = state.finished_at;
     let base = |mode, detail: String| {
         Finding::new(mode, detail)
-            .began(state.started_at)
+            .began(episode_start(state).or(state.started_at))
             .with("status.operationState.phase", state.phase.clone())
             .with("status.operationState.message", message)
     };

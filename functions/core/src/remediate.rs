@@ -12,7 +12,7 @@ use chrono::SubsecRound;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::app::{Application, ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, Info, SyncOptions};
+use crate::app::{Application, ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, INCIDENT_BEGAN_INFO_NAME, Info, SyncOptions};
 use crate::catalogue::{FailureMode, Rung};
 use crate::decision::{Action, Decision};
 use crate::error::PolicyError;
@@ -239,6 +239,7 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
         }
         let plan = decision.sync.as_ref().expect("a sync decision carries its plan");
         let incident = decision.incident.as_ref().map(|i| i.id()).unwrap_or_default();
+        let began = decision.incident.as_ref().and_then(|i| i.began_at).map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
         let request = ApplicationSyncRequest {
             name: app.metadata.name.clone(),
             revision: plan.revision.clone(),
@@ -248,7 +249,10 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
                 Info { name: IDEMPOTENCY_INFO_NAME.into(), value: key.to_string() },
                 Info { name: INCIDENT_INFO_NAME.into(), value: incident },
                 Info { name: REASON_INFO_NAME.into(), value: decision.failure_mode.to_string() },
-            ],
+            ]
+            .into_iter()
+            .chain(began.map(|value| Info { name: INCIDENT_BEGAN_INFO_NAME.into(), value }))
+            .collect(),
             project: app.spec.project.clone(),
             app_namespace: app.metadata.namespace.clone(),
             ..ApplicationSyncRequest::default()

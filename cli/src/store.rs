@@ -1,0 +1,237 @@
+//! `SqliteIncidentStore`: the incident-store port on an embedded SQLite file, so `medic sweep`
+//! remembers incidents and idempotency records between runs (the ladder advances across runs, and
+//! a rerun repeats no action). The same contract as the DynamoDB store: a claim is a conditional
+//! write keyed by the idempotency key, with an in-progress expiry for crashed holders.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use medic_core::catalogue::Rung;
+use medic_core::idempotency::IdempotencyKey;
+use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
+use medic_core::ports::{Claim, IncidentStore, StoreError};
+use rusqlite::{Connection, OptionalExtension, params};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS open_incidents (
+    app TEXT PRIMARY KEY,
+    incident TEXT NOT NULL,
+    opened_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS actions (
+    key TEXT PRIMARY KEY,
+    app TEXT NOT NULL,
+    incident_id TEXT NOT NULL,
+    rung TEXT NOT NULL,
+    at TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    done INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS actions_by_incident ON actions (app, incident_id);
+";
+
+pub struct SqliteIncidentStore {
+    conn: Mutex<Connection>,
+}
+
+fn err(e: impl std::fmt::Display) -> StoreError {
+    StoreError(e.to_string())
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(err)
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(err)
+}
+
+/// Enum values as their serde names (`"hard_refresh"`, `"no_effect"`).
+fn name<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+    Ok(to_json(v)?.trim_matches('"').to_owned())
+}
+
+fn parse_name<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
+    from_json(&format!("\"{s}\""))
+}
+
+impl SqliteIncidentStore {
+    /// Opens (creating if needed) the state file; `:memory:` keeps state for this process only.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError(format!("creating {}: {e}", dir.display())))?;
+        }
+        let conn = Connection::open(path).map_err(|e| StoreError(format!("opening {}: {e}", path.display())))?;
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;").map_err(err)?;
+        conn.execute_batch(SCHEMA).map_err(err)?;
+        Ok(Self { conn: Mutex::new(conn) })
+    }
+
+    pub fn in_memory() -> Result<Self, StoreError> {
+        Self::open(Path::new(":memory:"))
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl IncidentStore for SqliteIncidentStore {
+    async fn history(&self, app: &str) -> Result<History, StoreError> {
+        let conn = self.conn();
+        let incident: Option<String> =
+            conn.query_row("SELECT incident FROM open_incidents WHERE app = ?1", params![app], |r| r.get(0)).optional().map_err(err)?;
+        let Some(incident) = incident else { return Ok(History::default()) };
+        let incident: IncidentKey = from_json(&incident)?;
+        let mut stmt =
+            conn.prepare("SELECT key, rung, at, outcome FROM actions WHERE app = ?1 AND incident_id = ?2 ORDER BY at").map_err(err)?;
+        let rows = stmt
+            .query_map(params![app, incident.id()], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
+            })
+            .map_err(err)?;
+        let mut attempts = Vec::new();
+        for row in rows {
+            let (key, rung, at, outcome) = row.map_err(err)?;
+            attempts.push(Attempt {
+                rung: parse_name::<Rung>(&rung)?,
+                at: at.parse::<DateTime<Utc>>().map_err(err)?,
+                idempotency_key: IdempotencyKey::parse(&key),
+                outcome: parse_name::<Outcome>(&outcome)?,
+            });
+        }
+        Ok(History { incident: Some(incident), attempts })
+    }
+
+    async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
+        let key =
+            attempt.idempotency_key.as_ref().ok_or_else(|| StoreError("an attempt without an idempotency key cannot be claimed".into()))?;
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(err)?;
+        let existing: Option<(String, String, bool)> = tx
+            .query_row("SELECT at, outcome, done FROM actions WHERE key = ?1", params![key.as_str()], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()
+            .map_err(err)?;
+        if let Some((at, outcome, done)) = existing {
+            if done {
+                return Ok(Claim::AlreadyDone(parse_name(&outcome)?));
+            }
+            let until = at.parse::<DateTime<Utc>>().map_err(err)? + chrono::Duration::from_std(in_progress_for).unwrap_or_default();
+            if attempt.at < until {
+                return Ok(Claim::Held { until });
+            }
+        }
+        tx.execute(
+            "INSERT INTO actions (key, app, incident_id, rung, at, outcome, done) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)
+             ON CONFLICT(key) DO UPDATE SET at = excluded.at, outcome = excluded.outcome, done = 0",
+            params![key.as_str(), app, incident.id(), name(&attempt.rung)?, attempt.at.to_rfc3339(), name(&Outcome::Requested)?],
+        )
+        .map_err(err)?;
+        tx.execute(
+            "INSERT INTO open_incidents (app, incident, opened_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT(app) DO UPDATE SET incident = excluded.incident, opened_at = CASE WHEN incident = excluded.incident THEN opened_at ELSE excluded.opened_at END",
+            params![app, to_json(incident)?, attempt.at.to_rfc3339()],
+        )
+        .map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(Claim::Granted)
+    }
+
+    async fn complete(&self, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
+        let n = self
+            .conn()
+            .execute("UPDATE actions SET outcome = ?2, done = 1 WHERE key = ?1", params![key.as_str(), name(&outcome)?])
+            .map_err(err)?;
+        if n == 0 { Err(StoreError(format!("no claim for {key}"))) } else { Ok(()) }
+    }
+
+    async fn release(&self, key: &IdempotencyKey) -> Result<(), StoreError> {
+        self.conn().execute("DELETE FROM actions WHERE key = ?1 AND done = 0", params![key.as_str()]).map_err(err)?;
+        Ok(())
+    }
+
+    async fn close(&self, app: &str, _at: DateTime<Utc>) -> Result<(), StoreError> {
+        self.conn().execute("DELETE FROM open_incidents WHERE app = ?1", params![app]).map_err(err)?;
+        Ok(())
+    }
+
+    async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT app FROM open_incidents ORDER BY app").map_err(err)?;
+        let apps = stmt.query_map([], |r| r.get(0)).map_err(err)?.collect::<Result<Vec<String>, _>>().map_err(err)?;
+        Ok(apps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn incident() -> IncidentKey {
+        IncidentKey {
+            instance: "default".into(),
+            app: "argocd/web".into(),
+            revision: "abc".into(),
+            began_at: Some(Utc.with_ymd_and_hms(2026, 11, 1, 12, 0, 0).unwrap()),
+        }
+    }
+
+    fn attempt(rung: Rung, minute: u32) -> Attempt {
+        Attempt {
+            rung,
+            at: Utc.with_ymd_and_hms(2026, 11, 1, 12, minute, 0).unwrap(),
+            idempotency_key: Some(incident().key_for(rung)),
+            outcome: Outcome::Requested,
+        }
+    }
+
+    #[tokio::test]
+    async fn claims_are_exclusive_survive_reopening_and_expire_for_crashed_holders() {
+        let dir = std::env::temp_dir().join(format!("medic-store-{}", std::process::id()));
+        let path = dir.join("state.db");
+        let _ = std::fs::remove_file(&path);
+        let ttl = Duration::from_secs(600);
+        {
+            let store = SqliteIncidentStore::open(&path).unwrap();
+            assert_eq!(store.claim("argocd/web", &incident(), &attempt(Rung::Refresh, 0), ttl).await.unwrap(), Claim::Granted);
+            assert!(matches!(store.claim("argocd/web", &incident(), &attempt(Rung::Refresh, 5), ttl).await.unwrap(), Claim::Held { .. }));
+            // The holder crashed: after the in-progress expiry another run may take over.
+            assert_eq!(store.claim("argocd/web", &incident(), &attempt(Rung::Refresh, 11), ttl).await.unwrap(), Claim::Granted);
+            store.complete(&incident().key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
+        }
+        let store = SqliteIncidentStore::open(&path).unwrap();
+        assert_eq!(
+            store.claim("argocd/web", &incident(), &attempt(Rung::Refresh, 30), ttl).await.unwrap(),
+            Claim::AlreadyDone(Outcome::NoEffect)
+        );
+        let history = store.history("argocd/web").await.unwrap();
+        assert_eq!(history.incident, Some(incident()));
+        assert_eq!(history.attempts.len(), 1);
+        assert_eq!(history.attempts[0].outcome, Outcome::NoEffect);
+        assert_eq!(store.open_incidents().await.unwrap(), vec!["argocd/web".to_string()]);
+        store.close("argocd/web", Utc::now()).await.unwrap();
+        assert_eq!(store.history("argocd/web").await.unwrap(), History::default());
+    }
+
+    #[tokio::test]
+    async fn a_released_claim_can_be_claimed_again_but_a_completed_one_cannot_be_released() {
+        let store = SqliteIncidentStore::in_memory().unwrap();
+        let ttl = Duration::from_secs(600);
+        let key = incident().key_for(Rung::Sync);
+        assert_eq!(store.claim("argocd/web", &incident(), &attempt(Rung::Sync, 0), ttl).await.unwrap(), Claim::Granted);
+        store.release(&key).await.unwrap();
+        assert_eq!(store.claim("argocd/web", &incident(), &attempt(Rung::Sync, 1), ttl).await.unwrap(), Claim::Granted);
+        store.complete(&key, Outcome::Succeeded).await.unwrap();
+        store.release(&key).await.unwrap();
+        assert_eq!(
+            store.claim("argocd/web", &incident(), &attempt(Rung::Sync, 2), ttl).await.unwrap(),
+            Claim::AlreadyDone(Outcome::Succeeded)
+        );
+        assert!(store.complete(&IdempotencyKey::derive(&incident(), Rung::Escalate), Outcome::Succeeded).await.is_err());
+    }
+}

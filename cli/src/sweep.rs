@@ -1,0 +1,159 @@
+//! `medic sweep`: one pass over a fleet. List the apps field-masked, pick the candidates, and run
+//! the per-app step (re-read in full → decide → act within budgets → record) on each.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use futures::stream::{self, StreamExt};
+use medic_core::Trigger;
+use medic_core::event::AppRef;
+use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, Escalator, IncidentStore, ListQuery};
+use medic_core::remediate::{Remediator, StepError, StepReport, StepResult};
+use medic_core::sweep::{LIST_FIELDS, detect_outage, needs_look};
+use serde::Serialize;
+
+/// What to sweep and how.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    pub projects: Vec<String>,
+    pub selector: String,
+    /// Apps handled at once.
+    pub concurrency: usize,
+    /// An outage is declared when at least this many apps...
+    pub outage_min_apps: usize,
+    /// ...and this share (percent) of the fleet are `Unknown`.
+    pub outage_min_percent: usize,
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        Self { projects: Vec::new(), selector: String::new(), concurrency: 8, outage_min_apps: 10, outage_min_percent: 20 }
+    }
+}
+
+/// The outcome of one sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepSummary {
+    pub listed: usize,
+    pub candidates: usize,
+    pub reports: Vec<StepReport>,
+    /// Apps whose step could not finish (Argo CD unavailable, store errors); retried next sweep.
+    pub errors: Vec<(String, String)>,
+    pub outage: Option<String>,
+    pub elapsed_ms: u128,
+}
+
+/// A sweep that had to stop.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("listing applications: {0}")]
+    List(ArgoError),
+    #[error("{0}")]
+    Unauthenticated(ArgoError),
+    #[error(transparent)]
+    Store(#[from] medic_core::ports::StoreError),
+}
+
+/// Runs one sweep. `progress` is called once per finished app.
+pub async fn sweep<A, S, E, B, C>(
+    r: &Remediator<'_, A, S, E, B, C>,
+    opts: &SweepOptions,
+    progress: impl Fn(usize, usize),
+) -> Result<SweepSummary, SweepError>
+where
+    A: ArgoApi,
+    S: IncidentStore,
+    E: Escalator,
+    B: Budget,
+    C: Clock,
+{
+    let started = Instant::now();
+    let query = ListQuery {
+        projects: opts.projects.clone(),
+        selector: opts.selector.clone(),
+        fields: LIST_FIELDS.iter().map(|f| f.to_string()).collect(),
+        ..ListQuery::default()
+    };
+    let listed = match r.argo.list_apps(&query).await {
+        Ok(items) => items,
+        Err(e @ ArgoError::Unauthenticated(_)) => return Err(unauthenticated(r, e).await),
+        Err(e) => return Err(SweepError::List(e)),
+    };
+
+    // Apps with an open incident are looked at even when they now look calm, so it gets closed.
+    let open: BTreeSet<String> = r.store.open_incidents().await?.into_iter().collect();
+    let outage = detect_outage(&listed, opts.outage_min_apps, opts.outage_min_percent);
+    if let Some(o) = &outage {
+        let msg = format!(
+            "{} of {} apps cannot be compared with Git (sync status Unknown): a Git or repo-server outage is likely. Per-app actions on those apps are suspended; they are picked up again once Argo CD compares them.",
+            o.unknown, o.listed
+        );
+        if !r.dry_run {
+            r.escalator.alert(&msg).await.ok();
+        }
+    }
+    let candidates: Vec<AppRef> = listed
+        .iter()
+        .filter(|a| needs_look(a) || open.contains(&a.qualified_name()))
+        .filter(|a| outage.is_none() || a.sync_status() != "Unknown")
+        .map(|a| AppRef { name: a.metadata.name.clone(), namespace: a.metadata.namespace.clone(), project: Some(a.spec.project.clone()) })
+        .collect();
+    let total = candidates.len();
+    let trigger = Trigger::sweep();
+    let results: Vec<(AppRef, Result<StepReport, StepError>)> = stream::iter(candidates)
+        .map(|app| {
+            let trigger = &trigger;
+            async move {
+                let result = r.run(&app, trigger, None).await;
+                (app, result)
+            }
+        })
+        .buffer_unordered(opts.concurrency.max(1))
+        .enumerate()
+        .map(|(i, item)| {
+            progress(i + 1, total);
+            item
+        })
+        .collect()
+        .await;
+
+    let mut reports = Vec::new();
+    let mut errors = Vec::new();
+    for (app, result) in results {
+        match result {
+            Ok(report) => reports.push(report),
+            Err(StepError::Argo(e @ ArgoError::Unauthenticated(_))) => return Err(unauthenticated(r, e).await),
+            Err(e) => errors.push((format!("{}/{}", app.namespace, app.name), e.to_string())),
+        }
+    }
+    reports.sort_by(|a, b| a.app.cmp(&b.app));
+    errors.sort();
+    Ok(SweepSummary {
+        listed: listed.len(),
+        candidates: total,
+        reports,
+        errors,
+        outage: outage.map(|o| format!("{} of {} apps Unknown", o.unknown, o.listed)),
+        elapsed_ms: started.elapsed().as_millis(),
+    })
+}
+
+/// A rejected token stops the sweep and raises exactly one alert: every further call would fail.
+async fn unauthenticated<A, S, E: Escalator, B, C>(r: &Remediator<'_, A, S, E, B, C>, e: ArgoError) -> SweepError {
+    r.escalator.alert(&format!("Argo Medic cannot act: {e}. Mint a new token for its account and update the secret.")).await.ok();
+    SweepError::Unauthenticated(e)
+}
+
+impl SweepSummary {
+    /// How many steps ended in each result.
+    pub fn count(&self, result: StepResult) -> usize {
+        self.reports.iter().filter(|r| r.result == result).count()
+    }
+
+    pub fn argo_calls(&self) -> u64 {
+        self.reports.iter().map(|r| u64::from(r.argo_calls)).sum()
+    }
+}
+
+/// A sweep longer than this on the terminal gets a progress bar.
+pub const PROGRESS_AFTER: Duration = Duration::from_millis(300);

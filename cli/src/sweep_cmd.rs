@@ -1,0 +1,237 @@
+//! Wiring for `medic sweep`: settings, the simulator when asked, the adapters, output.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use chrono::Utc;
+use indicatif::{ProgressBar, ProgressStyle};
+use medic_adapters::argocd::HttpArgoClient;
+use medic_adapters::budget::{BudgetRates, LocalBudget};
+use medic_adapters::config::ArgoSettings;
+use medic_adapters::memory::{LogEscalator, SystemClock};
+use medic_core::remediate::{Remediator, StepResult};
+use medic_core::{DecisionPolicy, PolicyConfig};
+use medic_sim::{ArgoSim, CallCounts, Rebase, SimConfig};
+
+use crate::render;
+use crate::scenario::SAMPLES_CAPTURED_AT;
+use crate::store::SqliteIncidentStore;
+use crate::sweep::{SweepOptions, SweepSummary, sweep};
+
+/// Everything `medic sweep` was asked to do.
+pub struct SweepCommand {
+    pub simulate: bool,
+    pub apps: PathBuf,
+    pub outcomes: PathBuf,
+    pub synthetic: Option<usize>,
+    pub stale: usize,
+    pub dry_run: bool,
+    pub state: Option<PathBuf>,
+    pub projects: Vec<String>,
+    pub selector: String,
+    pub config: Option<PolicyConfig>,
+    pub concurrency: usize,
+    pub rates: BudgetRates,
+    pub passes: usize,
+    pub insecure: bool,
+    pub plaintext: bool,
+    pub json: bool,
+}
+
+fn default_state_path() -> PathBuf {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("argo-medic/state.db")
+}
+
+/// Starts the simulator with the sample apps (timestamps moved to the present) or a synthetic fleet.
+async fn start_simulator(cmd: &SweepCommand) -> Result<ArgoSim> {
+    let sim = ArgoSim::start(SimConfig::default()).await.context("starting the Argo CD simulator")?;
+    match cmd.synthetic {
+        Some(n) => {
+            for (app, outcomes) in medic_sim::synthetic_fleet(n, cmd.stale, Utc::now()) {
+                let name = app["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+                sim.insert_app(app);
+                sim.set_outcomes(&name, outcomes);
+            }
+        }
+        None => {
+            let captured_at = SAMPLES_CAPTURED_AT.parse().expect("constant is RFC 3339");
+            sim.load_dir(&cmd.apps, Some(Rebase { captured_at, now: Utc::now() }))
+                .with_context(|| format!("loading {} into the simulator", cmd.apps.display()))?;
+            if cmd.outcomes.exists() {
+                sim.load_outcomes(&cmd.outcomes).with_context(|| format!("loading {}", cmd.outcomes.display()))?;
+            }
+        }
+    }
+    Ok(sim)
+}
+
+pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
+    let mut policy = cmd.config.clone().unwrap_or_default();
+    let sim = if cmd.simulate { Some(start_simulator(&cmd).await?) } else { None };
+    let settings = match &sim {
+        Some(sim) => {
+            if policy.instance_id == PolicyConfig::default().instance_id {
+                policy.instance_id = "simulator".into();
+            }
+            let token = SimConfig::default().tokens.first().map(|t| t.token.clone()).unwrap_or_default();
+            ArgoSettings::new(sim.base_url(), token)
+        }
+        None => {
+            let mut s = ArgoSettings::from_env().context("connecting to Argo CD (or use --simulate)")?;
+            s.insecure |= cmd.insecure;
+            s.plaintext |= cmd.plaintext;
+            s
+        }
+    };
+    let client = HttpArgoClient::new(settings).context("building the Argo CD client")?;
+    let version = client.version().await.context("reading the Argo CD version")?;
+    eprintln!(
+        "medic: Argo CD {} ({}){}",
+        version.version,
+        if sim.is_some() { "simulator" } else { "live" },
+        if cmd.dry_run { ", dry run" } else { "" }
+    );
+
+    let store = match (&cmd.state, &sim) {
+        (Some(path), _) => SqliteIncidentStore::open(path)?,
+        (None, Some(_)) => SqliteIncidentStore::in_memory()?,
+        (None, None) => SqliteIncidentStore::open(&default_state_path())?,
+    };
+    let budget = LocalBudget::new(cmd.rates);
+    let escalator = LogEscalator::default();
+    let policy = DecisionPolicy::new(policy);
+    let remediator = Remediator {
+        argo: &client,
+        store: &store,
+        escalator: &escalator,
+        budget: &budget,
+        clock: &SystemClock,
+        policy: &policy,
+        dry_run: cmd.dry_run,
+        claim_timeout: Duration::from_secs(600),
+    };
+    let opts = SweepOptions {
+        projects: cmd.projects.clone(),
+        selector: cmd.selector.clone(),
+        concurrency: cmd.concurrency,
+        ..SweepOptions::default()
+    };
+
+    let mut failed = false;
+    for pass in 1..=cmd.passes {
+        let before = sim.as_ref().map(ArgoSim::counts);
+        let bar = progress_bar();
+        let summary = sweep(&remediator, &opts, |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })
+        .await?;
+        bar.finish_and_clear();
+        print_summary(&summary, cmd.json);
+        eprintln!("medic: pass {pass}: {}", totals(&summary));
+        if let (Some(sim), Some(before)) = (&sim, before) {
+            eprintln!("medic: pass {pass}: Argo CD calls {}", calls(&before, &sim.counts()));
+        }
+        failed |= !summary.errors.is_empty();
+    }
+    if let Some(sim) = sim {
+        sim.shutdown().await;
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn progress_bar() -> ProgressBar {
+    // A bar on a terminal only; in pipes and CI the output stays clean.
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} sweeping {pos}/{len} apps {wide_bar} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+fn print_summary(s: &SweepSummary, json: bool) {
+    let mut out = String::new();
+    if json {
+        for r in &s.reports {
+            out.push_str(&serde_json::to_string(r).unwrap_or_default());
+            out.push('\n');
+        }
+        for (app, e) in &s.errors {
+            out.push_str(&serde_json::json!({"app": app, "result": "error", "detail": e}).to_string());
+            out.push('\n');
+        }
+    } else {
+        let mut rows: Vec<Vec<String>> = s
+            .reports
+            .iter()
+            .map(|r| {
+                vec![
+                    r.app.clone(),
+                    r.failure_mode.map(|m| m.to_string()).unwrap_or_else(|| "-".into()),
+                    r.action.map(|a| a.to_string()).unwrap_or_else(|| "-".into()),
+                    serde_json::to_value(r.result).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+                    render::truncate(&r.detail, 100),
+                ]
+            })
+            .collect();
+        rows.extend(s.errors.iter().map(|(app, e)| vec![app.clone(), "-".into(), "-".into(), "error".into(), render::truncate(e, 100)]));
+        out = render::table(&["APP", "FAILURE MODE", "ACTION", "RESULT", "DETAIL"], &rows);
+    }
+    crate::emit(&out).ok();
+}
+
+fn totals(s: &SweepSummary) -> String {
+    let mut parts = vec![format!("{} listed, {} looked at", s.listed, s.candidates)];
+    for (label, result) in [
+        ("refreshed", StepResult::Refreshed),
+        ("refresh unverified", StepResult::RefreshUnverified),
+        ("synced", StepResult::Synced),
+        ("escalated", StepResult::Escalated),
+        ("already done", StepResult::AlreadyDone),
+        ("resolved", StepResult::Resolved),
+        ("waiting", StepResult::Waiting),
+        ("deferred", StepResult::Deferred),
+        ("failed", StepResult::Failed),
+        ("dry run", StepResult::DryRun),
+    ] {
+        let n = s.count(result);
+        if n > 0 {
+            parts.push(format!("{n} {label}"));
+        }
+    }
+    if !s.errors.is_empty() {
+        parts.push(format!("{} errors", s.errors.len()));
+    }
+    if let Some(o) = &s.outage {
+        parts.push(format!("outage: {o}"));
+    }
+    parts.push(format!("{} ms", s.elapsed_ms));
+    parts.join(", ")
+}
+
+/// Calls by kind between two snapshots of the simulator's counters.
+pub fn calls(before: &CallCounts, after: &CallCounts) -> String {
+    let d = |a: usize, b: usize| b.saturating_sub(a);
+    format!(
+        "list {}, get {}, refresh {}, hard refresh {}, sync {}, terminate {}, version {}, rejected {}",
+        d(before.list, after.list),
+        d(before.get, after.get),
+        d(before.refresh, after.refresh),
+        d(before.hard_refresh, after.hard_refresh),
+        d(before.sync, after.sync),
+        d(before.terminate, after.terminate),
+        d(before.version, after.version),
+        d(before.rejected, after.rejected)
+    )
+}

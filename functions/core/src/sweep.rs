@@ -1,0 +1,86 @@
+//! Choosing which apps of a fleet to look at, from a field-masked list. Shared by `medic sweep`
+//! and the sweeper function; pure.
+//!
+//! The list is masked so a sweep over thousands of apps stays small; a masked item is only good for
+//! choosing candidates, never for deciding (the policy refuses partial objects).
+
+use crate::app::{Application, health, sync_status};
+
+/// The `fields` mask for listing: only keys the List endpoint honours (argocd-api.md §1.6), and
+/// only those candidate selection reads.
+pub const LIST_FIELDS: &[&str] = &[
+    "items.metadata.name",
+    "items.metadata.namespace",
+    "items.metadata.annotations",
+    "items.metadata.labels",
+    "items.metadata.deletionTimestamp",
+    "items.spec.project",
+    "items.status.sync.status",
+    "items.status.health",
+    "items.status.operationState.phase",
+    "items.status.operationState.startedAt",
+    "items.status.operationState.finishedAt",
+];
+
+/// True when a listed app may need attention: anything but Synced and Healthy (or Suspended, a
+/// deliberate state), an operation that is running or failed, or a deletion.
+pub fn needs_look(item: &Application) -> bool {
+    if item.opted_out() {
+        return false;
+    }
+    let calm = item.sync_status() == sync_status::SYNCED && matches!(item.health_status(), health::HEALTHY | health::SUSPENDED);
+    let phase = item.status.operation_state.as_ref().map_or("", |s| s.phase.as_str());
+    !calm || matches!(phase, "Running" | "Terminating") || item.is_deleting()
+}
+
+/// A fleet-wide comparison failure: so many apps are `Unknown` at once that Git or the repo-server
+/// is down. Acting per app would only add load; one alert is the right response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outage {
+    pub unknown: usize,
+    pub listed: usize,
+}
+
+/// Detects an outage: at least `min_apps` apps and `min_percent` of the fleet `Unknown`.
+pub fn detect_outage(items: &[Application], min_apps: usize, min_percent: usize) -> Option<Outage> {
+    let unknown = items.iter().filter(|a| a.sync_status() == sync_status::UNKNOWN).count();
+    (unknown >= min_apps && unknown * 100 >= min_percent * items.len().max(1)).then_some(Outage { unknown, listed: items.len() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::{HealthStatus, OperationState, SyncStatus};
+
+    fn item(sync: &str, health: &str, phase: Option<&str>) -> Application {
+        let mut a = Application::default();
+        a.metadata.name = "a".into();
+        a.status.sync = Some(SyncStatus { status: sync.into(), ..Default::default() });
+        a.status.health = Some(HealthStatus { status: health.into(), ..Default::default() });
+        a.status.operation_state = phase.map(|p| OperationState { phase: p.into(), ..Default::default() });
+        a
+    }
+
+    #[test]
+    fn calm_apps_are_skipped_and_everything_else_is_looked_at() {
+        assert!(!needs_look(&item("Synced", "Healthy", Some("Succeeded"))));
+        assert!(!needs_look(&item("Synced", "Suspended", None)));
+        assert!(needs_look(&item("Synced", "Progressing", Some("Succeeded"))));
+        assert!(needs_look(&item("OutOfSync", "Healthy", None)));
+        assert!(needs_look(&item("Synced", "Healthy", Some("Running"))));
+        let mut opted = item("Unknown", "Degraded", None);
+        opted.metadata.annotations.insert(crate::app::OPT_OUT_KEY.into(), "true".into());
+        assert!(!needs_look(&opted));
+    }
+
+    #[test]
+    fn an_outage_needs_both_a_count_and_a_share_of_the_fleet() {
+        let mut fleet: Vec<_> = (0..100).map(|_| item("Synced", "Healthy", None)).collect();
+        for a in fleet.iter_mut().take(15) {
+            a.status.sync.as_mut().unwrap().status = "Unknown".into();
+        }
+        assert_eq!(detect_outage(&fleet, 10, 20), None, "15% is below the share");
+        assert_eq!(detect_outage(&fleet, 10, 10), Some(Outage { unknown: 15, listed: 100 }));
+        assert_eq!(detect_outage(&fleet[..20], 16, 20), None, "15 apps are below the count");
+    }
+}

@@ -1,0 +1,397 @@
+//! The Argo CD client and the per-app step over real HTTP against the simulator: every error
+//! variant, backoff under 429/5xx, the breaker, refresh verification, the infos-key idempotency
+//! (including a crash between the sync call and recording it), and the swagger check of every
+//! request sent and response received.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use medic_adapters::argocd::HttpArgoClient;
+use medic_adapters::breaker::BreakerSettings;
+use medic_adapters::budget::{BudgetRates, LocalBudget};
+use medic_adapters::memory::{LogEscalator, MemoryIncidentStore, SystemClock};
+use medic_core::app::{ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, Info};
+use medic_core::idempotency::IdempotencyKey;
+use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
+use medic_core::ports::{ArgoApi, ArgoError, Claim, IncidentStore, ListQuery, StoreError};
+use medic_core::remediate::{Remediator, StepError, StepResult};
+use medic_core::sweep::LIST_FIELDS;
+use medic_core::{Action, DecisionPolicy, PolicyConfig, Trigger};
+use medic_sim::swagger::SwaggerSpec;
+use medic_sim::{ArgoSim, Fault, FaultKind, Outcomes, Policy, RefreshOutcome, SimConfig, SyncOutcome, SyncWindowRule, TokenGrant};
+
+use crate::support::{app, client, default_token, settings, sim_with_samples};
+
+fn sync_request(name: &str, project: &str) -> ApplicationSyncRequest {
+    ApplicationSyncRequest { name: name.into(), project: project.into(), app_namespace: "argocd".into(), ..Default::default() }
+}
+
+fn swagger() -> SwaggerSpec {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/argocd/swagger.json");
+    SwaggerSpec::load(&path).expect("Argo CD's swagger.json loads")
+}
+
+/// Every request our client sent, and every answer the simulator gave, conform to Argo CD's spec.
+fn assert_spec_conformance(sim: &ArgoSim) {
+    let spec = swagger();
+    let requests = sim.requests();
+    assert!(!requests.is_empty());
+    for r in &requests {
+        let mut problems = spec.check_request(r);
+        problems.extend(spec.check_response(r));
+        assert!(problems.is_empty(), "{} {} -> {}: {problems:?}", r.method, r.path, r.status);
+        if r.method != "GET" {
+            assert_eq!(r.content_type.as_deref(), Some("application/json"), "{} {}", r.method, r.path);
+        }
+        assert!(r.authorization.as_deref().is_some_and(|a| a.starts_with("Bearer ")), "{} {}", r.method, r.path);
+    }
+}
+
+#[tokio::test]
+async fn reads_lists_and_syncs_as_argo_cd_expects() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    assert!(c.version().await.unwrap().version.starts_with("v3.5.1"));
+    c.version().await.unwrap();
+    assert_eq!(sim.counts().version, 1, "the version is read once");
+
+    let full = c.get_app(&app("checkout", "payments"), None).await.unwrap();
+    assert_eq!(full.qualified_name(), "argocd/checkout");
+    assert!(full.incompleteness().is_none());
+
+    let query =
+        ListQuery { projects: vec!["platform".into()], fields: LIST_FIELDS.iter().map(|f| f.to_string()).collect(), ..Default::default() };
+    let masked = c.list_apps(&query).await.unwrap();
+    assert!(masked.len() >= 3 && masked.iter().all(|a| a.spec.project == "platform"));
+    assert!(masked.iter().all(|a| a.incompleteness().is_some()), "masked items lack resourceVersion, so the policy refuses them");
+    let selected = c.list_apps(&ListQuery { selector: "team=platform,env=prod".into(), ..Default::default() }).await.unwrap();
+    assert_eq!(selected.len(), masked.len());
+
+    let mut req = sync_request("observability", "platform");
+    req.infos = vec![Info { name: IDEMPOTENCY_INFO_NAME.into(), value: "am1-0123456789abcdef0123456789abcdef".into() }];
+    let synced = c.sync(&app("observability", "platform"), &req).await.unwrap();
+    assert!(synced.recorded_idempotency_keys().any(|k| k == "am1-0123456789abcdef0123456789abcdef"));
+    c.resource_tree(&app("checkout", "payments")).await.unwrap();
+    assert!(c.sync_windows(&app("checkout", "payments")).await.unwrap().can_sync);
+    assert_spec_conformance(&sim);
+}
+
+#[tokio::test]
+async fn each_argo_cd_error_maps_to_its_variant() {
+    let config = SimConfig {
+        sync_windows: vec![SyncWindowRule { project: "platform".into(), manual_sync: false }],
+        tokens: vec![
+            TokenGrant { token: default_token(), subject: "argo-medic".into(), expired: false },
+            TokenGrant { expired: true, ..TokenGrant::for_subject("old") },
+        ],
+        policies: vec![
+            Policy::new("argo-medic", "get", "*"),
+            Policy::new("argo-medic", "sync", "payments"),
+            Policy::new("argo-medic", "sync", "platform"),
+            Policy::new("old", "get", "*"),
+        ],
+        ..SimConfig::default()
+    };
+    let sim = sim_with_samples(config).await;
+    let c = client(&sim);
+    let err = |r: Result<medic_core::Application, ArgoError>| r.expect_err("an error");
+
+    assert!(matches!(err(c.get_app(&app("nope", "payments"), None).await), ArgoError::NotFound(m) if m.contains("\"nope\" not found")));
+    let hidden = medic_core::event::AppRef { name: "nope".into(), namespace: "argocd".into(), project: None };
+    assert_eq!(err(c.get_app(&hidden, None).await), ArgoError::PermissionDenied("permission denied".into()));
+    assert!(
+        matches!(err(c.sync(&app("sandbox-42", "sandbox"), &sync_request("sandbox-42", "sandbox")).await), ArgoError::PermissionDenied(m) if m.contains("applications, sync, sandbox/sandbox-42"))
+    );
+    assert!(matches!(
+        err(c.sync(&app("observability", "platform"), &sync_request("observability", "platform")).await),
+        ArgoError::SyncWindowBlocked(_)
+    ));
+    assert_eq!(
+        err(c.sync(&app("ledger-reports", "payments"), &sync_request("ledger-reports", "payments")).await),
+        ArgoError::OperationInProgress
+    );
+    let mut deleting = SimConfig::default();
+    deleting.policies.clear();
+    drop(deleting);
+    assert!(
+        matches!(c.list_apps(&ListQuery { selector: "env in (".into(), ..Default::default() }).await, Err(ArgoError::Invalid(m)) if m.contains("error parsing the selector"))
+    );
+
+    let before = sim.requests().len();
+    let bad = HttpArgoClient::new(settings(&sim, "not-a-jwt")).unwrap();
+    assert!(
+        matches!(bad.get_app(&app("checkout", "payments"), None).await, Err(ArgoError::Unauthenticated(m)) if m == "no session information")
+    );
+    assert_eq!(sim.requests().len(), before + 1, "a rejected token is not retried");
+    let expired = HttpArgoClient::new(settings(&sim, &TokenGrant::for_subject("old").token)).unwrap();
+    assert!(
+        matches!(expired.get_app(&app("checkout", "payments"), None).await, Err(ArgoError::Unauthenticated(m)) if m.contains("token is expired"))
+    );
+    assert_spec_conformance(&sim);
+}
+
+#[tokio::test]
+async fn a_deleting_app_refuses_a_sync() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    assert_eq!(c.sync(&app("sandbox-42", "sandbox"), &sync_request("sandbox-42", "sandbox")).await.unwrap_err(), ArgoError::AppDeleting);
+}
+
+#[tokio::test]
+async fn throttling_and_outages_are_retried_with_backoff_and_retry_after_is_honoured() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    sim.inject(Fault {
+        path_contains: Some("/checkout".into()),
+        method: None,
+        kind: FaultKind::Status { code: 429, retry_after_secs: Some(1) },
+        times: 1,
+    });
+    sim.inject(Fault {
+        path_contains: Some("/checkout".into()),
+        method: None,
+        kind: FaultKind::Status { code: 503, retry_after_secs: None },
+        times: 1,
+    });
+    sim.inject(Fault { path_contains: Some("/checkout".into()), method: None, kind: FaultKind::Drop, times: 1 });
+    let started = Instant::now();
+    let got = c.get_app(&app("checkout", "payments"), None).await.expect("succeeds after three failures");
+    assert_eq!(got.metadata.name, "checkout");
+    assert!(started.elapsed() >= Duration::from_secs(1), "waited out Retry-After: {:?}", started.elapsed());
+    let statuses: Vec<u16> = sim.requests().iter().filter(|r| r.path.ends_with("/checkout")).map(|r| r.status).collect();
+    assert_eq!(statuses.len(), 4, "{statuses:?}");
+    assert_eq!(&statuses[..2], &[429, 503]);
+    assert_eq!(statuses[3], 200);
+
+    // A Retry-After beyond what the caller may wait is not slept through in-process.
+    sim.inject(Fault { path_contains: None, method: None, kind: FaultKind::Status { code: 429, retry_after_secs: Some(120) }, times: 1 });
+    let err = c.get_app(&app("checkout", "payments"), None).await.unwrap_err();
+    assert_eq!(err, ArgoError::RateLimited { retry_after: Some(Duration::from_secs(120)) });
+
+    // An outage that outlasts the retries surfaces as Transient, never as success or silence.
+    sim.inject(Fault { path_contains: None, method: None, kind: FaultKind::Status { code: 503, retry_after_secs: None }, times: 100 });
+    let before = sim.requests().len();
+    assert!(matches!(c.get_app(&app("checkout", "payments"), None).await, Err(ArgoError::Transient(m)) if m.contains("503")));
+    assert_eq!(sim.requests().len() - before, 4, "max_attempts bounds the retries");
+}
+
+#[tokio::test]
+async fn slow_answers_time_out_and_are_retried() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    sim.inject(Fault { path_contains: Some("/checkout".into()), method: None, kind: FaultKind::Latency(Duration::from_secs(3)), times: 1 });
+    let started = Instant::now();
+    assert!(c.get_app(&app("checkout", "payments"), None).await.is_ok());
+    let elapsed = started.elapsed();
+    // At least the 2 s request timeout, but less than the 3 s the slow answer takes: the client
+    // gave up on the slow attempt and retried rather than waiting it out.
+    assert!(elapsed >= Duration::from_secs(2) && elapsed < Duration::from_secs(3), "{elapsed:?}");
+}
+
+#[tokio::test]
+async fn the_breaker_stops_calling_a_failing_argo_cd_then_ramps_back() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let mut s = settings(&sim, &default_token());
+    s.max_attempts = 1;
+    let c = HttpArgoClient::with_breaker(
+        s,
+        BreakerSettings { failure_threshold: 3, open_for: Duration::from_millis(500), max_open_for: Duration::from_secs(2), ramp_steps: 2 },
+    )
+    .unwrap();
+    sim.inject(Fault { path_contains: None, method: None, kind: FaultKind::Status { code: 502, retry_after_secs: None }, times: 3 });
+    for _ in 0..3 {
+        assert!(matches!(c.get_app(&app("checkout", "payments"), None).await, Err(ArgoError::Transient(_))));
+    }
+    let before = sim.requests().len();
+    assert!(matches!(c.get_app(&app("checkout", "payments"), None).await, Err(ArgoError::CircuitOpen { .. })));
+    assert_eq!(sim.requests().len(), before, "an open breaker makes no call");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(c.get_app(&app("checkout", "payments"), None).await.is_ok(), "a probe passes after the open period");
+    assert!(c.get_app(&app("checkout", "payments"), None).await.is_ok());
+    assert_eq!(c.breaker().state(), medic_adapters::breaker::BreakerState::Closed);
+}
+
+/// A store that loses the completion of a sync: the process "crashes" between the sync call and
+/// recording its outcome.
+#[derive(Default)]
+struct CrashAfterSync(MemoryIncidentStore);
+
+impl IncidentStore for CrashAfterSync {
+    async fn history(&self, app: &str) -> Result<History, StoreError> {
+        self.0.history(app).await
+    }
+    async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, ttl: Duration) -> Result<Claim, StoreError> {
+        self.0.claim(app, incident, attempt, ttl).await
+    }
+    async fn complete(&self, _key: &IdempotencyKey, _outcome: Outcome) -> Result<(), StoreError> {
+        Err(StoreError("crashed before recording".into()))
+    }
+    async fn release(&self, key: &IdempotencyKey) -> Result<(), StoreError> {
+        self.0.release(key).await
+    }
+    async fn close(&self, app: &str, at: chrono::DateTime<chrono::Utc>) -> Result<(), StoreError> {
+        self.0.close(app, at).await
+    }
+    async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
+        self.0.open_incidents().await
+    }
+}
+
+fn policy() -> DecisionPolicy {
+    // No settle time: the tests act again as soon as the simulated operation has finished.
+    DecisionPolicy::new(PolicyConfig { instance_id: "test".into(), settle_secs: 0, ..PolicyConfig::default() })
+}
+
+fn generous_budget() -> LocalBudget {
+    LocalBudget::new(BudgetRates {
+        refresh_per_minute: 6000,
+        hard_refresh_per_minute: 600,
+        sync_per_minute: 600,
+        max_wait: Duration::from_secs(1),
+    })
+}
+
+#[tokio::test]
+async fn a_sync_carries_its_key_and_a_crash_before_recording_never_syncs_twice() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    // The re-sync fails again, so the app is back in the same failure with our key on record.
+    sim.set_outcomes("observability", Outcomes { sync: SyncOutcome::Fail { message: "one or more synchronization tasks are not valid: no matches for kind \"ServiceMonitor\" in version \"monitoring.coreos.com/v1\"".into() }, ..Default::default() });
+    let c = client(&sim);
+    let policy = policy();
+    let (escalator, budget) = (LogEscalator::default(), generous_budget());
+    let crashing = CrashAfterSync::default();
+    macro_rules! step {
+        ($store:expr) => {
+            Remediator {
+                argo: &c,
+                store: $store,
+                escalator: &escalator,
+                budget: &budget,
+                clock: &SystemClock,
+                policy: &policy,
+                dry_run: false,
+                claim_timeout: Duration::ZERO,
+            }
+        };
+    }
+    let target = app("observability", "platform");
+
+    let first = step!(&crashing).run(&target, &Trigger::manual(), None).await;
+    assert!(matches!(first, Err(StepError::Store(_))), "{first:?}");
+    assert_eq!(sim.counts().sync, 1);
+    let key = sim.app("argocd", "observability").unwrap()["operation"]["info"]
+        .as_array()
+        .and_then(|infos| infos.iter().find(|i| i["name"] == IDEMPOTENCY_INFO_NAME))
+        .map(|i| i["value"].as_str().unwrap().to_owned())
+        .expect("the sync carries its idempotency key in infos");
+    tokio::time::sleep(Duration::from_millis(400)).await; // the operation runs and fails again
+
+    // Rerun with the same (crashed) store: the claim it left is taken over, and the history
+    // shows the sync, so the policy moves on instead of syncing again.
+    let again = step!(&crashing.0).run(&target, &Trigger::manual(), None).await.unwrap();
+    assert_eq!(again.action, Some(Action::Escalate), "{}", again.detail);
+    assert_eq!(again.result, StepResult::Escalated);
+    // Rerun with the state lost entirely: the policy would sync, but Argo CD's operation.info
+    // already holds the key, so the step records it as done and does not call sync.
+    let fresh = MemoryIncidentStore::default();
+    let lost = step!(&fresh).run(&target, &Trigger::manual(), None).await.unwrap();
+    assert_eq!(lost.action, Some(Action::Sync));
+    assert_eq!(lost.result, StepResult::AlreadyDone, "{}", lost.detail);
+    assert_eq!(lost.idempotency_key.as_ref().map(|k| k.to_string()), Some(key));
+    assert_eq!(sim.counts().sync, 1, "exactly one sync reached Argo CD");
+    assert_spec_conformance(&sim);
+}
+
+#[tokio::test]
+async fn a_refresh_is_verified_by_reconciled_at_and_a_dropped_one_is_requested_once_more() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    let (store, escalator, budget, policy) = (MemoryIncidentStore::default(), LogEscalator::default(), generous_budget(), policy());
+    let step = Remediator {
+        argo: &c,
+        store: &store,
+        escalator: &escalator,
+        budget: &budget,
+        clock: &SystemClock,
+        policy: &policy,
+        dry_run: false,
+        claim_timeout: Duration::from_secs(600),
+    };
+
+    // inventory: stale status, and the refresh heals it.
+    let healed = step.run(&app("inventory", "payments"), &Trigger::sweep(), None).await.unwrap();
+    assert_eq!((healed.action, healed.result), (Some(Action::Refresh), StepResult::Refreshed), "{}", healed.detail);
+    assert!(healed.detail.contains("Synced and Healthy now"), "{}", healed.detail);
+    assert_eq!(healed.argo_calls, 2, "one read, one refresh");
+    assert_eq!(sim.counts().refresh, 1);
+
+    // pricing: the refresh is dropped by Argo CD; the step asks once more, then reports it.
+    sim.set_outcomes("pricing", Outcomes { refresh: RefreshOutcome::Drop, ..Default::default() });
+    let dropped = step.run(&app("pricing", "payments"), &Trigger::sweep(), None).await.unwrap();
+    assert_eq!(dropped.result, StepResult::RefreshUnverified, "{}", dropped.detail);
+    assert_eq!(dropped.argo_calls, 3, "one read and two refreshes: never more than three calls");
+    assert_eq!(sim.counts().refresh, 3);
+    let history = store.history("argocd/pricing").await.unwrap();
+    assert_eq!(history.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>(), vec![Outcome::NoEffect]);
+
+    // The same step again: the refresh is on record, so the ladder moves to escalation.
+    let next = step.run(&app("pricing", "payments"), &Trigger::sweep(), None).await.unwrap();
+    assert_eq!((next.action, next.result), (Some(Action::Escalate), StepResult::Escalated), "{}", next.detail);
+    assert_eq!(escalator.escalations().len(), 1);
+    assert_eq!(sim.counts().refresh, 3, "no further refresh");
+    assert_spec_conformance(&sim);
+}
+
+#[tokio::test]
+async fn dry_run_decides_but_calls_nothing_that_changes_argo_cd() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    let (store, escalator, budget, policy) = (MemoryIncidentStore::default(), LogEscalator::default(), generous_budget(), policy());
+    let step = Remediator {
+        argo: &c,
+        store: &store,
+        escalator: &escalator,
+        budget: &budget,
+        clock: &SystemClock,
+        policy: &policy,
+        dry_run: true,
+        claim_timeout: Duration::from_secs(600),
+    };
+    for (name, project) in [("inventory", "payments"), ("observability", "platform"), ("accounts", "payments")] {
+        let r = step.run(&app(name, project), &Trigger::sweep(), None).await.unwrap();
+        assert_eq!(r.result, StepResult::DryRun, "{name}");
+        assert!(r.action.is_some_and(|a| a != Action::None && a != Action::Wait), "{name}");
+    }
+    let counts = sim.counts();
+    assert_eq!((counts.refresh, counts.hard_refresh, counts.sync, counts.terminate), (0, 0, 0, 0));
+    assert!(escalator.escalations().is_empty());
+    assert!(store.open_incidents().await.unwrap().is_empty(), "a dry run records nothing");
+}
+
+#[tokio::test]
+async fn a_sync_refused_because_another_operation_runs_is_a_wait_not_a_failure() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    let (store, escalator, budget, policy) = (MemoryIncidentStore::default(), LogEscalator::default(), generous_budget(), policy());
+    let step = Remediator {
+        argo: &c,
+        store: &store,
+        escalator: &escalator,
+        budget: &budget,
+        clock: &SystemClock,
+        policy: &policy,
+        dry_run: false,
+        claim_timeout: Duration::from_secs(600),
+    };
+    // A person starts a sync between our read and our sync: Argo CD answers 400 "another
+    // operation is already in progress".
+    let observed = c.get_app(&app("payouts", "payments"), None).await.unwrap();
+    c.sync(&app("payouts", "payments"), &sync_request("payouts", "payments")).await.unwrap();
+    sim.set_outcomes("payouts", Outcomes { sync: SyncOutcome::Hang, ..Default::default() });
+    let r = step.run(&app("payouts", "payments"), &Trigger::sweep(), Some(observed)).await.unwrap();
+    assert_eq!((r.action, r.result), (Some(Action::Sync), StepResult::Waiting), "{}", r.detail);
+    let history = store.history("argocd/payouts").await.unwrap();
+    assert_eq!(history.attempts[0].outcome, Outcome::OperationInProgress);
+    let next = step.run(&app("payouts", "payments"), &Trigger::sweep(), None).await.unwrap();
+    assert_eq!(next.action, Some(Action::Wait), "{}", next.detail);
+}

@@ -1,0 +1,123 @@
+//! `medic sweep` against the simulator: one pass acts on what needs it within the call budget,
+//! a second pass makes no mutating call, a dry run changes nothing, a fleet-wide outage raises one
+//! alert instead of hundreds of actions, and a rejected token stops the sweep with one alert.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use medic::store::SqliteIncidentStore;
+use medic::sweep::{SweepOptions, sweep};
+use medic_adapters::budget::{BudgetRates, LocalBudget};
+use medic_adapters::memory::{LogEscalator, SystemClock};
+use medic_core::remediate::{Remediator, StepResult};
+use medic_core::{DecisionPolicy, PolicyConfig};
+use medic_sim::{ArgoSim, SimConfig, synthetic_fleet};
+
+use crate::support::{client, sim_with_samples};
+
+fn budget() -> LocalBudget {
+    LocalBudget::new(BudgetRates {
+        refresh_per_minute: 60_000,
+        hard_refresh_per_minute: 6_000,
+        sync_per_minute: 6_000,
+        max_wait: Duration::from_secs(2),
+    })
+}
+
+fn mutating(sim: &ArgoSim) -> usize {
+    let c = sim.counts();
+    c.refresh + c.hard_refresh + c.sync + c.terminate
+}
+
+#[tokio::test]
+async fn a_sweep_acts_once_and_a_second_sweep_repeats_no_action() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    let (store, escalator, budget) = (SqliteIncidentStore::in_memory().unwrap(), LogEscalator::default(), budget());
+    let policy = DecisionPolicy::new(PolicyConfig::default());
+    let r = Remediator {
+        argo: &c,
+        store: &store,
+        escalator: &escalator,
+        budget: &budget,
+        clock: &SystemClock,
+        policy: &policy,
+        dry_run: false,
+        claim_timeout: Duration::from_secs(600),
+    };
+
+    let first = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    assert_eq!(first.listed, 33);
+    assert!(first.errors.is_empty(), "{:?}", first.errors);
+    let result = |app: &str| first.reports.iter().find(|r| r.app == format!("argocd/{app}")).map(|r| r.result);
+    assert_eq!(result("inventory"), Some(StepResult::Refreshed));
+    assert_eq!(result("fraud-scoring"), Some(StepResult::Refreshed), "cached manifest error: hard refresh");
+    assert_eq!(result("observability"), Some(StepResult::Synced));
+    assert_eq!(result("accounts"), Some(StepResult::Escalated), "hook failed");
+    assert_eq!(result("checkout"), None, "calm apps are not even read");
+    assert_eq!(sim.counts().hard_refresh, 1);
+    let acted = mutating(&sim);
+    assert!(acted >= 5, "{acted}");
+    let escalated = escalator.escalations().len();
+
+    let second = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    assert_eq!(mutating(&sim), acted, "the second sweep makes no mutating call");
+    assert_eq!(escalator.escalations().len(), escalated, "and escalates nothing twice");
+    assert!(second.reports.iter().all(|r| !matches!(r.result, StepResult::Refreshed | StepResult::Synced | StepResult::Escalated)));
+}
+
+#[tokio::test]
+async fn a_fleet_wide_outage_raises_one_alert_and_no_per_app_action() {
+    let sim = ArgoSim::start(SimConfig::default()).await.unwrap();
+    for (mut app, outcomes) in synthetic_fleet(40, 0, Utc::now()) {
+        let name = app["metadata"]["name"].as_str().unwrap().to_owned();
+        if name.as_str() < "app-00021" {
+            app["status"]["sync"]["status"] = "Unknown".into();
+            app["status"]["conditions"] = serde_json::json!([{"type": "ComparisonError", "message": "rpc error: code = Unavailable desc = connection refused", "lastTransitionTime": Utc::now().to_rfc3339()}]);
+        }
+        sim.insert_app(app);
+        sim.set_outcomes(&name, outcomes);
+    }
+    let c = client(&sim);
+    let (store, escalator, budget) = (SqliteIncidentStore::in_memory().unwrap(), LogEscalator::default(), budget());
+    let policy = DecisionPolicy::new(PolicyConfig::default());
+    let r = Remediator {
+        argo: &c,
+        store: &store,
+        escalator: &escalator,
+        budget: &budget,
+        clock: &SystemClock,
+        policy: &policy,
+        dry_run: false,
+        claim_timeout: Duration::from_secs(600),
+    };
+    let summary = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    assert_eq!(summary.outage.as_deref(), Some("20 of 40 apps Unknown"));
+    assert_eq!(escalator.alerts().len(), 1, "{:?}", escalator.alerts());
+    assert!(escalator.escalations().is_empty());
+    assert_eq!(mutating(&sim), 0);
+    assert_eq!(sim.counts().get, 0, "Unknown apps are not even read during an outage");
+}
+
+#[tokio::test]
+async fn a_rejected_token_stops_the_sweep_with_one_alert() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = medic_adapters::argocd::HttpArgoClient::new(crate::support::settings(&sim, "a.b.c")).unwrap();
+    let (store, escalator, budget) = (SqliteIncidentStore::in_memory().unwrap(), LogEscalator::default(), budget());
+    let policy = DecisionPolicy::new(PolicyConfig::default());
+    let r = Remediator {
+        argo: &c,
+        store: &store,
+        escalator: &escalator,
+        budget: &budget,
+        clock: &SystemClock,
+        policy: &policy,
+        dry_run: false,
+        claim_timeout: Duration::from_secs(600),
+    };
+    let err = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap_err();
+    assert!(err.to_string().contains("token"), "{err}");
+    assert_eq!(escalator.alerts().len(), 1);
+    assert!(escalator.alerts()[0].contains("Mint a new token"));
+    assert_eq!(sim.requests().len(), 1, "one list call, not retried");
+}
