@@ -223,11 +223,11 @@ impl IncidentStore for CrashAfterSync {
     async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, ttl: Duration) -> Result<Claim, StoreError> {
         self.0.claim(app, incident, attempt, ttl).await
     }
-    async fn complete(&self, _key: &IdempotencyKey, _outcome: Outcome) -> Result<(), StoreError> {
+    async fn complete(&self, _app: &str, _key: &IdempotencyKey, _outcome: Outcome) -> Result<(), StoreError> {
         Err(StoreError("crashed before recording".into()))
     }
-    async fn release(&self, key: &IdempotencyKey) -> Result<(), StoreError> {
-        self.0.release(key).await
+    async fn release(&self, app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
+        self.0.release(app, key).await
     }
     async fn close(&self, app: &str, at: chrono::DateTime<chrono::Utc>) -> Result<(), StoreError> {
         self.0.close(app, at).await

@@ -141,7 +141,7 @@ impl IncidentStore for SqliteIncidentStore {
         Ok(Claim::Granted)
     }
 
-    async fn complete(&self, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
+    async fn complete(&self, _app: &str, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
         let n = self
             .conn()
             .execute("UPDATE actions SET outcome = ?2, done = 1 WHERE key = ?1", params![key.as_str(), name(&outcome)?])
@@ -149,7 +149,7 @@ impl IncidentStore for SqliteIncidentStore {
         if n == 0 { Err(StoreError(format!("no claim for {key}"))) } else { Ok(()) }
     }
 
-    async fn release(&self, key: &IdempotencyKey) -> Result<(), StoreError> {
+    async fn release(&self, _app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
         self.conn().execute("DELETE FROM actions WHERE key = ?1 AND done = 0", params![key.as_str()]).map_err(err)?;
         Ok(())
     }
@@ -202,7 +202,7 @@ mod tests {
             assert!(matches!(store.claim("argocd/web", &incident(), &attempt(Rung::Refresh, 5), ttl).await.unwrap(), Claim::Held { .. }));
             // The holder crashed: after the in-progress expiry another run may take over.
             assert_eq!(store.claim("argocd/web", &incident(), &attempt(Rung::Refresh, 11), ttl).await.unwrap(), Claim::Granted);
-            store.complete(&incident().key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
+            store.complete("argocd/web", &incident().key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
         }
         let store = SqliteIncidentStore::open(&path).unwrap();
         assert_eq!(
@@ -224,14 +224,14 @@ mod tests {
         let ttl = Duration::from_secs(600);
         let key = incident().key_for(Rung::Sync);
         assert_eq!(store.claim("argocd/web", &incident(), &attempt(Rung::Sync, 0), ttl).await.unwrap(), Claim::Granted);
-        store.release(&key).await.unwrap();
+        store.release("argocd/web", &key).await.unwrap();
         assert_eq!(store.claim("argocd/web", &incident(), &attempt(Rung::Sync, 1), ttl).await.unwrap(), Claim::Granted);
-        store.complete(&key, Outcome::Succeeded).await.unwrap();
-        store.release(&key).await.unwrap();
+        store.complete("argocd/web", &key, Outcome::Succeeded).await.unwrap();
+        store.release("argocd/web", &key).await.unwrap();
         assert_eq!(
             store.claim("argocd/web", &incident(), &attempt(Rung::Sync, 2), ttl).await.unwrap(),
             Claim::AlreadyDone(Outcome::Succeeded)
         );
-        assert!(store.complete(&IdempotencyKey::derive(&incident(), Rung::Escalate), Outcome::Succeeded).await.is_err());
+        assert!(store.complete("argocd/web", &IdempotencyKey::derive(&incident(), Rung::Escalate), Outcome::Succeeded).await.is_err());
     }
 }

@@ -76,7 +76,7 @@ impl IncidentStore for MemoryIncidentStore {
         Ok(Claim::Granted)
     }
 
-    async fn complete(&self, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
+    async fn complete(&self, _app: &str, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
         let mut inner = self.lock();
         let record = inner.records.get_mut(key).ok_or_else(|| StoreError(format!("no claim for {key}")))?;
         record.attempt.outcome = outcome;
@@ -84,7 +84,7 @@ impl IncidentStore for MemoryIncidentStore {
         Ok(())
     }
 
-    async fn release(&self, key: &IdempotencyKey) -> Result<(), StoreError> {
+    async fn release(&self, _app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
         self.lock().records.retain(|k, r| k != key || r.done);
         Ok(())
     }

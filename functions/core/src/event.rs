@@ -163,3 +163,189 @@ mod tests {
         assert!(NotificationEvent::parse(br#"{"trigger":"x"}"#).unwrap_err().to_string().contains("schemaVersion"));
     }
 }
+
+/// Why a work item is on the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkKind {
+    /// An argocd-notifications event (through ingest, or straight from the `awssqs` service).
+    Notification,
+    /// The sweeper found the app needing a look that no notification reported.
+    Sweep,
+    /// A `wait` decision asked to look again later.
+    Recheck,
+    /// A person asked for it (signed refresh endpoint, Slack button).
+    Requested,
+}
+
+/// One unit of work for the worker: look at one app. Schema version 1, the SQS message body for
+/// everything but raw `awssqs` notifications (which are bare [`NotificationEvent`]s; the worker
+/// accepts both).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkItem {
+    pub schema_version: u32,
+    pub kind: WorkKind,
+    pub app: AppRef,
+    pub trigger: Trigger,
+    /// Identifies this piece of news about the app, so the same news delivered twice (webhook
+    /// retries, the sweeper racing a notification, SQS redelivery) is handled once.
+    pub dedupe_key: String,
+    pub enqueued_at: DateTime<Utc>,
+    /// The notification this item came from, if any (informational: the worker re-reads the app).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<NotificationEvent>,
+    /// For `requested` items: what the person asked for (`refresh`, `hard_refresh`, `sync`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_action: Option<String>,
+    /// For `requested` items: who asked (audit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
+    /// How many times this item was re-enqueued by `wait` decisions (chained delays).
+    #[serde(default)]
+    pub rechecks: u32,
+}
+
+impl NotificationEvent {
+    /// The dedupe key of this notification: SHA-256 over the app, the trigger and the state it
+    /// reports (sync, health, revision, operation phase and start). The same state reported twice
+    /// gives the same key; any change of state gives a new one. `resourceVersion` and
+    /// `reconciledAt` are left out on purpose: they move on every reconcile, so including them
+    /// would make every redelivery of unchanged news look new.
+    pub fn dedupe_key(&self) -> String {
+        let s = |o: Option<&String>| o.map_or("-", String::as_str).to_owned();
+        let op = self.operation.as_ref();
+        let t = |o: Option<DateTime<Utc>>| o.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339());
+        let parts = [
+            "argo-medic/notification/v1".to_owned(),
+            self.qualified_name(),
+            self.trigger.as_str().to_owned(),
+            s(self.sync.as_ref().and_then(|x| x.status.as_ref())),
+            s(self.sync.as_ref().and_then(|x| x.revision.as_ref())),
+            s(self.health.as_ref().and_then(|x| x.status.as_ref())),
+            s(op.and_then(|o| o.phase.as_ref())),
+            t(op.and_then(|o| o.started_at)),
+            t(op.and_then(|o| o.finished_at)),
+        ];
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        format!("ev1-{}", &crate::idempotency::digest(&refs)[..32])
+    }
+
+    /// The work item that carries this notification to the worker.
+    pub fn into_work(self, now: DateTime<Utc>) -> WorkItem {
+        WorkItem {
+            schema_version: SCHEMA_VERSION,
+            kind: WorkKind::Notification,
+            app: self.app.clone(),
+            trigger: self.trigger.clone(),
+            dedupe_key: self.dedupe_key(),
+            enqueued_at: now,
+            event: Some(self),
+            requested_action: None,
+            requested_by: None,
+            rechecks: 0,
+        }
+    }
+}
+
+impl WorkItem {
+    /// Reads an SQS message body: a work item, or a bare notification event sent by the
+    /// `awssqs` service.
+    pub fn parse(body: &[u8], now: DateTime<Utc>) -> Result<Self, EventError> {
+        if body.len() > MAX_EVENT_BYTES {
+            return Err(EventError::TooLarge(body.len()));
+        }
+        let raw: serde_json::Value = serde_json::from_slice(body).map_err(|e| EventError::Malformed(e.to_string()))?;
+        if raw.get("kind").is_none() {
+            return NotificationEvent::parse(body).map(|e| e.into_work(now));
+        }
+        match raw.get("schemaVersion").and_then(serde_json::Value::as_u64) {
+            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+            Some(v) => return Err(EventError::UnsupportedVersion(u32::try_from(v).unwrap_or(u32::MAX))),
+            None => return Err(EventError::Malformed("missing field `schemaVersion` (a number)".into())),
+        }
+        let item: Self = serde_json::from_value(raw).map_err(|e| EventError::Malformed(e.to_string()))?;
+        check_name("app.name", &item.app.name, 253)?;
+        check_name("app.namespace", &item.app.namespace, 63)?;
+        if item.dedupe_key.is_empty() || item.dedupe_key.len() > 128 {
+            return Err(EventError::Malformed("`dedupeKey` must be 1-128 characters".into()));
+        }
+        Ok(item)
+    }
+
+    /// A work item for an app the sweeper (or a recheck) wants looked at. The dedupe key names
+    /// the kind and a time window, so the sweeper enqueues one app at most once per window.
+    pub fn for_app(kind: WorkKind, app: AppRef, trigger: Trigger, window: &str, now: DateTime<Utc>) -> Self {
+        let dedupe_key = format!(
+            "{}-{}",
+            match kind {
+                WorkKind::Notification => "ev1",
+                WorkKind::Sweep => "sw1",
+                WorkKind::Recheck => "rc1",
+                WorkKind::Requested => "rq1",
+            },
+            &crate::idempotency::digest(&["argo-medic/work/v1", &app.namespace, &app.name, trigger.as_str(), window])[..32]
+        );
+        WorkItem {
+            schema_version: SCHEMA_VERSION,
+            kind,
+            app,
+            trigger,
+            dedupe_key,
+            enqueued_at: now,
+            event: None,
+            requested_action: None,
+            requested_by: None,
+            rechecks: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod work_tests {
+    use super::*;
+
+    fn event(phase: &str) -> NotificationEvent {
+        let body = format!(
+            r#"{{"schemaVersion":1,"trigger":"on-sync-failed","app":{{"name":"web","namespace":"argocd","project":"p"}},
+            "operation":{{"phase":"{phase}","startedAt":"2026-11-01T12:00:00Z"}},"resourceVersion":"1","reconciledAt":"2026-11-01T12:01:00Z"}}"#
+        );
+        NotificationEvent::parse(body.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn the_same_news_has_one_dedupe_key_and_new_news_another() {
+        let a = event("Failed");
+        let mut redelivered = a.clone();
+        redelivered.resource_version = Some("2".into());
+        redelivered.reconciled_at = None;
+        assert_eq!(a.dedupe_key(), redelivered.dedupe_key());
+        assert_ne!(a.dedupe_key(), event("Error").dedupe_key());
+        assert!(a.dedupe_key().starts_with("ev1-"));
+    }
+
+    #[test]
+    fn the_queue_carries_work_items_and_bare_notifications() {
+        let now: DateTime<Utc> = "2026-11-01T12:05:00Z".parse().unwrap();
+        let item = event("Failed").into_work(now);
+        let body = serde_json::to_vec(&item).unwrap();
+        assert_eq!(WorkItem::parse(&body, now).unwrap(), item);
+        let bare = serde_json::to_vec(&event("Failed")).unwrap();
+        let from_sqs = WorkItem::parse(&bare, now).unwrap();
+        assert_eq!(from_sqs.kind, WorkKind::Notification);
+        assert_eq!(from_sqs.dedupe_key, item.dedupe_key);
+        assert!(WorkItem::parse(b"{\"kind\":\"sweep\"}", now).is_err());
+        assert!(WorkItem::parse(b"not json", now).is_err());
+    }
+
+    #[test]
+    fn sweep_items_dedupe_per_window() {
+        let now: DateTime<Utc> = "2026-11-01T12:05:00Z".parse().unwrap();
+        let app = AppRef { name: "web".into(), namespace: "argocd".into(), project: None };
+        let a = WorkItem::for_app(WorkKind::Sweep, app.clone(), Trigger::sweep(), "2026-11-01T12:00", now);
+        let b = WorkItem::for_app(WorkKind::Sweep, app.clone(), Trigger::sweep(), "2026-11-01T12:00", now);
+        let c = WorkItem::for_app(WorkKind::Sweep, app, Trigger::sweep(), "2026-11-01T12:15", now);
+        assert_eq!(a.dedupe_key, b.dedupe_key);
+        assert_ne!(a.dedupe_key, c.dedupe_key);
+    }
+}

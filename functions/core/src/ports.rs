@@ -137,9 +137,9 @@ pub trait IncidentStore: Send + Sync {
         in_progress_for: Duration,
     ) -> impl Future<Output = Result<Claim, StoreError>> + Send;
     /// Records how a claimed action turned out.
-    fn complete(&self, key: &IdempotencyKey, outcome: Outcome) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn complete(&self, app: &str, key: &IdempotencyKey, outcome: Outcome) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Gives up a claim without an outcome (the action failed transiently and may be retried).
-    fn release(&self, key: &IdempotencyKey) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn release(&self, app: &str, key: &IdempotencyKey) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Closes the app's open incident (the app is Synced and Healthy again).
     fn close(&self, app: &str, at: DateTime<Utc>) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Apps with an open incident, so a sweep can look at them even when they now look healthy.
@@ -184,4 +184,41 @@ pub trait Budget: Send + Sync {
 /// The time. A port so tests can fix it; the policy itself only ever receives `now`.
 pub trait Clock: Send + Sync {
     fn now(&self) -> DateTime<Utc>;
+}
+
+/// Queue failures.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+#[error("work queue: {0}")]
+pub struct QueueError(pub String);
+
+/// The work queue (SQS on AWS, a channel locally).
+pub trait WorkQueue: Send + Sync {
+    /// Enqueues one item, delivered after `delay` (SQS allows at most 15 minutes).
+    fn enqueue(&self, item: &crate::event::WorkItem, delay: Duration) -> impl Future<Output = Result<(), QueueError>> + Send;
+}
+
+/// The answer to "is this news new?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// First time: handle it.
+    New,
+    /// Handled before (or being handled): drop it.
+    Duplicate,
+}
+
+/// Durable record of which work items were handled, by dedupe key, with an expiry.
+pub trait DedupeStore: Send + Sync {
+    /// Marks the key seen unless it already is (a conditional write); `ttl` bounds how long it
+    /// is remembered.
+    fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> impl Future<Output = Result<Seen, StoreError>> + Send;
+    /// Forgets a key whose handling failed, so a redelivery is handled again.
+    fn forget(&self, dedupe_key: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// A per-app lock so no two workers act on one app at the same time.
+pub trait AppLock: Send + Sync {
+    /// Takes the lock for `app` until `ttl` passes (a crashed holder's lock expires). False when
+    /// another holder has it.
+    fn try_lock(&self, app: &str, owner: &str, ttl: Duration) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    fn unlock(&self, app: &str, owner: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
 }

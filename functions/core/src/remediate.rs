@@ -179,17 +179,17 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
         };
         match acted {
             Ok(outcome) => {
-                self.store.complete(&key, outcome).await?;
+                self.store.complete(&name, &key, outcome).await?;
                 Ok(out)
             }
             Err(e) if is_transient(&e) => {
                 // Safe to retry later: a sync that did go through is found by its key in
                 // operation.info on the next run.
-                self.store.release(&key).await?;
+                self.store.release(&name, &key).await?;
                 Err(e)
             }
             Err(e) => {
-                self.store.complete(&key, Outcome::Failed).await?;
+                self.store.complete(&name, &key, Outcome::Failed).await?;
                 out.result = StepResult::Failed;
                 out.detail = e.to_string();
                 Ok(out)
