@@ -1,9 +1,13 @@
 # The verbs developers and CI use. Every target works on a fresh machine with the Rust toolchain.
 CARGO ?= cargo
 
-.PHONY: demo test lint fmt catalogue ci
+.PHONY: sweep demo test lint fmt catalogue ci
 
-## demo: run the main job on the embedded default (decide every sample scenario in events/)
+## sweep: the main job on the embedded default: one sweep of the sample fleet in the simulator
+sweep:
+	$(CARGO) run -q -p medic -- sweep --simulate
+
+## demo: decide every sample scenario in events/ (no server)
 demo:
 	$(CARGO) run -q -p medic -- demo
 

@@ -123,6 +123,14 @@ struct SweepArgs {
 }
 
 fn main() -> ExitCode {
+    // Logs go to stderr so stdout stays the report; `MEDIC_LOG=info` (or debug) says more.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MEDIC_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(filter)
+        .with_target(false)
+        .init();
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {

@@ -171,3 +171,38 @@ fn demo_decides_every_scenario() {
     assert_eq!(out.lines().count(), scenarios + 1);
     assert!(out.lines().any(|l| l.starts_with("crd-not-established ") && l.contains(" sync ")), "{out}");
 }
+
+#[test]
+fn sweep_simulate_remediates_the_sample_fleet_and_a_second_pass_changes_nothing() {
+    let o = medic(&["sweep", "--simulate", "--passes", "2", "-o", "json", "--sync-per-minute", "600"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let reports = json_lines(&o);
+    let apps = std::fs::read_dir(root().join("events/apps")).unwrap().count();
+    assert!(reports.len() > apps, "two passes of reports: {}", reports.len());
+    let first_pass = &reports[..reports.len() / 2];
+    let result =
+        |app: &str| first_pass.iter().find(|r| r["app"] == format!("argocd/{app}")).map(|r| r["result"].as_str().unwrap().to_owned());
+    assert_eq!(result("inventory").as_deref(), Some("refreshed"));
+    assert_eq!(result("observability").as_deref(), Some("synced"));
+    assert_eq!(result("accounts").as_deref(), Some("escalated"));
+    let err = stderr(&o);
+    let pass2 = err.lines().find(|l| l.starts_with("medic: pass 2: Argo CD calls")).expect("pass 2 call counts");
+    assert!(pass2.contains("refresh 0, hard refresh 0, sync 0, terminate 0"), "{pass2}");
+    assert!(!err.contains("\u{1b}["), "no terminal colours in a pipe");
+}
+
+#[test]
+fn sweep_dry_run_acts_on_nothing() {
+    let o = medic(&["sweep", "--simulate", "--dry-run"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("dry_run"));
+    let calls = stderr(&o).lines().find(|l| l.contains("Argo CD calls")).unwrap().to_owned();
+    assert!(calls.contains("refresh 0, hard refresh 0, sync 0, terminate 0"), "{calls}");
+}
+
+#[test]
+fn sweep_without_an_argo_cd_says_what_to_set() {
+    let o = Command::new(env!("CARGO_BIN_EXE_medic")).args(["sweep"]).env_remove("ARGOCD_SERVER").output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ARGOCD_SERVER"), "{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -120,7 +120,8 @@ impl LogEscalator {
 
 impl Escalator for LogEscalator {
     async fn escalate(&self, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
-        tracing::warn!(app = %app.qualified_name(), failure_mode = %decision.failure_mode, key = ?decision.idempotency_key, reason = %decision.reason, "escalation");
+        let key = decision.idempotency_key.as_ref().map(ToString::to_string).unwrap_or_default();
+        tracing::info!(app = %app.qualified_name(), failure_mode = %decision.failure_mode, key, reason = %decision.reason, "escalation");
         self.sent.lock().unwrap_or_else(|e| e.into_inner()).push((app.qualified_name(), decision.clone()));
         Ok(())
     }
