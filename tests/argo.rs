@@ -3,7 +3,6 @@
 //! (including a crash between the sync call and recording it), and the swagger check of every
 //! request sent and response received.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use medic_adapters::argocd::HttpArgoClient;
@@ -27,8 +26,7 @@ fn sync_request(name: &str, project: &str) -> ApplicationSyncRequest {
 }
 
 fn swagger() -> SwaggerSpec {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/argocd/swagger.json");
-    SwaggerSpec::load(&path).expect("Argo CD's swagger.json loads")
+    SwaggerSpec::argocd_v3_5_1().expect("Argo CD's swagger.json loads")
 }
 
 /// Every request our client sent, and every answer the simulator gave, conform to Argo CD's spec.

@@ -1,0 +1,92 @@
+//! What a simulated Argo CD instance is configured with: who may call it and what they may do.
+
+use std::time::Duration;
+
+use crate::jwt;
+
+/// The default bearer token: a JWT-looking value (Argo CD ignores bearer values that are not
+/// three dot-separated parts) for the subject `argo-medic`, issued 2026-01-01T00:00:00Z.
+pub const DEFAULT_TOKEN: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJhcmdvY2QiLCJzdWIiOiJhcmdvLW1lZGljOmFwaUtleSIsIm5iZiI6MTc2NzIyNTYwMCwiaWF0IjoxNzY3MjI1NjAwLCJqdGkiOiJhcmdvLW1lZGljLXNpbSJ9.YXJnby1tZWRpYy1zaW11bGF0ZWQtc2lnbmF0dXJl";
+
+/// The subject of [`DEFAULT_TOKEN`].
+pub const DEFAULT_SUBJECT: &str = "argo-medic";
+
+/// How a simulated Argo CD instance behaves.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// `""` or e.g. `"/argocd"` (Argo CD's `--rootpath`): every API path is served under it.
+    pub root_path: String,
+    /// Accepted bearer tokens.
+    pub tokens: Vec<TokenGrant>,
+    /// RBAC: which subject may do which action on which project glob.
+    pub policies: Vec<Policy>,
+    /// Deny windows currently active, per project.
+    pub sync_windows: Vec<SyncWindowRule>,
+    /// How long a sync operation runs before it finishes.
+    pub operation_duration: Duration,
+    /// What `GET /api/version` reports, e.g. `v3.5.1+109ca7c`.
+    pub version: String,
+}
+
+impl Default for SimConfig {
+    /// Root path `""`, [`DEFAULT_TOKEN`] for `argo-medic` with `get` and `sync` on every project,
+    /// no sync windows, 150 ms operations, version `v3.5.1+109ca7c`.
+    fn default() -> Self {
+        SimConfig {
+            root_path: String::new(),
+            tokens: vec![TokenGrant { token: DEFAULT_TOKEN.to_string(), subject: DEFAULT_SUBJECT.to_string(), expired: false }],
+            policies: vec![Policy::new(DEFAULT_SUBJECT, "get", "*"), Policy::new(DEFAULT_SUBJECT, "sync", "*")],
+            sync_windows: Vec::new(),
+            operation_duration: Duration::from_millis(150),
+            version: "v3.5.1+109ca7c".to_string(),
+        }
+    }
+}
+
+/// A bearer token the instance accepts, and whom it authenticates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenGrant {
+    /// The bearer value. Use three dot-separated parts, as Argo CD ignores anything else
+    /// ([`crate::token_for`] makes one).
+    pub token: String,
+    /// The RBAC subject (Argo CD rewrites `sub: "<name>:apiKey"` to `<name>`).
+    pub subject: String,
+    /// An expired token is answered with `invalid session: token has invalid claims: token is expired`.
+    pub expired: bool,
+}
+
+impl TokenGrant {
+    /// A valid grant of a JWT-looking token for `subject`; returns the grant (its `token` field
+    /// is what a client sends).
+    pub fn for_subject(subject: &str) -> Self {
+        TokenGrant { token: jwt::token_for(subject), subject: subject.to_string(), expired: false }
+    }
+}
+
+/// One `p, <subject>, applications, <action>, <project>/*, allow` line of `policy.csv`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Who: the token's subject.
+    pub subject: String,
+    /// `get`, `sync` (or `override`, or `*`).
+    pub action: String,
+    /// Project glob; `*` matches every project.
+    pub project: String,
+}
+
+impl Policy {
+    /// Shorthand for the struct literal.
+    pub fn new(subject: &str, action: &str, project: &str) -> Self {
+        Policy { subject: subject.into(), action: action.into(), project: project.into() }
+    }
+}
+
+/// A deny sync window that is active now for `project`. `manual_sync: true` lets manual (API)
+/// syncs through, as the AppProject field `manualSync` does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncWindowRule {
+    /// The AppProject the window belongs to.
+    pub project: String,
+    /// Whether manual syncs may run while the window is active.
+    pub manual_sync: bool,
+}

@@ -1,0 +1,339 @@
+//! What Argo CD's application controller would do to an app: refreshes and the sync operation
+//! lifecycle (argocd-api.md §3.2, §3.3, §3.5), applied to the raw JSON.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value, json};
+
+use crate::ids;
+use crate::json::{lookup, object_at, str_at, timestamp};
+use crate::outcomes::{RefreshOutcome, SyncOutcome};
+use crate::sync_request::SyncRequest;
+
+/// Argo CD's refresh annotation, removed by the controller once the refresh is done.
+const REFRESH_ANNOTATION: &str = "argocd.argoproj.io/refresh";
+
+/// Applies a refresh. Returns whether the app was written (and so needs a new resourceVersion).
+pub(crate) fn refresh(app: &mut Value, outcome: RefreshOutcome, now: DateTime<Utc>) -> bool {
+    match outcome {
+        RefreshOutcome::Drop => false,
+        RefreshOutcome::Noop => {
+            reconciled(app, now);
+            true
+        }
+        RefreshOutcome::Heal => {
+            reconciled(app, now);
+            make_synced_and_healthy(app, now);
+            true
+        }
+    }
+}
+
+fn reconciled(app: &mut Value, now: DateTime<Utc>) {
+    object_at(app, &["status"]).insert("reconciledAt".into(), timestamp(now));
+    let annotations = object_at(app, &["metadata", "annotations"]);
+    annotations.remove(REFRESH_ANNOTATION);
+    if annotations.is_empty() {
+        object_at(app, &["metadata"]).remove("annotations");
+    }
+}
+
+/// The state after a successful reconcile or sync: Synced, Healthy, no error conditions.
+fn make_synced_and_healthy(app: &mut Value, now: DateTime<Utc>) {
+    let status = object_at(app, &["status"]);
+    if let Some(Value::Array(conditions)) = status.get_mut("conditions") {
+        conditions.retain(|c| c.get("type").and_then(Value::as_str).is_none_or(|t| !t.ends_with("Error")));
+        if conditions.is_empty() {
+            status.remove("conditions");
+        }
+    }
+    object_at(app, &["status", "sync"]).insert("status".into(), json!("Synced"));
+    let health = object_at(app, &["status", "health"]);
+    // lastTransitionTime only moves when the status changes (≥3.1).
+    if health.get("status").and_then(Value::as_str) != Some("Healthy") {
+        health.insert("status".into(), json!("Healthy"));
+        health.insert("lastTransitionTime".into(), timestamp(now));
+        health.remove("message");
+    }
+    if let Some(Value::Array(resources)) = object_at(app, &["status"]).get_mut("resources") {
+        for resource in resources.iter_mut().filter_map(Value::as_object_mut) {
+            if resource.get("hook").and_then(Value::as_bool) == Some(true) {
+                continue;
+            }
+            resource.insert("status".into(), json!("Synced"));
+            resource.remove("requiresPruning");
+            if let Some(Value::Object(health)) = resource.get_mut("health") {
+                if health.get("status").and_then(Value::as_str) != Some("Healthy") {
+                    health.insert("status".into(), json!("Healthy"));
+                    health.remove("message");
+                }
+            }
+        }
+    }
+}
+
+/// Whether automated sync is on (`automated` present and not `enabled: false`).
+pub(crate) fn is_automated(app: &Value) -> bool {
+    lookup(app, "spec.syncPolicy.automated")
+        .and_then(Value::as_object)
+        .is_some_and(|a| a.get("enabled").and_then(Value::as_bool) != Some(false))
+}
+
+/// The target revision the sync request asks for, before resolution (`getAmbiguousRevision`).
+pub(crate) fn target_revision(app: &Value) -> String {
+    str_at(app, "spec.source.targetRevision")
+        .or_else(|| str_at(app, "spec.sources.0.targetRevision"))
+        .filter(|r| !r.is_empty())
+        .unwrap_or("HEAD")
+        .to_string()
+}
+
+fn is_commit_sha(revision: &str) -> bool {
+    revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Resolves the revision the way repo-server would, without Git: a commit SHA stands for itself,
+/// the target revision resolves to the app's last compared revision (what the branch points at
+/// now), and any other branch or tag to a stable made-up commit of its own.
+fn resolve_revision(app: &Value, requested: &str) -> String {
+    if is_commit_sha(requested) {
+        return requested.to_string();
+    }
+    let known = str_at(app, "status.sync.revision").filter(|r| !r.is_empty());
+    if requested.is_empty() || requested == target_revision(app) {
+        if let Some(known) = known {
+            return known.to_string();
+        }
+    }
+    let ambiguous = if requested.is_empty() { target_revision(app) } else { requested.to_string() };
+    let repo = str_at(app, "spec.source.repoURL").unwrap_or_default();
+    ids::sha(&format!("{repo}@{ambiguous}"))
+}
+
+/// The top-level `operation` Argo CD's Sync handler writes.
+pub(crate) fn build_operation(app: &Value, req: &SyncRequest, username: &str) -> Value {
+    let mut sync = Map::new();
+    let revision = resolve_revision(app, &req.revision);
+    let multi_source = lookup(app, "spec.sources").and_then(Value::as_array).is_some_and(|s| !s.is_empty());
+    if !multi_source {
+        if let Some(source) = lookup(app, "spec.source") {
+            sync.insert("source".into(), source.clone());
+        }
+    } else if let Some(sources) = lookup(app, "spec.sources") {
+        sync.insert("sources".into(), sources.clone());
+    }
+    if !revision.is_empty() {
+        sync.insert("revision".into(), json!(revision));
+    }
+    if req.prune {
+        sync.insert("prune".into(), json!(true));
+    }
+    if req.dry_run {
+        sync.insert("dryRun".into(), json!(true));
+    }
+    // The request's options replace the spec's; without them the spec's apply.
+    let options: Vec<Value> = match &req.sync_options {
+        Some(options) => options.items.iter().map(|o| json!(o)).collect(),
+        None => lookup(app, "spec.syncPolicy.syncOptions").and_then(Value::as_array).cloned().unwrap_or_default(),
+    };
+    if !options.is_empty() {
+        sync.insert("syncOptions".into(), Value::Array(options));
+    }
+    if let Some(strategy) = &req.strategy {
+        sync.insert("syncStrategy".into(), serde_json::to_value(strategy).unwrap_or(Value::Null));
+    }
+    if !req.resources.is_empty() {
+        sync.insert("resources".into(), serde_json::to_value(&req.resources).unwrap_or(Value::Null));
+    }
+    if let Some(manifests) = &req.manifests {
+        sync.insert("manifests".into(), json!(manifests));
+    }
+    let mut operation = Map::new();
+    operation.insert("sync".into(), Value::Object(sync));
+    operation.insert("initiatedBy".into(), json!({"username": username}));
+    if !req.infos.is_empty() {
+        operation.insert("info".into(), serde_json::to_value(&req.infos).unwrap_or(Value::Null));
+    }
+    let retry = match &req.retry_strategy {
+        Some(retry) => serde_json::to_value(retry).ok(),
+        None => lookup(app, "spec.syncPolicy.retry").cloned(),
+    };
+    if let Some(retry) = retry.filter(|r| r.as_object().is_some_and(|o| !o.is_empty())) {
+        operation.insert("retry".into(), retry);
+    }
+    Value::Object(operation)
+}
+
+/// The controller picks the operation up: a fresh `operationState` in phase Running.
+pub(crate) fn begin_operation(app: &mut Value, now: DateTime<Utc>) {
+    let operation = app.get("operation").cloned().unwrap_or(Value::Null);
+    object_at(app, &["status"])
+        .insert("operationState".into(), json!({"operation": operation, "phase": "Running", "message": "", "startedAt": timestamp(now)}));
+}
+
+/// Ends the running sync per the app's scripted outcome. `Hang` leaves it running.
+pub(crate) fn finish_sync(app: &mut Value, outcome: &SyncOutcome, now: DateTime<Utc>) -> bool {
+    let (phase, message) = match outcome {
+        SyncOutcome::Hang => return false,
+        SyncOutcome::Succeed => ("Succeeded", "successfully synced (all tasks run)".to_string()),
+        SyncOutcome::Fail { message } => ("Failed", message.clone()),
+    };
+    let dry_run = lookup(app, "operation.sync.dryRun").and_then(Value::as_bool) == Some(true);
+    let revision = str_at(app, "operation.sync.revision").or_else(|| str_at(app, "status.sync.revision")).unwrap_or_default().to_string();
+    let mut sync_result = Map::new();
+    sync_result.insert("revision".into(), json!(revision));
+    if let Some(source) = lookup(app, "operation.sync.source") {
+        sync_result.insert("source".into(), source.clone());
+    }
+    if phase == "Succeeded" {
+        sync_result.insert("resources".into(), Value::Array(resource_results(app)));
+    }
+    let started = lookup(app, "status.operationState.startedAt").cloned();
+    let state = object_at(app, &["status", "operationState"]);
+    state.insert("phase".into(), json!(phase));
+    state.insert("message".into(), json!(message));
+    state.insert("finishedAt".into(), timestamp(now));
+    state.insert("syncResult".into(), Value::Object(sync_result));
+    if phase == "Succeeded" && !dry_run {
+        make_synced_and_healthy(app, now);
+        record_history(app, &revision, started, now);
+    }
+    // Completion is followed by a refresh of the app, which moves reconciledAt.
+    object_at(app, &["status"]).insert("reconciledAt".into(), timestamp(now));
+    remove_operation(app);
+    true
+}
+
+fn resource_results(app: &Value) -> Vec<Value> {
+    let resources = lookup(app, "status.resources").and_then(Value::as_array);
+    resources
+        .into_iter()
+        .flatten()
+        .filter(|r| r.get("hook").and_then(Value::as_bool) != Some(true))
+        .map(|r| {
+            let kind = r.get("kind").and_then(Value::as_str).unwrap_or_default();
+            let name = r.get("name").and_then(Value::as_str).unwrap_or_default();
+            let mut result = Map::new();
+            for key in ["group", "version", "kind", "namespace", "name"] {
+                let value = r.get(key).cloned().unwrap_or_else(|| json!(""));
+                result.insert(key.into(), value);
+            }
+            result.insert("status".into(), json!("Synced"));
+            result.insert("message".into(), json!(format!("{}/{name} unchanged", kind.to_lowercase())));
+            result.insert("syncPhase".into(), json!("Sync"));
+            Value::Object(result)
+        })
+        .collect()
+}
+
+fn record_history(app: &mut Value, revision: &str, started: Option<Value>, now: DateTime<Utc>) {
+    let initiated_by = lookup(app, "status.operationState.operation.initiatedBy").cloned();
+    let source = lookup(app, "spec.source").cloned();
+    let status = object_at(app, &["status"]);
+    let history = status.entry("history").or_insert_with(|| json!([]));
+    if !history.is_array() {
+        *history = json!([]);
+    }
+    if let Value::Array(entries) = history {
+        let next_id = entries.iter().filter_map(|e| e.get("id").and_then(Value::as_i64)).max().unwrap_or(-1) + 1;
+        let mut entry = Map::new();
+        entry.insert("id".into(), json!(next_id));
+        entry.insert("revision".into(), json!(revision));
+        entry.insert("deployedAt".into(), timestamp(now));
+        if let Some(started) = started {
+            entry.insert("deployStartedAt".into(), started);
+        }
+        if let Some(source) = source {
+            entry.insert("source".into(), source);
+        }
+        if let Some(initiated_by) = initiated_by {
+            entry.insert("initiatedBy".into(), initiated_by);
+        }
+        entries.push(Value::Object(entry));
+        // Argo CD keeps revisionHistoryLimit (default 10) entries.
+        let excess = entries.len().saturating_sub(10);
+        entries.drain(..excess);
+    }
+}
+
+fn remove_operation(app: &mut Value) {
+    if let Value::Object(map) = app {
+        map.remove("operation");
+    }
+}
+
+/// Whether Terminate has something to terminate: Argo CD needs both `operation` and
+/// `status.operationState`.
+pub(crate) fn has_operation(app: &Value) -> bool {
+    app.get("operation").is_some_and(|o| !o.is_null()) && lookup(app, "status.operationState").is_some_and(|s| !s.is_null())
+}
+
+pub(crate) fn mark_terminating(app: &mut Value) {
+    object_at(app, &["status", "operationState"]).insert("phase".into(), json!("Terminating"));
+}
+
+/// The controller finishes a termination: phase Failed, `Operation terminated`.
+pub(crate) fn finish_termination(app: &mut Value, now: DateTime<Utc>) {
+    let state = object_at(app, &["status", "operationState"]);
+    state.insert("phase".into(), json!("Failed"));
+    state.insert("message".into(), json!("Operation terminated"));
+    state.insert("finishedAt".into(), timestamp(now));
+    remove_operation(app);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 1, 12, 0, 0).single().expect("time")
+    }
+
+    fn broken_app() -> Value {
+        json!({
+            "metadata": {"name": "web", "annotations": {REFRESH_ANNOTATION: "normal"}},
+            "spec": {"source": {"repoURL": "r", "targetRevision": "main"},
+                     "syncPolicy": {"automated": {"prune": false}, "syncOptions": ["CreateNamespace=true"]}},
+            "status": {
+                "sync": {"status": "OutOfSync", "revision": "0123456789012345678901234567890123456789"},
+                "health": {"status": "Progressing", "lastTransitionTime": "2026-11-01T10:00:00Z"},
+                "conditions": [{"type": "ComparisonError", "message": "x"},
+                               {"type": "OrphanedResourceWarning", "message": "y"}],
+                "reconciledAt": "2026-11-01T10:00:00Z"
+            }
+        })
+    }
+
+    #[test]
+    fn heal_clears_errors_and_makes_the_app_synced_and_healthy() {
+        let mut app = broken_app();
+        assert!(refresh(&mut app, RefreshOutcome::Heal, now()));
+        assert_eq!(app["status"]["sync"]["status"], "Synced");
+        assert_eq!(app["status"]["health"], json!({"status": "Healthy", "lastTransitionTime": "2026-11-01T12:00:00Z"}));
+        assert_eq!(app["status"]["conditions"], json!([{"type": "OrphanedResourceWarning", "message": "y"}]));
+        assert_eq!(app["status"]["reconciledAt"], "2026-11-01T12:00:00Z");
+        assert!(app["metadata"].get("annotations").is_none());
+    }
+
+    #[test]
+    fn a_dropped_refresh_changes_nothing() {
+        let mut app = broken_app();
+        assert!(!refresh(&mut app, RefreshOutcome::Drop, now()));
+        assert_eq!(app, broken_app());
+    }
+
+    #[test]
+    fn the_operation_falls_back_to_the_spec_options_and_resolves_the_revision() {
+        let req = SyncRequest::default();
+        let op = build_operation(&broken_app(), &req, "bot");
+        assert_eq!(op["sync"]["revision"], "0123456789012345678901234567890123456789");
+        assert_eq!(op["sync"]["syncOptions"], json!(["CreateNamespace=true"]));
+        assert_eq!(op["initiatedBy"], json!({"username": "bot"}));
+        assert!(op.get("info").is_none());
+
+        let other = SyncRequest { revision: "release-1".into(), ..SyncRequest::default() };
+        let op = build_operation(&broken_app(), &other, "bot");
+        let resolved = op["sync"]["revision"].as_str().unwrap_or_default();
+        assert!(is_commit_sha(resolved) && resolved != "0123456789012345678901234567890123456789");
+    }
+}

@@ -1,0 +1,101 @@
+//! Just enough of the JWT format to look like Argo CD tokens.
+//!
+//! The simulator never verifies signatures: a token is accepted because it is listed in
+//! [`crate::SimConfig::tokens`]. It only needs the shape (three dot-separated parts, which Argo CD
+//! requires before it even looks at a bearer value) and the `iat` claim, which Argo CD prints in
+//! its RBAC denial messages.
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde_json::json;
+
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// `iat` used by [`token_for`] and the default token: 2026-01-01T00:00:00Z.
+pub(crate) const DEFAULT_IAT: i64 = 1_767_225_600;
+
+/// A JWT-looking bearer token for `subject`, shaped like the API keys Argo CD mints for local
+/// accounts (`sub: "<name>:apiKey"`, `iss: "argocd"`), with a fake signature.
+pub fn token_for(subject: &str) -> String {
+    let header = json!({"alg": "HS256", "typ": "JWT"}).to_string();
+    let payload = json!({
+        "iss": "argocd",
+        "sub": format!("{subject}:apiKey"),
+        "nbf": DEFAULT_IAT,
+        "iat": DEFAULT_IAT,
+        "jti": format!("{subject}-sim"),
+    })
+    .to_string();
+    format!("{}.{}.{}", encode(header.as_bytes()), encode(payload.as_bytes()), encode(b"argo-medic-simulated-signature"))
+}
+
+/// Whether Argo CD would consider the bearer value at all (server/server.go `getToken`).
+pub(crate) fn has_three_parts(token: &str) -> bool {
+    token.split('.').count() == 3
+}
+
+/// The `iat` claim of a JWT-looking token, if its payload decodes.
+pub(crate) fn issued_at(token: &str) -> Option<DateTime<Utc>> {
+    let payload = token.split('.').nth(1)?;
+    let bytes = decode(payload)?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let iat = claims.get("iat")?.as_i64()?;
+    Utc.timestamp_opt(iat, 0).single()
+}
+
+fn encode(input: &[u8]) -> String {
+    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
+    for chunk in input.chunks(3) {
+        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let chars = chunk.len() + 1;
+        for i in 0..chars {
+            let index = (n >> (18 - 6 * i)) & 0x3f;
+            out.push(char::from(ALPHABET[index as usize]));
+        }
+    }
+    out
+}
+
+fn decode(input: &str) -> Option<Vec<u8>> {
+    let input = input.trim_end_matches('=');
+    let mut out = Vec::with_capacity(input.len() * 3 / 4);
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for c in input.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' | b'+' => 62,
+            b'_' | b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(((acc >> bits) & 0xff) as u8);
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_minted_token_has_three_parts_and_its_iat_decodes() {
+        let token = token_for("argo-medic");
+        assert!(has_three_parts(&token));
+        assert_eq!(issued_at(&token).map(|t| t.timestamp()), Some(DEFAULT_IAT));
+    }
+
+    #[test]
+    fn base64url_round_trips_every_length() {
+        for len in 0..10 {
+            let data: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            assert_eq!(decode(&encode(&data)), Some(data));
+        }
+    }
+}

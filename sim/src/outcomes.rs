@@ -1,0 +1,70 @@
+//! What the simulated controller does when an app is refreshed or synced.
+//!
+//! Real Argo CD's outcome depends on Git, the repo-server and the cluster; the simulator replaces
+//! all of that with a per-app script, so a test can say "this app heals on refresh" or "this sync
+//! fails with that message".
+
+use serde::{Deserialize, Serialize};
+
+/// The scripted behaviour of one app (by name, in any namespace).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Outcomes {
+    /// What a normal refresh (`?refresh=normal`) does.
+    pub refresh: RefreshOutcome,
+    /// What a hard refresh (`?refresh=hard`) does.
+    pub hard_refresh: RefreshOutcome,
+    /// How a sync operation ends.
+    pub sync: SyncOutcome,
+}
+
+/// What the controller does with a refresh.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefreshOutcome {
+    /// Reconciles and finds nothing new: `status.reconciledAt` moves to now, nothing else.
+    #[default]
+    Noop,
+    /// Reconciles and the trouble is gone: `reconciledAt` now, ComparisonError/SyncError
+    /// conditions cleared, health Healthy (transition now), sync Synced.
+    Heal,
+    /// The refresh is silently lost (argoproj/argo-cd#28392): the app comes back unchanged and
+    /// `reconciledAt` does not move.
+    Drop,
+}
+
+/// How a sync operation ends once it has run for `operation_duration`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncOutcome {
+    /// Phase Succeeded; the app becomes Synced and Healthy.
+    #[default]
+    Succeed,
+    /// Phase Failed with this operation message.
+    Fail {
+        /// `status.operationState.message`.
+        message: String,
+    },
+    /// Stays Running with `operation` set until terminated.
+    Hang,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_read_the_documented_json_shapes() {
+        let parsed: Outcomes =
+            serde_json::from_str(r#"{"refresh":"heal","hard_refresh":"drop","sync":{"fail":{"message":"boom"}}}"#).expect("valid outcomes");
+        assert_eq!(parsed.refresh, RefreshOutcome::Heal);
+        assert_eq!(parsed.hard_refresh, RefreshOutcome::Drop);
+        assert_eq!(parsed.sync, SyncOutcome::Fail { message: "boom".into() });
+
+        let partial: Outcomes = serde_json::from_str(r#"{"sync":"hang"}"#).expect("partial");
+        assert_eq!(partial.refresh, RefreshOutcome::Noop);
+        assert_eq!(partial.sync, SyncOutcome::Hang);
+
+        assert!(serde_json::from_str::<Outcomes>(r#"{"refersh":"heal"}"#).is_err());
+    }
+}

@@ -1,0 +1,257 @@
+//! [`ArgoSim`]: a running simulated Argo CD API server and the handles a test drives it with.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::{AbortHandle, JoinHandle};
+
+use crate::config::SimConfig;
+use crate::faults::{Fault, FaultQueue};
+use crate::log::{CallCounts, LoggedRequest};
+use crate::outcomes::Outcomes;
+use crate::rebase::Rebase;
+use crate::server;
+use crate::state::{AppKey, Store};
+
+/// State shared by the server's tasks and the [`ArgoSim`] handle.
+pub(crate) struct Shared {
+    pub(crate) config: SimConfig,
+    pub(crate) store: Mutex<Store>,
+    pub(crate) faults: Mutex<FaultQueue>,
+    pub(crate) log: Mutex<Vec<LoggedRequest>>,
+    pub(crate) counts: Mutex<CallCounts>,
+    /// Stands in for a token's `iat` when the token carries none.
+    pub(crate) started_at: DateTime<Utc>,
+    /// Controller tasks (operations finishing), aborted at shutdown.
+    tasks: Mutex<Vec<AbortHandle>>,
+}
+
+impl Shared {
+    /// Controller work on `key` after `delay`, done only if `owner` still owns the app's
+    /// operation slot (a termination or a replaced app takes it over). `work` says whether it
+    /// finished the operation, which then writes the app and frees the slot.
+    pub(crate) fn later(
+        shared: &Arc<Shared>,
+        delay: Duration,
+        key: AppKey,
+        owner: u64,
+        work: impl FnOnce(&mut Value) -> bool + Send + 'static,
+    ) {
+        let task_shared = Arc::clone(shared);
+        shared.spawn(async move {
+            tokio::time::sleep(delay).await;
+            let mut store = task_shared.store.lock();
+            if !store.owns(&key, owner) {
+                return;
+            }
+            if store.get_mut(&key).is_some_and(work) {
+                store.touch(&key);
+                store.release(&key, owner);
+            }
+        });
+    }
+
+    /// Spawns simulated controller work, remembered so shutdown can stop it.
+    fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        let handle = tokio::spawn(work);
+        let mut tasks = self.tasks.lock();
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(handle.abort_handle());
+    }
+}
+
+/// A simulated Argo CD API server listening on `127.0.0.1`.
+///
+/// Dropping it stops the server too; [`ArgoSim::shutdown`] also waits for the accept loop.
+pub struct ArgoSim {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    server: Option<JoinHandle<()>>,
+}
+
+impl ArgoSim {
+    /// Binds `127.0.0.1:0` and starts serving.
+    pub async fn start(mut config: SimConfig) -> io::Result<ArgoSim> {
+        config.root_path = normalise_root(&config.root_path);
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            config,
+            store: Mutex::new(Store::default()),
+            faults: Mutex::new(FaultQueue::default()),
+            log: Mutex::new(Vec::new()),
+            counts: Mutex::new(CallCounts::default()),
+            started_at: Utc::now(),
+            tasks: Mutex::new(Vec::new()),
+        });
+        let (shutdown, receiver) = watch::channel(false);
+        let server = tokio::spawn(server::serve(listener, Arc::clone(&shared), receiver));
+        Ok(ArgoSim { shared, addr, shutdown, server: Some(server) })
+    }
+
+    /// `http://127.0.0.1:PORT`, without the root path.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The URL of an API path under the root path, e.g. `api_url("/api/version")`.
+    pub fn api_url(&self, path: &str) -> String {
+        format!("{}{}{path}", self.base_url(), self.shared.config.root_path)
+    }
+
+    /// The configuration in effect (root path normalised to `""` or `/x` without a trailing `/`).
+    pub fn config(&self) -> &SimConfig {
+        &self.shared.config
+    }
+
+    /// Stores (or replaces) an Application, keyed by `metadata.namespace` (default `argocd`)
+    /// and `metadata.name`.
+    ///
+    /// # Panics
+    ///
+    /// When the object has no `metadata.name`: that is a broken fixture, not a wire condition.
+    pub fn insert_app(&self, app: Value) {
+        if let Err(e) = self.shared.store.lock().insert(app) {
+            panic!("ArgoSim::insert_app: {e}");
+        }
+    }
+
+    /// Loads every `*.json` file of `dir` (not recursive, in name order). Each holds one
+    /// Application, or a list `{"items": [...]}`. Returns how many apps were stored.
+    pub fn load_dir(&self, dir: &Path, rebase: Option<Rebase>) -> io::Result<usize> {
+        let mut paths: Vec<_> = std::fs::read_dir(dir)?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
+            .collect();
+        paths.sort();
+        let mut apps = Vec::new();
+        for path in &paths {
+            let text = std::fs::read_to_string(path)?;
+            let value: Value = serde_json::from_str(&text).map_err(|e| invalid(path, &e))?;
+            match value.get("items").and_then(Value::as_array) {
+                Some(items) if !has_name(&value) => {
+                    apps.extend(items.iter().map(|app| (path.clone(), app.clone())));
+                }
+                _ => apps.push((path.clone(), value)),
+            }
+        }
+        // Validate everything before storing anything, so a bad file leaves the store as it was.
+        if let Some((path, _)) = apps.iter().find(|(_, app)| !has_name(app)) {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{}: an Application without metadata.name", path.display())));
+        }
+        let mut store = self.shared.store.lock();
+        let count = apps.len();
+        for (_, mut app) in apps {
+            if let Some(rebase) = rebase {
+                rebase.apply(&mut app);
+            }
+            store.insert(app).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        }
+        Ok(count)
+    }
+
+    /// The stored Application, as the controller has left it.
+    pub fn app(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.shared.store.lock().get(&AppKey::new(namespace, name)).cloned()
+    }
+
+    /// Scripts what refresh and sync do to the app called `name` (in any namespace).
+    pub fn set_outcomes(&self, name: &str, outcomes: Outcomes) {
+        self.shared.store.lock().set_outcomes(name, outcomes);
+    }
+
+    /// Loads outcomes from a JSON file `{"<app name>": Outcomes}`. Returns how many.
+    pub fn load_outcomes(&self, file: &Path) -> io::Result<usize> {
+        let text = std::fs::read_to_string(file)?;
+        let all: HashMap<String, Outcomes> = serde_json::from_str(&text).map_err(|e| invalid(file, &e))?;
+        let mut store = self.shared.store.lock();
+        for (name, outcomes) in &all {
+            store.set_outcomes(name, outcomes.clone());
+        }
+        Ok(all.len())
+    }
+
+    /// Queues a fault (see [`Fault`]).
+    pub fn inject(&self, fault: Fault) {
+        self.shared.faults.lock().push(fault);
+    }
+
+    /// Every request so far, in the order they were answered.
+    pub fn requests(&self) -> Vec<LoggedRequest> {
+        self.shared.log.lock().clone()
+    }
+
+    /// Forgets the logged requests and resets [`ArgoSim::counts`], to start a new phase of a test.
+    pub fn clear_requests(&self) {
+        self.shared.log.lock().clear();
+        *self.shared.counts.lock() = CallCounts::default();
+    }
+
+    /// Calls per endpoint since start (or the last [`ArgoSim::clear_requests`]).
+    pub fn counts(&self) -> CallCounts {
+        *self.shared.counts.lock()
+    }
+
+    /// Stops accepting, closes open connections and stops controller tasks.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+        self.abort_tasks();
+    }
+
+    fn abort_tasks(&self) {
+        for task in self.shared.tasks.lock().drain(..) {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for ArgoSim {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        self.abort_tasks();
+    }
+}
+
+fn has_name(app: &Value) -> bool {
+    app.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).is_some_and(|n| !n.is_empty())
+}
+
+fn invalid(path: &Path, error: &serde_json::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("{}: {error}", path.display()))
+}
+
+/// `""` stays empty; `argocd/` becomes `/argocd`.
+fn normalise_root(root: &str) -> String {
+    let trimmed = root.trim_matches('/');
+    match trimmed.is_empty() {
+        true => String::new(),
+        false => format!("/{trimmed}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_paths_are_normalised() {
+        assert_eq!(normalise_root(""), "");
+        assert_eq!(normalise_root("/"), "");
+        assert_eq!(normalise_root("argocd/"), "/argocd");
+        assert_eq!(normalise_root("/argocd"), "/argocd");
+    }
+}
