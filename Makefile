@@ -1,7 +1,7 @@
 # The verbs developers and CI use. Every target works on a fresh machine with the Rust toolchain.
 CARGO ?= cargo
 
-.PHONY: sweep demo test lint fmt catalogue ci
+.PHONY: sweep demo venv test lint fmt catalogue ci
 
 ## sweep: the main job on the embedded default: one sweep of the sample fleet in the simulator
 sweep:
@@ -11,8 +11,12 @@ sweep:
 demo:
 	$(CARGO) run -q -p medic -- demo
 
+## venv: the Python tools the tests need (moto_server, cfn-lint) in .venv; a no-op when up to date
+venv:
+	bash scripts/python-env.sh
+
 ## test: install what the tests need, then run every test in the workspace
-test:
+test: venv
 	$(CARGO) test --workspace --locked
 
 ## lint: formatting and clippy, warnings are errors
@@ -30,3 +34,9 @@ catalogue:
 
 ## ci: what .ci/run does
 ci: lint test
+
+## lint-template: cfn-lint, `sam validate --lint` and cfn-lint on the SAM-expanded template.yaml, all
+## must be clean (installs cfn-lint into .venv, aws-sam-cli into .venv-sam when missing; CHECKOV=1 adds checkov)
+.PHONY: lint-template
+lint-template:
+	bash scripts/lint-template.sh

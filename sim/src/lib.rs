@@ -31,6 +31,7 @@ mod ids;
 mod json;
 mod jwt;
 mod log;
+pub mod moto;
 mod outcomes;
 mod rbac;
 mod rebase;

@@ -7,7 +7,12 @@
 //! - [`config`]: Argo CD connection settings, the only place that reads the environment.
 
 pub mod argocd;
+pub mod aws;
 pub mod breaker;
 pub mod budget;
 pub mod config;
+pub mod dynamodb;
+pub mod lambda_env;
 pub mod memory;
+pub mod sqs;
+pub mod telemetry;

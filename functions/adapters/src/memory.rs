@@ -101,14 +101,21 @@ impl IncidentStore for MemoryIncidentStore {
     }
 }
 
-/// An escalator that logs and remembers what it was asked to escalate (no Slack yet).
+/// An escalator that logs what it was asked to escalate, and remembers it unless built with
+/// [`LogEscalator::forgetful`] (a long-lived function must not grow without bound).
 #[derive(Default)]
 pub struct LogEscalator {
     sent: Mutex<Vec<(String, Decision)>>,
     alerts: Mutex<Vec<String>>,
+    forgetful: bool,
 }
 
 impl LogEscalator {
+    /// Logs only; keeps nothing in memory.
+    pub fn forgetful() -> Self {
+        Self { forgetful: true, ..Self::default() }
+    }
+
     pub fn escalations(&self) -> Vec<(String, Decision)> {
         self.sent.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
@@ -121,14 +128,107 @@ impl LogEscalator {
 impl Escalator for LogEscalator {
     async fn escalate(&self, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
         let key = decision.idempotency_key.as_ref().map(ToString::to_string).unwrap_or_default();
-        tracing::info!(app = %app.qualified_name(), failure_mode = %decision.failure_mode, key, reason = %decision.reason, "escalation");
-        self.sent.lock().unwrap_or_else(|e| e.into_inner()).push((app.qualified_name(), decision.clone()));
+        tracing::warn!(app = %app.qualified_name(), failure_mode = %decision.failure_mode, key, reason = %decision.reason, "escalation");
+        if !self.forgetful {
+            self.sent.lock().unwrap_or_else(|e| e.into_inner()).push((app.qualified_name(), decision.clone()));
+        }
         Ok(())
     }
 
     async fn alert(&self, summary: &str) -> Result<(), EscalationError> {
         tracing::error!(summary, "service alert");
-        self.alerts.lock().unwrap_or_else(|e| e.into_inner()).push(summary.to_owned());
+        if !self.forgetful {
+            self.alerts.lock().unwrap_or_else(|e| e.into_inner()).push(summary.to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// Dedupe records in a map, with expiry.
+#[derive(Default)]
+pub struct MemoryDedupe {
+    seen: Mutex<HashMap<String, DateTime<Utc>>>,
+}
+
+impl medic_core::ports::DedupeStore for MemoryDedupe {
+    async fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> Result<medic_core::ports::Seen, StoreError> {
+        let now = Utc::now();
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        match seen.get(dedupe_key) {
+            Some(expires) if *expires > now => Ok(medic_core::ports::Seen::Duplicate),
+            _ => {
+                seen.insert(dedupe_key.to_owned(), now + chrono::Duration::from_std(ttl).unwrap_or_default());
+                Ok(medic_core::ports::Seen::New)
+            }
+        }
+    }
+
+    async fn forget(&self, dedupe_key: &str) -> Result<(), StoreError> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).remove(dedupe_key);
+        Ok(())
+    }
+}
+
+/// Per-app locks in a map, with expiry.
+#[derive(Default)]
+pub struct MemoryLock {
+    held: Mutex<HashMap<String, (String, DateTime<Utc>)>>,
+}
+
+impl medic_core::ports::AppLock for MemoryLock {
+    async fn try_lock(&self, app: &str, owner: &str, ttl: Duration) -> Result<bool, StoreError> {
+        let now = Utc::now();
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        match held.get(app) {
+            Some((holder, until)) if holder != owner && *until > now => Ok(false),
+            _ => {
+                held.insert(app.to_owned(), (owner.to_owned(), now + chrono::Duration::from_std(ttl).unwrap_or_default()));
+                Ok(true)
+            }
+        }
+    }
+
+    async fn unlock(&self, app: &str, owner: &str) -> Result<(), StoreError> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if held.get(app).is_some_and(|(holder, _)| holder == owner) {
+            held.remove(app);
+        }
+        Ok(())
+    }
+}
+
+/// A work queue in memory: items become visible after their delay. Used by `medic serve`.
+#[derive(Default)]
+pub struct MemoryQueue {
+    items: Mutex<Vec<(DateTime<Utc>, medic_core::event::WorkItem)>>,
+}
+
+impl MemoryQueue {
+    /// Takes up to `max` items whose delay has passed.
+    pub fn take_ready(&self, max: usize) -> Vec<medic_core::event::WorkItem> {
+        let now = Utc::now();
+        let mut items = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        items.sort_by_key(|(at, _)| *at);
+        let ready = items.iter().take_while(|(at, _)| *at <= now).count().min(max);
+        items.drain(..ready).map(|(_, item)| item).collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl medic_core::ports::WorkQueue for MemoryQueue {
+    async fn enqueue(&self, item: &medic_core::event::WorkItem, delay: Duration) -> Result<(), medic_core::ports::QueueError> {
+        if delay > Duration::from_secs(900) {
+            return Err(medic_core::ports::QueueError(format!("delay {}s exceeds the 900 s SQS allows", delay.as_secs())));
+        }
+        let at = Utc::now() + chrono::Duration::from_std(delay).unwrap_or_default();
+        self.items.lock().unwrap_or_else(|e| e.into_inner()).push((at, item.clone()));
         Ok(())
     }
 }

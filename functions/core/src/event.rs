@@ -111,8 +111,7 @@ impl NotificationEvent {
     }
 
     fn validate(&self) -> Result<(), EventError> {
-        check_name("app.name", &self.app.name, 253)?;
-        check_name("app.namespace", &self.app.namespace, 63)?;
+        self.app.validate()?;
         if let Some(p) = &self.app.project {
             check_name("app.project", p, 253)?;
         }
@@ -122,6 +121,14 @@ impl NotificationEvent {
     /// `namespace/name`.
     pub fn qualified_name(&self) -> String {
         format!("{}/{}", self.app.namespace, self.app.name)
+    }
+}
+
+impl AppRef {
+    /// Checks the name and namespace are valid Kubernetes names.
+    pub fn validate(&self) -> Result<(), EventError> {
+        check_name("app.name", &self.name, 253)?;
+        check_name("app.namespace", &self.namespace, 63)
     }
 }
 
@@ -265,8 +272,7 @@ impl WorkItem {
             None => return Err(EventError::Malformed("missing field `schemaVersion` (a number)".into())),
         }
         let item: Self = serde_json::from_value(raw).map_err(|e| EventError::Malformed(e.to_string()))?;
-        check_name("app.name", &item.app.name, 253)?;
-        check_name("app.namespace", &item.app.namespace, 63)?;
+        item.app.validate()?;
         if item.dedupe_key.is_empty() || item.dedupe_key.len() > 128 {
             return Err(EventError::Malformed("`dedupeKey` must be 1-128 characters".into()));
         }

@@ -1,0 +1,231 @@
+//! The functions' settings, read once at cold start from the environment `template.yaml` sets,
+//! and the clients built from them. Secrets (the Argo CD token, the webhook secret, the Slack
+//! token) come from Secrets Manager by ARN; for local runs they may come straight from the
+//! environment (`ARGOCD_AUTH_TOKEN`, `MEDIC_WEBHOOK_SECRET`). `AWS_ENDPOINT_URL` points every AWS
+//! client at moto_server in tests and local mode.
+
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+use medic_core::PolicyConfig;
+use thiserror::Error;
+
+use crate::argocd::HttpArgoClient;
+use crate::budget::{BudgetRates, LocalBudget};
+use crate::config::ArgoSettings;
+use crate::dynamodb::DynamoDbStore;
+use crate::sqs::SqsWorkQueue;
+
+/// A setting that is missing or malformed, named.
+#[derive(Debug, Error)]
+pub enum EnvError {
+    #[error("environment variable `{0}` is required")]
+    Missing(&'static str),
+    #[error("environment variable `{name}`: {problem}")]
+    Invalid { name: &'static str, problem: String },
+    #[error("reading secret `{arn}`: {problem}")]
+    Secret { arn: String, problem: String },
+    #[error(transparent)]
+    Client(#[from] crate::argocd::ClientError),
+}
+
+/// Everything the functions read from their environment.
+#[derive(Debug, Clone)]
+pub struct LambdaEnv {
+    pub instance_id: String,
+    pub queue_url: String,
+    pub table: String,
+    pub argocd_server: String,
+    pub argocd_insecure: bool,
+    pub argocd_plaintext: bool,
+    pub argocd_root_path: String,
+    pub argocd_token_secret_arn: Option<String>,
+    pub webhook_secret_arn: Option<String>,
+    pub dry_run: bool,
+    pub kill_switch: bool,
+    pub policy: PolicyConfig,
+    pub worker_max_concurrency: u32,
+    pub rates: BudgetRates,
+    pub recheck_secs: u64,
+    pub max_body_bytes: usize,
+    pub sdk: SdkConfig,
+    lookup: fn(&str) -> Option<String>,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn required(get: fn(&str) -> Option<String>, name: &'static str) -> Result<String, EnvError> {
+    get(name).ok_or(EnvError::Missing(name))
+}
+
+fn flag(get: fn(&str) -> Option<String>, name: &'static str, default: bool) -> Result<bool, EnvError> {
+    match get(name).as_deref().map(str::trim) {
+        None => Ok(default),
+        Some("true" | "1" | "on" | "yes") => Ok(true),
+        Some("false" | "0" | "off" | "no") => Ok(false),
+        Some(other) => Err(EnvError::Invalid { name, problem: format!("`{other}` is not true/false (or on/off)") }),
+    }
+}
+
+fn number<T: std::str::FromStr>(get: fn(&str) -> Option<String>, name: &'static str, default: T) -> Result<T, EnvError> {
+    match get(name) {
+        None => Ok(default),
+        Some(v) => v.trim().parse().map_err(|_| EnvError::Invalid { name, problem: format!("`{v}` is not a number") }),
+    }
+}
+
+impl LambdaEnv {
+    /// Reads the process environment.
+    pub async fn load() -> Result<Self, EnvError> {
+        Self::from_lookup(env).await
+    }
+
+    /// Reads through `get` (tests pass their own).
+    pub async fn from_lookup(get: fn(&str) -> Option<String>) -> Result<Self, EnvError> {
+        let policy = match get("MEDIC_POLICY_CONFIG") {
+            None => PolicyConfig::default(),
+            Some(json) => {
+                serde_json::from_str(&json).map_err(|e| EnvError::Invalid { name: "MEDIC_POLICY_CONFIG", problem: e.to_string() })?
+            }
+        };
+        let instance_id = required(get, "MEDIC_INSTANCE_ID")?;
+        let policy = PolicyConfig { instance_id: instance_id.clone(), ..policy };
+        let endpoint = get("AWS_ENDPOINT_URL");
+        Ok(Self {
+            instance_id,
+            queue_url: required(get, "QUEUE_URL")?,
+            table: required(get, "TABLE_NAME")?,
+            argocd_server: get("ARGOCD_SERVER").unwrap_or_default(),
+            argocd_insecure: flag(get, "ARGOCD_INSECURE", false)?,
+            argocd_plaintext: flag(get, "ARGOCD_PLAINTEXT", false)?,
+            argocd_root_path: get("ARGOCD_ROOT_PATH").unwrap_or_default(),
+            argocd_token_secret_arn: get("ARGOCD_AUTH_TOKEN_SECRET_ARN"),
+            webhook_secret_arn: get("WEBHOOK_SECRET_ARN"),
+            // A deployment that says nothing acts on nothing.
+            dry_run: flag(get, "MEDIC_DRY_RUN", true)?,
+            kill_switch: flag(get, "MEDIC_KILL_SWITCH", false)?,
+            policy,
+            worker_max_concurrency: number(get, "MEDIC_WORKER_MAX_CONCURRENCY", 2u32)?.max(1),
+            rates: BudgetRates {
+                refresh_per_minute: number(get, "MEDIC_REFRESH_PER_MINUTE", BudgetRates::default().refresh_per_minute)?,
+                hard_refresh_per_minute: number(get, "MEDIC_HARD_REFRESH_PER_MINUTE", BudgetRates::default().hard_refresh_per_minute)?,
+                sync_per_minute: number(get, "MEDIC_SYNC_PER_MINUTE", BudgetRates::default().sync_per_minute)?,
+                max_wait: Duration::from_secs(2),
+            },
+            recheck_secs: number(get, "MEDIC_RECHECK_SECONDS", 900u64)?,
+            max_body_bytes: number(get, "MEDIC_MAX_BODY_BYTES", medic_core::event::MAX_EVENT_BYTES)?,
+            sdk: crate::aws::sdk_config(endpoint.as_deref()).await,
+            lookup: get,
+        })
+    }
+
+    /// A secret by ARN from Secrets Manager, or the fallback environment variable for local runs.
+    pub async fn secret(&self, arn: Option<&str>, fallback_env: &'static str) -> Result<String, EnvError> {
+        let Some(arn) = arn else {
+            return (self.lookup)(fallback_env).ok_or(EnvError::Missing(fallback_env));
+        };
+        let client = aws_sdk_secretsmanager::Client::new(&self.sdk);
+        let out = client
+            .get_secret_value()
+            .secret_id(arn)
+            .send()
+            .await
+            .map_err(|e| EnvError::Secret { arn: arn.to_owned(), problem: crate::aws::describe("GetSecretValue", &e) })?;
+        out.secret_string()
+            .map(str::to_owned)
+            .ok_or_else(|| EnvError::Secret { arn: arn.to_owned(), problem: "the secret has no string value".into() })
+    }
+
+    /// The webhook secret document (`{"current": ..., "previous": ...}`).
+    pub async fn webhook_secret(&self) -> Result<String, EnvError> {
+        self.secret(self.webhook_secret_arn.as_deref(), "MEDIC_WEBHOOK_SECRET").await
+    }
+
+    pub async fn argo_client(&self) -> Result<HttpArgoClient, EnvError> {
+        if self.argocd_server.is_empty() {
+            return Err(EnvError::Missing("ARGOCD_SERVER"));
+        }
+        let token = self.secret(self.argocd_token_secret_arn.as_deref(), "ARGOCD_AUTH_TOKEN").await?;
+        let mut settings = ArgoSettings::new(self.argocd_server.clone(), token.trim());
+        settings.insecure = self.argocd_insecure;
+        settings.plaintext = self.argocd_plaintext;
+        settings.root_path = self.argocd_root_path.clone();
+        // The worker's budget for one message is its timeout; keep retries well inside it.
+        settings.retry_deadline = Duration::from_secs(20);
+        Ok(HttpArgoClient::new(settings)?)
+    }
+
+    pub fn queue(&self) -> SqsWorkQueue {
+        SqsWorkQueue::new(aws_sdk_sqs::Client::new(&self.sdk), self.queue_url.clone())
+    }
+
+    pub fn store(&self) -> DynamoDbStore {
+        DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&self.sdk), self.table.clone(), self.instance_id.clone())
+    }
+
+    /// This worker's share of the instance's budgets: the event source runs at most
+    /// `MEDIC_WORKER_MAX_CONCURRENCY` workers at once, so each gets that fraction, and together
+    /// they never exceed the instance's rates.
+    pub fn worker_budget(&self) -> LocalBudget {
+        let share = |per_minute: u32| (per_minute / self.worker_max_concurrency).max(1);
+        LocalBudget::new(BudgetRates {
+            refresh_per_minute: share(self.rates.refresh_per_minute),
+            hard_refresh_per_minute: share(self.rates.hard_refresh_per_minute),
+            sync_per_minute: share(self.rates.sync_per_minute),
+            max_wait: self.rates.max_wait,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base(name: &str) -> Option<String> {
+        match name {
+            "MEDIC_INSTANCE_ID" => Some("prod".into()),
+            "QUEUE_URL" => Some("http://127.0.0.1:1/queue/work".into()),
+            "TABLE_NAME" => Some("state".into()),
+            "AWS_ENDPOINT_URL" => Some("http://127.0.0.1:1".into()),
+            "MEDIC_POLICY_CONFIG" => Some(r#"{"max_prune": 2}"#.into()),
+            "MEDIC_WORKER_MAX_CONCURRENCY" => Some("4".into()),
+            "MEDIC_REFRESH_PER_MINUTE" => Some("400".into()),
+            _ => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn settings_come_from_the_template_names_with_safe_defaults() {
+        let env = LambdaEnv::from_lookup(base).await.unwrap();
+        assert_eq!(env.instance_id, "prod");
+        assert_eq!(env.policy.instance_id, "prod", "the instance id is part of every key");
+        assert_eq!(env.policy.max_prune, 2);
+        assert!(env.dry_run, "dry run unless said otherwise");
+        assert!(!env.kill_switch);
+        assert_eq!(env.rates.refresh_per_minute, 400);
+        assert_eq!(env.worker_max_concurrency, 4);
+    }
+
+    #[tokio::test]
+    async fn a_missing_or_malformed_setting_is_named() {
+        fn no_queue(name: &str) -> Option<String> {
+            if name == "QUEUE_URL" { None } else { base(name) }
+        }
+        fn bad_flag(name: &str) -> Option<String> {
+            if name == "MEDIC_DRY_RUN" { Some("maybe".into()) } else { base(name) }
+        }
+        fn bad_policy(name: &str) -> Option<String> {
+            if name == "MEDIC_POLICY_CONFIG" { Some(r#"{"max_prun": 2}"#.into()) } else { base(name) }
+        }
+        assert_eq!(LambdaEnv::from_lookup(no_queue).await.unwrap_err().to_string(), "environment variable `QUEUE_URL` is required");
+        assert!(LambdaEnv::from_lookup(bad_flag).await.unwrap_err().to_string().contains("`MEDIC_DRY_RUN`: `maybe`"));
+        assert!(LambdaEnv::from_lookup(bad_policy).await.unwrap_err().to_string().contains("max_prun"));
+        let env = LambdaEnv::from_lookup(base).await.unwrap();
+        assert_eq!(
+            env.argo_client().await.err().map(|e| e.to_string()).as_deref(),
+            Some("environment variable `ARGOCD_SERVER` is required")
+        );
+    }
+}

@@ -1,0 +1,112 @@
+//! Metrics in CloudWatch Embedded Metric Format: one JSON line on stdout per metric, which
+//! CloudWatch turns into metrics without any API call (so no `cloudwatch:PutMetricData` right and
+//! no latency on the hot path). Every metric is recorded in memory too, so tests can assert on it.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use serde_json::{Map, Value, json};
+
+/// The CloudWatch namespace of every Argo Medic metric.
+pub const NAMESPACE: &str = "ArgoMedic";
+
+/// Emits metrics with the instance as a dimension.
+#[derive(Debug)]
+pub struct Metrics {
+    instance: String,
+    /// Print EMF lines (off in tests that only want the counts).
+    print: bool,
+    recorded: Mutex<BTreeMap<String, f64>>,
+}
+
+impl Metrics {
+    pub fn new(instance: impl Into<String>) -> Self {
+        Self { instance: instance.into(), print: true, recorded: Mutex::new(BTreeMap::new()) }
+    }
+
+    /// Records without printing.
+    pub fn quiet(instance: impl Into<String>) -> Self {
+        Self { print: false, ..Self::new(instance) }
+    }
+
+    /// One metric, with the `Instance` dimension and optionally one more (`Reason`, `Action`, ...).
+    /// The metric is published both per instance and per instance and that dimension, so an
+    /// alarm can watch the total while a dashboard splits it.
+    pub fn count(&self, name: &str, extra: Option<(&str, &str)>, value: f64) {
+        self.emit(name, extra, value, "Count");
+    }
+
+    pub fn millis(&self, name: &str, extra: Option<(&str, &str)>, value: f64) {
+        self.emit(name, extra, value, "Milliseconds");
+    }
+
+    fn emit(&self, name: &str, extra: Option<(&str, &str)>, value: f64, unit: &str) {
+        let key = match extra {
+            Some((k, v)) => format!("{name}|{k}={v}"),
+            None => name.to_owned(),
+        };
+        *self.recorded.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default() += value;
+        if self.print {
+            println!("{}", self.line(name, extra, value, unit, chrono::Utc::now().timestamp_millis()));
+        }
+    }
+
+    /// The EMF document for one metric.
+    pub fn line(&self, name: &str, extra: Option<(&str, &str)>, value: f64, unit: &str, timestamp_ms: i64) -> String {
+        let mut dimensions = vec![json!(["Instance"])];
+        let mut doc = Map::new();
+        doc.insert("Instance".into(), Value::String(self.instance.clone()));
+        if let Some((k, v)) = extra {
+            dimensions.push(json!(["Instance", k]));
+            doc.insert(k.into(), Value::String(v.into()));
+        }
+        doc.insert(name.into(), json!(value));
+        doc.insert(
+            "_aws".into(),
+            json!({"Timestamp": timestamp_ms, "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": dimensions, "Metrics": [{"Name": name, "Unit": unit}]}]}),
+        );
+        Value::Object(doc).to_string()
+    }
+
+    /// The total recorded for `name` (all extra dimensions summed).
+    pub fn total(&self, name: &str) -> f64 {
+        let recorded = self.recorded.lock().unwrap_or_else(|e| e.into_inner());
+        recorded.iter().filter(|(k, _)| k.as_str() == name || k.starts_with(&format!("{name}|"))).map(|(_, v)| v).sum()
+    }
+
+    /// The total recorded for `name` with one extra dimension value.
+    pub fn get(&self, name: &str, extra: (&str, &str)) -> f64 {
+        self.recorded.lock().unwrap_or_else(|e| e.into_inner()).get(&format!("{name}|{}={}", extra.0, extra.1)).copied().unwrap_or(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_emf_line_declares_its_namespace_dimensions_and_unit() {
+        let m = Metrics::quiet("prod");
+        let line: Value =
+            serde_json::from_str(&m.line("WebhookRejected", Some(("Reason", "unauthenticated")), 1.0, "Count", 1_700_000_000_000)).unwrap();
+        assert_eq!(line["Instance"], "prod");
+        assert_eq!(line["Reason"], "unauthenticated");
+        assert_eq!(line["WebhookRejected"], 1.0);
+        let spec = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(spec["Namespace"], NAMESPACE);
+        assert_eq!(spec["Dimensions"], json!([["Instance"], ["Instance", "Reason"]]));
+        assert_eq!(spec["Metrics"][0], json!({"Name": "WebhookRejected", "Unit": "Count"}));
+        assert_eq!(line["_aws"]["Timestamp"], 1_700_000_000_000i64);
+    }
+
+    #[test]
+    fn recorded_metrics_add_up_per_dimension() {
+        let m = Metrics::quiet("prod");
+        m.count("WebhookRejected", Some(("Reason", "oversized")), 1.0);
+        m.count("WebhookRejected", Some(("Reason", "oversized")), 1.0);
+        m.count("WebhookRejected", Some(("Reason", "malformed")), 1.0);
+        assert_eq!(m.get("WebhookRejected", ("Reason", "oversized")), 2.0);
+        assert_eq!(m.total("WebhookRejected"), 3.0);
+        assert_eq!(m.total("Webhook"), 0.0);
+    }
+}

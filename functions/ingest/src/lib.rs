@@ -1,0 +1,317 @@
+//! The ingest function: the front door for argocd-notifications webhooks and signed refresh
+//! requests. It authenticates the caller, caps and validates the body, normalises it into a work
+//! item and answers 202 only once the item is on the queue. Nothing it rejects reaches the queue,
+//! and every rejection is counted (`WebhookRejected` by `Reason`), because argocd-notifications
+//! never resends a notification we refuse.
+//!
+//! Routes:
+//! - `POST /v1/events`: a notification (schema v1). `Authorization: Bearer <shared secret>`.
+//! - `POST /v1/refresh`: "refresh these apps", by name or label selector, capped, like Flux's
+//!   receivers. Signed: `X-Argo-Medic-Signature: sha256=<hex HMAC-SHA256 of the body>` with the
+//!   shared secret, and `requestedAt` no older than five minutes.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use hmac::{Hmac, Mac};
+use lambda_http::http::{Method, StatusCode, header};
+use lambda_http::{Body, Request, Response};
+use medic_adapters::telemetry::Metrics;
+use medic_core::Trigger;
+use medic_core::event::{AppRef, EventError, NotificationEvent, WorkItem, WorkKind};
+use medic_core::ports::{ArgoApi, ListQuery, WorkQueue};
+use medic_core::sweep::LIST_FIELDS;
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use serde_json::json;
+use subtle::ConstantTimeEq;
+
+/// The header carrying a signed request's HMAC.
+pub const SIGNATURE_HEADER: &str = "x-argo-medic-signature";
+
+/// The shared secret, and the previous one while a rotation is under way.
+pub struct WebhookSecrets {
+    current: SecretString,
+    previous: Option<SecretString>,
+}
+
+/// A malformed secret document.
+#[derive(Debug, thiserror::Error)]
+#[error("the webhook secret must be JSON {{\"current\": \"...\", \"previous\": \"...\"}} with a non-empty current: {0}")]
+pub struct SecretFormatError(String);
+
+impl WebhookSecrets {
+    pub fn new(current: impl Into<String>, previous: Option<String>) -> Self {
+        Self { current: SecretString::from(current.into()), previous: previous.filter(|p| !p.is_empty()).map(SecretString::from) }
+    }
+
+    /// Reads the Secrets Manager document `{"current": "...", "previous": "..."}`.
+    pub fn from_json(text: &str) -> Result<Self, SecretFormatError> {
+        #[derive(Deserialize)]
+        struct Doc {
+            current: String,
+            #[serde(default)]
+            previous: Option<String>,
+        }
+        let doc: Doc = serde_json::from_str(text).map_err(|e| SecretFormatError(e.to_string()))?;
+        if doc.current.len() < 16 {
+            return Err(SecretFormatError("`current` must be at least 16 characters".into()));
+        }
+        Ok(Self::new(doc.current, doc.previous))
+    }
+
+    fn all(&self) -> impl Iterator<Item = &SecretString> {
+        std::iter::once(&self.current).chain(self.previous.iter())
+    }
+
+    /// True when `presented` equals one of the secrets. Compares in constant time and checks
+    /// every secret, so timing reveals neither the secret nor which one matched.
+    pub fn matches(&self, presented: &[u8]) -> bool {
+        self.all().fold(false, |ok, s| ok | bool::from(s.expose_secret().as_bytes().ct_eq(presented)))
+    }
+
+    /// True when `signature_hex` is the HMAC-SHA256 of `body` under one of the secrets
+    /// (`Mac::verify_slice` compares in constant time).
+    pub fn verify_hmac(&self, body: &[u8], signature_hex: &str) -> bool {
+        let Ok(signature) = hex::decode(signature_hex.trim()) else { return false };
+        self.all().fold(false, |ok, s| {
+            let mut mac = Hmac::<sha2::Sha256>::new_from_slice(s.expose_secret().as_bytes()).expect("HMAC takes keys of any length");
+            mac.update(body);
+            ok | mac.verify_slice(&signature).is_ok()
+        })
+    }
+
+    /// The signature header value a client sends for `body` (used by tests and the docs).
+    pub fn sign(&self, body: &[u8]) -> String {
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(self.current.expose_secret().as_bytes()).expect("HMAC takes keys of any length");
+        mac.update(body);
+        format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+    }
+}
+
+/// Limits.
+#[derive(Debug, Clone)]
+pub struct IngestConfig {
+    /// Largest body accepted.
+    pub max_body_bytes: usize,
+    /// Most apps one refresh request may touch.
+    pub max_refresh_apps: usize,
+    /// How old a signed request may be.
+    pub signature_max_age: Duration,
+}
+
+impl Default for IngestConfig {
+    fn default() -> Self {
+        Self { max_body_bytes: medic_core::event::MAX_EVENT_BYTES, max_refresh_apps: 50, signature_max_age: Duration::from_secs(300) }
+    }
+}
+
+/// The function's collaborators, built once at start-up.
+pub struct Ingest<Q, A> {
+    pub config: IngestConfig,
+    pub secrets: WebhookSecrets,
+    pub queue: Q,
+    pub argo: A,
+    pub metrics: Metrics,
+}
+
+/// A refusal: status, reason (the metric dimension) and a message for the caller.
+struct Rejection {
+    status: StatusCode,
+    reason: &'static str,
+    message: String,
+}
+
+fn reject(status: StatusCode, reason: &'static str, message: impl Into<String>) -> Rejection {
+    Rejection { status, reason, message: message.into() }
+}
+
+fn respond(status: StatusCode, body: serde_json::Value) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("static response parts are valid")
+}
+
+/// A signed "refresh these apps" request.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RefreshRequest {
+    #[serde(default)]
+    apps: Vec<AppRef>,
+    #[serde(default)]
+    selector: Option<String>,
+    #[serde(default)]
+    projects: Vec<String>,
+    #[serde(default)]
+    hard: bool,
+    requested_at: DateTime<Utc>,
+    requested_by: String,
+}
+
+impl<Q: WorkQueue, A: ArgoApi> Ingest<Q, A> {
+    /// Handles one HTTP request.
+    pub async fn handle(&self, req: Request) -> Response<Body> {
+        let path = req.uri().path().trim_end_matches('/').to_owned();
+        let result = match (req.method(), path.as_str()) {
+            (&Method::POST, "/v1/events") => self.event(&req).await,
+            (&Method::POST, "/v1/refresh") => self.refresh(&req).await,
+            (_, "/v1/events" | "/v1/refresh") => Err(reject(StatusCode::METHOD_NOT_ALLOWED, "method", "use POST")),
+            _ => Err(reject(StatusCode::NOT_FOUND, "path", format!("no such endpoint `{path}`; use POST /v1/events or /v1/refresh"))),
+        };
+        match result {
+            Ok(response) => response,
+            Err(r) => {
+                self.metrics.count("WebhookRejected", Some(("Reason", r.reason)), 1.0);
+                tracing::warn!(status = r.status.as_u16(), reason = r.reason, message = %r.message, path = %path, "request rejected");
+                let mut response = respond(r.status, json!({"error": r.message, "reason": r.reason}));
+                if r.status == StatusCode::UNAUTHORIZED {
+                    response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+                }
+                response
+            }
+        }
+    }
+
+    /// Content type and size checks shared by both routes.
+    fn body<'r>(&self, req: &'r Request) -> Result<&'r [u8], Rejection> {
+        let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let media = content_type.split(';').next().unwrap_or("").trim();
+        if !media.eq_ignore_ascii_case("application/json") {
+            return Err(reject(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "content_type",
+                format!("Content-Type must be application/json, got `{content_type}`"),
+            ));
+        }
+        let body: &[u8] = req.body().as_ref();
+        if body.len() > self.config.max_body_bytes {
+            return Err(reject(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "oversized",
+                format!("the body is {} bytes; the limit is {}", body.len(), self.config.max_body_bytes),
+            ));
+        }
+        Ok(body)
+    }
+
+    async fn event(&self, req: &Request) -> Result<Response<Body>, Rejection> {
+        let auth = req.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes());
+        let Some(token) = auth.and_then(|a| a.strip_prefix(b"Bearer ")) else {
+            return Err(reject(StatusCode::UNAUTHORIZED, "unauthenticated", "missing `Authorization: Bearer <secret>`"));
+        };
+        if !self.secrets.matches(token) {
+            return Err(reject(StatusCode::FORBIDDEN, "forbidden", "the bearer secret does not match"));
+        }
+        let body = self.body(req)?;
+        let event = NotificationEvent::parse(body).map_err(|e| match e {
+            EventError::TooLarge(_) => reject(StatusCode::PAYLOAD_TOO_LARGE, "oversized", e.to_string()),
+            EventError::UnsupportedVersion(_) => reject(StatusCode::BAD_REQUEST, "unsupported_version", e.to_string()),
+            _ => reject(StatusCode::BAD_REQUEST, "malformed", e.to_string()),
+        })?;
+        let item = event.into_work(Utc::now());
+        self.queue.enqueue(&item, Duration::ZERO).await.map_err(|e| {
+            tracing::error!(error = %e, "enqueue failed");
+            // 503 makes argocd-notifications retry (it retries 5xx, not 4xx).
+            reject(StatusCode::SERVICE_UNAVAILABLE, "enqueue_failed", "the work queue is unavailable; retry later")
+        })?;
+        self.metrics.count("WebhookAccepted", Some(("Trigger", item.trigger.as_str())), 1.0);
+        tracing::info!(app = %format!("{}/{}", item.app.namespace, item.app.name), trigger = %item.trigger, dedupe_key = %item.dedupe_key, "notification enqueued");
+        Ok(respond(StatusCode::ACCEPTED, json!({"accepted": true, "dedupeKey": item.dedupe_key})))
+    }
+
+    async fn refresh(&self, req: &Request) -> Result<Response<Body>, Rejection> {
+        let body = self.body(req)?;
+        let Some(signature) = req.headers().get(SIGNATURE_HEADER).and_then(|v| v.to_str().ok()) else {
+            return Err(reject(StatusCode::UNAUTHORIZED, "unauthenticated", format!("missing `{SIGNATURE_HEADER}: sha256=<hmac>`")));
+        };
+        let hex = signature.strip_prefix("sha256=").unwrap_or("");
+        if !self.secrets.verify_hmac(body, hex) {
+            return Err(reject(StatusCode::FORBIDDEN, "forbidden", "the signature does not match the body"));
+        }
+        let request: RefreshRequest = serde_json::from_slice(body)
+            .map_err(|e| reject(StatusCode::BAD_REQUEST, "malformed", format!("invalid refresh request: {e}")))?;
+        let now = Utc::now();
+        let age = now.signed_duration_since(request.requested_at);
+        let max_age = chrono::Duration::from_std(self.config.signature_max_age).unwrap_or_default();
+        if age > max_age || age < -chrono::Duration::minutes(1) {
+            return Err(reject(
+                StatusCode::FORBIDDEN,
+                "stale",
+                format!("requestedAt {} is outside the {} s window", request.requested_at, self.config.signature_max_age.as_secs()),
+            ));
+        }
+        if request.requested_by.trim().is_empty() || request.requested_by.len() > 128 {
+            return Err(reject(StatusCode::BAD_REQUEST, "malformed", "`requestedBy` must name the caller (1-128 characters)"));
+        }
+        let apps = self.resolve(&request).await?;
+        let action = if request.hard { "hard_refresh" } else { "refresh" };
+        let window = request.requested_at.to_rfc3339();
+        let trigger: Trigger = "requested-refresh".parse().expect("constant is a valid trigger");
+        for app in &apps {
+            let mut item = WorkItem::for_app(WorkKind::Requested, app.clone(), trigger.clone(), &window, now);
+            item.requested_action = Some(action.to_owned());
+            item.requested_by = Some(request.requested_by.clone());
+            self.queue.enqueue(&item, Duration::ZERO).await.map_err(|e| {
+                tracing::error!(error = %e, "enqueue failed");
+                reject(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "enqueue_failed",
+                    "the work queue is unavailable; retry later (already queued apps are deduplicated)",
+                )
+            })?;
+        }
+        let names: Vec<String> = apps.iter().map(|a| format!("{}/{}", a.namespace, a.name)).collect();
+        tracing::info!(requested_by = %request.requested_by, action, apps = ?names, "refresh requested");
+        Ok(respond(StatusCode::ACCEPTED, json!({"accepted": names.len(), "action": action, "apps": names})))
+    }
+
+    /// The apps a refresh request names, directly or by selector, within the cap.
+    async fn resolve(&self, request: &RefreshRequest) -> Result<Vec<AppRef>, Rejection> {
+        let max = self.config.max_refresh_apps;
+        let by_name = !request.apps.is_empty();
+        let by_selector = request.selector.as_deref().is_some_and(|s| !s.trim().is_empty()) || !request.projects.is_empty();
+        let apps = match (by_name, by_selector) {
+            (true, false) => request.apps.clone(),
+            (false, true) => {
+                let query = ListQuery {
+                    projects: request.projects.clone(),
+                    selector: request.selector.clone().unwrap_or_default(),
+                    fields: LIST_FIELDS.iter().map(|f| f.to_string()).collect(),
+                    ..ListQuery::default()
+                };
+                let listed = self.argo.list_apps(&query).await.map_err(|e| {
+                    let status = if e.is_retryable() { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::BAD_REQUEST };
+                    reject(status, "argo_list_failed", format!("listing apps: {e}"))
+                })?;
+                listed
+                    .into_iter()
+                    .map(|a| AppRef {
+                        name: a.metadata.name,
+                        namespace: a.metadata.namespace,
+                        project: Some(a.spec.project).filter(|p| !p.is_empty()),
+                    })
+                    .collect()
+            }
+            _ => {
+                return Err(reject(
+                    StatusCode::BAD_REQUEST,
+                    "malformed",
+                    "name the apps with either `apps` or `selector`/`projects`, not both or neither",
+                ));
+            }
+        };
+        if apps.len() > max {
+            return Err(reject(
+                StatusCode::BAD_REQUEST,
+                "too_many_apps",
+                format!("the request touches {} apps; one call may touch at most {max}", apps.len()),
+            ));
+        }
+        for app in &apps {
+            app.validate().map_err(|e| reject(StatusCode::BAD_REQUEST, "malformed", e.to_string()))?;
+        }
+        Ok(apps)
+    }
+}

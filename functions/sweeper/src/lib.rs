@@ -1,0 +1,179 @@
+//! The sweeper function: the safety net under argocd-notifications, which delivers at most once
+//! (peers.md §0.3). On a schedule it lists the fleet field-masked and enqueues every app that
+//! needs a look — stale, failed, stuck, or with an open incident — whether or not a notification
+//! reported it. It enqueues an app at most once per re-check window, and an app whose message
+//! ended in the DLQ is simply enqueued again in the next window, because it still needs a look.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use medic_adapters::telemetry::Metrics;
+use medic_core::Trigger;
+use medic_core::event::{AppRef, WorkItem, WorkKind};
+use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, Escalator, IncidentStore, ListQuery, Seen, WorkQueue};
+use medic_core::sweep::{LIST_FIELDS, detect_outage, needs_look};
+use serde::Serialize;
+
+/// Sweeper settings.
+#[derive(Debug, Clone)]
+pub struct SweeperConfig {
+    pub projects: Vec<String>,
+    pub selector: String,
+    /// One app is enqueued at most once per window of this length.
+    pub recheck_interval: Duration,
+    pub outage_min_apps: usize,
+    pub outage_min_percent: usize,
+}
+
+impl Default for SweeperConfig {
+    fn default() -> Self {
+        Self {
+            projects: Vec::new(),
+            selector: String::new(),
+            recheck_interval: Duration::from_secs(900),
+            outage_min_apps: 10,
+            outage_min_percent: 20,
+        }
+    }
+}
+
+pub struct Sweeper<A, S, D, Q, E, C> {
+    pub config: SweeperConfig,
+    pub argo: A,
+    pub store: S,
+    pub dedupe: D,
+    pub queue: Q,
+    pub escalator: E,
+    pub clock: C,
+    pub metrics: Metrics,
+}
+
+/// What one run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SweepRun {
+    pub listed: usize,
+    pub candidates: usize,
+    pub enqueued: usize,
+    /// Already enqueued in this window.
+    pub skipped: usize,
+    pub outage: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SweeperError {
+    #[error("listing applications: {0}")]
+    Argo(#[from] ArgoError),
+    #[error(transparent)]
+    Store(#[from] medic_core::ports::StoreError),
+    #[error(transparent)]
+    Queue(#[from] medic_core::ports::QueueError),
+}
+
+/// The start of the window `now` falls in, as the dedupe key's window label.
+pub fn window(now: DateTime<Utc>, interval: Duration) -> String {
+    let secs = interval.as_secs().max(1) as i64;
+    let start = now.timestamp().div_euclid(secs) * secs;
+    DateTime::from_timestamp(start, 0).unwrap_or(now).to_rfc3339()
+}
+
+impl<A, S, D, Q, E, C> Sweeper<A, S, D, Q, E, C>
+where
+    A: ArgoApi,
+    S: IncidentStore,
+    D: DedupeStore,
+    Q: WorkQueue,
+    E: Escalator,
+    C: Clock,
+{
+    pub async fn run(&self) -> Result<SweepRun, SweeperError> {
+        let now = self.clock.now();
+        let window = window(now, self.config.recheck_interval);
+        let query = ListQuery {
+            projects: self.config.projects.clone(),
+            selector: self.config.selector.clone(),
+            fields: LIST_FIELDS.iter().map(|f| f.to_string()).collect(),
+            ..ListQuery::default()
+        };
+        let listed = match self.argo.list_apps(&query).await {
+            Ok(items) => items,
+            Err(e @ ArgoError::Unauthenticated(_)) => {
+                self.metrics.count("ArgoUnauthenticated", None, 1.0);
+                if self.once(&format!("alert-unauthenticated-{}", now.format("%Y%m%d%H")), Duration::from_secs(3600)).await {
+                    self.escalator
+                        .alert(&format!("Argo Medic cannot act: {e}. Mint a new token for its account and update the secret."))
+                        .await
+                        .ok();
+                }
+                return Err(e.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let open: BTreeSet<String> = self.store.open_incidents().await?.into_iter().collect();
+        let outage = detect_outage(&listed, self.config.outage_min_apps, self.config.outage_min_percent);
+        if let Some(o) = &outage {
+            self.metrics.count("Outages", None, 1.0);
+            if self.once(&format!("alert-outage-{window}"), self.config.recheck_interval).await {
+                let msg = format!(
+                    "{} of {} apps cannot be compared with Git (sync status Unknown): a Git or repo-server outage is likely. Those apps are not enqueued until Argo CD compares them again.",
+                    o.unknown, o.listed
+                );
+                self.escalator.alert(&msg).await.ok();
+            }
+        }
+        let trigger = Trigger::sweep();
+        let mut run = SweepRun { listed: listed.len(), outage: outage.is_some(), ..SweepRun::default() };
+        for app in listed.iter().filter(|a| needs_look(a) || open.contains(&a.qualified_name())) {
+            if outage.is_some() && app.sync_status() == "Unknown" {
+                continue;
+            }
+            run.candidates += 1;
+            let app_ref = AppRef {
+                name: app.metadata.name.clone(),
+                namespace: app.metadata.namespace.clone(),
+                project: Some(app.spec.project.clone()).filter(|p| !p.is_empty()),
+            };
+            let item = WorkItem::for_app(WorkKind::Sweep, app_ref, trigger.clone(), &window, now);
+            // The sweeper's own marker: the worker dedupes on the item's key itself.
+            if self.dedupe.first_sighting(&format!("enqueued-{}", item.dedupe_key), self.config.recheck_interval).await? == Seen::Duplicate
+            {
+                run.skipped += 1;
+                continue;
+            }
+            if let Err(e) = self.queue.enqueue(&item, Duration::ZERO).await {
+                self.dedupe.forget(&format!("enqueued-{}", item.dedupe_key)).await.ok();
+                return Err(e.into());
+            }
+            run.enqueued += 1;
+        }
+        self.metrics.count("SweepEnqueued", None, run.enqueued as f64);
+        tracing::info!(
+            listed = run.listed,
+            candidates = run.candidates,
+            enqueued = run.enqueued,
+            skipped = run.skipped,
+            outage = run.outage,
+            "sweep done"
+        );
+        Ok(run)
+    }
+
+    async fn once(&self, key: &str, ttl: Duration) -> bool {
+        matches!(self.dedupe.first_sighting(key, ttl).await, Ok(Seen::New))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_start_on_interval_boundaries() {
+        let t: DateTime<Utc> = "2026-11-01T12:07:30Z".parse().unwrap();
+        assert_eq!(window(t, Duration::from_secs(900)), "2026-11-01T12:00:00+00:00");
+        let later: DateTime<Utc> = "2026-11-01T12:14:59Z".parse().unwrap();
+        assert_eq!(window(t, Duration::from_secs(900)), window(later, Duration::from_secs(900)));
+        let next: DateTime<Utc> = "2026-11-01T12:15:00Z".parse().unwrap();
+        assert_ne!(window(t, Duration::from_secs(900)), window(next, Duration::from_secs(900)));
+    }
+}

@@ -1,0 +1,307 @@
+//! The worker function: consumes SQS batches of work items and runs the per-app step on each.
+//!
+//! Per message: parse (a poison message is reported as failed, so SQS moves it to the DLQ after
+//! `maxReceiveCount`; it never blocks the rest of the batch), dedupe (a durable conditional write
+//! on the item's dedupe key), lock the app (no two workers act on one app at once), re-read the
+//! app, decide, act, record (through [`Remediator`]). Exactly-once per incident and rung comes from
+//! the incident store's claims and, for syncs, the key Argo CD keeps in `operation.info`; so
+//! whatever SQS redelivers, nothing is done twice.
+//!
+//! A `wait` (and a budget deferral, and a busy app) is re-enqueued as a new message with a delay
+//! of at most 15 minutes, chained, instead of being left on the queue: that would spend receive
+//! counts and send a healthy wait to the DLQ.
+
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use chrono::Utc;
+use futures::future::join_all;
+use medic_adapters::telemetry::Metrics;
+use medic_core::DecisionPolicy;
+use medic_core::event::{WorkItem, WorkKind};
+use medic_core::ports::{
+    AppLock, ArgoApi, ArgoError, Budget, BudgetKind, Clock, DedupeStore, Escalator, IncidentStore, RefreshKind, Seen, WorkQueue,
+};
+use medic_core::remediate::{Remediator, StepError, StepResult};
+use tracing::Instrument;
+
+/// Worker settings.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Decide and report, act on nothing.
+    pub dry_run: bool,
+    /// Act on nothing, immediately, whatever else is configured.
+    pub kill_switch: bool,
+    /// How long a handled dedupe key is remembered.
+    pub dedupe_ttl: Duration,
+    /// How long an app lock lasts if its holder dies (the function timeout).
+    pub lock_ttl: Duration,
+    /// How long an action claim blocks others if its holder dies.
+    pub claim_timeout: Duration,
+    /// Most re-enqueues of one item by waits; after that the sweeper's re-check takes over.
+    pub max_rechecks: u32,
+    /// Delay before retrying an app another worker holds.
+    pub busy_delay: Duration,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            dry_run: false,
+            kill_switch: false,
+            dedupe_ttl: Duration::from_secs(3600),
+            lock_ttl: Duration::from_secs(120),
+            claim_timeout: Duration::from_secs(600),
+            max_rechecks: 96,
+            busy_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The worker's collaborators, built once per container.
+pub struct Worker<A, S, D, L, Q, E, B, C> {
+    pub config: WorkerConfig,
+    pub argo: A,
+    pub store: S,
+    pub dedupe: D,
+    pub lock: L,
+    pub queue: Q,
+    pub escalator: E,
+    pub budget: B,
+    pub clock: C,
+    pub policy: DecisionPolicy,
+    pub metrics: Metrics,
+}
+
+/// Why one message failed (it stays on the queue and is retried, then goes to the DLQ).
+#[derive(Debug, thiserror::Error)]
+pub enum MessageError {
+    #[error("poison message: {0}")]
+    Poison(String),
+    #[error("retry later: {0}")]
+    Retry(String),
+}
+
+/// What happened to one message that did not fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handled {
+    /// The step ran; its result.
+    Stepped(StepResult),
+    /// The same news was already handled.
+    Duplicate,
+    /// Re-enqueued to look again later.
+    Requeued { delay_secs: u64, why: String },
+    /// A requested refresh was done.
+    RequestedDone,
+}
+
+/// A record without a message id cannot be reported as a partial failure; the whole invocation
+/// fails so SQS retries the batch rather than losing the message.
+#[derive(Debug, thiserror::Error)]
+#[error("an SQS record without a messageId cannot be reported; failing the batch")]
+pub struct UnidentifiableRecord;
+
+impl<A, S, D, L, Q, E, B, C> Worker<A, S, D, L, Q, E, B, C>
+where
+    A: ArgoApi,
+    S: IncidentStore,
+    D: DedupeStore,
+    L: AppLock,
+    Q: WorkQueue,
+    E: Escalator,
+    B: Budget,
+    C: Clock,
+{
+    /// Handles one SQS batch; the response lists exactly the messages that failed.
+    pub async fn handle_batch(&self, event: SqsEvent) -> Result<SqsBatchResponse, UnidentifiableRecord> {
+        if event.records.iter().any(|r| r.message_id.as_deref().is_none_or(str::is_empty)) {
+            return Err(UnidentifiableRecord);
+        }
+        let results = join_all(event.records.iter().map(|r| self.handle_message(r))).await;
+        let mut response = SqsBatchResponse::default();
+        for (record, result) in event.records.iter().zip(results) {
+            if let Err(e) = result {
+                let id = record.message_id.clone().unwrap_or_default();
+                let receives = record.attributes.get("ApproximateReceiveCount").cloned().unwrap_or_default();
+                match &e {
+                    MessageError::Poison(_) => {
+                        self.metrics.count("PoisonMessages", None, 1.0);
+                        tracing::error!(message_id = %id, receives = %receives, error = %e, "poison message; it goes to the DLQ after maxReceiveCount");
+                    }
+                    MessageError::Retry(_) => tracing::warn!(message_id = %id, receives = %receives, error = %e, "message will be retried"),
+                }
+                response.add_failure(id);
+            }
+        }
+        Ok(response)
+    }
+
+    /// Handles one message.
+    pub async fn handle_message(&self, record: &SqsMessage) -> Result<Handled, MessageError> {
+        let message_id = record.message_id.clone().unwrap_or_default();
+        let body = record.body.as_deref().unwrap_or("");
+        let item = WorkItem::parse(body.as_bytes(), self.clock.now()).map_err(|e| MessageError::Poison(e.to_string()))?;
+        let app = format!("{}/{}", item.app.namespace, item.app.name);
+        let span = tracing::info_span!("work", message_id = %message_id, app = %app, kind = ?item.kind, dedupe_key = %item.dedupe_key, incident = tracing::field::Empty);
+        async {
+            let lag = Utc::now().signed_duration_since(item.enqueued_at).num_milliseconds().max(0);
+            self.metrics.millis("QueueLag", None, lag as f64);
+            if self.dedupe.first_sighting(&item.dedupe_key, self.config.dedupe_ttl).await.map_err(|e| MessageError::Retry(e.to_string()))?
+                == Seen::Duplicate
+            {
+                self.metrics.count("DuplicateMessages", None, 1.0);
+                tracing::info!("already handled; dropped");
+                return Ok(Handled::Duplicate);
+            }
+            let result = self.locked(&item, &app, &message_id).await;
+            if result.is_err() {
+                // Handling failed: let the redelivery be handled rather than dropped as a duplicate.
+                self.dedupe.forget(&item.dedupe_key).await.ok();
+            }
+            result
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn locked(&self, item: &WorkItem, app: &str, owner: &str) -> Result<Handled, MessageError> {
+        let locked = self.lock.try_lock(app, owner, self.config.lock_ttl).await.map_err(|e| MessageError::Retry(e.to_string()))?;
+        if !locked {
+            return self.requeue(item, self.config.busy_delay, "another worker is acting on this app").await;
+        }
+        let result = match item.kind {
+            WorkKind::Requested => self.requested(item).await,
+            _ => self.step(item).await,
+        };
+        self.lock.unlock(app, owner).await.ok();
+        result
+    }
+
+    async fn step(&self, item: &WorkItem) -> Result<Handled, MessageError> {
+        let remediator = Remediator {
+            argo: &self.argo,
+            store: &self.store,
+            escalator: &self.escalator,
+            budget: &self.budget,
+            clock: &self.clock,
+            policy: &self.policy,
+            dry_run: self.config.dry_run || self.config.kill_switch,
+            claim_timeout: self.config.claim_timeout,
+        };
+        let started = Instant::now();
+        let report = match remediator.run(&item.app, &item.trigger, None).await {
+            Ok(report) => report,
+            Err(StepError::Argo(e @ ArgoError::Unauthenticated(_))) => {
+                self.metrics.count("ArgoUnauthenticated", None, 1.0);
+                self.alert_unauthenticated(&e).await;
+                return Err(MessageError::Retry(e.to_string()));
+            }
+            Err(e) => {
+                if let StepError::Argo(a) = &e {
+                    self.metrics.count("ArgoErrors", Some(("Kind", a.kind())), 1.0);
+                }
+                return Err(MessageError::Retry(e.to_string()));
+            }
+        };
+        self.metrics.millis("StepLatency", None, started.elapsed().as_millis() as f64);
+        if let Some(d) = &report.decision {
+            tracing::Span::current().record("incident", d.incident.as_ref().map(|i| i.id()).unwrap_or_default());
+            self.metrics.count("Decisions", Some(("Action", d.action.as_str())), 1.0);
+            self.metrics.count("FailureModes", Some(("FailureMode", d.failure_mode.id())), 1.0);
+        }
+        let result_name = serde_json::to_value(report.result).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        self.metrics.count("StepResults", Some(("Result", &result_name)), 1.0);
+        if matches!(
+            report.result,
+            StepResult::Refreshed
+                | StepResult::RefreshUnverified
+                | StepResult::Synced
+                | StepResult::Escalated
+                | StepResult::Failed
+                | StepResult::AlreadyDone
+        ) {
+            // The audit record: who (Argo Medic, on which trigger), what, why, key, result.
+            tracing::info!(
+                audit = true,
+                app = %report.app,
+                trigger = %item.trigger,
+                action = report.action.map(|a| a.as_str()).unwrap_or("none"),
+                failure_mode = report.failure_mode.map(|m| m.id()).unwrap_or(""),
+                idempotency_key = report.idempotency_key.as_ref().map(|k| k.as_str()).unwrap_or(""),
+                result = %result_name,
+                detail = %report.detail,
+                "action taken"
+            );
+        }
+        match report.result {
+            StepResult::Waiting | StepResult::Deferred => {
+                let after = report.decision.as_ref().and_then(|d| d.retry_after_secs).unwrap_or(60).max(1);
+                self.requeue(item, Duration::from_secs(after as u64), &report.detail).await
+            }
+            result => Ok(Handled::Stepped(result)),
+        }
+    }
+
+    /// A person or pipeline asked for a refresh: done directly, within the budget.
+    async fn requested(&self, item: &WorkItem) -> Result<Handled, MessageError> {
+        let (kind, budget) = match item.requested_action.as_deref() {
+            Some("refresh") => (RefreshKind::Normal, BudgetKind::Refresh),
+            Some("hard_refresh") => (RefreshKind::Hard, BudgetKind::HardRefresh),
+            other => return Err(MessageError::Poison(format!("unsupported requested action {other:?}"))),
+        };
+        if self.config.kill_switch || self.config.dry_run {
+            tracing::info!(requested_by = ?item.requested_by, "requested refresh not performed: dry run or kill switch");
+            return Ok(Handled::RequestedDone);
+        }
+        if let Err(e) = self.budget.acquire(budget).await {
+            return self.requeue(item, e.retry_after, &e.to_string()).await;
+        }
+        match self.argo.get_app(&item.app, Some(kind)).await {
+            Ok(_) => {
+                tracing::info!(audit = true, action = kind.as_str(), requested_by = ?item.requested_by, "requested refresh done");
+                Ok(Handled::RequestedDone)
+            }
+            Err(ArgoError::NotFound(m)) => {
+                tracing::warn!(error = %m, "requested refresh of an app that does not exist");
+                Ok(Handled::RequestedDone)
+            }
+            Err(e) => Err(MessageError::Retry(e.to_string())),
+        }
+    }
+
+    /// Looks again later with a new message (a fresh dedupe key), never by holding this one.
+    async fn requeue(&self, item: &WorkItem, delay: Duration, why: &str) -> Result<Handled, MessageError> {
+        if item.rechecks >= self.config.max_rechecks {
+            tracing::warn!(rechecks = item.rechecks, "recheck chain ended; the sweeper will look again");
+            return Ok(Handled::Stepped(StepResult::Waiting));
+        }
+        let delay = delay.min(Duration::from_secs(900));
+        let mut next = WorkItem::for_app(
+            WorkKind::Recheck,
+            item.app.clone(),
+            item.trigger.clone(),
+            &format!("{}#{}", item.dedupe_key, item.rechecks + 1),
+            self.clock.now(),
+        );
+        next.rechecks = item.rechecks + 1;
+        next.requested_action = item.requested_action.clone();
+        next.requested_by = item.requested_by.clone();
+        if item.kind == WorkKind::Requested {
+            next.kind = WorkKind::Requested;
+        }
+        self.queue.enqueue(&next, delay).await.map_err(|e| MessageError::Retry(e.to_string()))?;
+        tracing::info!(delay_secs = delay.as_secs(), why, "re-enqueued");
+        Ok(Handled::Requeued { delay_secs: delay.as_secs(), why: why.to_owned() })
+    }
+
+    /// One alert per hour about a rejected token, however many messages hit it.
+    async fn alert_unauthenticated(&self, e: &ArgoError) {
+        let key = format!("alert-unauthenticated-{}", self.clock.now().format("%Y%m%d%H"));
+        if matches!(self.dedupe.first_sighting(&key, Duration::from_secs(3600)).await, Ok(Seen::New)) {
+            self.escalator
+                .alert(&format!("Argo Medic cannot act: {e}. Mint a new token for its account and update the secret."))
+                .await
+                .ok();
+        }
+    }
+}
