@@ -15,8 +15,9 @@ demo:
 venv:
 	bash scripts/python-env.sh
 
-## test: install what the tests need, then run every test in the workspace
+## test: install what the tests need, lint template.yaml (cfn-lint, sam validate --lint), run every test
 test: venv
+	bash scripts/lint-template.sh
 	$(CARGO) test --workspace --locked
 
 ## lint: formatting and clippy, warnings are errors

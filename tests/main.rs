@@ -1,5 +1,6 @@
 mod argo;
 mod golden;
+mod pipeline;
 mod support;
 mod sweep;
 mod template;

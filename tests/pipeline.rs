@@ -1,0 +1,520 @@
+//! The serverless pipeline end to end on real wire protocols: SQS and DynamoDB in moto_server,
+//! Argo CD in the simulator, the functions' handlers driven with real aws_lambda_events payloads
+//! (Function URL requests parsed by lambda_http, SQS batches built from messages received from
+//! the queue, as Lambda's event source mapping does).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use aws_sdk_sqs::types::QueueAttributeName;
+use medic_adapters::argocd::HttpArgoClient;
+use medic_adapters::budget::{BudgetRates, LocalBudget};
+use medic_adapters::dynamodb::{DynamoDbStore, create_table};
+use medic_adapters::memory::{LogEscalator, SystemClock};
+use medic_adapters::sqs::SqsWorkQueue;
+use medic_adapters::telemetry::Metrics;
+use medic_core::idempotency::IdempotencyKey;
+use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
+use medic_core::ports::{Claim, IncidentStore, StoreError};
+use medic_core::{DecisionPolicy, PolicyConfig};
+use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
+use medic_sim::moto::{moto, unique};
+use medic_sim::{ArgoSim, Fault, FaultKind, SimConfig};
+use medic_sweeper::{Sweeper, SweeperConfig};
+use medic_worker::{Handled, Worker, WorkerConfig};
+
+use crate::support::{client, events_dir, sim_with_samples};
+
+/// The shared secret of the sample Function URL requests in events/lambda/ingest/.
+const SECRET: &str = "local-test-secret-not-for-production";
+
+struct Stack {
+    sqs: aws_sdk_sqs::Client,
+    queue_url: String,
+    dlq_url: String,
+    ddb: aws_sdk_dynamodb::Client,
+    table: String,
+}
+
+/// A work queue with a DLQ after two receives and a short visibility timeout, and a state table.
+async fn stack() -> Stack {
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let ddb = aws_sdk_dynamodb::Client::new(&sdk);
+    let dlq_url = sqs.create_queue().queue_name(unique("dlq")).send().await.unwrap().queue_url.unwrap();
+    let dlq_arn = sqs
+        .get_queue_attributes()
+        .queue_url(&dlq_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap()[&QueueAttributeName::QueueArn]
+        .clone();
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(unique("work"))
+        .attributes(QueueAttributeName::VisibilityTimeout, "1")
+        .attributes(QueueAttributeName::RedrivePolicy, format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"2"}}"#))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let table = unique("state");
+    create_table(&ddb, &table).await.unwrap();
+    Stack { sqs, queue_url, dlq_url, ddb, table }
+}
+
+impl Stack {
+    fn queue(&self) -> SqsWorkQueue {
+        SqsWorkQueue::new(self.sqs.clone(), self.queue_url.clone())
+    }
+
+    fn store(&self) -> DynamoDbStore {
+        DynamoDbStore::new(self.ddb.clone(), self.table.clone(), "test")
+    }
+
+    fn ingest(&self, sim: &ArgoSim) -> Ingest<SqsWorkQueue, HttpArgoClient> {
+        Ingest {
+            config: IngestConfig { max_refresh_apps: 5, ..IngestConfig::default() },
+            secrets: WebhookSecrets::new(SECRET, Some("the-previous-secret-still-valid".into())),
+            queue: self.queue(),
+            argo: client(sim),
+            metrics: Metrics::quiet("test"),
+        }
+    }
+
+    fn worker<S: IncidentStore>(
+        &self,
+        sim: &ArgoSim,
+        store: S,
+    ) -> Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock> {
+        Worker {
+            config: WorkerConfig { claim_timeout: Duration::ZERO, busy_delay: Duration::from_secs(1), ..WorkerConfig::default() },
+            argo: client(sim),
+            store,
+            dedupe: self.store(),
+            lock: self.store(),
+            queue: self.queue(),
+            escalator: LogEscalator::default(),
+            budget: LocalBudget::new(BudgetRates {
+                refresh_per_minute: 6000,
+                hard_refresh_per_minute: 600,
+                sync_per_minute: 600,
+                max_wait: Duration::from_secs(1),
+            }),
+            clock: SystemClock,
+            policy: DecisionPolicy::new(PolicyConfig { instance_id: "test".into(), settle_secs: 0, ..PolicyConfig::default() }),
+            metrics: Metrics::quiet("test"),
+        }
+    }
+
+    /// Receives what is visible now, as Lambda's event source mapping would.
+    async fn receive(&self) -> Vec<aws_sdk_sqs::types::Message> {
+        let out = self
+            .sqs
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(10)
+            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
+            .send()
+            .await
+            .unwrap();
+        out.messages.unwrap_or_default()
+    }
+
+    /// One poll of the event source mapping: receive, invoke, delete what did not fail.
+    async fn poll<S: IncidentStore>(
+        &self,
+        worker: &Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock>,
+    ) -> (usize, Vec<String>) {
+        let messages = self.receive().await;
+        if messages.is_empty() {
+            return (0, Vec::new());
+        }
+        let response = worker.handle_batch(sqs_event(&messages)).await.expect("every record has an id");
+        let failed: Vec<String> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
+        for m in &messages {
+            if !failed.contains(m.message_id.as_ref().unwrap()) {
+                self.sqs
+                    .delete_message()
+                    .queue_url(&self.queue_url)
+                    .receipt_handle(m.receipt_handle.clone().unwrap())
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        }
+        (messages.len(), failed)
+    }
+
+    async fn depth(&self, url: &str) -> (usize, usize, usize) {
+        let attrs = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::All)
+            .send()
+            .await
+            .unwrap()
+            .attributes
+            .unwrap_or_default();
+        let n = |a: QueueAttributeName| attrs.get(&a).and_then(|v| v.parse().ok()).unwrap_or(0);
+        (
+            n(QueueAttributeName::ApproximateNumberOfMessages),
+            n(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
+            n(QueueAttributeName::ApproximateNumberOfMessagesDelayed),
+        )
+    }
+}
+
+/// An SQS event as Lambda delivers it, from messages received from the queue.
+fn sqs_event(messages: &[aws_sdk_sqs::types::Message]) -> SqsEvent {
+    let records = messages
+        .iter()
+        .map(|m| {
+            let mut record = SqsMessage::default();
+            record.message_id = m.message_id.clone();
+            record.receipt_handle = m.receipt_handle.clone();
+            record.body = m.body.clone();
+            record.attributes =
+                m.attributes.clone().unwrap_or_default().into_iter().map(|(k, v)| (k.as_str().to_owned(), v)).collect::<HashMap<_, _>>();
+            record
+        })
+        .collect();
+    let mut event = SqsEvent::default();
+    event.records = records;
+    event
+}
+
+fn lambda_request(name: &str) -> lambda_http::Request {
+    let text = std::fs::read_to_string(events_dir().join("lambda/ingest").join(name)).unwrap();
+    lambda_http::request::from_str(&text).expect("a Function URL request")
+}
+
+/// A Function URL request for `/v1/events` with this body and headers.
+fn webhook(body: &str, headers: &[(&str, &str)]) -> lambda_http::Request {
+    let mut template: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(events_dir().join("lambda/ingest/webhook-sync-failed.json")).unwrap()).unwrap();
+    template["body"] = body.into();
+    template["headers"] =
+        headers.iter().map(|(k, v)| (k.to_string(), serde_json::Value::from(*v))).collect::<serde_json::Map<_, _>>().into();
+    lambda_http::request::from_str(&template.to_string()).unwrap()
+}
+
+fn sample_webhook(name: &str) -> String {
+    std::fs::read_to_string(events_dir().join("webhook").join(name)).unwrap()
+}
+
+async fn drain<S: IncidentStore>(
+    stack: &Stack,
+    worker: &Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock>,
+) {
+    while stack.poll(worker).await.0 > 0 {}
+}
+
+#[tokio::test]
+async fn a_webhook_flows_through_ingest_and_the_queue_to_exactly_one_argo_cd_action() {
+    let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
+    let ingest = stack.ingest(&sim);
+    let response = ingest.handle(lambda_request("webhook-sync-failed.json")).await;
+    assert_eq!(response.status(), 202, "{:?}", response.body());
+    let worker = stack.worker(&sim, stack.store());
+    let (received, failed) = stack.poll(&worker).await;
+    assert_eq!((received, failed.len()), (1, 0));
+    assert_eq!(sim.counts().sync, 1, "the CRD-race failure is re-synced once");
+    let app = sim.app("argocd", "observability").unwrap();
+    let infos = app["operation"]["info"]
+        .as_array()
+        .cloned()
+        .or_else(|| app["status"]["operationState"]["operation"]["info"].as_array().cloned())
+        .unwrap();
+    assert!(infos.iter().any(|i| i["name"] == medic_core::app::IDEMPOTENCY_INFO_NAME), "{infos:?}");
+    assert_eq!(stack.depth(&stack.dlq_url).await.0, 0);
+}
+
+#[tokio::test]
+async fn the_same_notification_three_times_makes_one_action() {
+    let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
+    let ingest = stack.ingest(&sim);
+    let body = sample_webhook("sync-failed-transient.json");
+    for _ in 0..3 {
+        let r =
+            ingest.handle(webhook(&body, &[("content-type", "application/json"), ("authorization", &format!("Bearer {SECRET}"))])).await;
+        assert_eq!(r.status(), 202);
+    }
+    let worker = stack.worker(&sim, stack.store());
+    drain(&stack, &worker).await;
+    assert_eq!(sim.counts().sync, 1, "one sync for three deliveries");
+    assert_eq!(worker.metrics.total("DuplicateMessages"), 2.0);
+}
+
+#[tokio::test]
+async fn two_workers_on_one_app_at_once_make_one_action() {
+    let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
+    let ingest = stack.ingest(&sim);
+    let auth = format!("Bearer {SECRET}");
+    let headers = [("content-type", "application/json"), ("authorization", auth.as_str())];
+    // Two different pieces of news about one app: two messages with different dedupe keys.
+    let mut second: serde_json::Value = serde_json::from_str(&sample_webhook("sync-failed-transient.json")).unwrap();
+    second["trigger"] = "on-sync-status-unknown".into();
+    assert_eq!(ingest.handle(webhook(&sample_webhook("sync-failed-transient.json"), &headers)).await.status(), 202);
+    assert_eq!(ingest.handle(webhook(&second.to_string(), &headers)).await.status(), 202);
+    let messages = stack.receive().await;
+    assert_eq!(messages.len(), 2);
+    let (a, b) = (stack.worker(&sim, stack.store()), stack.worker(&sim, stack.store()));
+    let event = sqs_event(&messages);
+    let (ra, rb) = tokio::join!(a.handle_message(&event.records[0]), b.handle_message(&event.records[1]));
+    let outcomes = [ra.unwrap(), rb.unwrap()];
+    assert_eq!(sim.counts().sync, 1, "{outcomes:?}");
+    assert!(outcomes.iter().any(|o| matches!(o, Handled::Requeued { .. } | Handled::Stepped(_))), "{outcomes:?}");
+}
+
+#[tokio::test]
+async fn a_poison_message_fails_alone_and_ends_in_the_dlq() {
+    let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
+    let batch: SqsEvent =
+        serde_json::from_str(&std::fs::read_to_string(events_dir().join("lambda/worker/batch-with-poison.json")).unwrap()).unwrap();
+    let worker = stack.worker(&sim, stack.store());
+    let response = worker.handle_batch(batch.clone()).await.unwrap();
+    let failed: Vec<_> = response.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect();
+    assert_eq!(failed, vec![batch.records[1].message_id.as_deref().unwrap()], "only the poison message fails");
+    assert_eq!(worker.metrics.total("PoisonMessages"), 1.0);
+
+    // On the real queue: a poison message among good ones is retried, then moved to the DLQ.
+    for r in &batch.records {
+        stack.sqs.send_message().queue_url(&stack.queue_url).message_body(r.body.clone().unwrap()).send().await.unwrap();
+    }
+    let fresh = stack.worker(&sim, stack.store());
+    for _ in 0..6 {
+        stack.poll(&fresh).await;
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+    assert_eq!(stack.depth(&stack.queue_url).await, (0, 0, 0));
+    assert_eq!(stack.depth(&stack.dlq_url).await.0, 1, "the poison message is in the DLQ");
+}
+
+#[tokio::test]
+async fn an_argo_cd_outage_retries_the_message_instead_of_losing_it() {
+    let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
+    let ingest = stack.ingest(&sim);
+    assert_eq!(ingest.handle(lambda_request("webhook-sync-failed.json")).await.status(), 202);
+    // Argo CD answers 503 to every attempt the client makes for this message (4), then recovers.
+    sim.inject(Fault {
+        path_contains: Some("observability".into()),
+        method: None,
+        kind: FaultKind::Status { code: 503, retry_after_secs: None },
+        times: 4,
+    });
+    let worker = stack.worker(&sim, stack.store());
+    let (received, failed) = stack.poll(&worker).await;
+    assert_eq!((received, failed.len()), (1, 1), "the message is reported failed, so SQS redelivers it");
+    assert_eq!(sim.counts().sync, 0);
+    tokio::time::sleep(Duration::from_millis(1100)).await; // the visibility timeout
+    let (received, failed) = stack.poll(&worker).await;
+    assert_eq!((received, failed.len()), (1, 0), "the redelivered message is handled");
+    assert_eq!(sim.counts().sync, 1, "and leads to the one sync");
+    assert_eq!(stack.depth(&stack.dlq_url).await.0, 0);
+}
+
+/// A store that loses the record of a completed action: the worker dies between the action and
+/// recording it.
+struct DiesBeforeRecording(DynamoDbStore);
+
+impl IncidentStore for DiesBeforeRecording {
+    async fn history(&self, app: &str) -> Result<History, StoreError> {
+        self.0.history(app).await
+    }
+    async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, ttl: Duration) -> Result<Claim, StoreError> {
+        self.0.claim(app, incident, attempt, ttl).await
+    }
+    async fn complete(&self, _app: &str, _key: &IdempotencyKey, _outcome: Outcome) -> Result<(), StoreError> {
+        Err(StoreError("the worker died".into()))
+    }
+    async fn release(&self, app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
+        self.0.release(app, key).await
+    }
+    async fn close(&self, app: &str, at: chrono::DateTime<chrono::Utc>) -> Result<(), StoreError> {
+        self.0.close(app, at).await
+    }
+    async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
+        self.0.open_incidents().await
+    }
+}
+
+#[tokio::test]
+async fn a_worker_killed_between_action_and_record_does_not_act_again_on_redelivery() {
+    let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
+    let ingest = stack.ingest(&sim);
+    assert_eq!(
+        ingest
+            .handle(webhook(
+                &sample_webhook("sync-failed-transient.json"),
+                &[("content-type", "application/json"), ("authorization", &format!("Bearer {SECRET}"))]
+            ))
+            .await
+            .status(),
+        202
+    );
+    let dying = stack.worker(&sim, DiesBeforeRecording(stack.store()));
+    let (_, failed) = stack.poll(&dying).await;
+    assert_eq!(failed.len(), 1, "the invocation did not finish");
+    assert_eq!(sim.counts().sync, 1);
+    tokio::time::sleep(Duration::from_millis(1200)).await; // visibility timeout: SQS redelivers
+    let next = stack.worker(&sim, stack.store());
+    drain(&stack, &next).await;
+    assert_eq!(sim.counts().sync, 1, "no second sync on redelivery");
+}
+
+#[tokio::test]
+async fn a_wait_is_rechecked_later_by_a_delayed_message_not_by_the_dlq() {
+    let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
+    let ingest = stack.ingest(&sim);
+    // identity: a migration hook is running, so the decision is to wait.
+    let mut event: serde_json::Value = serde_json::from_str(&sample_webhook("healthy.json")).unwrap();
+    event["app"]["name"] = "identity".into();
+    event["trigger"] = "on-sync-running".into();
+    assert_eq!(
+        ingest
+            .handle(webhook(&event.to_string(), &[("content-type", "application/json"), ("authorization", &format!("Bearer {SECRET}"))]))
+            .await
+            .status(),
+        202
+    );
+    let worker = stack.worker(&sim, stack.store());
+    let (received, failed) = stack.poll(&worker).await;
+    assert_eq!((received, failed.len()), (1, 0), "a wait is not a failure");
+    let (visible, in_flight, delayed) = stack.depth(&stack.queue_url).await;
+    assert_eq!((visible, in_flight, delayed), (0, 0, 1), "one delayed recheck message, nothing held");
+    assert_eq!(stack.depth(&stack.dlq_url).await.0, 0);
+    assert_eq!(sim.counts().sync + sim.counts().refresh, 0);
+}
+
+#[tokio::test]
+async fn rejected_webhooks_get_their_status_are_counted_and_never_enqueued() {
+    let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
+    let ingest = stack.ingest(&sim);
+    let body = sample_webhook("hook-failed.json");
+    let bearer = format!("Bearer {SECRET}");
+    let cases: Vec<(lambda_http::Request, u16, &str)> = vec![
+        (lambda_request("webhook-unauthenticated.json"), 401, "unauthenticated"),
+        (webhook(&body, &[("content-type", "application/json"), ("authorization", "Bearer wrong-secret")]), 403, "forbidden"),
+        (webhook(&body, &[("content-type", "text/plain"), ("authorization", &bearer)]), 415, "content_type"),
+        (
+            webhook(&format!(r#"{{"pad":"{}"}}"#, "x".repeat(70_000)), &[("content-type", "application/json"), ("authorization", &bearer)]),
+            413,
+            "oversized",
+        ),
+        (lambda_request("webhook-malformed.json"), 400, "malformed"),
+        (
+            webhook(&body.replace("\"accounts\"", "\"Accounts!\""), &[("content-type", "application/json"), ("authorization", &bearer)]),
+            400,
+            "malformed",
+        ),
+        (
+            webhook(
+                &body.replace("\"schemaVersion\": 1", "\"schemaVersion\": 7"),
+                &[("content-type", "application/json"), ("authorization", &bearer)],
+            ),
+            400,
+            "unsupported_version",
+        ),
+    ];
+    for (request, status, reason) in cases {
+        let response = ingest.handle(request).await;
+        assert_eq!(response.status(), status, "{reason}: {:?}", response.body());
+        let body: serde_json::Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+        assert_eq!(body["reason"], reason);
+        assert!(!body["error"].as_str().unwrap().is_empty());
+        assert_eq!(ingest.metrics.get("WebhookRejected", ("Reason", reason)) >= 1.0, true, "{reason} counted");
+    }
+    assert_eq!(stack.depth(&stack.queue_url).await, (0, 0, 0), "nothing rejected reaches the queue");
+    // The previous secret still works during a rotation.
+    let rotated = ingest
+        .handle(webhook(&body, &[("content-type", "application/json"), ("authorization", "Bearer the-previous-secret-still-valid")]))
+        .await;
+    assert_eq!(rotated.status(), 202);
+}
+
+#[tokio::test]
+async fn a_signed_refresh_request_enqueues_the_named_apps_within_the_cap() {
+    let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
+    let ingest = stack.ingest(&sim);
+    let now = chrono::Utc::now().to_rfc3339();
+    let signed = |body: String| {
+        let sig = WebhookSecrets::new(SECRET, None).sign(body.as_bytes());
+        let mut template: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(events_dir().join("lambda/ingest/webhook-sync-failed.json")).unwrap()).unwrap();
+        template["rawPath"] = "/v1/refresh".into();
+        template["requestContext"]["http"]["path"] = "/v1/refresh".into();
+        template["body"] = body.into();
+        template["headers"] = serde_json::json!({"content-type": "application/json", "x-argo-medic-signature": sig});
+        lambda_http::request::from_str(&template.to_string()).unwrap()
+    };
+    let by_selector = format!(r#"{{"selector":"team=platform","requestedAt":"{now}","requestedBy":"ci"}}"#);
+    let response = ingest.handle(signed(by_selector)).await;
+    assert_eq!(response.status(), 202, "{:?}", response.body());
+    let accepted: serde_json::Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+    assert_eq!(accepted["accepted"], 4, "the four apps labelled team=platform");
+    let too_many = format!(r#"{{"projects":["payments"],"requestedAt":"{now}","requestedBy":"ci"}}"#);
+    assert_eq!(ingest.handle(signed(too_many)).await.status(), 400, "more apps than one call may touch");
+    let stale =
+        r#"{"apps":[{"name":"inventory","namespace":"argocd"}],"requestedAt":"2026-01-01T00:00:00Z","requestedBy":"ci"}"#.to_owned();
+    assert_eq!(ingest.handle(signed(stale)).await.status(), 403);
+    let mut forged =
+        signed(format!(r#"{{"apps":[{{"name":"inventory","namespace":"argocd"}}],"requestedAt":"{now}","requestedBy":"ci"}}"#));
+    forged.headers_mut().insert("x-argo-medic-signature", "sha256=00".parse().unwrap());
+    assert_eq!(ingest.handle(forged).await.status(), 403);
+
+    let worker = stack.worker(&sim, stack.store());
+    drain(&stack, &worker).await;
+    assert_eq!(sim.counts().refresh, 4, "each selected app refreshed once");
+}
+
+#[tokio::test]
+async fn the_sweeper_enqueues_what_no_notification_reported_once_per_window() {
+    let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
+    let sweeper = Sweeper {
+        config: SweeperConfig::default(),
+        argo: client(&sim),
+        store: stack.store(),
+        dedupe: stack.store(),
+        queue: stack.queue(),
+        escalator: LogEscalator::default(),
+        clock: SystemClock,
+        metrics: Metrics::quiet("test"),
+    };
+    let first = sweeper.run().await.unwrap();
+    assert_eq!(first.listed, 33);
+    assert!(first.enqueued >= 25, "{first:?}");
+    let again = sweeper.run().await.unwrap();
+    assert_eq!(again.enqueued, 0, "nothing twice within the window: {again:?}");
+    assert_eq!(again.skipped, first.enqueued);
+    assert_eq!(stack.depth(&stack.queue_url).await.0, first.enqueued);
+    let worker = stack.worker(&sim, stack.store());
+    drain(&stack, &worker).await;
+    assert!(sim.counts().refresh >= 3 && sim.counts().sync >= 3, "{:?}", sim.counts());
+}
+
+#[test]
+fn every_lambda_sample_parses_as_its_functions_input() {
+    let dir = events_dir().join("lambda");
+    let read = |f: &std::path::Path| std::fs::read_to_string(f).unwrap();
+    let files = |sub: &str| medic::input::json_files(&dir.join(sub)).unwrap();
+    assert!(!files("ingest").is_empty() && !files("worker").is_empty() && !files("sweeper").is_empty());
+    for f in files("ingest") {
+        let request = lambda_http::request::from_str(&read(&f)).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert_eq!(request.method(), "POST", "{}", f.display());
+    }
+    for f in files("worker") {
+        let event: SqsEvent = serde_json::from_str(&read(&f)).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(event.records.iter().all(|r| r.message_id.is_some() && r.body.is_some()), "{}", f.display());
+    }
+    for f in files("sweeper") {
+        let event: serde_json::Value = serde_json::from_str(&read(&f)).unwrap();
+        assert_eq!(event["detail-type"], "Scheduled Event", "{}", f.display());
+    }
+}
