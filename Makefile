@@ -1,7 +1,7 @@
 # The verbs developers and CI use. Every target works on a fresh machine with the Rust toolchain.
 CARGO ?= cargo
 
-.PHONY: sweep demo venv test lint fmt catalogue ci
+.PHONY: sweep demo venv test lint fmt catalogue ci bench
 
 ## sweep: the main job on the embedded default: one sweep of the sample fleet in the simulator
 sweep:
@@ -28,6 +28,12 @@ lint:
 ## fmt: format the code
 fmt:
 	$(CARGO) fmt --all
+
+## bench: the 5,000-app sweep of docs/benchmarks.md (release build)
+bench:
+	$(CARGO) build --release -p medic
+	/usr/bin/time -v target/release/medic sweep --simulate --synthetic 5000 --stale 2000 --passes 2 \
+		--refresh-per-minute 600000 --sync-per-minute 600000 --concurrency 16 -o json > /dev/null
 
 ## catalogue: print the failure-mode catalogue
 catalogue:
