@@ -4,6 +4,7 @@
 pub mod input;
 pub mod render;
 pub mod scenario;
+pub mod serve;
 pub mod store;
 pub mod sweep;
 pub mod sweep_cmd;

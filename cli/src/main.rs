@@ -57,6 +57,9 @@ enum Command {
     },
     /// One pass over a fleet: list apps, re-read the candidates, act within budgets, record.
     Sweep(SweepArgs),
+    /// The serverless pipeline in one process: ingest on HTTP, the worker on an in-memory queue,
+    /// the sweeper on a timer; against Argo CD or --simulate.
+    Serve(ServeArgs),
     /// Decide every sample scenario under events/ and print the decisions as a table.
     Demo {
         /// The events directory holding apps/ and scenarios/.
@@ -67,8 +70,9 @@ enum Command {
     },
 }
 
+/// Which Argo CD, and where state lives.
 #[derive(clap::Args)]
-struct SweepArgs {
+struct TargetArgs {
     /// Run against the built-in Argo CD simulator loaded with the sample apps (no Argo CD needed).
     #[arg(long)]
     simulate: bool,
@@ -91,35 +95,96 @@ struct SweepArgs {
     /// $XDG_STATE_HOME/argo-medic/state.db (in memory with --simulate).
     #[arg(long)]
     state: Option<PathBuf>,
-    /// Only these projects (repeatable).
-    #[arg(long = "project")]
-    projects: Vec<String>,
-    /// Only apps matching this label selector.
-    #[arg(long, default_value = "")]
-    selector: String,
     /// Policy configuration (JSON).
     #[arg(long)]
     config: Option<String>,
-    /// Apps handled at once.
-    #[arg(long, default_value_t = 8)]
-    concurrency: usize,
-    #[arg(long, default_value_t = 300)]
-    refresh_per_minute: u32,
-    #[arg(long, default_value_t = 10)]
-    hard_refresh_per_minute: u32,
-    #[arg(long, default_value_t = 30)]
-    sync_per_minute: u32,
-    /// Sweep this many times back to back with the same state (a rerun must repeat no action).
-    #[arg(long, default_value_t = 1)]
-    passes: usize,
     /// Skip TLS certificate verification (ARGOCD_INSECURE).
     #[arg(long)]
     insecure: bool,
     /// Plain HTTP (ARGOCD_PLAINTEXT).
     #[arg(long)]
     plaintext: bool,
+}
+
+impl TargetArgs {
+    fn into_target(self) -> Result<medic::sweep_cmd::Target> {
+        Ok(medic::sweep_cmd::Target {
+            simulate: self.simulate,
+            apps: self.apps,
+            outcomes: self.outcomes,
+            synthetic: self.synthetic,
+            stale: self.stale,
+            dry_run: self.dry_run,
+            state: self.state,
+            config: self.config.as_deref().map(input::read_config).transpose()?,
+            insecure: self.insecure,
+            plaintext: self.plaintext,
+        })
+    }
+}
+
+/// Per-instance budgets for the actions that load Argo CD.
+#[derive(clap::Args)]
+struct BudgetArgs {
+    #[arg(long, default_value_t = 300)]
+    refresh_per_minute: u32,
+    #[arg(long, default_value_t = 10)]
+    hard_refresh_per_minute: u32,
+    #[arg(long, default_value_t = 30)]
+    sync_per_minute: u32,
+}
+
+impl BudgetArgs {
+    fn rates(&self) -> medic_adapters::budget::BudgetRates {
+        medic_adapters::budget::BudgetRates {
+            refresh_per_minute: self.refresh_per_minute,
+            hard_refresh_per_minute: self.hard_refresh_per_minute,
+            sync_per_minute: self.sync_per_minute,
+            ..Default::default()
+        }
+    }
+}
+
+#[derive(clap::Args)]
+struct SweepArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    #[command(flatten)]
+    budgets: BudgetArgs,
+    /// Only these projects (repeatable).
+    #[arg(long = "project")]
+    projects: Vec<String>,
+    /// Only apps matching this label selector.
+    #[arg(long, default_value = "")]
+    selector: String,
+    /// Apps handled at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    /// Sweep this many times back to back with the same state (a rerun must repeat no action).
+    #[arg(long, default_value_t = 1)]
+    passes: usize,
     #[arg(short = 'o', long, value_enum, default_value = "table")]
     output: Output,
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    #[command(flatten)]
+    budgets: BudgetArgs,
+    /// Where ingest listens (POST /v1/events, POST /v1/refresh).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: std::net::SocketAddr,
+    /// The shared secret webhooks must present (`Authorization: Bearer ...`); MEDIC_WEBHOOK_SECRET.
+    #[arg(long, env = "MEDIC_WEBHOOK_SECRET", hide_env_values = true)]
+    webhook_secret: Option<String>,
+    /// Seconds between sweeps.
+    #[arg(long, default_value_t = 60)]
+    sweep_every: u64,
+    /// Stop after this many seconds (default: run until interrupted).
+    #[arg(long)]
+    run_for: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -163,28 +228,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let output = args.output;
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
             runtime.block_on(medic::sweep_cmd::run(medic::sweep_cmd::SweepCommand {
-                simulate: args.simulate,
-                apps: args.apps,
-                outcomes: args.outcomes,
-                synthetic: args.synthetic,
-                stale: args.stale,
-                dry_run: args.dry_run,
-                state: args.state,
+                target: args.target.into_target()?,
                 projects: args.projects,
                 selector: args.selector,
-                config: args.config.as_deref().map(input::read_config).transpose()?,
                 concurrency: args.concurrency,
-                rates: medic_adapters::budget::BudgetRates {
-                    refresh_per_minute: args.refresh_per_minute,
-                    hard_refresh_per_minute: args.hard_refresh_per_minute,
-                    sync_per_minute: args.sync_per_minute,
-                    ..Default::default()
-                },
+                rates: args.budgets.rates(),
                 passes: args.passes.max(1),
-                insecure: args.insecure,
-                plaintext: args.plaintext,
                 json: matches!(output, Output::Json),
             }))
+        }
+        Command::Serve(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            runtime.block_on(serve(args))
         }
         Command::Demo { events, output } => {
             let scenarios = scenario::load_all(&events).with_context(|| format!("loading scenarios from {}", events.display()))?;
@@ -245,4 +300,51 @@ fn print_decisions(rows: &[(String, Decision)], output: Output) -> Result<()> {
 
 fn emit(text: &str) -> Result<()> {
     medic::emit(text).context("writing to stdout")
+}
+
+async fn serve(args: ServeArgs) -> Result<ExitCode> {
+    let rates = args.budgets.rates();
+    let target = args.target.into_target()?;
+    let dry_run = target.dry_run;
+    let medic::sweep_cmd::Connection { client, sim, policy, store } = medic::sweep_cmd::connect(&target).await?;
+    let secret = match args.webhook_secret {
+        Some(s) if s.len() >= 16 => s,
+        Some(_) => anyhow::bail!("the webhook secret must be at least 16 characters"),
+        None => {
+            // No secret configured: make one for this run and say it, rather than accept anyone.
+            let s = format!("{:032x}", rand::random::<u128>());
+            eprintln!("medic: no MEDIC_WEBHOOK_SECRET set; this run accepts `Authorization: Bearer {s}`");
+            s
+        }
+    };
+    let served = medic::serve::start(
+        client,
+        medic::serve::ServeOptions {
+            listen: args.listen,
+            webhook_secret: secret,
+            sweep_every: std::time::Duration::from_secs(args.sweep_every.max(1)),
+            dry_run,
+            policy,
+            rates,
+            store,
+        },
+    )
+    .await?;
+    eprintln!("medic: ingest listening on http://{}/v1/events and /v1/refresh", served.addr);
+    match args.run_for {
+        Some(secs) => tokio::time::sleep(std::time::Duration::from_secs(secs)).await,
+        None => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+    let handled = served.handled.load(std::sync::atomic::Ordering::Relaxed);
+    let dead = served.dead_letters.lock().map(|d| d.len()).unwrap_or_default();
+    let escalations = served.escalator.escalations().len();
+    served.shutdown().await;
+    eprintln!("medic: handled {handled} messages, {escalations} escalations, {dead} dead letters");
+    if let Some(sim) = sim {
+        eprintln!("medic: Argo CD calls {}", medic::sweep_cmd::calls(&Default::default(), &sim.counts()));
+        sim.shutdown().await;
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -21,8 +21,8 @@ use crate::scenario::SAMPLES_CAPTURED_AT;
 use crate::store::SqliteIncidentStore;
 use crate::sweep::{SweepOptions, SweepSummary, sweep};
 
-/// Everything `medic sweep` was asked to do.
-pub struct SweepCommand {
+/// Which Argo CD to talk to, and where state lives: shared by `medic sweep` and `medic serve`.
+pub struct Target {
     pub simulate: bool,
     pub apps: PathBuf,
     pub outcomes: PathBuf,
@@ -30,15 +30,64 @@ pub struct SweepCommand {
     pub stale: usize,
     pub dry_run: bool,
     pub state: Option<PathBuf>,
+    pub config: Option<PolicyConfig>,
+    pub insecure: bool,
+    pub plaintext: bool,
+}
+
+/// Everything `medic sweep` was asked to do.
+pub struct SweepCommand {
+    pub target: Target,
     pub projects: Vec<String>,
     pub selector: String,
-    pub config: Option<PolicyConfig>,
     pub concurrency: usize,
     pub rates: BudgetRates,
     pub passes: usize,
-    pub insecure: bool,
-    pub plaintext: bool,
     pub json: bool,
+}
+
+/// A connected Argo CD (live or simulated), the policy configuration and the state store.
+pub struct Connection {
+    pub client: HttpArgoClient,
+    pub sim: Option<ArgoSim>,
+    pub policy: PolicyConfig,
+    pub store: SqliteIncidentStore,
+}
+
+/// Starts the simulator when asked, builds the client, reads the Argo CD version once, opens the
+/// state store.
+pub async fn connect(target: &Target) -> Result<Connection> {
+    let mut policy = target.config.clone().unwrap_or_default();
+    let sim = if target.simulate { Some(start_simulator(target).await?) } else { None };
+    let settings = match &sim {
+        Some(sim) => {
+            if policy.instance_id == PolicyConfig::default().instance_id {
+                policy.instance_id = "simulator".into();
+            }
+            let token = SimConfig::default().tokens.first().map(|t| t.token.clone()).unwrap_or_default();
+            ArgoSettings::new(sim.base_url(), token)
+        }
+        None => {
+            let mut s = ArgoSettings::from_env().context("connecting to Argo CD (or use --simulate)")?;
+            s.insecure |= target.insecure;
+            s.plaintext |= target.plaintext;
+            s
+        }
+    };
+    let client = HttpArgoClient::new(settings).context("building the Argo CD client")?;
+    let version = client.version().await.context("reading the Argo CD version")?;
+    eprintln!(
+        "medic: Argo CD {} ({}){}",
+        version.version,
+        if sim.is_some() { "simulator" } else { "live" },
+        if target.dry_run { ", dry run" } else { "" }
+    );
+    let store = match (&target.state, &sim) {
+        (Some(path), _) => SqliteIncidentStore::open(path)?,
+        (None, Some(_)) => SqliteIncidentStore::in_memory()?,
+        (None, None) => SqliteIncidentStore::open(&default_state_path())?,
+    };
+    Ok(Connection { client, sim, policy, store })
 }
 
 fn default_state_path() -> PathBuf {
@@ -50,7 +99,7 @@ fn default_state_path() -> PathBuf {
 }
 
 /// Starts the simulator with the sample apps (timestamps moved to the present) or a synthetic fleet.
-async fn start_simulator(cmd: &SweepCommand) -> Result<ArgoSim> {
+async fn start_simulator(cmd: &Target) -> Result<ArgoSim> {
     let sim = ArgoSim::start(SimConfig::default()).await.context("starting the Argo CD simulator")?;
     match cmd.synthetic {
         Some(n) => {
@@ -73,37 +122,7 @@ async fn start_simulator(cmd: &SweepCommand) -> Result<ArgoSim> {
 }
 
 pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
-    let mut policy = cmd.config.clone().unwrap_or_default();
-    let sim = if cmd.simulate { Some(start_simulator(&cmd).await?) } else { None };
-    let settings = match &sim {
-        Some(sim) => {
-            if policy.instance_id == PolicyConfig::default().instance_id {
-                policy.instance_id = "simulator".into();
-            }
-            let token = SimConfig::default().tokens.first().map(|t| t.token.clone()).unwrap_or_default();
-            ArgoSettings::new(sim.base_url(), token)
-        }
-        None => {
-            let mut s = ArgoSettings::from_env().context("connecting to Argo CD (or use --simulate)")?;
-            s.insecure |= cmd.insecure;
-            s.plaintext |= cmd.plaintext;
-            s
-        }
-    };
-    let client = HttpArgoClient::new(settings).context("building the Argo CD client")?;
-    let version = client.version().await.context("reading the Argo CD version")?;
-    eprintln!(
-        "medic: Argo CD {} ({}){}",
-        version.version,
-        if sim.is_some() { "simulator" } else { "live" },
-        if cmd.dry_run { ", dry run" } else { "" }
-    );
-
-    let store = match (&cmd.state, &sim) {
-        (Some(path), _) => SqliteIncidentStore::open(path)?,
-        (None, Some(_)) => SqliteIncidentStore::in_memory()?,
-        (None, None) => SqliteIncidentStore::open(&default_state_path())?,
-    };
+    let Connection { client, sim, policy, store } = connect(&cmd.target).await?;
     let budget = LocalBudget::new(cmd.rates);
     let escalator = LogEscalator::default();
     let policy = DecisionPolicy::new(policy);
@@ -114,7 +133,7 @@ pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
         budget: &budget,
         clock: &SystemClock,
         policy: &policy,
-        dry_run: cmd.dry_run,
+        dry_run: cmd.target.dry_run,
         claim_timeout: Duration::from_secs(600),
     };
     let opts = SweepOptions {

@@ -206,3 +206,58 @@ fn sweep_without_an_argo_cd_says_what_to_set() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("ARGOCD_SERVER"), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// Sends one HTTP/1.1 POST over a plain TCP connection and returns the status code.
+fn post(addr: &str, path: &str, headers: &[(&str, &str)], body: &str) -> u16 {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let mut request = format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn serve_runs_ingest_worker_and_sweeper_in_one_process() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_medic"))
+        .args(["serve", "--simulate", "--listen", "127.0.0.1:0", "--run-for", "5", "--sweep-every", "600"])
+        .current_dir(root())
+        .env_remove("MEDIC_WEBHOOK_SECRET")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (mut secret, mut addr) = (String::new(), String::new());
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(rest) = line.split("Bearer ").nth(1) {
+            secret = rest.trim_end_matches('`').to_owned();
+        }
+        if let Some(rest) = line.strip_prefix("medic: ingest listening on http://") {
+            addr = rest.split('/').next().unwrap().to_owned();
+            break;
+        }
+    }
+    assert!(secret.len() >= 32 && !addr.is_empty(), "secret {secret:?}, address {addr:?}");
+    let body = std::fs::read_to_string(root().join("events/webhook/sync-failed-transient.json")).unwrap();
+    let json = [("Content-Type", "application/json")];
+    assert_eq!(post(&addr, "/v1/events", &json, &body), 401, "no credentials");
+    let auth = format!("Bearer {secret}");
+    assert_eq!(post(&addr, "/v1/events", &[("Content-Type", "application/json"), ("Authorization", &auth)], &body), 202);
+    assert_eq!(post(&addr, "/v1/events", &[("Content-Type", "text/plain"), ("Authorization", &auth)], &body), 415);
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert!(child.wait().unwrap().success());
+    let summary = rest.iter().find(|l| l.starts_with("medic: handled")).expect("a summary line");
+    let handled: usize = summary.split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert!(handled >= 20, "the sweep's items and the webhook's were handled: {summary}");
+    let calls = rest.iter().find(|l| l.starts_with("medic: Argo CD calls")).unwrap();
+    assert!(calls.contains("sync 4,"), "the four syncs the sample fleet needs, each once: {calls}");
+}

@@ -222,3 +222,94 @@ pub trait AppLock: Send + Sync {
     fn try_lock(&self, app: &str, owner: &str, ttl: Duration) -> impl Future<Output = Result<bool, StoreError>> + Send;
     fn unlock(&self, app: &str, owner: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
+
+// One adapter is often shared by several handlers in one process (`medic serve` runs ingest,
+// worker and sweeper together), so every port is also implemented for `Arc` of an adapter.
+use std::sync::Arc;
+
+impl<T: ArgoApi> ArgoApi for Arc<T> {
+    fn get_app(&self, app: &AppRef, refresh: Option<RefreshKind>) -> impl Future<Output = Result<Application, ArgoError>> + Send {
+        (**self).get_app(app, refresh)
+    }
+    fn list_apps(&self, query: &ListQuery) -> impl Future<Output = Result<Vec<Application>, ArgoError>> + Send {
+        (**self).list_apps(query)
+    }
+    fn sync(&self, app: &AppRef, request: &ApplicationSyncRequest) -> impl Future<Output = Result<Application, ArgoError>> + Send {
+        (**self).sync(app, request)
+    }
+    fn terminate_operation(&self, app: &AppRef) -> impl Future<Output = Result<(), ArgoError>> + Send {
+        (**self).terminate_operation(app)
+    }
+}
+
+impl<T: IncidentStore> IncidentStore for Arc<T> {
+    fn history(&self, app: &str) -> impl Future<Output = Result<History, StoreError>> + Send {
+        (**self).history(app)
+    }
+    fn claim(
+        &self,
+        app: &str,
+        incident: &IncidentKey,
+        attempt: &Attempt,
+        in_progress_for: Duration,
+    ) -> impl Future<Output = Result<Claim, StoreError>> + Send {
+        (**self).claim(app, incident, attempt, in_progress_for)
+    }
+    fn complete(&self, app: &str, key: &IdempotencyKey, outcome: Outcome) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).complete(app, key, outcome)
+    }
+    fn release(&self, app: &str, key: &IdempotencyKey) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).release(app, key)
+    }
+    fn close(&self, app: &str, at: DateTime<Utc>) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).close(app, at)
+    }
+    fn open_incidents(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send {
+        (**self).open_incidents()
+    }
+}
+
+impl<T: Escalator> Escalator for Arc<T> {
+    fn escalate(&self, app: &Application, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send {
+        (**self).escalate(app, decision)
+    }
+    fn alert(&self, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send {
+        (**self).alert(summary)
+    }
+}
+
+impl<T: Budget> Budget for Arc<T> {
+    fn acquire(&self, kind: BudgetKind) -> impl Future<Output = Result<(), BudgetExhausted>> + Send {
+        (**self).acquire(kind)
+    }
+}
+
+impl<T: WorkQueue> WorkQueue for Arc<T> {
+    fn enqueue(&self, item: &crate::event::WorkItem, delay: Duration) -> impl Future<Output = Result<(), QueueError>> + Send {
+        (**self).enqueue(item, delay)
+    }
+}
+
+impl<T: DedupeStore> DedupeStore for Arc<T> {
+    fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> impl Future<Output = Result<Seen, StoreError>> + Send {
+        (**self).first_sighting(dedupe_key, ttl)
+    }
+    fn forget(&self, dedupe_key: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).forget(dedupe_key)
+    }
+}
+
+impl<T: AppLock> AppLock for Arc<T> {
+    fn try_lock(&self, app: &str, owner: &str, ttl: Duration) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).try_lock(app, owner, ttl)
+    }
+    fn unlock(&self, app: &str, owner: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).unlock(app, owner)
+    }
+}
+
+impl<T: Clock> Clock for Arc<T> {
+    fn now(&self) -> DateTime<Utc> {
+        (**self).now()
+    }
+}
