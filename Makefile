@@ -1,7 +1,7 @@
 # The verbs developers and CI use. Every target works on a fresh machine with the Rust toolchain.
 CARGO ?= cargo
 
-.PHONY: sweep demo venv test lint fmt catalogue ci bench
+.PHONY: sweep demo venv test lint fmt catalogue ci bench lambda-build lambda-watch lambda-smoke
 
 ## sweep: the main job on the embedded default: one sweep of the sample fleet in the simulator
 sweep:
@@ -19,6 +19,7 @@ venv:
 test: venv
 	bash scripts/lint-template.sh
 	$(CARGO) test --workspace --locked
+	bash scripts/lambda-smoke.sh
 
 ## lint: formatting and clippy, warnings are errors
 lint:
@@ -28,6 +29,21 @@ lint:
 ## fmt: format the code
 fmt:
 	$(CARGO) fmt --all
+
+## lambda-build: the release bootstraps for AWS Lambda (arm64), as `sam build` makes them
+lambda-build:
+	bash scripts/cargo-lambda-env.sh
+	PATH="$(CURDIR)/.venv-lambda/bin:$$PATH" $(CARGO) lambda build --release --arm64
+
+## lambda-watch: every function under the local Lambda runtime emulator on 127.0.0.1:9000
+## (set their environment with ENV_FILE=...; invoke with `cargo lambda invoke <fn> --data-file events/lambda/<fn>/...`)
+lambda-watch:
+	bash scripts/cargo-lambda-env.sh
+	PATH="$(CURDIR)/.venv-lambda/bin:$$PATH" $(CARGO) lambda watch -A 127.0.0.1 -P 9000 $(if $(ENV_FILE),--env-file $(ENV_FILE),)
+
+## lambda-smoke: ingest under cargo lambda watch, with moto and the simulator, invoked with a sample event
+lambda-smoke:
+	bash scripts/lambda-smoke.sh
 
 ## bench: the 5,000-app sweep of docs/benchmarks.md (release build)
 bench:

@@ -60,6 +60,18 @@ enum Command {
     /// The serverless pipeline in one process: ingest on HTTP, the worker on an in-memory queue,
     /// the sweeper on a timer; against Argo CD or --simulate.
     Serve(ServeArgs),
+    /// Run only the Argo CD simulator, loaded like --simulate, until interrupted (for cargo lambda
+    /// watch, curl, or a second medic). Prints its URL and token.
+    Sim {
+        #[arg(long, default_value = "events/apps")]
+        apps: PathBuf,
+        #[arg(long, default_value = "events/sim/outcomes.json")]
+        outcomes: PathBuf,
+        #[arg(long)]
+        synthetic: Option<usize>,
+        #[arg(long, default_value_t = 0)]
+        stale: usize,
+    },
     /// Decide every sample scenario under events/ and print the decisions as a table.
     Demo {
         /// The events directory holding apps/ and scenarios/.
@@ -236,6 +248,31 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 passes: args.passes.max(1),
                 json: matches!(output, Output::Json),
             }))
+        }
+        Command::Sim { apps, outcomes, synthetic, stale } => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            runtime.block_on(async {
+                let target = medic::sweep_cmd::Target {
+                    simulate: true,
+                    apps,
+                    outcomes,
+                    synthetic,
+                    stale,
+                    dry_run: false,
+                    state: None,
+                    config: None,
+                    insecure: false,
+                    plaintext: true,
+                };
+                let sim = medic::sweep_cmd::start_simulator(&target).await?;
+                let token = medic_sim::SimConfig::default().tokens[0].token.clone();
+                println!("ARGOCD_SERVER={}", sim.base_url());
+                println!("ARGOCD_AUTH_TOKEN={token}");
+                eprintln!("medic: Argo CD simulator at {} (plain HTTP); Ctrl-C stops it", sim.base_url());
+                let _ = tokio::signal::ctrl_c().await;
+                sim.shutdown().await;
+                Ok::<_, anyhow::Error>(ExitCode::SUCCESS)
+            })
         }
         Command::Serve(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;

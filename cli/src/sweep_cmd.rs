@@ -99,7 +99,7 @@ fn default_state_path() -> PathBuf {
 }
 
 /// Starts the simulator with the sample apps (timestamps moved to the present) or a synthetic fleet.
-async fn start_simulator(cmd: &Target) -> Result<ArgoSim> {
+pub async fn start_simulator(cmd: &Target) -> Result<ArgoSim> {
     let sim = ArgoSim::start(SimConfig::default()).await.context("starting the Argo CD simulator")?;
     match cmd.synthetic {
         Some(n) => {

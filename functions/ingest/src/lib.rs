@@ -45,8 +45,16 @@ impl WebhookSecrets {
         Self { current: SecretString::from(current.into()), previous: previous.filter(|p| !p.is_empty()).map(SecretString::from) }
     }
 
-    /// Reads the Secrets Manager document `{"current": "...", "previous": "..."}`.
+    /// Reads the Secrets Manager document `{"current": "...", "previous": "..."}`, or a plain
+    /// secret string (no rotation in progress).
     pub fn from_json(text: &str) -> Result<Self, SecretFormatError> {
+        if !text.trim_start().starts_with('{') {
+            let secret = text.trim();
+            if secret.len() < 16 {
+                return Err(SecretFormatError("the secret must be at least 16 characters".into()));
+            }
+            return Ok(Self::new(secret, None));
+        }
         #[derive(Deserialize)]
         struct Doc {
             current: String,
