@@ -800,3 +800,52 @@ fn the_sprig_functions_and_the_engine_behave_as_argocd_notifications_does() {
     // toJson is json.Marshal: sorted keys, HTML characters escaped.
     assert_eq!(render(r#"{{ toJson .app }}"#, json!({"b": "<&>", "a": [1, true]})).unwrap(), r#"{"a":[1,true],"b":"\u003c\u0026\u003e"}"#);
 }
+
+#[tokio::test]
+async fn every_render_is_accepted_by_the_ingest_function_and_by_the_worker_from_the_queue() {
+    use medic_adapters::argocd::HttpArgoClient;
+    use medic_adapters::config::ArgoSettings;
+    use medic_adapters::memory::MemoryQueue;
+    use medic_adapters::telemetry::Metrics;
+    use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
+
+    let secret = "template-test-secret-0123456789";
+    let ingest = Ingest {
+        config: IngestConfig::default(),
+        secrets: WebhookSecrets::new(secret, None),
+        queue: MemoryQueue::default(),
+        // /v1/events never calls Argo CD.
+        argo: HttpArgoClient::new(ArgoSettings::new("127.0.0.1:9", "unused")).unwrap(),
+        metrics: Metrics::quiet("test"),
+    };
+    let cfg = notifications_config();
+    let mut accepted = 0;
+    for (label, app) in sample_apps() {
+        for name in cfg.templates.keys() {
+            for route in cfg.routes() {
+                let body = render_event(cfg, name, route, &app).unwrap();
+                match route {
+                    Route::Webhook(_) => {
+                        let request = lambda_http::http::Request::builder()
+                            .method("POST")
+                            .uri("/v1/events")
+                            .header("content-type", "application/json")
+                            .header("authorization", format!("Bearer {secret}"))
+                            .body(lambda_http::Body::from(body.clone()))
+                            .unwrap();
+                        let response = ingest.handle(request).await;
+                        assert_eq!(response.status(), 202, "{label}: {name}: {:?}", response.body());
+                        accepted += 1;
+                    }
+                    Route::AwsSqs(_) => {
+                        let item = medic_core::event::WorkItem::parse(body.as_bytes(), chrono::Utc::now())
+                            .unwrap_or_else(|e| panic!("{label}: {name}: {e}"));
+                        assert_eq!(item.app.name, app["metadata"]["name"].as_str().unwrap());
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(ingest.queue.len(), accepted, "every accepted webhook is on the queue");
+    assert_eq!(ingest.metrics.total("WebhookRejected"), 0.0);
+}
