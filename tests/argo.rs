@@ -7,19 +7,17 @@ use std::time::{Duration, Instant};
 
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::breaker::BreakerSettings;
-use medic_adapters::budget::{BudgetRates, LocalBudget};
-use medic_adapters::memory::{LogEscalator, MemoryIncidentStore, SystemClock};
+use medic_adapters::memory::MemoryIncidentStore;
 use medic_core::app::{ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, Info};
-use medic_core::idempotency::IdempotencyKey;
-use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
-use medic_core::ports::{ArgoApi, ArgoError, Claim, IncidentStore, ListQuery, StoreError};
-use medic_core::remediate::{Remediator, StepError, StepResult};
+use medic_core::incident::Outcome;
+use medic_core::ports::{ArgoApi, ArgoError, IncidentStore, ListQuery};
+use medic_core::remediate::{StepError, StepResult};
 use medic_core::sweep::LIST_FIELDS;
-use medic_core::{Action, DecisionPolicy, PolicyConfig, Trigger};
+use medic_core::{Action, PolicyConfig, Trigger};
 use medic_sim::swagger::SwaggerSpec;
 use medic_sim::{ArgoSim, Fault, FaultKind, Outcomes, Policy, RefreshOutcome, SimConfig, SyncOutcome, SyncWindowRule, TokenGrant};
 
-use crate::support::{app, client, default_token, settings, sim_with_samples};
+use crate::support::{LosesCompletion, Parts, app, client, default_token, settings, sim_with_samples};
 
 fn sync_request(name: &str, project: &str) -> ApplicationSyncRequest {
     ApplicationSyncRequest { name: name.into(), project: project.into(), app_namespace: "argocd".into(), ..Default::default() }
@@ -209,44 +207,9 @@ async fn the_breaker_stops_calling_a_failing_argo_cd_then_ramps_back() {
     assert_eq!(c.breaker().state(), medic_adapters::breaker::BreakerState::Closed);
 }
 
-/// A store that loses the completion of a sync: the process "crashes" between the sync call and
-/// recording its outcome.
-#[derive(Default)]
-struct CrashAfterSync(MemoryIncidentStore);
-
-impl IncidentStore for CrashAfterSync {
-    async fn history(&self, app: &str) -> Result<History, StoreError> {
-        self.0.history(app).await
-    }
-    async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, ttl: Duration) -> Result<Claim, StoreError> {
-        self.0.claim(app, incident, attempt, ttl).await
-    }
-    async fn complete(&self, _app: &str, _key: &IdempotencyKey, _outcome: Outcome) -> Result<(), StoreError> {
-        Err(StoreError("crashed before recording".into()))
-    }
-    async fn release(&self, app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
-        self.0.release(app, key).await
-    }
-    async fn close(&self, app: &str, at: chrono::DateTime<chrono::Utc>) -> Result<(), StoreError> {
-        self.0.close(app, at).await
-    }
-    async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
-        self.0.open_incidents().await
-    }
-}
-
-fn policy() -> DecisionPolicy {
-    // No settle time: the tests act again as soon as the simulated operation has finished.
-    DecisionPolicy::new(PolicyConfig { instance_id: "test".into(), settle_secs: 0, ..PolicyConfig::default() })
-}
-
-fn generous_budget() -> LocalBudget {
-    LocalBudget::new(BudgetRates {
-        refresh_per_minute: 6000,
-        hard_refresh_per_minute: 600,
-        sync_per_minute: 600,
-        max_wait: Duration::from_secs(1),
-    })
+/// No settle time: the tests act again as soon as the simulated operation has finished.
+fn test_policy() -> PolicyConfig {
+    PolicyConfig { instance_id: "test".into(), settle_secs: 0, ..PolicyConfig::default() }
 }
 
 #[tokio::test]
@@ -255,26 +218,11 @@ async fn a_sync_carries_its_key_and_a_crash_before_recording_never_syncs_twice()
     // The re-sync fails again, so the app is back in the same failure with our key on record.
     sim.set_outcomes("observability", Outcomes { sync: SyncOutcome::Fail { message: "one or more synchronization tasks are not valid: no matches for kind \"ServiceMonitor\" in version \"monitoring.coreos.com/v1\"".into() }, ..Default::default() });
     let c = client(&sim);
-    let policy = policy();
-    let (escalator, budget) = (LogEscalator::default(), generous_budget());
-    let crashing = CrashAfterSync::default();
-    macro_rules! step {
-        ($store:expr) => {
-            Remediator {
-                argo: &c,
-                store: $store,
-                escalator: &escalator,
-                budget: &budget,
-                clock: &SystemClock,
-                policy: &policy,
-                dry_run: false,
-                claim_timeout: Duration::ZERO,
-            }
-        };
-    }
+    let inner = std::sync::Arc::new(MemoryIncidentStore::default());
+    let crashing = Parts::new(LosesCompletion(std::sync::Arc::clone(&inner)), test_policy());
     let target = app("observability", "platform");
 
-    let first = step!(&crashing).run(&target, &Trigger::manual(), None).await;
+    let first = crashing.step(&c, false, Duration::ZERO).run(&target, &Trigger::manual(), None).await;
     assert!(matches!(first, Err(StepError::Store(_))), "{first:?}");
     assert_eq!(sim.counts().sync, 1);
     let key = sim.app("argocd", "observability").unwrap()["operation"]["info"]
@@ -286,13 +234,14 @@ async fn a_sync_carries_its_key_and_a_crash_before_recording_never_syncs_twice()
 
     // Rerun with the same (crashed) store: the claim it left is taken over, and the history
     // shows the sync, so the policy moves on instead of syncing again.
-    let again = step!(&crashing.0).run(&target, &Trigger::manual(), None).await.unwrap();
+    let survivor = Parts::new(std::sync::Arc::clone(&inner), test_policy());
+    let again = survivor.step(&c, false, Duration::ZERO).run(&target, &Trigger::manual(), None).await.unwrap();
     assert_eq!(again.action, Some(Action::Escalate), "{}", again.detail);
     assert_eq!(again.result, StepResult::Escalated);
     // Rerun with the state lost entirely: the policy would sync, but Argo CD's operation.info
     // already holds the key, so the step records it as done and does not call sync.
-    let fresh = MemoryIncidentStore::default();
-    let lost = step!(&fresh).run(&target, &Trigger::manual(), None).await.unwrap();
+    let fresh = Parts::new(MemoryIncidentStore::default(), test_policy());
+    let lost = fresh.step(&c, false, Duration::ZERO).run(&target, &Trigger::manual(), None).await.unwrap();
     assert_eq!(lost.action, Some(Action::Sync));
     assert_eq!(lost.result, StepResult::AlreadyDone, "{}", lost.detail);
     assert_eq!(lost.idempotency_key.as_ref().map(|k| k.to_string()), Some(key));
@@ -304,17 +253,8 @@ async fn a_sync_carries_its_key_and_a_crash_before_recording_never_syncs_twice()
 async fn a_refresh_is_verified_by_reconciled_at_and_a_dropped_one_is_requested_once_more() {
     let sim = sim_with_samples(SimConfig::default()).await;
     let c = client(&sim);
-    let (store, escalator, budget, policy) = (MemoryIncidentStore::default(), LogEscalator::default(), generous_budget(), policy());
-    let step = Remediator {
-        argo: &c,
-        store: &store,
-        escalator: &escalator,
-        budget: &budget,
-        clock: &SystemClock,
-        policy: &policy,
-        dry_run: false,
-        claim_timeout: Duration::from_secs(600),
-    };
+    let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
+    let step = parts.step(&c, false, Duration::from_secs(600));
 
     // inventory: stale status, and the refresh heals it.
     let healed = step.run(&app("inventory", "payments"), &Trigger::sweep(), None).await.unwrap();
@@ -329,13 +269,13 @@ async fn a_refresh_is_verified_by_reconciled_at_and_a_dropped_one_is_requested_o
     assert_eq!(dropped.result, StepResult::RefreshUnverified, "{}", dropped.detail);
     assert_eq!(dropped.argo_calls, 3, "one read and two refreshes: never more than three calls");
     assert_eq!(sim.counts().refresh, 3);
-    let history = store.history("argocd/pricing").await.unwrap();
+    let history = parts.store.history("argocd/pricing").await.unwrap();
     assert_eq!(history.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>(), vec![Outcome::NoEffect]);
 
     // The same step again: the refresh is on record, so the ladder moves to escalation.
     let next = step.run(&app("pricing", "payments"), &Trigger::sweep(), None).await.unwrap();
     assert_eq!((next.action, next.result), (Some(Action::Escalate), StepResult::Escalated), "{}", next.detail);
-    assert_eq!(escalator.escalations().len(), 1);
+    assert_eq!(parts.escalator.escalations().len(), 1);
     assert_eq!(sim.counts().refresh, 3, "no further refresh");
     assert_spec_conformance(&sim);
 }
@@ -344,17 +284,8 @@ async fn a_refresh_is_verified_by_reconciled_at_and_a_dropped_one_is_requested_o
 async fn dry_run_decides_but_calls_nothing_that_changes_argo_cd() {
     let sim = sim_with_samples(SimConfig::default()).await;
     let c = client(&sim);
-    let (store, escalator, budget, policy) = (MemoryIncidentStore::default(), LogEscalator::default(), generous_budget(), policy());
-    let step = Remediator {
-        argo: &c,
-        store: &store,
-        escalator: &escalator,
-        budget: &budget,
-        clock: &SystemClock,
-        policy: &policy,
-        dry_run: true,
-        claim_timeout: Duration::from_secs(600),
-    };
+    let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
+    let step = parts.step(&c, true, Duration::from_secs(600));
     for (name, project) in [("inventory", "payments"), ("observability", "platform"), ("accounts", "payments")] {
         let r = step.run(&app(name, project), &Trigger::sweep(), None).await.unwrap();
         assert_eq!(r.result, StepResult::DryRun, "{name}");
@@ -362,25 +293,16 @@ async fn dry_run_decides_but_calls_nothing_that_changes_argo_cd() {
     }
     let counts = sim.counts();
     assert_eq!((counts.refresh, counts.hard_refresh, counts.sync, counts.terminate), (0, 0, 0, 0));
-    assert!(escalator.escalations().is_empty());
-    assert!(store.open_incidents().await.unwrap().is_empty(), "a dry run records nothing");
+    assert!(parts.escalator.escalations().is_empty());
+    assert!(parts.store.open_incidents().await.unwrap().is_empty(), "a dry run records nothing");
 }
 
 #[tokio::test]
 async fn a_sync_refused_because_another_operation_runs_is_a_wait_not_a_failure() {
     let sim = sim_with_samples(SimConfig::default()).await;
     let c = client(&sim);
-    let (store, escalator, budget, policy) = (MemoryIncidentStore::default(), LogEscalator::default(), generous_budget(), policy());
-    let step = Remediator {
-        argo: &c,
-        store: &store,
-        escalator: &escalator,
-        budget: &budget,
-        clock: &SystemClock,
-        policy: &policy,
-        dry_run: false,
-        claim_timeout: Duration::from_secs(600),
-    };
+    let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
+    let step = parts.step(&c, false, Duration::from_secs(600));
     // A person starts a sync between our read and our sync: Argo CD answers 400 "another
     // operation is already in progress".
     let observed = c.get_app(&app("payouts", "payments"), None).await.unwrap();
@@ -388,7 +310,7 @@ async fn a_sync_refused_because_another_operation_runs_is_a_wait_not_a_failure()
     sim.set_outcomes("payouts", Outcomes { sync: SyncOutcome::Hang, ..Default::default() });
     let r = step.run(&app("payouts", "payments"), &Trigger::sweep(), Some(observed)).await.unwrap();
     assert_eq!((r.action, r.result), (Some(Action::Sync), StepResult::Waiting), "{}", r.detail);
-    let history = store.history("argocd/payouts").await.unwrap();
+    let history = parts.store.history("argocd/payouts").await.unwrap();
     assert_eq!(history.attempts[0].outcome, Outcome::OperationInProgress);
     let next = step.run(&app("payouts", "payments"), &Trigger::sweep(), None).await.unwrap();
     assert_eq!(next.action, Some(Action::Wait), "{}", next.detail);

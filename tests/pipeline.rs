@@ -14,9 +14,7 @@ use medic_adapters::dynamodb::{DynamoDbStore, create_table};
 use medic_adapters::memory::{LogEscalator, SystemClock};
 use medic_adapters::sqs::SqsWorkQueue;
 use medic_adapters::telemetry::Metrics;
-use medic_core::idempotency::IdempotencyKey;
-use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
-use medic_core::ports::{Claim, IncidentStore, StoreError};
+use medic_core::ports::IncidentStore;
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
 use medic_sim::moto::{moto, unique};
@@ -24,7 +22,7 @@ use medic_sim::{ArgoSim, Fault, FaultKind, SimConfig};
 use medic_sweeper::{Sweeper, SweeperConfig};
 use medic_worker::{Handled, Worker, WorkerConfig};
 
-use crate::support::{client, events_dir, sim_with_samples};
+use crate::support::{LosesCompletion, client, events_dir, sim_with_samples};
 
 /// The shared secret of the sample Function URL requests in events/lambda/ingest/.
 const SECRET: &str = "local-test-secret-not-for-production";
@@ -320,31 +318,6 @@ async fn an_argo_cd_outage_retries_the_message_instead_of_losing_it() {
     assert_eq!(stack.depth(&stack.dlq_url).await.0, 0);
 }
 
-/// A store that loses the record of a completed action: the worker dies between the action and
-/// recording it.
-struct DiesBeforeRecording(DynamoDbStore);
-
-impl IncidentStore for DiesBeforeRecording {
-    async fn history(&self, app: &str) -> Result<History, StoreError> {
-        self.0.history(app).await
-    }
-    async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, ttl: Duration) -> Result<Claim, StoreError> {
-        self.0.claim(app, incident, attempt, ttl).await
-    }
-    async fn complete(&self, _app: &str, _key: &IdempotencyKey, _outcome: Outcome) -> Result<(), StoreError> {
-        Err(StoreError("the worker died".into()))
-    }
-    async fn release(&self, app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
-        self.0.release(app, key).await
-    }
-    async fn close(&self, app: &str, at: chrono::DateTime<chrono::Utc>) -> Result<(), StoreError> {
-        self.0.close(app, at).await
-    }
-    async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
-        self.0.open_incidents().await
-    }
-}
-
 #[tokio::test]
 async fn a_worker_killed_between_action_and_record_does_not_act_again_on_redelivery() {
     let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
@@ -359,7 +332,7 @@ async fn a_worker_killed_between_action_and_record_does_not_act_again_on_redeliv
             .status(),
         202
     );
-    let dying = stack.worker(&sim, DiesBeforeRecording(stack.store()));
+    let dying = stack.worker(&sim, LosesCompletion(stack.store()));
     let (_, failed) = stack.poll(&dying).await;
     assert_eq!(failed.len(), 1, "the invocation did not finish");
     assert_eq!(sim.counts().sync, 1);

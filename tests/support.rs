@@ -6,8 +6,15 @@ use std::time::Duration;
 use chrono::Utc;
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::breaker::BreakerSettings;
+use medic_adapters::budget::{BudgetRates, LocalBudget};
 use medic_adapters::config::ArgoSettings;
+use medic_adapters::memory::{LogEscalator, SystemClock};
 use medic_core::event::AppRef;
+use medic_core::idempotency::IdempotencyKey;
+use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
+use medic_core::ports::{ArgoApi, Claim, IncidentStore, StoreError};
+use medic_core::remediate::Remediator;
+use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_sim::{ArgoSim, Rebase, SimConfig};
 
 pub fn events_dir() -> PathBuf {
@@ -44,4 +51,71 @@ pub fn app(name: &str, project: &str) -> AppRef {
 
 pub fn default_token() -> String {
     SimConfig::default().tokens[0].token.clone()
+}
+
+/// Budgets high enough that tests never wait for a token.
+pub fn generous_budget() -> LocalBudget {
+    LocalBudget::new(BudgetRates {
+        refresh_per_minute: 60_000,
+        hard_refresh_per_minute: 6_000,
+        sync_per_minute: 6_000,
+        max_wait: Duration::from_secs(2),
+    })
+}
+
+/// The collaborators of a per-app step, owned, so a test can build `Remediator`s that borrow them.
+pub struct Parts<S> {
+    pub store: S,
+    pub escalator: LogEscalator,
+    pub budget: LocalBudget,
+    pub policy: DecisionPolicy,
+}
+
+impl<S: IncidentStore> Parts<S> {
+    pub fn new(store: S, policy: PolicyConfig) -> Self {
+        Self { store, escalator: LogEscalator::default(), budget: generous_budget(), policy: DecisionPolicy::new(policy) }
+    }
+
+    pub fn step<'a, A: ArgoApi>(
+        &'a self,
+        argo: &'a A,
+        dry_run: bool,
+        claim_timeout: Duration,
+    ) -> Remediator<'a, A, S, LogEscalator, LocalBudget, SystemClock> {
+        Remediator {
+            argo,
+            store: &self.store,
+            escalator: &self.escalator,
+            budget: &self.budget,
+            clock: &SystemClock,
+            policy: &self.policy,
+            dry_run,
+            claim_timeout,
+        }
+    }
+}
+
+/// A store that loses the completion of every action: the process dies between the action and
+/// recording its outcome. Everything else goes to the wrapped store.
+pub struct LosesCompletion<S>(pub S);
+
+impl<S: IncidentStore> IncidentStore for LosesCompletion<S> {
+    async fn history(&self, app: &str) -> Result<History, StoreError> {
+        self.0.history(app).await
+    }
+    async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, ttl: Duration) -> Result<Claim, StoreError> {
+        self.0.claim(app, incident, attempt, ttl).await
+    }
+    async fn complete(&self, _app: &str, _key: &IdempotencyKey, _outcome: Outcome) -> Result<(), StoreError> {
+        Err(StoreError("the process died before recording".into()))
+    }
+    async fn release(&self, app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
+        self.0.release(app, key).await
+    }
+    async fn close(&self, app: &str, at: chrono::DateTime<Utc>) -> Result<(), StoreError> {
+        self.0.close(app, at).await
+    }
+    async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
+        self.0.open_incidents().await
+    }
 }

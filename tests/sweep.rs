@@ -7,22 +7,11 @@ use std::time::Duration;
 use chrono::Utc;
 use medic::store::SqliteIncidentStore;
 use medic::sweep::{SweepOptions, sweep};
-use medic_adapters::budget::{BudgetRates, LocalBudget};
-use medic_adapters::memory::{LogEscalator, SystemClock};
-use medic_core::remediate::{Remediator, StepResult};
-use medic_core::{DecisionPolicy, PolicyConfig};
+use medic_core::PolicyConfig;
+use medic_core::remediate::StepResult;
 use medic_sim::{ArgoSim, SimConfig, synthetic_fleet};
 
-use crate::support::{client, sim_with_samples};
-
-fn budget() -> LocalBudget {
-    LocalBudget::new(BudgetRates {
-        refresh_per_minute: 60_000,
-        hard_refresh_per_minute: 6_000,
-        sync_per_minute: 6_000,
-        max_wait: Duration::from_secs(2),
-    })
-}
+use crate::support::{Parts, client, sim_with_samples};
 
 fn mutating(sim: &ArgoSim) -> usize {
     let c = sim.counts();
@@ -33,18 +22,8 @@ fn mutating(sim: &ArgoSim) -> usize {
 async fn a_sweep_acts_once_and_a_second_sweep_repeats_no_action() {
     let sim = sim_with_samples(SimConfig::default()).await;
     let c = client(&sim);
-    let (store, escalator, budget) = (SqliteIncidentStore::in_memory().unwrap(), LogEscalator::default(), budget());
-    let policy = DecisionPolicy::new(PolicyConfig::default());
-    let r = Remediator {
-        argo: &c,
-        store: &store,
-        escalator: &escalator,
-        budget: &budget,
-        clock: &SystemClock,
-        policy: &policy,
-        dry_run: false,
-        claim_timeout: Duration::from_secs(600),
-    };
+    let parts = Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default());
+    let r = parts.step(&c, false, Duration::from_secs(600));
 
     let first = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
     assert_eq!(first.listed, 33);
@@ -58,11 +37,11 @@ async fn a_sweep_acts_once_and_a_second_sweep_repeats_no_action() {
     assert_eq!(sim.counts().hard_refresh, 1);
     let acted = mutating(&sim);
     assert!(acted >= 5, "{acted}");
-    let escalated = escalator.escalations().len();
+    let escalated = parts.escalator.escalations().len();
 
     let second = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
     assert_eq!(mutating(&sim), acted, "the second sweep makes no mutating call");
-    assert_eq!(escalator.escalations().len(), escalated, "and escalates nothing twice");
+    assert_eq!(parts.escalator.escalations().len(), escalated, "and escalates nothing twice");
     assert!(second.reports.iter().all(|r| !matches!(r.result, StepResult::Refreshed | StepResult::Synced | StepResult::Escalated)));
 }
 
@@ -79,22 +58,12 @@ async fn a_fleet_wide_outage_raises_one_alert_and_no_per_app_action() {
         sim.set_outcomes(&name, outcomes);
     }
     let c = client(&sim);
-    let (store, escalator, budget) = (SqliteIncidentStore::in_memory().unwrap(), LogEscalator::default(), budget());
-    let policy = DecisionPolicy::new(PolicyConfig::default());
-    let r = Remediator {
-        argo: &c,
-        store: &store,
-        escalator: &escalator,
-        budget: &budget,
-        clock: &SystemClock,
-        policy: &policy,
-        dry_run: false,
-        claim_timeout: Duration::from_secs(600),
-    };
+    let parts = Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default());
+    let r = parts.step(&c, false, Duration::from_secs(600));
     let summary = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
     assert_eq!(summary.outage.as_deref(), Some("20 of 40 apps Unknown"));
-    assert_eq!(escalator.alerts().len(), 1, "{:?}", escalator.alerts());
-    assert!(escalator.escalations().is_empty());
+    assert_eq!(parts.escalator.alerts().len(), 1, "{:?}", parts.escalator.alerts());
+    assert!(parts.escalator.escalations().is_empty());
     assert_eq!(mutating(&sim), 0);
     assert_eq!(sim.counts().get, 0, "Unknown apps are not even read during an outage");
 }
@@ -103,21 +72,11 @@ async fn a_fleet_wide_outage_raises_one_alert_and_no_per_app_action() {
 async fn a_rejected_token_stops_the_sweep_with_one_alert() {
     let sim = sim_with_samples(SimConfig::default()).await;
     let c = medic_adapters::argocd::HttpArgoClient::new(crate::support::settings(&sim, "a.b.c")).unwrap();
-    let (store, escalator, budget) = (SqliteIncidentStore::in_memory().unwrap(), LogEscalator::default(), budget());
-    let policy = DecisionPolicy::new(PolicyConfig::default());
-    let r = Remediator {
-        argo: &c,
-        store: &store,
-        escalator: &escalator,
-        budget: &budget,
-        clock: &SystemClock,
-        policy: &policy,
-        dry_run: false,
-        claim_timeout: Duration::from_secs(600),
-    };
+    let parts = Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default());
+    let r = parts.step(&c, false, Duration::from_secs(600));
     let err = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap_err();
     assert!(err.to_string().contains("token"), "{err}");
-    assert_eq!(escalator.alerts().len(), 1);
-    assert!(escalator.alerts()[0].contains("Mint a new token"));
+    assert_eq!(parts.escalator.alerts().len(), 1);
+    assert!(parts.escalator.alerts()[0].contains("Mint a new token"));
     assert_eq!(sim.requests().len(), 1, "one list call, not retried");
 }
