@@ -160,7 +160,10 @@ async fn handle_http(ingest: &LocalIngest, req: hyper::Request<hyper::body::Inco
     let bytes = match body.collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => {
-            return hyper::Response::builder().status(400).body(Full::new(Bytes::from_static(b"unreadable body"))).expect("static response");
+            return hyper::Response::builder()
+                .status(400)
+                .body(Full::new(Bytes::from_static(b"unreadable body")))
+                .expect("static response");
         }
     };
     let request = lambda_http::http::Request::from_parts(parts, lambda_http::Body::from(bytes.to_vec()));
