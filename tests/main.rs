@@ -1,6 +1,7 @@
 mod argo;
 mod golden;
 mod pipeline;
+mod slack;
 mod support;
 mod sweep;
 mod template;

@@ -38,6 +38,7 @@ mod rebase;
 mod selector;
 mod server;
 mod sim;
+pub mod slack;
 mod state;
 pub mod swagger;
 mod sync_request;
@@ -50,3 +51,7 @@ pub use log::{CallCounts, LoggedRequest};
 pub use outcomes::{Outcomes, RefreshOutcome, SyncOutcome};
 pub use rebase::Rebase;
 pub use sim::ArgoSim;
+pub use slack::{
+    DEFAULT_BOT_TOKEN as SLACK_BOT_TOKEN, DEFAULT_CHANNEL as SLACK_CHANNEL, PostRate, SimMessage, SlackFault, SlackFaultKind, SlackSim,
+    SlackSimConfig,
+};

@@ -14,6 +14,8 @@ use crate::argocd::HttpArgoClient;
 use crate::budget::{BudgetRates, LocalBudget};
 use crate::config::ArgoSettings;
 use crate::dynamodb::DynamoDbStore;
+use crate::memory::LogEscalator;
+use crate::slack::{AnyEscalator, DynamoDbEscalationStore, SlackEscalator, SlackSettings};
 use crate::sqs::SqsWorkQueue;
 
 /// A setting that is missing or malformed, named.
@@ -48,6 +50,19 @@ pub struct LambdaEnv {
     pub rates: BudgetRates,
     pub recheck_secs: u64,
     pub max_body_bytes: usize,
+    /// Slack: the channel escalations go to (with a token, Slack replaces the log escalator).
+    pub slack_channel: Option<String>,
+    pub slack_token_secret_arn: Option<String>,
+    /// The Web API's base URL (the simulator's in local mode).
+    pub slack_api_url: String,
+    /// The slack-actions function's signing secret.
+    pub slack_signing_secret_arn: Option<String>,
+    /// The slack-actions function's allow-list: JSON `{"<project>": ["<Slack user id>", ...]}`.
+    pub slack_allowed_users: Option<String>,
+    /// Incidents of one failure mode close together that make a fleet incident (0: never).
+    pub slack_fleet_threshold: usize,
+    /// The Argo CD UI's base URL for links (default: from `ARGOCD_SERVER` and the root path).
+    pub argocd_ui_url: Option<String>,
     pub sdk: SdkConfig,
     lookup: fn(&str) -> Option<String>,
 }
@@ -116,6 +131,23 @@ impl LambdaEnv {
             },
             recheck_secs: number(get, "MEDIC_RECHECK_SECONDS", 900u64)?,
             max_body_bytes: number(get, "MEDIC_MAX_BODY_BYTES", medic_core::event::MAX_EVENT_BYTES)?,
+            slack_channel: get("SLACK_CHANNEL"),
+            slack_token_secret_arn: get("SLACK_TOKEN_SECRET_ARN"),
+            slack_api_url: get("SLACK_API_URL").unwrap_or_else(|| crate::slack::DEFAULT_API_URL.to_owned()),
+            slack_signing_secret_arn: get("SLACK_SIGNING_SECRET_ARN"),
+            slack_allowed_users: get("SLACK_ALLOWED_USERS"),
+            slack_fleet_threshold: number(get, "SLACK_FLEET_THRESHOLD", 2usize)?,
+            argocd_ui_url: get("ARGOCD_UI_URL").or_else(|| {
+                get("ARGOCD_SERVER").map(|server| {
+                    let plaintext = matches!(get("ARGOCD_PLAINTEXT").as_deref(), Some("true" | "1" | "on" | "yes"));
+                    let base = if server.contains("://") {
+                        server.trim_end_matches('/').to_owned()
+                    } else {
+                        format!("{}://{}", if plaintext { "http" } else { "https" }, server.trim_end_matches('/'))
+                    };
+                    format!("{base}{}", get("ARGOCD_ROOT_PATH").unwrap_or_default().trim_end_matches('/'))
+                })
+            }),
             sdk: crate::aws::sdk_config(endpoint.as_deref()).await,
             lookup: get,
         })
@@ -155,6 +187,36 @@ impl LambdaEnv {
         // The worker's budget for one message is its timeout; keep retries well inside it.
         settings.retry_deadline = Duration::from_secs(20);
         Ok(HttpArgoClient::new(settings)?)
+    }
+
+    /// True when Slack is configured: a channel and a token (by ARN, or `SLACK_TOKEN` locally).
+    pub fn slack_enabled(&self) -> bool {
+        self.slack_channel.is_some() && (self.slack_token_secret_arn.is_some() || (self.lookup)("SLACK_TOKEN").is_some())
+    }
+
+    /// The records that keep Slack posts at most once, in the state table.
+    pub fn escalation_store(&self) -> DynamoDbEscalationStore {
+        DynamoDbEscalationStore::new(aws_sdk_dynamodb::Client::new(&self.sdk), self.table.clone(), self.instance_id.clone())
+    }
+
+    /// Slack when it is configured ([`LambdaEnv::slack_enabled`]), else the log.
+    pub async fn escalator(&self) -> Result<AnyEscalator<DynamoDbEscalationStore>, EnvError> {
+        let Some(channel) = self.slack_channel.clone().filter(|_| self.slack_enabled()) else {
+            return Ok(AnyEscalator::Log(LogEscalator::forgetful()));
+        };
+        let token = self.secret(self.slack_token_secret_arn.as_deref(), "SLACK_TOKEN").await?;
+        let mut settings = SlackSettings::new(channel, self.instance_id.clone());
+        settings.api_url = self.slack_api_url.clone();
+        settings.argocd_url = self.argocd_ui_url.clone();
+        settings.fleet_threshold = self.slack_fleet_threshold;
+        let slack = SlackEscalator::new(settings, token.trim(), self.escalation_store())
+            .map_err(|e| EnvError::Invalid { name: "SLACK_API_URL", problem: e.to_string() })?;
+        Ok(AnyEscalator::Slack(Box::new(slack)))
+    }
+
+    /// The slack-actions function's signing secret (Secrets Manager, or `SLACK_SIGNING_SECRET`).
+    pub async fn slack_signing_secret(&self) -> Result<String, EnvError> {
+        self.secret(self.slack_signing_secret_arn.as_deref(), "SLACK_SIGNING_SECRET").await.map(|s| s.trim().to_owned())
     }
 
     pub fn queue(&self) -> SqsWorkQueue {
@@ -206,6 +268,36 @@ mod tests {
         assert!(!env.kill_switch);
         assert_eq!(env.rates.refresh_per_minute, 400);
         assert_eq!(env.worker_max_concurrency, 4);
+        assert!(!env.slack_enabled(), "no Slack unless a channel and a token are configured");
+        assert!(matches!(env.escalator().await.unwrap(), AnyEscalator::Log(_)));
+    }
+
+    #[tokio::test]
+    async fn a_slack_channel_and_token_choose_the_slack_escalator_and_links_point_at_the_argo_cd_ui() {
+        fn slack(name: &str) -> Option<String> {
+            match name {
+                "SLACK_CHANNEL" => Some("C0123456789".into()),
+                "SLACK_TOKEN" => Some("xoxb-local-test".into()),
+                "ARGOCD_SERVER" => Some("argocd.example.com".into()),
+                "ARGOCD_ROOT_PATH" => Some("/argocd".into()),
+                _ => base(name),
+            }
+        }
+        fn channel_only(name: &str) -> Option<String> {
+            if name == "SLACK_CHANNEL" { Some("C0123456789".into()) } else { base(name) }
+        }
+        let env = LambdaEnv::from_lookup(slack).await.unwrap();
+        assert!(env.slack_enabled());
+        assert_eq!(env.argocd_ui_url.as_deref(), Some("https://argocd.example.com/argocd"));
+        match env.escalator().await.unwrap() {
+            AnyEscalator::Slack(s) => {
+                assert_eq!(s.settings.channel, "C0123456789");
+                assert_eq!(s.settings.fleet_threshold, 2);
+            }
+            AnyEscalator::Log(_) => panic!("Slack is configured"),
+        }
+        let env = LambdaEnv::from_lookup(channel_only).await.unwrap();
+        assert!(!env.slack_enabled(), "a channel without a token is not enough");
     }
 
     #[tokio::test]

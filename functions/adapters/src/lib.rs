@@ -4,7 +4,8 @@
 //! - [`breaker`]: the circuit breaker that stops calls while Argo CD is failing;
 //! - [`budget`]: per-instance token buckets for refresh, hard refresh and sync;
 //! - [`memory`]: in-memory twins of the store and escalator ports, and the system clock;
-//! - [`config`]: Argo CD connection settings, the only place that reads the environment.
+//! - [`config`]: Argo CD connection settings, the only place that reads the environment;
+//! - [`slack`]: the Slack escalator (Web API client, post-once records, fleet incidents).
 
 pub mod argocd;
 pub mod aws;
@@ -14,5 +15,6 @@ pub mod config;
 pub mod dynamodb;
 pub mod lambda_env;
 pub mod memory;
+pub mod slack;
 pub mod sqs;
 pub mod telemetry;

@@ -5,7 +5,8 @@
 //! - [`policy`]: classification and the decision policy, a pure function of its inputs;
 //! - [`incident`] and [`idempotency`]: incident identity, history, and the one key derivation;
 //! - [`config`]: thresholds and safety limits with documented defaults;
-//! - [`decision`]: what the policy returns.
+//! - [`decision`]: what the policy returns;
+//! - [`escalation`]: the Slack messages of an escalation, within Block Kit's limits.
 //!
 //! This crate does no I/O and reads no clock; its Cargo.toml admits no async, HTTP, AWS or Lambda
 //! crate, so the compiler keeps it that way.
@@ -15,6 +16,7 @@ pub mod catalogue;
 pub mod config;
 pub mod decision;
 pub mod error;
+pub mod escalation;
 pub mod event;
 pub mod idempotency;
 pub mod incident;

@@ -11,6 +11,7 @@ use thiserror::Error;
 
 use crate::app::{Application, ApplicationSyncRequest};
 use crate::decision::Decision;
+use crate::escalation::{HumanActionOutcome, HumanActionRequest};
 use crate::event::AppRef;
 use crate::idempotency::IdempotencyKey;
 use crate::incident::{Attempt, History, IncidentKey, Outcome};
@@ -152,11 +153,67 @@ pub trait IncidentStore: Send + Sync {
 pub struct EscalationError(pub String);
 
 /// Where humans are told (Slack, or a log).
+///
+/// `escalate` and `alert` are required. The rest have defaults that do nothing, for escalators
+/// that keep no state and offer no buttons (the log).
 pub trait Escalator: Send + Sync {
-    /// One incident that needs a human.
+    /// One incident that needs a human. Called again for the same incident after a crash or a
+    /// redelivery: it must not tell twice (Slack: never a second parent message).
     fn escalate(&self, app: &Application, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send;
     /// A problem of the service itself (for example Argo CD rejecting its token).
     fn alert(&self, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send;
+    /// The app (`namespace/name`) is out of trouble (`decision` says why): every open escalation
+    /// of it is marked resolved. Idempotent; cheap when nothing is open.
+    fn resolve(&self, app: &str, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send {
+        let _ = (app, decision);
+        async { Ok(()) }
+    }
+    /// What the button with opaque id `id` stands for; `None` when unknown or expired.
+    fn human_action(&self, id: &str) -> impl Future<Output = Result<Option<HumanActionRequest>, EscalationError>> + Send {
+        let _ = id;
+        async { Ok(None) }
+    }
+    /// Reports how a human action requested by `by` (a Slack user id) turned out, in the
+    /// incident's thread, and moves the incident's state. Idempotent per request.
+    fn record_human_action(
+        &self,
+        request: &HumanActionRequest,
+        by: &str,
+        outcome: &HumanActionOutcome,
+    ) -> impl Future<Output = Result<(), EscalationError>> + Send {
+        let _ = (request, by, outcome);
+        async { Ok(()) }
+    }
+}
+
+/// A record of an [`EscalationStore`], with the version its next write must name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Versioned {
+    pub version: u64,
+    pub doc: serde_json::Value,
+}
+
+/// Durable records of what was told where (Slack messages, their buttons, fleet incidents), so
+/// that nothing is posted twice across crashes and redeliveries: DynamoDB on AWS, memory locally.
+///
+/// Records live in groups (the incidents of one app, the buttons, ...) under an id, hold one JSON
+/// document, and change only by compare-and-set on their version, so two writers never both win.
+pub trait EscalationStore: Send + Sync {
+    /// The record, if it exists and has not expired.
+    fn load(&self, group: &str, id: &str) -> impl Future<Output = Result<Option<Versioned>, StoreError>> + Send;
+    /// Writes `doc` if the record is at version `expected` (`None`: only if it does not exist).
+    /// True when written (the record is then at `expected + 1`, or 1); false when another writer
+    /// came first. The record expires after `ttl`.
+    fn store(
+        &self,
+        group: &str,
+        id: &str,
+        doc: &serde_json::Value,
+        expected: Option<u64>,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// Every live record of a group, as `(id, record)`.
+    fn list(&self, group: &str) -> impl Future<Output = Result<Vec<(String, Versioned)>, StoreError>> + Send;
 }
 
 /// Which budget an action draws from.

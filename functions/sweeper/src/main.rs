@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use medic_adapters::lambda_env::LambdaEnv;
-use medic_adapters::memory::{LogEscalator, SystemClock};
+use medic_adapters::memory::SystemClock;
 use medic_adapters::telemetry::Metrics;
 use medic_sweeper::{Sweeper, SweeperConfig};
 
@@ -25,7 +25,7 @@ async fn main() -> Result<(), Error> {
         store: env.store(),
         dedupe: env.store(),
         queue: env.queue(),
-        escalator: LogEscalator::forgetful(),
+        escalator: env.escalator().await?,
         clock: SystemClock,
         metrics: Metrics::new(&env.instance_id),
     });

@@ -17,12 +17,16 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use chrono::Utc;
 use futures::future::join_all;
 use medic_adapters::telemetry::Metrics;
-use medic_core::DecisionPolicy;
+use medic_core::app::{ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, Info, SyncOptions};
+use medic_core::decision::HumanAction;
+use medic_core::escalation::{self, HumanActionOutcome, HumanActionRequest, IncidentState};
 use medic_core::event::{WorkItem, WorkKind};
 use medic_core::ports::{
     AppLock, ArgoApi, ArgoError, Budget, BudgetKind, Clock, DedupeStore, Escalator, IncidentStore, RefreshKind, Seen, WorkQueue,
 };
+use medic_core::remediate::{INCIDENT_INFO_NAME, REASON_INFO_NAME};
 use medic_core::remediate::{Remediator, StepError, StepResult};
+use medic_core::{DecisionPolicy, FailureMode, Trigger};
 use tracing::Instrument;
 
 /// Worker settings.
@@ -42,6 +46,8 @@ pub struct WorkerConfig {
     pub max_rechecks: u32,
     /// Delay before retrying an app another worker holds.
     pub busy_delay: Duration,
+    /// How long a snooze from Slack lasts.
+    pub snooze: Duration,
 }
 
 impl Default for WorkerConfig {
@@ -54,6 +60,7 @@ impl Default for WorkerConfig {
             claim_timeout: Duration::from_secs(600),
             max_rechecks: 96,
             busy_delay: Duration::from_secs(30),
+            snooze: Duration::from_secs(4 * 3600),
         }
     }
 }
@@ -100,6 +107,21 @@ pub enum Handled {
 #[derive(Debug, thiserror::Error)]
 #[error("an SQS record without a messageId cannot be reported; failing the batch")]
 pub struct UnidentifiableRecord;
+
+/// How soon an app is looked at again after a person's action on it.
+const HUMAN_ACTION_RECHECK: Duration = Duration::from_secs(60);
+
+/// Why a human action was not performed now.
+enum PerformError {
+    /// Not now (budget, Argo CD rate limit): re-enqueued after the delay.
+    Deferred(String, Duration),
+    Failed(MessageError),
+}
+use PerformError::{Deferred, Failed};
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() { "–" } else { s }
+}
 
 impl<A, S, D, L, Q, E, B, C> Worker<A, S, D, L, Q, E, B, C>
 where
@@ -233,6 +255,17 @@ where
                 "action taken"
             );
         }
+        // The app is out of trouble: its escalations (if any) are marked resolved. Also on a
+        // healthy look after the incident was closed, so a resolution whose report failed is
+        // reported on the next look (the escalator does nothing when nothing is open).
+        if let Some(d) = report.decision.as_ref().filter(|d| d.failure_mode == FailureMode::Healthy) {
+            if matches!(report.result, StepResult::Resolved | StepResult::NoAction) {
+                if let Err(e) = self.escalator.resolve(&report.app, d).await {
+                    self.metrics.count("EscalationErrors", Some(("Step", "resolve")), 1.0);
+                    return Err(MessageError::Retry(e.to_string()));
+                }
+            }
+        }
         match report.result {
             StepResult::Waiting | StepResult::Deferred => {
                 let after = report.decision.as_ref().and_then(|d| d.retry_after_secs).unwrap_or(60).max(1);
@@ -242,11 +275,13 @@ where
         }
     }
 
-    /// A person or pipeline asked for a refresh: done directly, within the budget.
+    /// A person or pipeline asked for something: a refresh (signed refresh endpoint) done
+    /// directly within the budget, or the action behind a Slack button (by its opaque id).
     async fn requested(&self, item: &WorkItem) -> Result<Handled, MessageError> {
         let (kind, budget) = match item.requested_action.as_deref() {
             Some("refresh") => (RefreshKind::Normal, BudgetKind::Refresh),
             Some("hard_refresh") => (RefreshKind::Hard, BudgetKind::HardRefresh),
+            Some(id) if escalation::is_action_id(id) => return self.human_action(item, id).await,
             other => return Err(MessageError::Poison(format!("unsupported requested action {other:?}"))),
         };
         if self.config.kill_switch || self.config.dry_run {
@@ -267,6 +302,143 @@ where
             }
             Err(e) => Err(MessageError::Retry(e.to_string())),
         }
+    }
+
+    /// The action behind a Slack button, performed once: the button's id names a stored request
+    /// (app, incident, sync plan, idempotency key); the outcome is reported in the incident's
+    /// thread. A sync carries the request's idempotency key in Argo CD's `infos`, so a redelivered
+    /// message finds the sync it already started instead of starting another.
+    async fn human_action(&self, item: &WorkItem, id: &str) -> Result<Handled, MessageError> {
+        let retry = |e: &dyn std::fmt::Display| MessageError::Retry(e.to_string());
+        let by = item.requested_by.clone().unwrap_or_else(|| "unknown".into());
+        let Some(request) = self.escalator.human_action(id).await.map_err(|e| retry(&e))? else {
+            tracing::warn!(action_id = id, requested_by = %by, "a button whose action is unknown or expired; nothing done");
+            return Ok(Handled::RequestedDone);
+        };
+        if request.app.name != item.app.name || request.app.namespace != item.app.namespace {
+            return Err(MessageError::Poison(format!("action {id} is for {}/{}, not this app", request.app.namespace, request.app.name)));
+        }
+        let action = escalation::human_action_name(request.action);
+        let outcome = if self.config.kill_switch || self.config.dry_run {
+            let why = if self.config.kill_switch { "the kill switch is on" } else { "Argo Medic runs in dry-run mode" };
+            HumanActionOutcome { performed: false, state: None, summary: format!("not performed: {why}"), snoozed_until: None }
+        } else {
+            match self.perform(&request).await {
+                Ok(outcome) => outcome,
+                Err(Deferred(why, after)) => return self.requeue(item, after, &why).await,
+                Err(Failed(e)) => return Err(e),
+            }
+        };
+        self.escalator.record_human_action(&request, &by, &outcome).await.map_err(|e| retry(&e))?;
+        tracing::info!(
+            audit = true,
+            app = %format!("{}/{}", request.app.namespace, request.app.name),
+            action,
+            requested_by = %by,
+            incident = %request.incident_id,
+            idempotency_key = %request.idempotency_key,
+            performed = outcome.performed,
+            summary = %outcome.summary,
+            "human action handled"
+        );
+        self.metrics.count("HumanActions", Some(("Action", action)), 1.0);
+        if outcome.performed && matches!(request.action, HumanAction::Sync | HumanAction::HardRefresh | HumanAction::TerminateOperation) {
+            // Look at the app again soon, so its recovery (or not) shows in the thread.
+            let trigger: Trigger = "slack-action".parse().expect("constant is a valid trigger");
+            let recheck = WorkItem::for_app(WorkKind::Recheck, item.app.clone(), trigger, id, self.clock.now());
+            if let Err(e) = self.queue.enqueue(&recheck, HUMAN_ACTION_RECHECK).await {
+                tracing::warn!(error = %e, "could not enqueue the recheck after a human action; the sweeper will look");
+            }
+        }
+        Ok(Handled::RequestedDone)
+    }
+
+    /// Calls Argo CD for a human action (snooze and acknowledge call nothing).
+    async fn perform(&self, request: &HumanActionRequest) -> Result<HumanActionOutcome, PerformError> {
+        let done = |state: IncidentState, summary: String| HumanActionOutcome {
+            performed: true,
+            state: Some(state),
+            summary,
+            snoozed_until: None,
+        };
+        let refused = |summary: String| HumanActionOutcome { performed: false, state: None, summary, snoozed_until: None };
+        // Argo CD busy or failing: the message is retried (a sync that went through is found by
+        // its key in operation.info on the retry).
+        let argo_failed = |e: ArgoError| -> PerformError {
+            match e {
+                ArgoError::RateLimited { retry_after } => Deferred(e.to_string(), retry_after.unwrap_or(Duration::from_secs(30))),
+                e => Failed(MessageError::Retry(e.to_string())),
+            }
+        };
+        let budget = |kind| async move { self.budget.acquire(kind).await.map_err(|e| Deferred(e.to_string(), e.retry_after)) };
+        let app = &request.app;
+        Ok(match request.action {
+            HumanAction::Acknowledge => done(IncidentState::Investigating, "acknowledged; the incident is being looked at".into()),
+            HumanAction::Snooze => {
+                let until = self.clock.now() + chrono::Duration::from_std(self.config.snooze).unwrap_or_default();
+                HumanActionOutcome {
+                    performed: true,
+                    state: None,
+                    summary: format!("snoozed: new incidents of this app are not posted until {}", escalation::rfc3339(until)),
+                    snoozed_until: Some(until),
+                }
+            }
+            HumanAction::HardRefresh => {
+                budget(BudgetKind::HardRefresh).await?;
+                match self.argo.get_app(app, Some(RefreshKind::Hard)).await {
+                    Ok(after) => done(
+                        IncidentState::Remediating,
+                        format!("hard refresh done; the app is now {} / {}", or_dash(after.sync_status()), or_dash(after.health_status())),
+                    ),
+                    Err(ArgoError::NotFound(_)) => refused("not performed: the app no longer exists".into()),
+                    Err(ArgoError::PermissionDenied(m)) => refused(format!("Argo CD refused it: {m}")),
+                    Err(e) => return Err(argo_failed(e)),
+                }
+            }
+            HumanAction::TerminateOperation => match self.argo.terminate_operation(app).await {
+                Ok(()) => done(IncidentState::Remediating, "the running operation was asked to terminate".into()),
+                Err(ArgoError::NotFound(m)) => refused(format!("nothing to terminate: {m}")),
+                Err(ArgoError::PermissionDenied(m)) => refused(format!("Argo CD refused it: {m}")),
+                Err(e) => return Err(argo_failed(e)),
+            },
+            HumanAction::Sync => {
+                let current = match self.argo.get_app(app, None).await {
+                    Ok(a) => a,
+                    Err(ArgoError::NotFound(_)) => return Ok(refused("not performed: the app no longer exists".into())),
+                    Err(e) => return Err(argo_failed(e)),
+                };
+                if current.recorded_idempotency_keys().any(|k| k == request.idempotency_key.as_str()) {
+                    return Ok(done(IncidentState::Remediating, "the sync was already started (Argo CD records its key)".into()));
+                }
+                budget(BudgetKind::Sync).await?;
+                let Some(plan) = request.sync.clone() else {
+                    return Ok(refused("not performed: this button carries no sync plan".into()));
+                };
+                let sync = ApplicationSyncRequest {
+                    name: current.metadata.name.clone(),
+                    revision: plan.revision.clone(),
+                    prune: plan.prune,
+                    sync_options: (!plan.sync_options.is_empty()).then(|| SyncOptions { items: plan.sync_options.clone() }),
+                    infos: vec![
+                        Info { name: IDEMPOTENCY_INFO_NAME.into(), value: request.idempotency_key.to_string() },
+                        Info { name: INCIDENT_INFO_NAME.into(), value: request.incident_id.clone() },
+                        Info { name: REASON_INFO_NAME.into(), value: request.failure_mode.to_string() },
+                    ],
+                    project: current.spec.project.clone(),
+                    app_namespace: current.metadata.namespace.clone(),
+                    ..ApplicationSyncRequest::default()
+                };
+                let revision = if plan.revision.is_empty() { "the target revision".to_owned() } else { plan.revision.clone() };
+                match self.argo.sync(app, &sync).await {
+                    Ok(_) => done(IncidentState::Remediating, format!("sync started to {revision}, prune {}", plan.prune)),
+                    Err(ArgoError::OperationInProgress) => refused("not started: another operation is already in progress".into()),
+                    Err(ArgoError::SyncWindowBlocked(m)) => refused(format!("not started: blocked by a sync window ({m})")),
+                    Err(ArgoError::PermissionDenied(m)) => refused(format!("Argo CD refused it: {m}")),
+                    Err(ArgoError::Invalid(m)) => refused(format!("Argo CD rejected the sync: {m}")),
+                    Err(e) => return Err(argo_failed(e)),
+                }
+            }
+        })
     }
 
     /// Looks again later with a new message (a fresh dedupe key), never by holding this one.

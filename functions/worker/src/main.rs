@@ -5,7 +5,7 @@ use std::sync::Arc;
 use aws_lambda_events::event::sqs::SqsEvent;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use medic_adapters::lambda_env::LambdaEnv;
-use medic_adapters::memory::{LogEscalator, SystemClock};
+use medic_adapters::memory::SystemClock;
 use medic_adapters::telemetry::Metrics;
 use medic_core::DecisionPolicy;
 use medic_worker::{Worker, WorkerConfig};
@@ -21,7 +21,7 @@ async fn main() -> Result<(), Error> {
         dedupe: env.store(),
         lock: env.store(),
         queue: env.queue(),
-        escalator: LogEscalator::forgetful(),
+        escalator: env.escalator().await?,
         budget: env.worker_budget(),
         clock: SystemClock,
         policy: DecisionPolicy::new(env.policy.clone()),

@@ -1,0 +1,1145 @@
+//! What an escalation looks like in Slack: Block Kit messages rendered from an Application and its
+//! decision, kept within every Block Kit limit, and the opaque ids of the buttons.
+//!
+//! Pure: no I/O, no clock. The Slack adapter (`medic_adapters::slack`) posts what this renders.
+//!
+//! # Messages
+//!
+//! - [`incident_parent`]: one incident's parent message: a header with the app and the failure
+//!   mode; the state (needs a human, investigating, remediating, resolved); fields for project,
+//!   destination, revision and sync/health/operation state; the reason; the catalogue's diagnosis
+//!   and runbook; the evidence and failing resources (truncated); a link to the app in the Argo CD
+//!   UI; and the buttons the policy allows.
+//! - [`fleet_parent`] and [`fleet_member`]: many apps failing the same way at once get one parent
+//!   and one short reply per app (with that app's buttons) in its thread.
+//! - [`note`]: a thread reply (an action's outcome, the resolution).
+//!
+//! # Limits
+//!
+//! [`limits`] holds Slack's documented Block Kit limits and the budget for the whole message
+//! (Slack rejects messages of about 13,000 characters of blocks with `msg_blocks_too_long`; the
+//! budget is 10,000, measured on the serialised `blocks` JSON, a superset of the text). Lengths are
+//! counted in UTF-16 code units, which is never less than the characters Slack counts. Text is cut
+//! to fit (with `…`), optional sections shrink and then go, and the buttons, header and state
+//! never do, so any input renders to a message Slack accepts. [`violations`] checks a message
+//! against every limit; the property tests run it on arbitrary long inputs.
+//!
+//! # Buttons
+//!
+//! A button carries only an opaque id (`action_id` and `value` both), derived from the incident,
+//! the action and a generation counter (bumped each time a human action is performed, so a stale
+//! or double click on an old button acts at most once). What the id stands for (the app, the
+//! incident, the sync plan, the idempotency key) is stored by the adapter as a
+//! [`HumanActionRequest`], never sent to Slack.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::app::{Application, phase};
+use crate::catalogue::FailureMode;
+use crate::decision::{Decision, Evidence, HumanAction, SyncPlan};
+use crate::event::AppRef;
+use crate::idempotency::{IdempotencyKey, digest};
+
+/// Block Kit limits (Slack's reference pages; `shared/research/peers.md` §3.1).
+pub mod limits {
+    /// Blocks in one message.
+    pub const MAX_BLOCKS: usize = 50;
+    /// `section.text`.
+    pub const MAX_SECTION_TEXT: usize = 3000;
+    /// Items of `section.fields`.
+    pub const MAX_FIELDS: usize = 10;
+    /// One `section.fields` item.
+    pub const MAX_FIELD_TEXT: usize = 2000;
+    /// `header.text` (plain text only).
+    pub const MAX_HEADER_TEXT: usize = 150;
+    /// A button's text.
+    pub const MAX_BUTTON_TEXT: usize = 75;
+    /// A button's value.
+    pub const MAX_BUTTON_VALUE: usize = 2000;
+    /// `action_id` and `block_id`.
+    pub const MAX_ID: usize = 255;
+    /// A button's url.
+    pub const MAX_URL: usize = 3000;
+    /// Elements of an `actions` block.
+    pub const MAX_ACTIONS_ELEMENTS: usize = 25;
+    /// Elements of a `context` block.
+    pub const MAX_CONTEXT_ELEMENTS: usize = 10;
+    /// Confirm dialog: title, text, and the confirm/deny buttons.
+    pub const MAX_CONFIRM_TITLE: usize = 100;
+    pub const MAX_CONFIRM_TEXT: usize = 300;
+    pub const MAX_CONFIRM_BUTTON: usize = 30;
+    /// The notification (fallback) text. Slack truncates above 40,000; it is kept short.
+    pub const MAX_FALLBACK_TEXT: usize = 3000;
+    /// The whole message: the serialised `blocks` JSON. Slack answers `msg_blocks_too_long` at
+    /// about 13,000 characters of blocks (slackapi/bolt-js#2509); this leaves room.
+    pub const MESSAGE_BUDGET: usize = 10_000;
+}
+
+/// The `event_type` of the metadata on every message Argo Medic posts.
+pub const METADATA_EVENT_TYPE: &str = "argo_medic_escalation";
+
+/// Prefix of button ids.
+pub const ACTION_ID_PREFIX: &str = "amact-";
+
+/// How far an incident has come, as its parent message shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IncidentState {
+    /// Someone acknowledged it and is looking.
+    Investigating,
+    /// An action a person asked for is under way.
+    Remediating,
+    /// Argo Medic cannot or must not fix it: a person has to.
+    NeedsHuman,
+    /// The app is Synced and Healthy again.
+    Resolved,
+}
+
+impl IncidentState {
+    pub fn label(self) -> &'static str {
+        match self {
+            IncidentState::Investigating => "Investigating",
+            IncidentState::Remediating => "Remediating",
+            IncidentState::NeedsHuman => "Needs a human",
+            IncidentState::Resolved => "Resolved",
+        }
+    }
+
+    fn emoji(self) -> &'static str {
+        match self {
+            IncidentState::Investigating => ":eyes:",
+            IncidentState::Remediating => ":hammer_and_wrench:",
+            IncidentState::NeedsHuman => ":rotating_light:",
+            IncidentState::Resolved => ":white_check_mark:",
+        }
+    }
+}
+
+/// The state line of a message: the state, what moved it there and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    pub state: IncidentState,
+    /// E.g. "acknowledged by <@U0123>" (mrkdwn the adapter composed from ids it trusts), or empty.
+    #[serde(default)]
+    pub detail: String,
+    pub at: DateTime<Utc>,
+    /// New incidents of the app are not posted until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snoozed_until: Option<DateTime<Utc>>,
+}
+
+/// Everything a message about one incident shows, taken from the Application and the decision
+/// when the incident is escalated. Kept (bounded) in the store so later updates re-render the
+/// same facts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IncidentFacts {
+    pub instance: String,
+    pub incident_id: String,
+    pub name: String,
+    pub namespace: String,
+    pub project: String,
+    pub failure_mode: FailureMode,
+    #[serde(default)]
+    pub destination_server: String,
+    #[serde(default)]
+    pub destination_name: String,
+    #[serde(default)]
+    pub destination_namespace: String,
+    #[serde(default)]
+    pub revision: String,
+    #[serde(default)]
+    pub target_revision: String,
+    #[serde(default)]
+    pub sync_status: String,
+    #[serde(default)]
+    pub health_status: String,
+    #[serde(default)]
+    pub operation_phase: String,
+    #[serde(default)]
+    pub operation_started_at: Option<DateTime<Utc>>,
+    pub reason: String,
+    #[serde(default)]
+    pub evidence: Vec<Evidence>,
+    /// Failed resources and hooks of the last operation: `Kind/name (hook PreSync, Failed): message`.
+    #[serde(default)]
+    pub failing: Vec<String>,
+    #[serde(default)]
+    pub human_actions: Vec<HumanAction>,
+    pub decided_at: DateTime<Utc>,
+    /// The app in the Argo CD UI, when the UI's address is known.
+    #[serde(default)]
+    pub app_url: Option<String>,
+    /// What the Sync button syncs ([`human_sync_plan`]): a revision, or empty for the target
+    /// revision; and whether it prunes. Shown in its confirmation.
+    #[serde(default)]
+    pub sync_revision: String,
+    #[serde(default)]
+    pub sync_prune: bool,
+}
+
+/// Most evidence items and failing resources kept per incident, and the longest value kept of
+/// each (the message shows less; this only bounds the stored record).
+const KEPT_ITEMS: usize = 40;
+const KEPT_CHARS: usize = 2000;
+
+impl IncidentFacts {
+    /// The facts of `app`'s incident as `decision` saw it. `argocd_url` is the Argo CD UI's base
+    /// URL (`https://argocd.example.com`, or with its root path).
+    pub fn new(app: &Application, decision: &Decision, argocd_url: Option<&str>) -> Self {
+        let op = app.status.operation_state.as_ref();
+        let incident_id = decision.incident.as_ref().map(|i| i.id()).unwrap_or_default();
+        let instance = decision.incident.as_ref().map(|i| i.instance.clone()).unwrap_or_default();
+        let failing = app
+            .result_resources()
+            .iter()
+            .filter(|r| {
+                r.status == "SyncFailed" || (!r.hook_type.is_empty() && matches!(r.hook_phase.as_str(), phase::FAILED | phase::ERROR))
+            })
+            .map(|r| {
+                let hook = if r.hook_type.is_empty() { String::new() } else { format!(" (hook {}, {})", r.hook_type, r.hook_phase) };
+                let message = if r.message.is_empty() { String::new() } else { format!(": {}", r.message) };
+                format!("{}/{}{hook}{message}", r.kind, r.name)
+            })
+            .take(KEPT_ITEMS)
+            .map(|s| cut_chars(&s, KEPT_CHARS))
+            .collect();
+        let target_revision = app.spec.source.as_ref().or(app.spec.sources.first()).map(|s| s.target_revision.clone()).unwrap_or_default();
+        let plan = human_sync_plan(app, decision);
+        Self {
+            instance,
+            incident_id,
+            name: app.metadata.name.clone(),
+            namespace: app.metadata.namespace.clone(),
+            project: app.spec.project.clone(),
+            failure_mode: decision.failure_mode,
+            destination_server: app.spec.destination.server.clone(),
+            destination_name: app.spec.destination.name.clone(),
+            destination_namespace: app.spec.destination.namespace.clone(),
+            revision: app.revision(),
+            target_revision,
+            sync_status: app.sync_status().to_owned(),
+            health_status: app.health_status().to_owned(),
+            operation_phase: op.map(|o| o.phase.clone()).unwrap_or_default(),
+            operation_started_at: op.and_then(|o| o.started_at),
+            reason: cut_chars(&decision.reason, KEPT_CHARS),
+            evidence: decision
+                .evidence
+                .iter()
+                .take(KEPT_ITEMS)
+                .map(|e| Evidence::new(cut_chars(&e.field, 200), cut_chars(&e.value, KEPT_CHARS)))
+                .collect(),
+            failing,
+            human_actions: decision.human_actions.clone(),
+            decided_at: decision.decided_at,
+            app_url: argocd_url.filter(|u| !u.trim().is_empty()).map(|base| app_url(base, &app.metadata.namespace, &app.metadata.name)),
+            sync_revision: plan.revision,
+            sync_prune: plan.prune,
+        }
+    }
+
+    /// `namespace/name`.
+    pub fn app(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// The app as the work queue names it.
+    pub fn app_ref(&self) -> AppRef {
+        AppRef { name: self.name.clone(), namespace: self.namespace.clone(), project: Some(self.project.clone()).filter(|p| !p.is_empty()) }
+    }
+
+    fn destination(&self) -> String {
+        let cluster = if !self.destination_name.is_empty() { &self.destination_name } else { &self.destination_server };
+        match (cluster.is_empty(), self.destination_namespace.is_empty()) {
+            (true, true) => "–".into(),
+            (false, true) => cluster.clone(),
+            (true, false) => format!("namespace {}", self.destination_namespace),
+            (false, false) => format!("{cluster} / {}", self.destination_namespace),
+        }
+    }
+}
+
+/// The app's page in the Argo CD UI: `<base>/applications/<namespace>/<name>`.
+pub fn app_url(base: &str, namespace: &str, name: &str) -> String {
+    let base = base.trim().trim_end_matches('/');
+    let base = if base.starts_with("http://") || base.starts_with("https://") { base.to_owned() } else { format!("https://{base}") };
+    format!("{base}/applications/{namespace}/{name}")
+}
+
+/// The opaque id of the button for `action` in `incident_id`, generation `generation`:
+/// `amact-` and 32 hex digits of SHA-256. Nothing can be read back from it.
+pub fn action_id(incident_id: &str, action: HumanAction, generation: u32) -> String {
+    let action = human_action_name(action);
+    format!("{ACTION_ID_PREFIX}{}", &digest(&["argo-medic/slack-action/v1", incident_id, action, &generation.to_string()])[..32])
+}
+
+/// True when `s` has the shape of an id [`action_id`] makes.
+pub fn is_action_id(s: &str) -> bool {
+    s.strip_prefix(ACTION_ID_PREFIX).is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The idempotency key of performing the action behind button `action_id`. A sync carries it in
+/// Argo CD's `infos`, so a redelivered request finds the sync it already started.
+pub fn human_action_key(action_id: &str) -> IdempotencyKey {
+    IdempotencyKey::parse(&format!("am1-{}", &digest(&["argo-medic/human-action/v1", action_id])[..32])).expect("am1- and 32 hex digits")
+}
+
+/// The serde name of a human action (`hard_refresh`, ...).
+pub fn human_action_name(action: HumanAction) -> &'static str {
+    match action {
+        HumanAction::Sync => "sync",
+        HumanAction::HardRefresh => "hard_refresh",
+        HumanAction::TerminateOperation => "terminate_operation",
+        HumanAction::Snooze => "snooze",
+        HumanAction::Acknowledge => "acknowledge",
+    }
+}
+
+/// What a button stands for, stored under its id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HumanActionRequest {
+    /// The button's opaque id.
+    pub id: String,
+    pub action: HumanAction,
+    pub incident_id: String,
+    pub app: AppRef,
+    pub failure_mode: FailureMode,
+    /// For `sync`: exactly what is requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<SyncPlan>,
+    /// Carried by the sync in Argo CD's `infos`.
+    pub idempotency_key: IdempotencyKey,
+    pub offered_at: DateTime<Utc>,
+}
+
+/// How a human action turned out, for the incident's thread and state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HumanActionOutcome {
+    /// The action took effect (its button is spent and new buttons are issued).
+    pub performed: bool,
+    /// The state the incident moves to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<IncidentState>,
+    /// One or two sentences for the thread (plain text; escaped when rendered).
+    pub summary: String,
+    /// For snooze: until when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snoozed_until: Option<DateTime<Utc>>,
+}
+
+/// The sync a person asks for from an escalation: the decision's plan when it has one; otherwise
+/// the compared revision (or, with automated sync on, the target revision, the only one Argo CD
+/// accepts then), without pruning, with the app's own sync options.
+pub fn human_sync_plan(app: &Application, decision: &Decision) -> SyncPlan {
+    if let Some(plan) = &decision.sync {
+        return plan.clone();
+    }
+    let options = app.spec.sync_policy.as_ref().map(|p| p.sync_options.clone()).unwrap_or_default();
+    SyncPlan {
+        revision: if app.auto_sync().is_some() { String::new() } else { app.revision() },
+        prune: false,
+        sync_options: options,
+        intent: "a person asked for it from the Slack escalation".into(),
+    }
+}
+
+/// A rendered message: the notification text and the blocks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rendered {
+    pub text: String,
+    pub blocks: Vec<Value>,
+}
+
+/// A button: the action and its opaque id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Button {
+    pub action: HumanAction,
+    pub id: String,
+}
+
+/// The buttons of `facts`' incident at `generation`.
+pub fn buttons(facts: &IncidentFacts, generation: u32) -> Vec<Button> {
+    facts.human_actions.iter().map(|a| Button { action: *a, id: action_id(&facts.incident_id, *a, generation) }).collect()
+}
+
+/// Many apps failing the same way: the fleet incident's summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetSummary {
+    pub fleet_id: String,
+    pub instance: String,
+    pub failure_mode: FailureMode,
+    /// `namespace/name` of the apps, in the order they joined (possibly only the first of them).
+    pub apps: Vec<String>,
+    /// How many apps the fleet incident has (at least `apps.len()`).
+    #[serde(default)]
+    pub total: usize,
+    pub resolved: usize,
+    pub projects: Vec<String>,
+    pub destinations: Vec<String>,
+    pub first_at: DateTime<Utc>,
+    pub last_at: DateTime<Utc>,
+}
+
+// --- text helpers ---------------------------------------------------------------------------
+
+/// Length as Slack is assumed to count it: UTF-16 code units (never less than characters).
+pub fn units(s: &str) -> usize {
+    s.encode_utf16().count()
+}
+
+/// Escapes the three characters Slack's text formatting reserves.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        push_escaped(&mut out, c);
+    }
+    out
+}
+
+fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '&' => out.push_str("&amp;"),
+        '<' => out.push_str("&lt;"),
+        '>' => out.push_str("&gt;"),
+        // Control characters would grow sixfold in JSON (`\u0001`); they carry nothing here.
+        c if c.is_control() && c != '\n' => out.push(' '),
+        c => out.push(c),
+    }
+}
+
+/// `s` escaped and cut to at most `max` UTF-16 units, ending in `…` when cut. Never cuts inside
+/// an escape.
+pub fn fit(s: &str, max: usize) -> String {
+    if max == 0 {
+        return String::new();
+    }
+    let escaped = escape(s);
+    if units(&escaped) <= max {
+        return escaped;
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    let mut piece = String::new();
+    for c in s.chars() {
+        piece.clear();
+        push_escaped(&mut piece, c);
+        let n = units(&piece);
+        if used + n + 1 > max {
+            break;
+        }
+        out.push_str(&piece);
+        used += n;
+    }
+    out.push('…');
+    out
+}
+
+/// Plain text (no escaping: `plain_text` objects are not parsed) cut to `max` units.
+fn fit_plain(s: &str, max: usize) -> String {
+    if units(s) <= max && !s.chars().any(char::is_control) {
+        return s.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars().map(|c| if c.is_control() { ' ' } else { c }) {
+        let n = c.len_utf16();
+        if used + n + 1 > max {
+            break;
+        }
+        out.push(c);
+        used += n;
+    }
+    out.push('…');
+    out
+}
+
+/// Cuts to `max` characters (for stored facts; no escaping).
+fn cut_chars(s: &str, max: usize) -> String {
+    if s.chars().count() <= max { s.to_owned() } else { s.chars().take(max.saturating_sub(1)).chain(['…']).collect() }
+}
+
+/// Text for inside a code block: no triple backticks that would end it early.
+fn code_safe(s: &str) -> String {
+    s.replace("```", "`\u{200b}``")
+}
+
+fn when(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M UTC").to_string()
+}
+
+fn short_revision(rev: &str) -> String {
+    if rev.len() == 40 && rev.bytes().all(|b| b.is_ascii_hexdigit()) { rev[..10].to_owned() } else { rev.to_owned() }
+}
+
+// --- blocks ---------------------------------------------------------------------------------
+
+fn header(text: &str) -> Value {
+    json!({"type": "header", "text": {"type": "plain_text", "text": fit_plain(text, limits::MAX_HEADER_TEXT), "emoji": true}})
+}
+
+fn section(mrkdwn: String) -> Value {
+    json!({"type": "section", "text": {"type": "mrkdwn", "text": mrkdwn}})
+}
+
+fn fields(items: &[(&str, String)]) -> Value {
+    let fields: Vec<Value> = items
+        .iter()
+        .take(limits::MAX_FIELDS)
+        .map(|(label, value)| json!({"type": "mrkdwn", "text": format!("*{label}*\n{}", fit(value, FIELD_VALUE))}))
+        .collect();
+    json!({"type": "section", "fields": fields})
+}
+
+fn context(mrkdwn: String) -> Value {
+    json!({"type": "context", "elements": [{"type": "mrkdwn", "text": mrkdwn}]})
+}
+
+/// A field's value, bounded so the fixed part of a message stays small.
+const FIELD_VALUE: usize = 150;
+
+fn button(facts: &IncidentFacts, b: &Button, snooze_hours: u32) -> Value {
+    let (text, style, confirm): (String, Option<&str>, Option<(String, String)>) = match b.action {
+        HumanAction::Sync => {
+            let rev = match (facts.sync_revision.is_empty(), facts.target_revision.is_empty()) {
+                (false, _) => fit_plain(&short_revision(&facts.sync_revision), 60),
+                (true, false) => format!("its target revision ({})", fit_plain(&facts.target_revision, 60)),
+                (true, true) => "its target revision".to_owned(),
+            };
+            let prune = if facts.sync_prune { "with pruning" } else { "without pruning" };
+            (
+                "Sync".into(),
+                Some("primary"),
+                Some((
+                    "Sync this app?".into(),
+                    format!("Sync to {rev} {prune}. Argo Medic runs it with its own Argo CD rights; your click is audited."),
+                )),
+            )
+        }
+        HumanAction::HardRefresh => (
+            "Hard refresh".into(),
+            None,
+            Some(("Hard refresh?".into(), "Regenerate the app's manifests, bypassing the repo-server cache.".into())),
+        ),
+        HumanAction::TerminateOperation => (
+            "Terminate operation".into(),
+            Some("danger"),
+            Some((
+                "Terminate the running operation?".into(),
+                "Stop the app's running operation. Hooks already started keep running.".into(),
+            )),
+        ),
+        HumanAction::Snooze => (format!("Snooze {snooze_hours}h"), None, None),
+        HumanAction::Acknowledge => ("Acknowledge".into(), None, None),
+    };
+    let mut v = json!({
+        "type": "button",
+        "text": {"type": "plain_text", "text": fit_plain(&text, limits::MAX_BUTTON_TEXT), "emoji": true},
+        "action_id": b.id,
+        "value": b.id,
+    });
+    if let Some(style) = style {
+        v["style"] = style.into();
+    }
+    if let Some((title, text)) = confirm {
+        v["confirm"] = json!({
+            "title": {"type": "plain_text", "text": fit_plain(&title, limits::MAX_CONFIRM_TITLE)},
+            "text": {"type": "plain_text", "text": fit_plain(&text, limits::MAX_CONFIRM_TEXT)},
+            "confirm": {"type": "plain_text", "text": "Yes, do it"},
+            "deny": {"type": "plain_text", "text": "Cancel"},
+        });
+    }
+    v
+}
+
+fn actions(facts: &IncidentFacts, buttons: &[Button], block_id: &str, snooze_hours: u32) -> Option<Value> {
+    let elements: Vec<Value> = buttons.iter().take(limits::MAX_ACTIONS_ELEMENTS).map(|b| button(facts, b, snooze_hours)).collect();
+    (!elements.is_empty()).then(|| json!({"type": "actions", "block_id": fit_plain(block_id, limits::MAX_ID), "elements": elements}))
+}
+
+fn status_line(status: &Status, facts: &IncidentFacts) -> String {
+    let mut line = format!("{} *{}*", status.state.emoji(), status.state.label());
+    if !status.detail.is_empty() {
+        line.push_str(" · ");
+        line.push_str(&status.detail);
+    }
+    line.push_str(&format!(" · {}", when(status.at)));
+    if let Some(until) = status.snoozed_until {
+        line.push_str(&format!("\n:zzz: New incidents of this app are not posted until {}", when(until)));
+    }
+    if let Some(url) = &facts.app_url {
+        line.push_str(&format!("\n<{}|Open {} in Argo CD>", fit(url, limits::MAX_URL / 2), escape(&facts.app())));
+    }
+    // The detail comes from the adapter; bound the whole line anyway.
+    cut_units_escaped(&line, 600)
+}
+
+/// Cuts already-escaped mrkdwn to `max` units without splitting an escape or a `<...>` link: it
+/// cuts at the last line break that fits.
+fn cut_units_escaped(s: &str, max: usize) -> String {
+    if units(s) <= max {
+        return s.to_owned();
+    }
+    let mut out = String::new();
+    for line in s.split('\n') {
+        let extra = if out.is_empty() { units(line) } else { units(line) + 1 };
+        if units(&out) + extra > max {
+            break;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(line);
+    }
+    if out.is_empty() { fit(&s.replace(['<', '>', '&'], " "), max) } else { out }
+}
+
+/// The serialised size of blocks, as [`limits::MESSAGE_BUDGET`] measures it.
+pub fn blocks_size(blocks: &[Value]) -> usize {
+    units(&Value::Array(blocks.to_vec()).to_string())
+}
+
+/// Successively smaller sizes of the optional sections; the last drops them all.
+const SCALES: [f64; 7] = [1.0, 0.7, 0.5, 0.35, 0.2, 0.1, 0.0];
+
+fn scaled(cap: usize, scale: f64) -> usize {
+    ((cap as f64) * scale) as usize
+}
+
+fn titled(title: &str, body: String) -> String {
+    format!("*{title}*\n{body}")
+}
+
+/// A titled section whose body is cut so the whole text is at most `cap` units; `None` when the
+/// cap leaves no room for the body or the body is empty.
+fn capped_section(title: &str, body_raw: &str, cap: usize) -> Option<Value> {
+    let overhead = units(title) + 3;
+    if body_raw.trim().is_empty() || cap <= overhead + 8 {
+        return None;
+    }
+    let cap = cap.min(limits::MAX_SECTION_TEXT);
+    Some(section(titled(title, fit(body_raw, cap - overhead))))
+}
+
+/// A titled section with a code block body.
+fn code_section(title: &str, lines: &[String], cap: usize) -> Option<Value> {
+    let overhead = units(title) + 3 + 8;
+    if lines.is_empty() || cap <= overhead + 8 {
+        return None;
+    }
+    let cap = cap.min(limits::MAX_SECTION_TEXT);
+    let body = code_safe(&lines.join("\n"));
+    Some(section(format!("*{title}*\n```{}```", fit(&body, cap - overhead))))
+}
+
+/// An optional section: given a scale in 0..=1, the block at that size, if any.
+type Optional<'a> = Box<dyn Fn(f64) -> Option<Value> + 'a>;
+
+/// `head`, the optional sections at the largest scale that keeps the message within the budget,
+/// and `tail`; `minimal` when not even the smallest fits (the fixed parts are bounded so that
+/// this does not happen; it keeps the guarantee unconditional).
+fn assemble(head: &[Value], optional: &[Optional<'_>], tail: &[Value], minimal: impl Fn() -> Vec<Value>) -> Vec<Value> {
+    for scale in SCALES {
+        let mut blocks = head.to_vec();
+        blocks.extend(optional.iter().filter_map(|f| f(scale)));
+        blocks.extend(tail.iter().cloned());
+        if blocks_size(&blocks) <= limits::MESSAGE_BUDGET {
+            return blocks;
+        }
+    }
+    minimal()
+}
+
+fn runbook_text(mode: FailureMode) -> String {
+    mode.entry().runbook.iter().enumerate().map(|(i, step)| format!("{}. {step}", i + 1)).collect::<Vec<_>>().join("\n")
+}
+
+fn incident_fields(facts: &IncidentFacts) -> Value {
+    let revision = match (facts.revision.is_empty(), facts.target_revision.is_empty()) {
+        (false, false) if facts.target_revision != facts.revision => {
+            format!("{} (target {})", short_revision(&facts.revision), facts.target_revision)
+        }
+        (false, _) => short_revision(&facts.revision),
+        (true, false) => facts.target_revision.clone(),
+        (true, true) => "–".into(),
+    };
+    let operation = match (facts.operation_phase.is_empty(), facts.operation_started_at) {
+        (true, _) => "none".to_owned(),
+        (false, Some(at)) => format!("{} (started {})", facts.operation_phase, when(at)),
+        (false, None) => facts.operation_phase.clone(),
+    };
+    let or_dash = |s: &str| if s.is_empty() { "–".to_owned() } else { s.to_owned() };
+    fields(&[
+        ("Project", or_dash(&facts.project)),
+        ("Destination", facts.destination()),
+        ("Revision", revision),
+        ("Failure mode", facts.failure_mode.id().to_owned()),
+        ("Sync / health", format!("{} / {}", or_dash(&facts.sync_status), or_dash(&facts.health_status))),
+        ("Operation", operation),
+    ])
+}
+
+fn evidence_lines(facts: &IncidentFacts) -> Vec<String> {
+    facts.evidence.iter().filter(|e| e.field != "trigger").map(|e| format!("{}: {}", e.field, e.value)).collect()
+}
+
+fn fallback(text: String) -> String {
+    fit_plain(&text, limits::MAX_FALLBACK_TEXT)
+}
+
+/// Options of the rendering that come from configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RenderOptions {
+    /// Shown on the snooze button.
+    pub snooze_hours: u32,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        Self { snooze_hours: 4 }
+    }
+}
+
+fn short_status(status: &Status) -> Value {
+    section(format!("{} *{}*", status.state.emoji(), status.state.label()))
+}
+
+/// One incident's parent message. `buttons` are shown unless the incident is resolved;
+/// `revision` makes the actions block's id new on every update, as Slack asks.
+pub fn incident_parent(facts: &IncidentFacts, status: &Status, buttons: &[Button], revision: u32, options: RenderOptions) -> Rendered {
+    let title = facts.failure_mode.entry().title;
+    let head_text = format!("{} {} · {}", if status.state == IncidentState::Resolved { "✅" } else { "🚨" }, facts.app(), title);
+    let text = fallback(format!("{}: {} ({}) – {}", status.state.label(), facts.app(), facts.failure_mode, facts.reason));
+    let evidence = evidence_lines(facts);
+    let runbook = runbook_text(facts.failure_mode);
+    let block_id = format!("am-actions-{}-r{revision}", facts.incident_id);
+    let shown: &[Button] = if status.state == IncidentState::Resolved { &[] } else { buttons };
+    let head = [header(&head_text), section(status_line(status, facts)), incident_fields(facts)];
+    let optional: Vec<Optional<'_>> = vec![
+        Box::new(|s| capped_section("Why", &facts.reason, scaled(1200, s))),
+        Box::new(|s| capped_section("Diagnosis", facts.failure_mode.entry().diagnosis, scaled(1200, s))),
+        Box::new(|s| capped_section("Runbook", &runbook, scaled(1500, s))),
+        Box::new(|s| code_section("Evidence", &evidence, scaled(2400, s))),
+        Box::new(|s| code_section("Failing resources and hooks", &facts.failing, scaled(1500, s))),
+    ];
+    let mut tail: Vec<Value> = actions(facts, shown, &block_id, options.snooze_hours).into_iter().collect();
+    tail.push(context(fit(
+        &format!("Argo Medic · {} · incident {} · decided {}", facts.instance, facts.incident_id, when(facts.decided_at)),
+        300,
+    )));
+    let blocks = assemble(&head, &optional, &tail, || {
+        let mut minimal = vec![header(&head_text), short_status(status)];
+        minimal.extend(tail.iter().cloned());
+        minimal
+    });
+    Rendered { text, blocks }
+}
+
+/// A fleet member's reply in the fleet thread: the app, its state, why, and its buttons.
+pub fn fleet_member(facts: &IncidentFacts, status: &Status, buttons: &[Button], revision: u32, options: RenderOptions) -> Rendered {
+    let text = fallback(format!("{}: {} – {}", status.state.label(), facts.app(), facts.reason));
+    let dash = |s: &str| if s.is_empty() { "–".to_owned() } else { fit(s, 120) };
+    let mut line = format!(
+        "*{}* · project {} · {} / {} · {} {}",
+        fit(&facts.app(), 320),
+        dash(&facts.project),
+        dash(&facts.sync_status),
+        dash(&facts.health_status),
+        status.state.emoji(),
+        status.state.label(),
+    );
+    if !status.detail.is_empty() {
+        line.push_str(&format!(" · {}", status.detail));
+    }
+    if let Some(url) = &facts.app_url {
+        line.push_str(&format!("\n<{}|Open in Argo CD>", fit(url, 600)));
+    }
+    let line = cut_units_escaped(&line, 1200);
+    let block_id = format!("am-actions-{}-r{revision}", facts.incident_id);
+    let shown: &[Button] = if status.state == IncidentState::Resolved { &[] } else { buttons };
+    let evidence = evidence_lines(facts);
+    let head = [section(line)];
+    let optional: Vec<Optional<'_>> = vec![
+        Box::new(|s| capped_section("Why", &facts.reason, scaled(1200, s))),
+        Box::new(|s| code_section("Evidence", &evidence, scaled(1500, s))),
+    ];
+    let tail: Vec<Value> = actions(facts, shown, &block_id, options.snooze_hours).into_iter().collect();
+    let blocks = assemble(&head, &optional, &tail, || {
+        let mut minimal = vec![section(format!("*{}* · {}", fit(&facts.app(), 320), status.state.label()))];
+        minimal.extend(tail.iter().cloned());
+        minimal
+    });
+    Rendered { text, blocks }
+}
+
+/// What an individual parent becomes when its incident joins a fleet incident: one line
+/// pointing at the fleet thread (no buttons: they are in the thread now).
+pub fn folded(facts: &IncidentFacts, fleet_mode: FailureMode) -> Rendered {
+    let line = format!(
+        ":link: {} is part of a fleet incident ({}): its details and buttons are in that incident's thread.",
+        fit(&facts.app(), 320),
+        fleet_mode.entry().title
+    );
+    Rendered { text: fallback(format!("{} joined a fleet incident", facts.app())), blocks: vec![section(line)] }
+}
+
+/// The fleet incident's parent: how many apps, since when, the diagnosis and runbook, and a
+/// sample of the apps (each has its own reply in the thread).
+pub fn fleet_parent(fleet: &FleetSummary, status: &Status) -> Rendered {
+    let entry = fleet.failure_mode.entry();
+    let n = fleet.total.max(fleet.apps.len());
+    let head_text =
+        format!("{} Fleet incident · {n} apps · {}", if status.state == IncidentState::Resolved { "✅" } else { "🚨" }, entry.title);
+    let text = fallback(format!("{}: {n} apps failing the same way ({})", status.state.label(), fleet.failure_mode));
+    let list = |v: &[String]| if v.is_empty() { "–".to_owned() } else { v.iter().take(5).cloned().collect::<Vec<_>>().join(", ") };
+    let mut state = format!("{} *{}*", status.state.emoji(), status.state.label());
+    if !status.detail.is_empty() {
+        state.push_str(&format!(" · {}", status.detail));
+    }
+    state.push_str(&format!(
+        " · {n} apps failing the same way since {}; {} recovered. One reply per app, with its buttons, is in the thread.",
+        when(fleet.first_at),
+        fleet.resolved
+    ));
+    let apps_text = |cap: usize| -> Option<Value> {
+        let mut out = String::new();
+        let mut shown = 0;
+        for app in &fleet.apps {
+            let item = format!("`{}`", fit(app, 320));
+            if units(&out) + units(&item) + 40 > cap {
+                break;
+            }
+            if !out.is_empty() {
+                out.push_str(", ");
+            }
+            out.push_str(&item);
+            shown += 1;
+        }
+        if shown == 0 {
+            return None;
+        }
+        if shown < n {
+            out.push_str(&format!(" and {} more", n - shown));
+        }
+        Some(section(titled("Apps", out)))
+    };
+    let head = [
+        header(&head_text),
+        section(cut_units_escaped(&state, 600)),
+        fields(&[
+            ("Failure mode", fleet.failure_mode.id().to_owned()),
+            ("Apps", n.to_string()),
+            ("First seen", when(fleet.first_at)),
+            ("Last seen", when(fleet.last_at)),
+            ("Projects", list(&fleet.projects)),
+            ("Destinations", list(&fleet.destinations)),
+        ]),
+    ];
+    let runbook = runbook_text(fleet.failure_mode);
+    let optional: Vec<Optional<'_>> = vec![
+        Box::new(|s| capped_section("Diagnosis", entry.diagnosis, scaled(1200, s))),
+        Box::new(|s| capped_section("Runbook", &runbook, scaled(1500, s))),
+        Box::new(|s| apps_text(scaled(1500, s))),
+    ];
+    let tail = [context(fit(&format!("Argo Medic · {} · fleet incident {}", fleet.instance, fleet.fleet_id), 300))];
+    let blocks = assemble(&head, &optional, &tail, || vec![header(&head_text), short_status(status), tail[0].clone()]);
+    Rendered { text, blocks }
+}
+
+/// A thread reply: plain text (escaped), with an optional emoji in front.
+pub fn note(emoji: &str, text: &str) -> Rendered {
+    let body = if emoji.is_empty() { fit(text, 2900) } else { format!("{emoji} {}", fit(text, 2900)) };
+    Rendered { text: fallback(text.to_owned()), blocks: vec![section(body)] }
+}
+
+/// A thread reply about a person's action: who (a mention), what, and how it turned out.
+pub fn action_note(user_id: &str, verb: &str, summary: &str) -> Rendered {
+    let body = format!("{} · *{}* · {}", mention(user_id), escape(verb), fit(summary, 2500));
+    Rendered { text: fallback(format!("{verb} by {user_id}: {summary}")), blocks: vec![section(body)] }
+}
+
+/// A `<@U…>` mention of a Slack user id, or the id itself escaped when it does not look like one.
+pub fn mention(user_id: &str) -> String {
+    let ok = !user_id.is_empty() && user_id.len() <= 32 && user_id.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+    if ok { format!("<@{user_id}>") } else { escape(user_id) }
+}
+
+/// RFC 3339 (seconds) for texts.
+pub fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Every Block Kit limit `blocks` and `text` break, as readable strings (empty when valid).
+pub fn violations(text: &str, blocks: &[Value]) -> Vec<String> {
+    let mut out = Vec::new();
+    if units(text) > limits::MAX_FALLBACK_TEXT {
+        out.push(format!("fallback text is {} units (max {})", units(text), limits::MAX_FALLBACK_TEXT));
+    }
+    if blocks.len() > limits::MAX_BLOCKS {
+        out.push(format!("{} blocks (max {})", blocks.len(), limits::MAX_BLOCKS));
+    }
+    let size = blocks_size(blocks);
+    if size > limits::MESSAGE_BUDGET {
+        out.push(format!("blocks are {size} units (budget {})", limits::MESSAGE_BUDGET));
+    }
+    let mut ids = std::collections::HashSet::new();
+    let len = |v: &Value, pointer: &str| v.pointer(pointer).and_then(Value::as_str).map(units);
+    let mut check = |what: String, n: Option<usize>, max: usize, min: usize| match n {
+        Some(n) if n > max || n < min => out.push(format!("{what} is {n} units (allowed {min}..={max})")),
+        _ => {}
+    };
+    let mut extra = Vec::new();
+    for (i, b) in blocks.iter().enumerate() {
+        if let Some(id) = b.get("block_id").and_then(Value::as_str) {
+            check(format!("blocks[{i}].block_id"), Some(units(id)), limits::MAX_ID, 1);
+            if !ids.insert(id.to_owned()) {
+                extra.push(format!("blocks[{i}].block_id `{id}` is not unique"));
+            }
+        }
+        match b.get("type").and_then(Value::as_str) {
+            Some("header") => {
+                check(format!("blocks[{i}] header text"), len(b, "/text/text").or(Some(0)), limits::MAX_HEADER_TEXT, 1);
+                if b.pointer("/text/type").and_then(Value::as_str) != Some("plain_text") {
+                    extra.push(format!("blocks[{i}] header text is not plain_text"));
+                }
+            }
+            Some("section") => {
+                let has_fields = b.get("fields").is_some();
+                if b.get("text").is_some() || !has_fields {
+                    check(format!("blocks[{i}] section text"), len(b, "/text/text").or(Some(0)), limits::MAX_SECTION_TEXT, 1);
+                }
+                if let Some(fields) = b.get("fields").and_then(Value::as_array) {
+                    if fields.len() > limits::MAX_FIELDS || fields.is_empty() {
+                        extra.push(format!("blocks[{i}] has {} fields (1..={})", fields.len(), limits::MAX_FIELDS));
+                    }
+                    for (j, f) in fields.iter().enumerate() {
+                        check(format!("blocks[{i}].fields[{j}]"), len(f, "/text").or(Some(0)), limits::MAX_FIELD_TEXT, 1);
+                    }
+                }
+            }
+            Some("actions") => {
+                let elements = b.get("elements").and_then(Value::as_array).cloned().unwrap_or_default();
+                if elements.is_empty() || elements.len() > limits::MAX_ACTIONS_ELEMENTS {
+                    extra.push(format!("blocks[{i}] has {} elements (1..={})", elements.len(), limits::MAX_ACTIONS_ELEMENTS));
+                }
+                let mut action_ids = std::collections::HashSet::new();
+                for (j, e) in elements.iter().enumerate() {
+                    let at = format!("blocks[{i}].elements[{j}]");
+                    check(format!("{at}.text"), len(e, "/text/text").or(Some(0)), limits::MAX_BUTTON_TEXT, 1);
+                    check(format!("{at}.value"), len(e, "/value"), limits::MAX_BUTTON_VALUE, 1);
+                    check(format!("{at}.action_id"), len(e, "/action_id"), limits::MAX_ID, 1);
+                    check(format!("{at}.url"), len(e, "/url"), limits::MAX_URL, 1);
+                    if let Some(id) = e.get("action_id").and_then(Value::as_str) {
+                        if !action_ids.insert(id.to_owned()) {
+                            extra.push(format!("{at}.action_id is not unique in its block"));
+                        }
+                    }
+                    if e.get("confirm").is_some() {
+                        check(format!("{at}.confirm.title"), len(e, "/confirm/title/text"), limits::MAX_CONFIRM_TITLE, 1);
+                        check(format!("{at}.confirm.text"), len(e, "/confirm/text/text"), limits::MAX_CONFIRM_TEXT, 1);
+                        check(format!("{at}.confirm.confirm"), len(e, "/confirm/confirm/text"), limits::MAX_CONFIRM_BUTTON, 1);
+                        check(format!("{at}.confirm.deny"), len(e, "/confirm/deny/text"), limits::MAX_CONFIRM_BUTTON, 1);
+                    }
+                }
+            }
+            Some("context") => {
+                let elements = b.get("elements").and_then(Value::as_array).map_or(0, Vec::len);
+                if elements == 0 || elements > limits::MAX_CONTEXT_ELEMENTS {
+                    extra.push(format!("blocks[{i}] context has {elements} elements (1..={})", limits::MAX_CONTEXT_ELEMENTS));
+                }
+            }
+            Some("divider") => {}
+            other => extra.push(format!("blocks[{i}] has an unexpected type {other:?}")),
+        }
+    }
+    out.extend(extra);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::incident::IncidentKey;
+    use proptest::prelude::*;
+
+    fn facts(evidence: Vec<Evidence>, reason: &str) -> IncidentFacts {
+        IncidentFacts {
+            instance: "prod".into(),
+            incident_id: "inc-0123456789abcdef0123".into(),
+            name: "payments".into(),
+            namespace: "argocd".into(),
+            project: "payments".into(),
+            failure_mode: FailureMode::HookFailed,
+            destination_server: "https://kubernetes.default.svc".into(),
+            destination_name: String::new(),
+            destination_namespace: "payments".into(),
+            revision: "34a1021526089c57744ab3e25ec2f81ca02d37c5".into(),
+            target_revision: "main".into(),
+            sync_status: "OutOfSync".into(),
+            health_status: "Degraded".into(),
+            operation_phase: "Failed".into(),
+            operation_started_at: Some("2026-11-01T12:00:00Z".parse().unwrap()),
+            reason: reason.into(),
+            evidence,
+            failing: vec!["Job/db-migrate (hook PreSync, Failed): Job has reached the specified backoff limit".into()],
+            human_actions: vec![HumanAction::Sync, HumanAction::HardRefresh, HumanAction::Snooze, HumanAction::Acknowledge],
+            decided_at: "2026-11-01T12:30:00Z".parse().unwrap(),
+            app_url: Some(app_url("argocd.example.com", "argocd", "payments")),
+            sync_revision: String::new(),
+            sync_prune: false,
+        }
+    }
+
+    fn t0() -> DateTime<Utc> {
+        "2026-11-01T12:30:00Z".parse().unwrap()
+    }
+
+    fn status(state: IncidentState) -> Status {
+        Status { state, detail: String::new(), at: "2026-11-01T12:30:00Z".parse().unwrap(), snoozed_until: None }
+    }
+
+    #[test]
+    fn a_parent_shows_the_app_the_mode_the_link_the_runbook_and_one_button_per_allowed_action() {
+        let f = facts(vec![Evidence::new("status.operationState.message", "hook failed <boom> & more")], "The PreSync hook failed.");
+        let r = incident_parent(&f, &status(IncidentState::NeedsHuman), &buttons(&f, 0), 0, RenderOptions::default());
+        assert!(violations(&r.text, &r.blocks).is_empty(), "{:?}", violations(&r.text, &r.blocks));
+        let json = Value::Array(r.blocks.clone()).to_string();
+        assert_eq!(r.blocks[0]["type"], "header");
+        assert!(r.blocks[0]["text"]["text"].as_str().unwrap().contains("argocd/payments · Sync hook failed"));
+        assert!(json.contains("https://argocd.example.com/applications/argocd/payments"), "{json}");
+        assert!(json.contains("*Runbook*\\n1. "), "{json}");
+        assert!(json.contains("&lt;boom&gt; &amp; more"), "evidence is escaped: {json}");
+        let actions = r.blocks.iter().find(|b| b["type"] == "actions").unwrap();
+        let elements = actions["elements"].as_array().unwrap();
+        assert_eq!(elements.len(), 4);
+        for e in elements {
+            assert!(is_action_id(e["value"].as_str().unwrap()));
+            assert_eq!(e["value"], e["action_id"], "a button carries only its opaque id");
+        }
+    }
+
+    #[test]
+    fn a_resolved_parent_has_no_buttons_and_every_update_gets_a_new_actions_block_id() {
+        let f = facts(vec![], "x");
+        let resolved = incident_parent(&f, &status(IncidentState::Resolved), &buttons(&f, 0), 3, RenderOptions::default());
+        assert!(resolved.blocks.iter().all(|b| b["type"] != "actions"));
+        let a = incident_parent(&f, &status(IncidentState::NeedsHuman), &buttons(&f, 0), 1, RenderOptions::default());
+        let b = incident_parent(&f, &status(IncidentState::Investigating), &buttons(&f, 0), 2, RenderOptions::default());
+        let id = |r: &Rendered| r.blocks.iter().find(|b| b["type"] == "actions").unwrap()["block_id"].clone();
+        assert_ne!(id(&a), id(&b));
+    }
+
+    #[test]
+    fn action_ids_are_opaque_distinct_per_action_and_generation_and_keys_follow_them() {
+        let a = action_id("inc-1", HumanAction::Sync, 0);
+        assert!(is_action_id(&a) && !a.contains("sync") && !a.contains("inc-1"));
+        assert_ne!(a, action_id("inc-1", HumanAction::Sync, 1));
+        assert_ne!(a, action_id("inc-1", HumanAction::HardRefresh, 0));
+        assert_ne!(a, action_id("inc-2", HumanAction::Sync, 0));
+        assert_eq!(human_action_key(&a), human_action_key(&a));
+        assert_ne!(human_action_key(&a), human_action_key(&action_id("inc-1", HumanAction::Sync, 1)));
+        assert!(!is_action_id("amact-xyz") && !is_action_id("sync"));
+    }
+
+    #[test]
+    fn fit_cuts_within_the_limit_and_never_inside_an_escape() {
+        assert_eq!(fit("a<b", 10), "a&lt;b");
+        let cut = fit("<<<<<<<<", 10);
+        assert!(units(&cut) <= 10 && cut.ends_with('…') && !cut.contains("&l…"), "{cut}");
+        assert_eq!(fit("😀😀😀", 3), "😀…");
+        assert_eq!(fit("abc", 0), "");
+    }
+
+    #[test]
+    fn the_human_sync_plan_never_prunes_and_uses_the_target_revision_under_automated_sync() {
+        let mut app = Application::default();
+        app.status.sync = Some(crate::app::SyncStatus { status: "OutOfSync".into(), revision: "abc".into(), revisions: vec![] });
+        let d = Decision {
+            app: "argocd/x".into(),
+            action: crate::decision::Action::Escalate,
+            failure_mode: FailureMode::SyncFailed,
+            reason: String::new(),
+            evidence: vec![],
+            retry_after_secs: None,
+            incident: Some(IncidentKey { instance: "i".into(), app: "argocd/x".into(), revision: "abc".into(), began_at: None }),
+            idempotency_key: None,
+            sync: None,
+            human_actions: vec![HumanAction::Sync],
+            resolves_incident: false,
+            decided_at: t0(),
+        };
+        let plan = human_sync_plan(&app, &d);
+        assert_eq!((plan.revision.as_str(), plan.prune), ("abc", false));
+        app.spec.sync_policy = Some(crate::app::SyncPolicy {
+            automated: Some(crate::app::SyncPolicyAutomated { prune: true, ..Default::default() }),
+            ..Default::default()
+        });
+        let plan = human_sync_plan(&app, &d);
+        assert_eq!((plan.revision.as_str(), plan.prune), ("", false));
+    }
+
+    fn long_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[ -~]{0,200}",
+            proptest::collection::vec(
+                prop_oneof![Just("<".to_owned()), Just("&".to_owned()), Just("```".to_owned()), Just("😀".to_owned()), "[a-z ]{1,40}"],
+                0..2000
+            )
+            .prop_map(|v| v.concat()),
+            (1usize..20_000).prop_map(|n| "é<".repeat(n / 2)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_long_evidence_never_breaks_a_block_kit_limit(
+            items in proptest::collection::vec((long_text(), long_text()), 0..60),
+            reason in long_text(),
+            failing in proptest::collection::vec(long_text(), 0..60),
+            name in "[a-z0-9]([-a-z0-9]{0,250}[a-z0-9])?",
+            project in "[a-z0-9-]{1,253}",
+            server in long_text(),
+            detail in long_text(),
+            state in prop_oneof![Just(IncidentState::NeedsHuman), Just(IncidentState::Investigating), Just(IncidentState::Remediating), Just(IncidentState::Resolved)],
+            all_actions in any::<bool>(),
+        ) {
+            let mut f = facts(items.into_iter().map(|(a, b)| Evidence::new(a, b)).collect(), &reason);
+            f.name = name;
+            f.project = project.clone();
+            f.destination_server = server;
+            f.failing = failing;
+            f.app_url = Some(app_url("argocd.example.com", &f.namespace, &f.name));
+            if all_actions {
+                f.human_actions = vec![HumanAction::Sync, HumanAction::HardRefresh, HumanAction::TerminateOperation, HumanAction::Snooze, HumanAction::Acknowledge];
+            }
+            let st = Status { state, detail: escape(&detail), at: t0(), snoozed_until: Some(t0()) };
+            let b = buttons(&f, 7);
+            for r in [
+                incident_parent(&f, &st, &b, 9, RenderOptions::default()),
+                fleet_member(&f, &st, &b, 9, RenderOptions { snooze_hours: 4000 }),
+                folded(&f, FailureMode::ComparisonErrorTransient),
+                note(":white_check_mark:", &reason),
+            ] {
+                let v = violations(&r.text, &r.blocks);
+                prop_assert!(v.is_empty(), "{:?}", v);
+            }
+            let fleet = FleetSummary {
+                fleet_id: "flt-1".into(),
+                instance: "prod".into(),
+                failure_mode: FailureMode::ComparisonErrorTransient,
+                apps: (0..300).map(|i| format!("argocd/{}-{i}", f.name)).collect(),
+                total: 5000,
+                resolved: 3,
+                projects: vec![project.clone(); 20],
+                destinations: vec![f.destination_server.clone(); 20],
+                first_at: t0(),
+                last_at: t0(),
+            };
+            let r = fleet_parent(&fleet, &st);
+            let v = violations(&r.text, &r.blocks);
+            prop_assert!(v.is_empty(), "{:?}", v);
+        }
+    }
+}

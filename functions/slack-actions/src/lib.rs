@@ -1,0 +1,404 @@
+//! The slack-actions function: Slack's interactivity Request URL (a Function URL). When someone
+//! clicks a button on an escalation, Slack POSTs a `block_actions` payload here; this function
+//! checks it came from Slack, that the person may act on the app's Argo CD project, and enqueues
+//! the action once. The worker performs it and reports back in the incident's thread.
+//!
+//! Per request, in this order (nothing is enqueued unless every step passes):
+//!
+//! 1. `POST`, `Content-Type: application/x-www-form-urlencoded`, body within the cap.
+//! 2. **Signature** (Slack's v0 scheme): `X-Slack-Signature` must be
+//!    `v0=` + hex(HMAC-SHA256(signing secret, `v0:` + `X-Slack-Request-Timestamp` + `:` + the raw
+//!    body)), compared in constant time against the current and (during a rotation) the previous
+//!    secret. The raw bytes are hashed as received (after the Function URL's base64, never
+//!    re-encoded).
+//! 3. **Freshness**: the timestamp within five minutes of now (either way).
+//! 4. **Replay**: a signature seen before is refused (a conditional write in the state table,
+//!    kept past the five minutes).
+//! 5. **The action**: the button carries only an opaque id; what it stands for (app, incident,
+//!    sync plan, idempotency key) is read from the store. Unknown or expired ids are refused.
+//! 6. **Authorisation**: the clicking Slack user must be on the allow-list of the app's Argo CD
+//!    project (`{"<project>": ["U…", ...], "*": [...]}`). A click acts with Argo Medic's own Argo CD
+//!    rights, so this list is the real access control.
+//! 7. **Once**: the first click on a button claims it (a conditional write keyed by its id); a
+//!    second click, from anyone, is acknowledged and does nothing.
+//! 8. **Enqueue** a work item (`kind: requested`, `requestedAction`: the button's id,
+//!    `requestedBy`: `slack:<user id>`, a dedupe key derived from the id), write the audit line,
+//!    answer 200. All of it takes a few tens of milliseconds, well inside Slack's 3 seconds.
+//!
+//! Every refusal gets its status and a JSON `{"error", "reason"}` and is counted
+//! (`SlackActionRejected` by `Reason`); Slack shows the clicker that the action failed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use chrono::Utc;
+use hmac::{Hmac, Mac};
+use lambda_http::http::{Method, StatusCode, header};
+use lambda_http::{Body, Request, Response};
+use medic_adapters::slack::load_action;
+use medic_adapters::telemetry::Metrics;
+use medic_core::Trigger;
+use medic_core::escalation::{self, HumanActionRequest};
+use medic_core::event::{WorkItem, WorkKind};
+use medic_core::ports::{DedupeStore, EscalationStore, Seen, WorkQueue};
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// Slack's signature header.
+pub const SIGNATURE_HEADER: &str = "x-slack-signature";
+/// Slack's timestamp header (seconds since the epoch).
+pub const TIMESTAMP_HEADER: &str = "x-slack-request-timestamp";
+
+/// The app's signing secret, and the previous one while a rotation is under way.
+pub struct SigningSecret {
+    current: SecretString,
+    previous: Option<SecretString>,
+}
+
+/// A malformed signing secret.
+#[derive(Debug, thiserror::Error)]
+#[error("the Slack signing secret must be the secret itself, or JSON {{\"current\": \"...\", \"previous\": \"...\"}}: {0}")]
+pub struct SecretFormatError(String);
+
+impl SigningSecret {
+    pub fn new(current: impl Into<String>, previous: Option<String>) -> Self {
+        Self { current: SecretString::from(current.into()), previous: previous.filter(|p| !p.is_empty()).map(SecretString::from) }
+    }
+
+    /// Reads the secret's value: the signing secret itself, or `{"current": ..., "previous": ...}`.
+    pub fn from_secret(text: &str) -> Result<Self, SecretFormatError> {
+        #[derive(Deserialize)]
+        struct Doc {
+            current: String,
+            #[serde(default)]
+            previous: Option<String>,
+        }
+        let text = text.trim();
+        let (current, previous) = if text.starts_with('{') {
+            let doc: Doc = serde_json::from_str(text).map_err(|e| SecretFormatError(e.to_string()))?;
+            (doc.current, doc.previous)
+        } else {
+            (text.to_owned(), None)
+        };
+        if current.len() < 16 {
+            return Err(SecretFormatError("the secret is shorter than 16 characters".into()));
+        }
+        Ok(Self::new(current, previous))
+    }
+
+    fn mac(secret: &SecretString, timestamp: &str, body: &[u8]) -> Hmac<Sha256> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose_secret().as_bytes()).expect("HMAC takes keys of any length");
+        mac.update(b"v0:");
+        mac.update(timestamp.as_bytes());
+        mac.update(b":");
+        mac.update(body);
+        mac
+    }
+
+    /// The `X-Slack-Signature` Slack sends for this timestamp and body (tests, the sample event).
+    pub fn sign(&self, timestamp: &str, body: &[u8]) -> String {
+        format!("v0={}", hex::encode(Self::mac(&self.current, timestamp, body).finalize().into_bytes()))
+    }
+
+    /// True when `signature` is `v0=<hex>` of this timestamp and body under one of the secrets.
+    /// Constant time (`verify_slice`), and every secret is tried, so timing tells nothing.
+    pub fn verify(&self, timestamp: &str, body: &[u8], signature: &str) -> bool {
+        let Some(hex) = signature.trim().strip_prefix("v0=") else { return false };
+        let Ok(signature) = hex::decode(hex) else { return false };
+        std::iter::once(&self.current)
+            .chain(self.previous.iter())
+            .fold(false, |ok, s| ok | Self::mac(s, timestamp, body).verify_slice(&signature).is_ok())
+    }
+}
+
+/// Who may act on which Argo CD project: Slack user ids per project, `*` for every project.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllowList(BTreeMap<String, BTreeSet<String>>);
+
+/// A malformed allow-list.
+#[derive(Debug, thiserror::Error)]
+#[error("SLACK_ALLOWED_USERS must be JSON {{\"<project>\": [\"<Slack user id>\", ...]}}: {0}")]
+pub struct AllowListError(String);
+
+impl AllowList {
+    pub fn from_json(text: &str) -> Result<Self, AllowListError> {
+        let map: BTreeMap<String, BTreeSet<String>> = serde_json::from_str(text).map_err(|e| AllowListError(e.to_string()))?;
+        if let Some(bad) = map.values().flatten().find(|u| u.is_empty() || !u.bytes().all(|b| b.is_ascii_alphanumeric())) {
+            return Err(AllowListError(format!("`{bad}` is not a Slack user id (e.g. U0123456789)")));
+        }
+        Ok(Self(map))
+    }
+
+    /// True when `user` may act on apps of `project`.
+    pub fn allows(&self, project: &str, user: &str) -> bool {
+        [project, "*"].iter().any(|p| self.0.get(*p).is_some_and(|users| users.contains(user)))
+    }
+}
+
+/// Limits.
+#[derive(Debug, Clone)]
+pub struct ActionsConfig {
+    /// Largest body accepted (a `block_actions` payload carries the whole message: a few KiB).
+    pub max_body_bytes: usize,
+    /// How far the request's timestamp may be from now.
+    pub max_age: Duration,
+    /// How long a seen signature is remembered (longer than `max_age`).
+    pub replay_ttl: Duration,
+    /// How long a clicked button stays claimed (at least as long as buttons live).
+    pub claim_ttl: Duration,
+}
+
+impl Default for ActionsConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 128 * 1024,
+            max_age: Duration::from_secs(300),
+            replay_ttl: Duration::from_secs(900),
+            claim_ttl: Duration::from_secs(15 * 24 * 3600),
+        }
+    }
+}
+
+/// The function's collaborators, built once at start-up.
+pub struct SlackActions<Q, D, S> {
+    pub config: ActionsConfig,
+    pub secret: SigningSecret,
+    pub allow: AllowList,
+    pub queue: Q,
+    /// Replays and claims (conditional writes with expiry).
+    pub dedupe: D,
+    /// Where the buttons' actions are stored.
+    pub actions: S,
+    pub metrics: Metrics,
+}
+
+struct Rejection {
+    status: StatusCode,
+    reason: &'static str,
+    message: String,
+}
+
+fn reject(status: StatusCode, reason: &'static str, message: impl Into<String>) -> Rejection {
+    Rejection { status, reason, message: message.into() }
+}
+
+fn respond(status: StatusCode, body: Value) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .expect("static response parts are valid")
+}
+
+/// The parts of a `block_actions` payload used here.
+#[derive(Debug, Deserialize)]
+struct Payload {
+    #[serde(rename = "type")]
+    kind: String,
+    user: PayloadUser,
+    #[serde(default)]
+    team: Option<Value>,
+    #[serde(default)]
+    actions: Vec<PayloadAction>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PayloadUser {
+    id: String,
+    #[serde(default)]
+    username: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PayloadAction {
+    #[serde(default)]
+    action_id: String,
+    #[serde(default)]
+    value: Option<String>,
+}
+
+/// The dedupe key of the work item of button `id`: the same button gives the same key, so the
+/// worker handles it once even if it were enqueued twice.
+pub fn work_dedupe_key(id: &str) -> String {
+    let digest = Sha256::digest(format!("argo-medic/slack-action-work/v1\0{id}").as_bytes());
+    format!("sa1-{}", &hex::encode(digest)[..32])
+}
+
+impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore> SlackActions<Q, D, S> {
+    /// Handles one HTTP request.
+    pub async fn handle(&self, req: Request) -> Response<Body> {
+        match self.accept(&req).await {
+            Ok(response) => response,
+            Err(r) => {
+                self.metrics.count("SlackActionRejected", Some(("Reason", r.reason)), 1.0);
+                tracing::warn!(status = r.status.as_u16(), reason = r.reason, message = %r.message, "Slack action rejected");
+                respond(r.status, json!({"error": r.message, "reason": r.reason}))
+            }
+        }
+    }
+
+    async fn accept(&self, req: &Request) -> Result<Response<Body>, Rejection> {
+        if req.method() != Method::POST {
+            return Err(reject(StatusCode::METHOD_NOT_ALLOWED, "method", "use POST"));
+        }
+        let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        if !content_type.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/x-www-form-urlencoded") {
+            return Err(reject(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "content_type",
+                format!("Content-Type must be application/x-www-form-urlencoded, got `{content_type}`"),
+            ));
+        }
+        let body: &[u8] = req.body().as_ref();
+        if body.len() > self.config.max_body_bytes {
+            return Err(reject(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "oversized",
+                format!("the body is {} bytes; the limit is {}", body.len(), self.config.max_body_bytes),
+            ));
+        }
+        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+        let (Some(timestamp), Some(signature)) = (header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER)) else {
+            return Err(reject(
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                format!("missing `{TIMESTAMP_HEADER}` or `{SIGNATURE_HEADER}`"),
+            ));
+        };
+        if !self.secret.verify(timestamp, body, signature) {
+            return Err(reject(StatusCode::FORBIDDEN, "forbidden", "the signature does not match the body"));
+        }
+        let sent: i64 = timestamp.parse().map_err(|_| reject(StatusCode::FORBIDDEN, "stale", "the timestamp is not a number"))?;
+        let age = Utc::now().timestamp() - sent;
+        if age.unsigned_abs() > self.config.max_age.as_secs() {
+            return Err(reject(
+                StatusCode::FORBIDDEN,
+                "stale",
+                format!("the request is {age} s old; at most {} s is accepted", self.config.max_age.as_secs()),
+            ));
+        }
+        let replay_key = format!("slack-request-{}", signature.trim_start_matches("v0="));
+        match self.dedupe.first_sighting(&replay_key, self.config.replay_ttl).await {
+            Ok(Seen::New) => {}
+            Ok(Seen::Duplicate) => return Err(reject(StatusCode::FORBIDDEN, "replay", "this request was already received")),
+            Err(e) => return Err(unavailable(&e)),
+        }
+        let payload = form_urlencoded::parse(body)
+            .find(|(k, _)| k == "payload")
+            .map(|(_, v)| v.into_owned())
+            .ok_or_else(|| reject(StatusCode::BAD_REQUEST, "malformed", "no `payload` field in the form body"))?;
+        let payload: Payload = serde_json::from_str(&payload)
+            .map_err(|e| reject(StatusCode::BAD_REQUEST, "malformed", format!("the payload is not a block_actions payload: {e}")))?;
+        if payload.kind != "block_actions" {
+            // Nothing else is configured; acknowledge so Slack shows no error.
+            tracing::info!(kind = %payload.kind, "interaction ignored");
+            return Ok(respond(StatusCode::OK, json!({"accepted": false, "ignored": payload.kind})));
+        }
+        let clicked = payload.actions.first().ok_or_else(|| reject(StatusCode::BAD_REQUEST, "malformed", "the payload names no action"))?;
+        let id = clicked.value.as_deref().filter(|v| escalation::is_action_id(v)).unwrap_or(clicked.action_id.as_str());
+        if !escalation::is_action_id(id) {
+            return Err(reject(StatusCode::BAD_REQUEST, "malformed", "the action is not an Argo Medic button"));
+        }
+        let request = match load_action(&self.actions, id).await {
+            Ok(Some(r)) => r,
+            Ok(None) => return Err(reject(StatusCode::GONE, "unknown_action", "this button is unknown or has expired")),
+            Err(e) => return Err(unavailable(&e)),
+        };
+        let project = request.app.project.clone().unwrap_or_default();
+        let user = payload.user.id.as_str();
+        let action = escalation::human_action_name(request.action);
+        let app = format!("{}/{}", request.app.namespace, request.app.name);
+        let team = payload.team.as_ref().and_then(|t| t.get("id")).and_then(Value::as_str).unwrap_or("");
+        if !self.allow.allows(&project, user) {
+            tracing::warn!(audit = true, user, team, action, app = %app, project, action_id = id, "Slack action refused: the user is not on the project's allow-list");
+            return Err(reject(StatusCode::FORBIDDEN, "unauthorised", format!("you may not act on apps of project `{project}`")));
+        }
+        match self.dedupe.first_sighting(&format!("slack-action-{id}"), self.config.claim_ttl).await {
+            Ok(Seen::New) => {}
+            Ok(Seen::Duplicate) => {
+                self.metrics.count("SlackActionRepeated", None, 1.0);
+                tracing::info!(audit = true, user, action, app = %app, action_id = id, "button already clicked; this click does nothing");
+                return Ok(respond(StatusCode::OK, json!({"accepted": false, "reason": "already requested"})));
+            }
+            Err(e) => return Err(unavailable(&e)),
+        }
+        let item = work_item(&request, user);
+        if let Err(e) = self.queue.enqueue(&item, Duration::ZERO).await {
+            self.dedupe.forget(&format!("slack-action-{id}")).await.ok();
+            tracing::error!(error = %e, "enqueue failed");
+            return Err(reject(StatusCode::SERVICE_UNAVAILABLE, "enqueue_failed", "the work queue is unavailable; try again"));
+        }
+        self.metrics.count("SlackActionAccepted", Some(("Action", action)), 1.0);
+        tracing::info!(
+            audit = true,
+            user,
+            username = payload.user.username.as_deref().unwrap_or(""),
+            team,
+            action,
+            app = %app,
+            project,
+            incident = %request.incident_id,
+            action_id = id,
+            dedupe_key = %item.dedupe_key,
+            "Slack action accepted and enqueued"
+        );
+        Ok(respond(StatusCode::OK, json!({"accepted": true})))
+    }
+}
+
+fn unavailable(e: &dyn std::fmt::Display) -> Rejection {
+    tracing::error!(error = %e, "state table unavailable");
+    reject(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", "try again in a moment")
+}
+
+/// The work item that asks the worker to perform `request` for `user`.
+pub fn work_item(request: &HumanActionRequest, user: &str) -> WorkItem {
+    let trigger: Trigger = "slack-action".parse().expect("constant is a valid trigger");
+    let mut item = WorkItem::for_app(WorkKind::Requested, request.app.clone(), trigger, &request.id, Utc::now());
+    item.dedupe_key = work_dedupe_key(&request.id);
+    item.requested_action = Some(request.id.clone());
+    item.requested_by = Some(format!("slack:{user}"));
+    item
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_v0_signature_covers_the_timestamp_and_the_raw_body_and_rotation_accepts_both_secrets() {
+        let secret = SigningSecret::new("8f742231b10e8888abcd99yyyzzz85a5", None);
+        let body = b"payload=%7B%22type%22%3A%22block_actions%22%7D";
+        let sig = secret.sign("1531420618", body);
+        assert!(sig.starts_with("v0=") && sig.len() == 67);
+        assert!(secret.verify("1531420618", body, &sig));
+        assert!(!secret.verify("1531420619", body, &sig), "another timestamp");
+        assert!(!secret.verify("1531420618", b"payload=%7B%7D", &sig), "another body");
+        assert!(!secret.verify("1531420618", body, &sig.replace("v0=", "v1=")));
+        assert!(!secret.verify("1531420618", body, "v0=zz"));
+        let rotating = SigningSecret::new("a-brand-new-signing-secret", Some("8f742231b10e8888abcd99yyyzzz85a5".into()));
+        assert!(rotating.verify("1531420618", body, &sig), "the previous secret still verifies during a rotation");
+        assert!(SigningSecret::from_secret("short").is_err());
+        assert!(SigningSecret::from_secret(r#"{"current":"0123456789abcdef0123"}"#).is_ok());
+    }
+
+    #[test]
+    fn the_allow_list_is_per_project_with_a_wildcard() {
+        let allow = AllowList::from_json(r#"{"payments": ["U0PAY"], "*": ["U0ADMIN"]}"#).unwrap();
+        assert!(allow.allows("payments", "U0PAY"));
+        assert!(!allow.allows("platform", "U0PAY"));
+        assert!(allow.allows("platform", "U0ADMIN"));
+        assert!(!allow.allows("payments", "U0OTHER"));
+        assert!(AllowList::from_json(r#"{"payments": ["<@U0PAY>"]}"#).is_err());
+        assert!(AllowList::from_json(r#"["U0PAY"]"#).is_err());
+    }
+
+    #[test]
+    fn one_button_gives_one_dedupe_key() {
+        assert_eq!(work_dedupe_key("amact-1"), work_dedupe_key("amact-1"));
+        assert_ne!(work_dedupe_key("amact-1"), work_dedupe_key("amact-2"));
+        assert!(work_dedupe_key("amact-1").len() <= 128);
+    }
+}

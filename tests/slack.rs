@@ -1,0 +1,840 @@
+//! Slack escalation end to end on real wire protocols: the Slack Web API in the Slack simulator,
+//! Argo CD in the Argo CD simulator, SQS and DynamoDB in moto_server, and the worker and
+//! slack-actions handlers driven with real Lambda payloads (SQS batches received from the queue,
+//! Function URL requests parsed by lambda_http).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::event::sqs::SqsMessage;
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use medic_adapters::argocd::HttpArgoClient;
+use medic_adapters::budget::{BudgetRates, LocalBudget};
+use medic_adapters::dynamodb::{DynamoDbStore, create_table};
+use medic_adapters::memory::SystemClock;
+use medic_adapters::slack::{DynamoDbEscalationStore, SlackClient, SlackError, SlackEscalator, SlackSettings};
+use medic_adapters::sqs::SqsWorkQueue;
+use medic_adapters::telemetry::Metrics;
+use medic_core::escalation::{self, METADATA_EVENT_TYPE};
+use medic_core::event::{AppRef, WorkItem, WorkKind};
+use medic_core::ports::{EscalationStore, Escalator, StoreError, Versioned, WorkQueue};
+use medic_core::{Application, Decision, DecisionPolicy, History, PolicyConfig, Trigger};
+use medic_sim::moto::{moto, unique};
+use medic_sim::{
+    ArgoSim, PostRate, SLACK_BOT_TOKEN, SLACK_CHANNEL, SimConfig, SimMessage, SlackFault, SlackFaultKind, SlackSim, SlackSimConfig,
+};
+use medic_slack_actions::{ActionsConfig, AllowList, SigningSecret, SlackActions};
+use medic_worker::{Handled, Worker, WorkerConfig};
+use serde_json::{Value, json};
+
+use crate::support::{client, events_dir, sim_with_samples};
+
+/// The signing secret of the sample in events/lambda/slack-actions/ (a test value, nothing else).
+const SIGNING_SECRET: &str = "local-test-slack-signing-secret-not-for-production";
+/// On the allow-list of project `payments` (every sample app used here is in it).
+const ALICE: &str = "U0ALICE001";
+/// On no allow-list.
+const MALLORY: &str = "U0MALLORY1";
+
+const CH: &str = SLACK_CHANNEL;
+
+// --- fixtures ---------------------------------------------------------------------------------
+
+fn sample_app(file: &str) -> Application {
+    let text = std::fs::read_to_string(events_dir().join("apps").join(file)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn captured_at() -> DateTime<Utc> {
+    medic::scenario::SAMPLES_CAPTURED_AT.parse().unwrap()
+}
+
+fn policy() -> DecisionPolicy {
+    DecisionPolicy::new(PolicyConfig { instance_id: "test".into(), settle_secs: 0, ..PolicyConfig::default() })
+}
+
+/// The sample app's decision at capture time; it must be an escalation.
+fn escalation_of(app: &Application) -> Decision {
+    let d = policy().decide(app, &Trigger::sweep(), &History::default(), captured_at()).unwrap();
+    assert_eq!(d.action, medic_core::Action::Escalate, "{}: {}", d.app, d.reason);
+    d
+}
+
+fn settings(slack: &SlackSim) -> SlackSettings {
+    let mut s = SlackSettings::new(CH, "test");
+    s.api_url = slack.api_url();
+    s.argocd_url = Some("https://argocd.example.com".into());
+    s.fleet_threshold = 0;
+    s.fleet_update_interval = Duration::ZERO;
+    s.post_interval = Duration::ZERO;
+    s.lease = Duration::from_secs(1);
+    s.busy_wait = Duration::from_secs(5);
+    s.max_retry_wait = Duration::from_secs(5);
+    s.request_timeout = Duration::from_secs(5);
+    s
+}
+
+async fn ddb() -> (aws_sdk_dynamodb::Client, String) {
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let ddb = aws_sdk_dynamodb::Client::new(&sdk);
+    let table = unique("slack");
+    create_table(&ddb, &table).await.unwrap();
+    (ddb, table)
+}
+
+async fn escalation_store() -> DynamoDbEscalationStore {
+    let (ddb, table) = ddb().await;
+    DynamoDbEscalationStore::new(ddb, table, "test")
+}
+
+fn slack_escalator<S: EscalationStore>(slack: &SlackSim, settings: SlackSettings, store: S) -> SlackEscalator<S> {
+    let _ = slack;
+    SlackEscalator::new(settings, SLACK_BOT_TOKEN, store).unwrap()
+}
+
+/// Top-level messages that carry an escalation key (what a person sees in the channel).
+fn parents(slack: &SlackSim) -> Vec<SimMessage> {
+    slack.parents(CH).into_iter().filter(|m| m.payload("key").is_some()).collect()
+}
+
+fn text_of(m: &SimMessage) -> String {
+    m.blocks.to_string()
+}
+
+/// The opaque id of the button labelled `label` in a message.
+fn button(m: &SimMessage, label: &str) -> String {
+    let blocks = m.blocks.as_array().unwrap();
+    let actions = blocks.iter().find(|b| b["type"] == "actions").unwrap_or_else(|| panic!("no buttons in {}", m.blocks));
+    let b = actions["elements"].as_array().unwrap().iter().find(|e| e["text"]["text"].as_str().unwrap().starts_with(label)).unwrap();
+    assert_eq!(b["value"], b["action_id"], "a button carries only its opaque id");
+    b["value"].as_str().unwrap().to_owned()
+}
+
+// --- the serverless stack: queue, table, worker, slack-actions ------------------------------------
+
+struct Stack {
+    sqs: aws_sdk_sqs::Client,
+    queue_url: String,
+    ddb: aws_sdk_dynamodb::Client,
+    table: String,
+    slack: SlackSim,
+    argo: ArgoSim,
+}
+
+type SlackWorker = Worker<
+    HttpArgoClient,
+    DynamoDbStore,
+    DynamoDbStore,
+    DynamoDbStore,
+    SqsWorkQueue,
+    SlackEscalator<DynamoDbEscalationStore>,
+    LocalBudget,
+    SystemClock,
+>;
+type Actions = SlackActions<SqsWorkQueue, DynamoDbStore, DynamoDbEscalationStore>;
+
+async fn stack() -> Stack {
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(unique("slack-work"))
+        .attributes(aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout, "1")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let (ddb, table) = ddb().await;
+    let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
+    let argo = sim_with_samples(SimConfig::default()).await;
+    Stack { sqs, queue_url, ddb, table, slack, argo }
+}
+
+impl Stack {
+    fn queue(&self) -> SqsWorkQueue {
+        SqsWorkQueue::new(self.sqs.clone(), self.queue_url.clone())
+    }
+
+    fn store(&self) -> DynamoDbStore {
+        DynamoDbStore::new(self.ddb.clone(), self.table.clone(), "test")
+    }
+
+    fn escalations(&self) -> DynamoDbEscalationStore {
+        DynamoDbEscalationStore::new(self.ddb.clone(), self.table.clone(), "test")
+    }
+
+    fn worker(&self) -> SlackWorker {
+        Worker {
+            config: WorkerConfig { claim_timeout: Duration::ZERO, busy_delay: Duration::from_secs(1), ..WorkerConfig::default() },
+            argo: client(&self.argo),
+            store: self.store(),
+            dedupe: self.store(),
+            lock: self.store(),
+            queue: self.queue(),
+            escalator: slack_escalator(&self.slack, settings(&self.slack), self.escalations()),
+            budget: LocalBudget::new(BudgetRates {
+                refresh_per_minute: 6000,
+                hard_refresh_per_minute: 600,
+                sync_per_minute: 600,
+                max_wait: Duration::from_secs(1),
+            }),
+            clock: SystemClock,
+            policy: policy(),
+            metrics: Metrics::quiet("test"),
+        }
+    }
+
+    fn actions(&self) -> Actions {
+        SlackActions {
+            config: ActionsConfig::default(),
+            secret: SigningSecret::new(SIGNING_SECRET, None),
+            allow: AllowList::from_json(&format!(r#"{{"payments": ["{ALICE}"], "platform": ["U0BOB00001"]}}"#)).unwrap(),
+            queue: self.queue(),
+            dedupe: self.store(),
+            actions: self.escalations(),
+            metrics: Metrics::quiet("test"),
+        }
+    }
+
+    async fn enqueue_look(&self, name: &str, window: &str) {
+        let app = AppRef { name: name.into(), namespace: "argocd".into(), project: Some("payments".into()) };
+        let item = WorkItem::for_app(WorkKind::Sweep, app, Trigger::sweep(), window, Utc::now());
+        self.queue().enqueue(&item, Duration::ZERO).await.unwrap();
+    }
+
+    /// Messages visible now.
+    async fn receive(&self) -> Vec<aws_sdk_sqs::types::Message> {
+        let out = self
+            .sqs
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(10)
+            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
+            .send()
+            .await
+            .unwrap();
+        out.messages.unwrap_or_default()
+    }
+
+    /// One poll of the event source mapping: receive, invoke, delete what did not fail.
+    async fn poll(&self, worker: &SlackWorker) -> Vec<Handled> {
+        let messages = self.receive().await;
+        let mut handled = Vec::new();
+        for m in &messages {
+            let mut record = SqsMessage::default();
+            record.message_id = m.message_id.clone();
+            record.body = m.body.clone();
+            record.attributes =
+                m.attributes.clone().unwrap_or_default().into_iter().map(|(k, v)| (k.as_str().to_owned(), v)).collect::<HashMap<_, _>>();
+            match worker.handle_message(&record).await {
+                Ok(h) => {
+                    handled.push(h);
+                    self.sqs
+                        .delete_message()
+                        .queue_url(&self.queue_url)
+                        .receipt_handle(m.receipt_handle.clone().unwrap())
+                        .send()
+                        .await
+                        .unwrap();
+                }
+                Err(e) => panic!("message failed: {e}"),
+            }
+        }
+        handled
+    }
+
+    /// Work items waiting on the queue (visible, in flight or delayed).
+    async fn depth(&self) -> usize {
+        let attrs = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&self.queue_url)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::All)
+            .send()
+            .await
+            .unwrap()
+            .attributes
+            .unwrap_or_default();
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        [A::ApproximateNumberOfMessages, A::ApproximateNumberOfMessagesNotVisible, A::ApproximateNumberOfMessagesDelayed]
+            .iter()
+            .map(|a| attrs.get(a).and_then(|v| v.parse::<usize>().ok()).unwrap_or(0))
+            .sum()
+    }
+}
+
+/// A button click as Slack sends it to the Function URL: the sample request with this button,
+/// this user and this timestamp, signed with `secret`.
+fn click(action_id: &str, user: &str, timestamp: i64, secret: &str) -> lambda_http::Request {
+    let mut event: Value =
+        serde_json::from_str(&std::fs::read_to_string(events_dir().join("lambda/slack-actions/block-actions-sync.json")).unwrap()).unwrap();
+    let body = event["body"].as_str().unwrap().to_owned();
+    let payload = form_urlencoded::parse(body.as_bytes()).find(|(k, _)| k == "payload").unwrap().1.into_owned();
+    let mut payload: Value = serde_json::from_str(&payload).unwrap();
+    payload["actions"][0]["action_id"] = action_id.into();
+    payload["actions"][0]["value"] = action_id.into();
+    payload["user"]["id"] = user.into();
+    let body: String = form_urlencoded::Serializer::new(String::new()).append_pair("payload", &payload.to_string()).finish();
+    let ts = timestamp.to_string();
+    event["body"] = body.clone().into();
+    event["headers"]["x-slack-request-timestamp"] = ts.clone().into();
+    event["headers"]["x-slack-signature"] = SigningSecret::new(secret, None).sign(&ts, body.as_bytes()).into();
+    lambda_http::request::from_str(&event.to_string()).unwrap()
+}
+
+fn reason_of(response: &lambda_http::Response<lambda_http::Body>) -> String {
+    let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+    body["reason"].as_str().unwrap_or_default().to_owned()
+}
+
+// --- tests ------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn an_escalation_posts_one_parent_and_every_later_step_as_a_reply_in_its_thread() {
+    let stack = stack().await;
+    let worker = stack.worker();
+    stack.enqueue_look("accounts", "w1").await;
+    assert_eq!(stack.poll(&worker).await, vec![Handled::Stepped(medic_core::remediate::StepResult::Escalated)]);
+    let ps = parents(&stack.slack);
+    assert_eq!(ps.len(), 1, "one parent");
+    let parent = &ps[0];
+    assert!(parent.payload("key").unwrap().starts_with("inc:inc-"), "tagged with the incident key: {:?}", parent.metadata);
+    assert_eq!(parent.metadata.as_ref().unwrap()["event_type"], METADATA_EVENT_TYPE);
+    let text = text_of(parent);
+    for expected in [
+        "argocd/accounts · Sync hook failed",
+        "Needs a human",
+        "*Project*",
+        "*Destination*",
+        "*Revision*",
+        "*Runbook*",
+        "*Evidence*",
+        "https://argocd.example.com/applications/argocd/accounts",
+    ] {
+        assert!(text.contains(expected), "{expected} missing from {text}");
+    }
+    assert!(escalation::violations(&parent.text, parent.blocks.as_array().unwrap()).is_empty());
+
+    // A person acknowledges: the parent moves to "investigating", the thread says who.
+    let ack = button(parent, "Acknowledge");
+    let response = stack.actions().handle(click(&ack, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await;
+    assert_eq!(response.status(), 200, "{:?}", response.body());
+    assert_eq!(stack.poll(&worker).await, vec![Handled::RequestedDone]);
+    let parent = stack.slack.message(CH, &parent.ts).unwrap();
+    assert!(text_of(&parent).contains("Investigating") && text_of(&parent).contains(&format!("<@{ALICE}>")), "{}", text_of(&parent));
+    let replies = stack.slack.replies(CH, &parent.ts);
+    assert_eq!(replies.len(), 1);
+    assert!(text_of(&replies[0]).contains("*acknowledge*"), "{}", text_of(&replies[0]));
+
+    // The app recovers: the parent is marked resolved in place and a final reply closes it.
+    let mut healthy: Value = serde_json::from_str(&std::fs::read_to_string(events_dir().join("apps/healthy.json")).unwrap()).unwrap();
+    healthy["metadata"]["name"] = "accounts".into();
+    healthy["spec"]["project"] = "payments".into();
+    stack.argo.insert_app(healthy);
+    stack.enqueue_look("accounts", "w2").await;
+    assert_eq!(stack.poll(&worker).await, vec![Handled::Stepped(medic_core::remediate::StepResult::Resolved)]);
+    let parent = stack.slack.message(CH, &parent.ts).unwrap();
+    assert!(text_of(&parent).contains("✅") && text_of(&parent).contains("Resolved"), "{}", text_of(&parent));
+    assert!(parent.blocks.as_array().unwrap().iter().all(|b| b["type"] != "actions"), "no buttons on a resolved incident");
+    let replies = stack.slack.replies(CH, &parent.ts);
+    assert_eq!(replies.len(), 2);
+    assert!(text_of(&replies[1]).contains("Resolved: argocd/accounts is Synced and Healthy again"), "{}", text_of(&replies[1]));
+    assert_eq!(parents(&stack.slack).len(), 1, "still one parent");
+
+    // Looking again changes nothing in Slack.
+    let calls = stack.slack.calls().len();
+    stack.enqueue_look("accounts", "w3").await;
+    stack.poll(&worker).await;
+    assert_eq!(stack.slack.calls().iter().skip(calls).filter(|c| c.method.starts_with("chat.")).count(), 0);
+}
+
+/// An escalation store that loses the write recording a posted message's `ts`, once: the worker
+/// dies right after Slack answered.
+struct DiesAfterPosting {
+    inner: DynamoDbEscalationStore,
+    armed: AtomicBool,
+}
+
+impl EscalationStore for DiesAfterPosting {
+    async fn load(&self, group: &str, id: &str) -> Result<Option<Versioned>, StoreError> {
+        self.inner.load(group, id).await
+    }
+    async fn store(&self, group: &str, id: &str, doc: &Value, expected: Option<u64>, ttl: Duration) -> Result<bool, StoreError> {
+        if group == "msg" && doc["ts"].is_string() && self.armed.swap(false, Ordering::SeqCst) {
+            return Err(StoreError("the worker died before recording the ts".into()));
+        }
+        self.inner.store(group, id, doc, expected, ttl).await
+    }
+    async fn list(&self, group: &str) -> Result<Vec<(String, Versioned)>, StoreError> {
+        self.inner.list(group).await
+    }
+}
+
+#[tokio::test]
+async fn redelivery_concurrency_a_crash_after_posting_and_a_lost_answer_never_make_a_second_parent() {
+    let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
+    let store = escalation_store().await;
+    let escalator = slack_escalator(&slack, settings(&slack), store.clone());
+
+    // Redelivered three times, and two workers at once: one parent, one post.
+    let accounts = sample_app("hook-failed.json");
+    let d = escalation_of(&accounts);
+    for _ in 0..3 {
+        escalator.escalate(&accounts, &d).await.unwrap();
+    }
+    let twin = slack_escalator(&slack, settings(&slack), store.clone());
+    let (a, b) = tokio::join!(escalator.escalate(&accounts, &d), twin.escalate(&accounts, &d));
+    a.unwrap();
+    b.unwrap();
+    assert_eq!(parents(&slack).len(), 1);
+    assert_eq!(slack.calls_of("chat.postMessage").len(), 1);
+
+    // The worker dies between Slack's answer and recording it: the retry finds the message by
+    // its metadata instead of posting again.
+    let storefront = sample_app("sync-failed.json");
+    let d = escalation_of(&storefront);
+    let dying = slack_escalator(&slack, settings(&slack), DiesAfterPosting { inner: store.clone(), armed: AtomicBool::new(true) });
+    assert!(dying.escalate(&storefront, &d).await.is_err(), "the worker died");
+    assert_eq!(parents(&slack).len(), 2, "the post itself went through");
+    tokio::time::sleep(Duration::from_millis(1100)).await; // the crashed attempt's lease runs out
+    let history_calls = slack.calls_of("conversations.history").len();
+    escalator.escalate(&storefront, &d).await.unwrap();
+    assert_eq!(parents(&slack).len(), 2, "no second parent for the same incident");
+    assert_eq!(slack.calls_of("conversations.history").len(), history_calls + 1, "the retry looked in the channel");
+
+    // Slack applies the post but the answer is lost on the way back: same outcome.
+    let notifications = sample_app("resource-rejected.json");
+    let d = escalation_of(&notifications);
+    slack.inject(SlackFault { method: Some("chat.postMessage".into()), kind: SlackFaultKind::DropAfterApplying, times: 1 });
+    assert!(escalator.escalate(&notifications, &d).await.is_err());
+    assert_eq!(parents(&slack).len(), 3);
+    // The retry waits out the lost attempt's lease, then finds the message.
+    escalator.escalate(&notifications, &d).await.unwrap();
+    let ps = parents(&slack);
+    assert_eq!(ps.len(), 3, "three incidents, three parents");
+    let keys: std::collections::BTreeSet<_> = ps.iter().map(|p| p.payload("key").unwrap().to_owned()).collect();
+    assert_eq!(keys.len(), 3, "one parent per incident key");
+}
+
+#[tokio::test]
+async fn an_outage_of_300_apps_makes_one_parent_with_one_reply_per_app() {
+    let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
+    let store = escalation_store().await;
+    let mut s = settings(&slack);
+    s.fleet_threshold = 2;
+    let escalator = slack_escalator(&slack, s, store);
+    let template = sample_app("comparison-error-persisting.json");
+    let apps: Vec<(Application, Decision)> = (0..300)
+        .map(|i| {
+            let mut app = template.clone();
+            app.metadata.name = format!("payments-worker-{i:03}");
+            let d = escalation_of(&app);
+            (app, d)
+        })
+        .collect();
+    let started = Instant::now();
+    // Eight workers escalating at once, as the queue delivers them.
+    let results: Vec<_> = futures::stream::iter(apps.iter().map(|(app, d)| escalator.escalate(app, d))).buffer_unordered(8).collect().await;
+    for r in &results {
+        r.as_ref().unwrap();
+    }
+    let ps = parents(&slack);
+    assert_eq!(ps.len(), 1, "one parent for the outage: {:?}", ps.iter().map(|p| p.payload("key")).collect::<Vec<_>>());
+    let fleet = &ps[0];
+    let text = text_of(fleet);
+    assert!(text.contains("Fleet incident · 300 apps · Unknown: Git or repo-server unreachable"), "{text}");
+    let replies = slack.replies(CH, &fleet.ts);
+    assert_eq!(replies.len(), 300, "one reply per app");
+    let apps_in_thread: std::collections::BTreeSet<_> =
+        replies.iter().map(|r| r.payload("key").unwrap().rsplit(':').next().unwrap().to_owned()).collect();
+    assert_eq!(apps_in_thread.len(), 300, "each app once");
+    assert!(
+        replies.iter().all(|r| r.blocks.as_array().unwrap().iter().any(|b| b["type"] == "actions")),
+        "each reply carries its app's buttons"
+    );
+    for m in slack.messages(CH) {
+        assert!(escalation::violations(&m.text, m.blocks.as_array().unwrap()).is_empty());
+    }
+    // Retried after the fact: still one parent, no new reply.
+    escalator.escalate(&apps[0].0, &apps[0].1).await.unwrap();
+    escalator.escalate(&apps[299].0, &apps[299].1).await.unwrap();
+    assert_eq!((parents(&slack).len(), slack.replies(CH, &fleet.ts).len()), (1, 300));
+    // One app recovers: its reply says so, the parent counts it.
+    let healthy = policy().decide(&sample_app("healthy.json"), &Trigger::sweep(), &History::default(), captured_at()).unwrap();
+    escalator.resolve("argocd/payments-worker-007", &healthy).await.unwrap();
+    assert!(text_of(&slack.message(CH, &fleet.ts).unwrap()).contains("1 recovered"));
+    let member = replies.iter().find(|r| text_of(r).contains("payments-worker-007")).unwrap();
+    assert!(text_of(&slack.message(CH, &member.ts).unwrap()).contains("Resolved"));
+    eprintln!("300 escalations in {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn the_longest_evidence_stays_within_every_block_kit_limit_and_slack_accepts_it() {
+    let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
+    let escalator = slack_escalator(&slack, settings(&slack), escalation_store().await);
+    let mut app: Value = serde_json::from_str(&std::fs::read_to_string(events_dir().join("apps/hook-failed.json")).unwrap()).unwrap();
+    let huge = "pod <db-migrate-7f9c> & \"friends\" failed: ```exit 1``` 😀\u{1}\n".repeat(2000);
+    app["status"]["operationState"]["message"] = huge.clone().into();
+    let resources: Vec<Value> = (0..300)
+        .map(|i| json!({"group": "batch", "version": "v1", "kind": "Job", "namespace": "payments", "name": format!("hook-{i}-{}", "x".repeat(200)), "status": "SyncFailed", "message": huge[..5000].to_owned(), "hookType": "PreSync", "hookPhase": "Failed"}))
+        .collect();
+    app["status"]["operationState"]["syncResult"]["resources"] = resources.into();
+    app["spec"]["destination"]["server"] = format!("https://{}.example.com", "k".repeat(3000)).into();
+    let app: Application = serde_json::from_value(app).unwrap();
+    let d = escalation_of(&app);
+    assert!(d.evidence.iter().map(|e| e.value.len()).sum::<usize>() > 10_000, "the evidence is far beyond one message");
+    escalator.escalate(&app, &d).await.unwrap();
+    let parent = &parents(&slack)[0];
+    let blocks = parent.blocks.as_array().unwrap();
+    assert!(escalation::violations(&parent.text, blocks).is_empty(), "{:?}", escalation::violations(&parent.text, blocks));
+    assert!(escalation::blocks_size(blocks) <= escalation::limits::MESSAGE_BUDGET);
+    assert!(text_of(parent).contains("*Evidence*") && text_of(parent).contains('…'), "evidence kept, truncated");
+    assert!(slack.calls().iter().all(|c| c.error.is_none()), "Slack accepted every call: {:?}", slack.calls());
+
+    // The simulator does enforce the limits, with Slack's error shapes.
+    let client = SlackClient::new(&settings(&slack), SLACK_BOT_TOKEN).unwrap();
+    let too_long = escalation::Rendered {
+        text: "t".into(),
+        blocks: vec![json!({"type": "section", "text": {"type": "mrkdwn", "text": "x".repeat(3001)}})],
+    };
+    match client.post_message(CH, None, &too_long, None).await {
+        Err(SlackError::Api { error, detail, .. }) => {
+            assert_eq!(error, "invalid_blocks");
+            assert!(
+                detail.iter().any(|d| d.contains("must be less than 3001 characters [json-pointer:/blocks/0/text/text]")),
+                "{detail:?}"
+            );
+        }
+        other => panic!("expected invalid_blocks, got {other:?}"),
+    }
+    let sections = (0..5).map(|_| json!({"type": "section", "text": {"type": "mrkdwn", "text": "y".repeat(2900)}})).collect();
+    let aggregate = escalation::Rendered { text: "t".into(), blocks: sections };
+    assert!(
+        matches!(client.post_message(CH, None, &aggregate, None).await, Err(SlackError::Api { error, .. }) if error == "msg_blocks_too_long")
+    );
+}
+
+#[tokio::test]
+async fn a_signed_click_enqueues_one_action_and_the_worker_performs_it_once_even_when_double_clicked() {
+    let stack = stack().await;
+    let worker = stack.worker();
+    stack.enqueue_look("storefront", "w1").await;
+    stack.poll(&worker).await;
+    let parent = parents(&stack.slack).remove(0);
+    let sync = button(&parent, "Sync");
+    assert!(escalation::is_action_id(&sync) && !sync.contains("storefront"), "the button says nothing about the app: {sync}");
+
+    // Double click: both answered at once, one enqueued.
+    let actions = stack.actions();
+    let now = Utc::now().timestamp();
+    let started = Instant::now();
+    let first = actions.handle(click(&sync, ALICE, now, SIGNING_SECRET)).await;
+    let second = actions.handle(click(&sync, ALICE, now + 1, SIGNING_SECRET)).await;
+    assert!(started.elapsed() < Duration::from_secs(3), "answered within Slack's 3 seconds");
+    assert_eq!((first.status().as_u16(), second.status().as_u16()), (200, 200));
+    let second_body: Value = serde_json::from_slice(second.body().as_ref()).unwrap();
+    assert_eq!(second_body["accepted"], false);
+    assert_eq!(stack.depth().await, 1, "one work item for two clicks");
+    assert_eq!(actions.metrics.get("SlackActionAccepted", ("Action", "sync")), 1.0);
+
+    stack.argo.clear_requests();
+    assert_eq!(stack.poll(&worker).await, vec![Handled::RequestedDone]);
+    assert_eq!(stack.argo.counts().sync, 1, "one sync");
+    let sync_body = stack.argo.requests().into_iter().find(|r| r.path.ends_with("/sync")).unwrap().body.unwrap();
+    let key = escalation::human_action_key(&sync).to_string();
+    assert!(
+        sync_body["infos"].as_array().unwrap().iter().any(|i| i["value"] == key.as_str()),
+        "the sync carries its idempotency key: {sync_body}"
+    );
+    assert_eq!(sync_body["prune"], false);
+    let parent_now = stack.slack.message(CH, &parent.ts).unwrap();
+    assert!(text_of(&parent_now).contains("Remediating"), "{}", text_of(&parent_now));
+    assert_ne!(button(&parent_now, "Sync"), sync, "a performed action spends its button");
+    let replies = stack.slack.replies(CH, &parent.ts);
+    assert_eq!(replies.len(), 1);
+    assert!(text_of(&replies[0]).contains("sync started"), "{}", text_of(&replies[0]));
+
+    // The same work item delivered again: nothing more happens.
+    let request = stack.worker().escalator.human_action(&sync).await.unwrap().unwrap();
+    stack.queue().enqueue(&medic_slack_actions::work_item(&request, ALICE), Duration::ZERO).await.unwrap();
+    let handled = stack.poll(&worker).await;
+    assert!(handled.contains(&Handled::Duplicate), "{handled:?}");
+    assert_eq!(stack.argo.counts().sync, 1, "still one sync");
+    assert_eq!(stack.slack.replies(CH, &parent.ts).len(), 1, "still one report");
+
+    // The old button, clicked again later, does nothing either.
+    let late = actions.handle(click(&sync, ALICE, now + 2, SIGNING_SECRET)).await;
+    assert_eq!(late.status(), 200);
+    assert_eq!(stack.depth().await, 1, "only the worker's recheck after the sync is queued");
+}
+
+#[tokio::test]
+async fn forged_stale_replayed_unknown_and_unlisted_clicks_are_rejected_and_enqueue_nothing() {
+    let stack = stack().await;
+    let escalator = slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
+    let app = sample_app("hook-failed.json");
+    escalator.escalate(&app, &escalation_of(&app)).await.unwrap();
+    let ack = button(&parents(&stack.slack)[0], "Acknowledge");
+    let actions = stack.actions();
+    let now = Utc::now().timestamp();
+
+    let forged = click(&ack, ALICE, now, "an-attacker-guessing-the-signing-secret");
+    let stale = click(&ack, ALICE, now - 6 * 60, SIGNING_SECRET);
+    let unlisted = click(&ack, MALLORY, now, SIGNING_SECRET);
+    let unknown = click("amact-00000000000000000000000000000000", ALICE, now, SIGNING_SECRET);
+    let mut unsigned = click(&ack, ALICE, now, SIGNING_SECRET);
+    unsigned.headers_mut().remove("x-slack-signature");
+    let mut tampered = click(&ack, ALICE, now, SIGNING_SECRET);
+    *tampered.body_mut() = lambda_http::Body::from(format!("{}x", String::from_utf8_lossy(tampered.body().as_ref())));
+    for (request, status, reason) in [
+        (forged, 403, "forbidden"),
+        (stale, 403, "stale"),
+        (unlisted, 403, "unauthorised"),
+        (unknown, 410, "unknown_action"),
+        (unsigned, 401, "unauthenticated"),
+        (tampered, 403, "forbidden"),
+    ] {
+        let response = actions.handle(request).await;
+        assert_eq!((response.status().as_u16(), reason_of(&response)), (status, reason.to_owned()));
+        assert!(actions.metrics.get("SlackActionRejected", ("Reason", reason)) >= 1.0, "{reason} counted");
+    }
+    assert_eq!(stack.depth().await, 0, "nothing rejected reaches the queue");
+
+    // A replay of a request that was accepted: the copy is refused and adds nothing.
+    let original = click(&ack, ALICE, now, SIGNING_SECRET);
+    let copy = click(&ack, ALICE, now, SIGNING_SECRET);
+    assert_eq!(actions.handle(original).await.status(), 200);
+    assert_eq!(stack.depth().await, 1);
+    let response = actions.handle(copy).await;
+    assert_eq!((response.status().as_u16(), reason_of(&response)), (403, "replay".to_owned()));
+    assert_eq!(stack.depth().await, 1, "the replay enqueued nothing");
+
+    // The unlisted user's click did not spend the button: Alice's went through above.
+    assert_eq!(actions.metrics.get("SlackActionAccepted", ("Action", "acknowledge")), 1.0);
+}
+
+#[tokio::test]
+async fn a_429_is_honoured_and_posts_to_a_channel_are_paced_about_one_per_second() {
+    let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
+    let escalator = slack_escalator(&slack, settings(&slack), escalation_store().await);
+
+    // Two 429s with Retry-After: 1, then the post goes through, once.
+    slack.inject(SlackFault {
+        method: Some("chat.postMessage".into()),
+        kind: SlackFaultKind::RateLimited { retry_after_secs: 1 },
+        times: 2,
+    });
+    let app = sample_app("hook-failed.json");
+    let started = Instant::now();
+    escalator.escalate(&app, &escalation_of(&app)).await.unwrap();
+    assert!(started.elapsed() >= Duration::from_secs(2), "slept Retry-After twice: {:?}", started.elapsed());
+    let statuses: Vec<u16> = slack.calls_of("chat.postMessage").iter().map(|c| c.http_status).collect();
+    assert_eq!(statuses, vec![429, 429, 200]);
+    assert_eq!(escalator.client.rate_limited_count(), 2);
+    assert_eq!(parents(&slack).len(), 1);
+
+    // A Retry-After longer than the client waits fails the call (the queue retries it later);
+    // nothing was posted. Until Retry-After has passed the channel is not called at all; then the
+    // retry posts at once (no lease to wait out), exactly once.
+    let mut patient = settings(&slack);
+    patient.max_retry_wait = Duration::from_secs(1);
+    let escalator = slack_escalator(&slack, patient, escalation_store().await);
+    slack.inject(SlackFault {
+        method: Some("chat.postMessage".into()),
+        kind: SlackFaultKind::RateLimited { retry_after_secs: 3 },
+        times: 1,
+    });
+    let other = sample_app("sync-failed.json");
+    let d = escalation_of(&other);
+    let started = Instant::now();
+    let err = escalator.escalate(&other, &d).await.unwrap_err();
+    assert!(err.0.contains("rate limited, retry after 3s"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(2), "failed at once instead of sleeping 3 s");
+    let posts = slack.calls_of("chat.postMessage").len();
+    let err = escalator.escalate(&other, &d).await.unwrap_err();
+    assert!(err.0.contains("rate limited"), "{err}");
+    assert_eq!(slack.calls_of("chat.postMessage").len(), posts, "not called while Retry-After runs");
+    assert_eq!(parents(&slack).len(), 1);
+    tokio::time::sleep(Duration::from_millis(3100)).await;
+    escalator.escalate(&other, &d).await.unwrap();
+    assert_eq!(parents(&slack).len(), 2);
+    assert_eq!(slack.calls_of("chat.postMessage").len(), posts + 1);
+
+    // Pacing: Slack allows about one post per second per channel; with the default interval
+    // three posts to a channel that allows one per 0.9 s get no 429 and take two seconds.
+    let strict = SlackSim::start(SlackSimConfig {
+        post_rate: Some(PostRate { burst: 1, per: Duration::from_millis(900) }),
+        ..SlackSimConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut paced = settings(&strict);
+    paced.post_interval = SlackSettings::new(CH, "test").post_interval;
+    assert_eq!(paced.post_interval, Duration::from_secs(1), "the default");
+    let paced = slack_escalator(&strict, paced, escalation_store().await);
+    let started = Instant::now();
+    for i in 0..3 {
+        paced.alert(&format!("alert {i}")).await.unwrap();
+    }
+    assert!(started.elapsed() >= Duration::from_millis(1900), "{:?}", started.elapsed());
+    assert!(strict.calls().iter().all(|c| c.http_status == 200), "no 429: {:?}", strict.calls());
+    assert_eq!(strict.parents(CH).len(), 3);
+}
+
+#[tokio::test]
+async fn a_snooze_from_slack_mutes_new_incidents_of_the_app_until_it_ends() {
+    let stack = stack().await;
+    let worker = stack.worker();
+    stack.enqueue_look("accounts", "w1").await;
+    stack.poll(&worker).await;
+    let parent = parents(&stack.slack).remove(0);
+    let snooze = button(&parent, "Snooze");
+    assert_eq!(stack.actions().handle(click(&snooze, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
+    stack.poll(&worker).await;
+    let reply = stack.slack.replies(CH, &parent.ts).remove(0);
+    assert!(text_of(&reply).contains("not posted until"), "{}", text_of(&reply));
+    assert!(text_of(&stack.slack.message(CH, &parent.ts).unwrap()).contains(":zzz:"));
+
+    // A new incident of the same app (a new revision): not posted while snoozed.
+    let mut app = sample_app("hook-failed.json");
+    app.status.sync.as_mut().unwrap().revision = "0000000000000000000000000000000000000001".into();
+    let d = escalation_of(&app);
+    assert_ne!(d.incident, escalation_of(&sample_app("hook-failed.json")).incident);
+    worker.escalator.escalate(&app, &d).await.unwrap();
+    assert_eq!(parents(&stack.slack).len(), 1, "snoozed: no new parent");
+    // Another app is not affected.
+    let other = sample_app("sync-failed.json");
+    worker.escalator.escalate(&other, &escalation_of(&other)).await.unwrap();
+    assert_eq!(parents(&stack.slack).len(), 2);
+}
+
+#[tokio::test]
+async fn the_sample_slack_interaction_is_a_signed_function_url_request_that_is_stale_today() {
+    let text = std::fs::read_to_string(events_dir().join("lambda/slack-actions/block-actions-sync.json")).unwrap();
+    let request = lambda_http::request::from_str(&text).expect("a Function URL request");
+    assert_eq!(request.method(), "POST");
+    assert_eq!(request.headers()["content-type"], "application/x-www-form-urlencoded");
+    let ts = request.headers()["x-slack-request-timestamp"].to_str().unwrap().to_owned();
+    let signature = request.headers()["x-slack-signature"].to_str().unwrap().to_owned();
+    let body = request.body().as_ref().to_vec();
+    assert!(SigningSecret::new(SIGNING_SECRET, None).verify(&ts, &body, &signature), "signed with the test secret");
+    let payload = form_urlencoded::parse(&body).find(|(k, _)| k == "payload").unwrap().1.into_owned();
+    let payload: Value = serde_json::from_str(&payload).unwrap();
+    assert_eq!(payload["type"], "block_actions");
+    assert!(escalation::is_action_id(payload["actions"][0]["value"].as_str().unwrap()));
+
+    let stack = stack().await;
+    let actions = stack.actions();
+    let response = actions.handle(request).await;
+    assert_eq!((response.status().as_u16(), reason_of(&response)), (403, "stale".to_owned()), "captured long ago, so refused today");
+    assert_eq!(stack.depth().await, 0);
+}
+
+/// The example message in the README: the parent Argo Medic posts for the sample hook failure,
+/// as the body of its `chat.postMessage` (without the channel).
+fn readme_example() -> Value {
+    use medic_core::escalation::{IncidentFacts, IncidentState, RenderOptions, Status};
+    let app = sample_app("hook-failed.json");
+    let d = DecisionPolicy::new(PolicyConfig { instance_id: "prod".into(), ..PolicyConfig::default() })
+        .decide(&app, &Trigger::sweep(), &History::default(), captured_at())
+        .unwrap();
+    let facts = IncidentFacts::new(&app, &d, Some("https://argocd.example.com"));
+    let status = Status { state: IncidentState::NeedsHuman, detail: String::new(), at: d.decided_at, snoozed_until: None };
+    let r = escalation::incident_parent(&facts, &status, &escalation::buttons(&facts, 0), 0, RenderOptions::default());
+    json!({
+        "text": r.text,
+        "blocks": r.blocks,
+        "metadata": {"event_type": METADATA_EVENT_TYPE, "event_payload": {"key": format!("inc:{}", facts.incident_id), "instance": "prod"}},
+    })
+}
+
+#[test]
+fn the_readme_shows_the_message_argo_medic_renders_for_the_sample_hook_failure() {
+    let expected = readme_example();
+    if let Some(out) = std::env::var_os("SLACK_EXAMPLE_OUT") {
+        std::fs::write(out, serde_json::to_string_pretty(&expected).unwrap()).unwrap();
+    }
+    let readme = std::fs::read_to_string(events_dir().join("../README.md")).unwrap();
+    let section = readme
+        .split("<!-- slack-example:start -->")
+        .nth(1)
+        .and_then(|s| s.split("<!-- slack-example:end -->").next())
+        .expect("README has the Slack example markers");
+    // Up to the fence on a line of its own (the JSON's strings hold ``` of their own).
+    let json_text = section.split("```json\n").nth(1).and_then(|s| s.split("\n```\n").next()).expect("a json block between the markers");
+    let shown: Value = serde_json::from_str(json_text).expect("the README's example is JSON");
+    assert_eq!(shown, expected, "README's Slack example is out of date: rerun with SLACK_EXAMPLE_OUT=<file> and paste it");
+    let blocks = shown["blocks"].as_array().unwrap();
+    assert!(escalation::violations(shown["text"].as_str().unwrap(), blocks).is_empty());
+    assert!(std::path::Path::new(&events_dir().join("../docs/slack-example.png")).is_file(), "the rendered picture is there");
+}
+
+#[test]
+fn the_slack_app_manifest_asks_only_for_the_scopes_the_escalator_uses_and_turns_on_interactivity() {
+    let text = std::fs::read_to_string(events_dir().join("../infra/slack/manifest.yaml")).unwrap();
+    let manifest: Value = serde_norway::from_str(&text).unwrap();
+    let scopes: Vec<&str> = manifest["oauth_config"]["scopes"]["bot"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    assert_eq!(
+        scopes,
+        vec!["chat:write", "channels:history"],
+        "chat.postMessage/chat.update, and conversations.history/replies to find a message after a crash"
+    );
+    assert_eq!(manifest["settings"]["interactivity"]["is_enabled"], true);
+    assert!(manifest["settings"]["interactivity"]["request_url"].as_str().unwrap().starts_with("https://"));
+    assert_eq!(manifest["settings"]["socket_mode_enabled"], false, "buttons go to the slack-actions Function URL");
+}
+
+/// The contract both escalation stores keep: create only once, write only at the version read,
+/// list a group, forget what expired.
+async fn store_contract<S: EscalationStore>(store: &S) {
+    let doc = json!({"a": 1});
+    let day = Duration::from_secs(86_400);
+    assert!(store.store("g", "x", &doc, None, day).await.unwrap(), "created");
+    assert!(!store.store("g", "x", &json!({"a": 2}), None, day).await.unwrap(), "only once");
+    let v = store.load("g", "x").await.unwrap().unwrap();
+    assert_eq!((v.version, v.doc.clone()), (1, doc.clone()));
+    assert!(store.store("g", "x", &json!({"a": 3}), Some(1), day).await.unwrap(), "at the version read");
+    assert!(!store.store("g", "x", &json!({"a": 4}), Some(1), day).await.unwrap(), "a stale version loses");
+    assert_eq!(store.load("g", "x").await.unwrap().unwrap().doc, json!({"a": 3}));
+    assert!(store.store("g", "y", &doc, None, day).await.unwrap());
+    assert!(store.store("other", "z", &doc, None, day).await.unwrap());
+    let mut ids: Vec<String> = store.list("g").await.unwrap().into_iter().map(|(id, _)| id).collect();
+    ids.sort();
+    assert_eq!(ids, vec!["x", "y"]);
+    assert!(store.store("g", "short", &doc, None, Duration::ZERO).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(store.load("g", "short").await.unwrap(), None, "expired records are gone for readers");
+    assert!(store.store("g", "short", &doc, None, day).await.unwrap(), "and may be created again");
+    assert_eq!(store.load("missing", "x").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn both_escalation_stores_keep_the_same_compare_and_set_contract() {
+    store_contract(&medic_adapters::slack::MemoryEscalationStore::default()).await;
+    store_contract(&escalation_store().await).await;
+}
+
+#[tokio::test]
+async fn past_the_reply_limit_fleet_apps_are_counted_in_the_parent_without_a_reply_of_their_own() {
+    let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
+    let mut s = settings(&slack);
+    s.fleet_threshold = 2;
+    s.max_fleet_replies = 5;
+    let escalator = slack_escalator(&slack, s, medic_adapters::slack::MemoryEscalationStore::default());
+    let template = sample_app("comparison-error-persisting.json");
+    for i in 0..12 {
+        let mut app = template.clone();
+        app.metadata.name = format!("payments-worker-{i:02}");
+        let d = escalation_of(&app);
+        escalator.escalate(&app, &d).await.unwrap();
+        escalator.escalate(&app, &d).await.unwrap(); // a redelivery counts nothing twice
+    }
+    let ps = parents(&slack);
+    assert_eq!(ps.len(), 1);
+    assert_eq!(slack.replies(CH, &ps[0].ts).len(), 5, "replies up to the limit");
+    let text = text_of(&ps[0]);
+    assert!(text.contains("Fleet incident · 12 apps") && text.contains("and 7 more"), "{text}");
+}
