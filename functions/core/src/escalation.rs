@@ -279,10 +279,10 @@ pub fn is_action_id(s: &str) -> bool {
     s.strip_prefix(ACTION_ID_PREFIX).is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// The idempotency key of performing the action behind button `action_id`. A sync carries it in
-/// Argo CD's `infos`, so a redelivered request finds the sync it already started.
+/// The idempotency key of performing the action behind button `action_id` (derived, like every
+/// key, in [`IdempotencyKey::for_human_action`]).
 pub fn human_action_key(action_id: &str) -> IdempotencyKey {
-    IdempotencyKey::parse(&format!("am1-{}", &digest(&["argo-medic/human-action/v1", action_id])[..32])).expect("am1- and 32 hex digits")
+    IdempotencyKey::for_human_action(action_id)
 }
 
 /// The serde name of a human action (`hard_refresh`, ...).

@@ -7,6 +7,8 @@
 //! - the same incident observed twice, by any worker, after any crash, yields the same key for the
 //!   same rung, so a redelivered message or a rerun finds the action already recorded;
 //! - a new episode (new revision, or trouble beginning again after recovery) yields new keys;
+//! - a person's action from an escalation gets its key from the button's opaque id
+//!   ([`IdempotencyKey::for_human_action`]), so a double click or a redelivery acts once;
 //! - the key carries no secret and no personal data, so it can travel in Argo CD's `infos`, logs
 //!   and Slack metadata. 128 bits keep accidental collisions out of reach.
 
@@ -27,6 +29,13 @@ impl IdempotencyKey {
     /// Derives the key of taking `rung` in `incident`.
     pub fn derive(incident: &IncidentKey, rung: Rung) -> Self {
         Self(format!("am1-{}", &digest(&["argo-medic/action/v1", &incident.id(), rung.as_str()])[..32]))
+    }
+
+    /// The key of performing the action a person chose on an escalation (the button's opaque
+    /// id names the incident, the action and its generation). A sync carries it in Argo CD's
+    /// `infos`, so a redelivered request finds the sync it already started.
+    pub fn for_human_action(action_id: &str) -> Self {
+        Self(format!("am1-{}", &digest(&["argo-medic/human-action/v1", action_id])[..32]))
     }
 
     pub fn as_str(&self) -> &str {
