@@ -197,6 +197,11 @@ struct ServeArgs {
     /// Stop after this many seconds (default: run until interrupted).
     #[arg(long)]
     run_for: Option<u64>,
+    /// Escalate to a built-in Slack simulator on 127.0.0.1 (its messages are summarised at the
+    /// end). Without it, escalations go to real Slack when SLACK_TOKEN and SLACK_CHANNEL are set
+    /// (SLACK_API_URL overrides the Web API address), else to log lines.
+    #[arg(long)]
+    slack_simulate: bool,
 }
 
 fn main() -> ExitCode {
@@ -354,9 +359,11 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
             s
         }
     };
+    let (escalator, slack_sim) = local_escalator(args.slack_simulate, &policy.instance_id).await?;
     let served = medic::serve::start(
         client,
         medic::serve::ServeOptions {
+            escalator: std::sync::Arc::new(escalator),
             listen: args.listen,
             webhook_secret: secret,
             sweep_every: std::time::Duration::from_secs(args.sweep_every.max(1)),
@@ -376,12 +383,47 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
     }
     let handled = served.handled.load(std::sync::atomic::Ordering::Relaxed);
     let dead = served.dead_letters.lock().map(|d| d.len()).unwrap_or_default();
-    let escalations = served.escalator.escalations().len();
+    let escalator = std::sync::Arc::clone(&served.escalator);
     served.shutdown().await;
-    eprintln!("medic: handled {handled} messages, {escalations} escalations, {dead} dead letters");
+    let escalations = match (&*escalator, &slack_sim) {
+        (medic_adapters::slack::AnyEscalator::Log(log), _) => log.escalations().len(),
+        (_, Some(slack)) => slack.parents(medic_sim::SLACK_CHANNEL).len(),
+        _ => 0,
+    };
+    let to = if slack_sim.is_some() { " (Slack threads in the simulator)" } else { "" };
+    eprintln!("medic: handled {handled} messages, {escalations} escalations{to}, {dead} dead letters");
+    if let Some(slack) = slack_sim {
+        for m in slack.parents(medic_sim::SLACK_CHANNEL) {
+            eprintln!("medic: slack thread: {}", m.text.lines().next().unwrap_or_default());
+        }
+        slack.shutdown().await;
+    }
     if let Some(sim) = sim {
         eprintln!("medic: Argo CD calls {}", medic::sweep_cmd::calls(&Default::default(), &sim.counts()));
         sim.shutdown().await;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Slack (simulated, or real when SLACK_TOKEN and SLACK_CHANNEL are set) or the log.
+async fn local_escalator(simulate: bool, instance: &str) -> Result<(medic::serve::LocalEscalator, Option<medic_sim::SlackSim>)> {
+    use medic_adapters::slack::{AnyEscalator, MemoryEscalationStore, SlackEscalator, SlackSettings};
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let (settings, token, sim) = if simulate {
+        let sim = medic_sim::SlackSim::start(medic_sim::SlackSimConfig::default()).await.context("starting the Slack simulator")?;
+        let mut settings = SlackSettings::new(medic_sim::SLACK_CHANNEL, instance);
+        settings.api_url = sim.api_url();
+        eprintln!("medic: escalating to the Slack simulator at {}", sim.api_url());
+        (settings, medic_sim::SLACK_BOT_TOKEN.to_owned(), Some(sim))
+    } else if let (Some(token), Some(channel)) = (env("SLACK_TOKEN"), env("SLACK_CHANNEL")) {
+        let mut settings = SlackSettings::new(channel, instance);
+        if let Some(url) = env("SLACK_API_URL") {
+            settings.api_url = url;
+        }
+        (settings, token, None)
+    } else {
+        return Ok((AnyEscalator::Log(medic_adapters::memory::LogEscalator::default()), None));
+    };
+    let slack = SlackEscalator::new(settings, token, MemoryEscalationStore::default()).context("configuring Slack")?;
+    Ok((AnyEscalator::Slack(Box::new(slack)), sim))
 }

@@ -19,7 +19,8 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget};
-use medic_adapters::memory::{LogEscalator, MemoryDedupe, MemoryLock, MemoryQueue, SystemClock};
+use medic_adapters::memory::{MemoryDedupe, MemoryLock, MemoryQueue, SystemClock};
+use medic_adapters::slack::{AnyEscalator, MemoryEscalationStore};
 use medic_adapters::telemetry::Metrics;
 use medic_core::event::WorkItem;
 use medic_core::ports::WorkQueue;
@@ -45,7 +46,12 @@ pub struct ServeOptions {
     pub policy: PolicyConfig,
     pub rates: BudgetRates,
     pub store: SqliteIncidentStore,
+    /// Slack (real or simulated) or the log.
+    pub escalator: Arc<LocalEscalator>,
 }
+
+/// The escalator `medic serve` uses: Slack when configured, else log lines.
+pub type LocalEscalator = AnyEscalator<MemoryEscalationStore>;
 
 type LocalIngest = Ingest<Arc<MemoryQueue>, Arc<HttpArgoClient>>;
 type LocalWorker = Worker<
@@ -54,7 +60,7 @@ type LocalWorker = Worker<
     Arc<MemoryDedupe>,
     MemoryLock,
     Arc<MemoryQueue>,
-    Arc<LogEscalator>,
+    Arc<LocalEscalator>,
     LocalBudget,
     SystemClock,
 >;
@@ -63,7 +69,7 @@ type LocalWorker = Worker<
 pub struct Served {
     pub addr: SocketAddr,
     pub queue: Arc<MemoryQueue>,
-    pub escalator: Arc<LogEscalator>,
+    pub escalator: Arc<LocalEscalator>,
     pub dead_letters: Arc<std::sync::Mutex<Vec<WorkItem>>>,
     pub handled: Arc<AtomicUsize>,
     stop: watch::Sender<bool>,
@@ -85,7 +91,7 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let argo = Arc::new(argo);
     let queue = Arc::new(MemoryQueue::default());
     let dedupe = Arc::new(MemoryDedupe::default());
-    let escalator = Arc::new(LogEscalator::default());
+    let escalator = Arc::clone(&opts.escalator);
     let store = Arc::new(opts.store);
     let instance = opts.policy.instance_id.clone();
     let ingest: Arc<LocalIngest> = Arc::new(Ingest {

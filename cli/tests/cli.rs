@@ -261,3 +261,23 @@ fn serve_runs_ingest_worker_and_sweeper_in_one_process() {
     let calls = rest.iter().find(|l| l.starts_with("medic: Argo CD calls")).unwrap();
     assert!(calls.contains("sync 4,"), "the four syncs the sample fleet needs, each once: {calls}");
 }
+
+#[test]
+fn serve_can_escalate_to_the_slack_simulator_one_thread_per_incident() {
+    let o = Command::new(env!("CARGO_BIN_EXE_medic"))
+        .args(["serve", "--simulate", "--slack-simulate", "--listen", "127.0.0.1:0", "--run-for", "6", "--sweep-every", "600"])
+        .current_dir(root())
+        .env_remove("SLACK_TOKEN")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let threads: Vec<&str> = err.lines().filter(|l| l.starts_with("medic: slack thread:")).collect();
+    assert!(!threads.is_empty(), "{err}");
+    let mut apps: Vec<&str> = threads.iter().filter_map(|l| l.split("argocd/").nth(1)?.split(' ').next()).collect();
+    let total = apps.len();
+    apps.sort();
+    apps.dedup();
+    assert_eq!(apps.len(), total, "one thread per incident: {threads:?}");
+    assert!(apps.contains(&"accounts"), "the failed hook is escalated: {apps:?}");
+}
