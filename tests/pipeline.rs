@@ -3,10 +3,9 @@
 //! (Function URL requests parsed by lambda_http, SQS batches built from messages received from
 //! the queue, as Lambda's event source mapping does).
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_sqs::types::QueueAttributeName;
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget};
@@ -112,16 +111,7 @@ impl Stack {
 
     /// Receives what is visible now, as Lambda's event source mapping would.
     async fn receive(&self) -> Vec<aws_sdk_sqs::types::Message> {
-        let out = self
-            .sqs
-            .receive_message()
-            .queue_url(&self.queue_url)
-            .max_number_of_messages(10)
-            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
-            .send()
-            .await
-            .unwrap();
-        out.messages.unwrap_or_default()
+        crate::support::receive(&self.sqs, &self.queue_url).await
     }
 
     /// One poll of the event source mapping: receive, invoke, delete what did not fail.
@@ -171,20 +161,8 @@ impl Stack {
 
 /// An SQS event as Lambda delivers it, from messages received from the queue.
 fn sqs_event(messages: &[aws_sdk_sqs::types::Message]) -> SqsEvent {
-    let records = messages
-        .iter()
-        .map(|m| {
-            let mut record = SqsMessage::default();
-            record.message_id = m.message_id.clone();
-            record.receipt_handle = m.receipt_handle.clone();
-            record.body = m.body.clone();
-            record.attributes =
-                m.attributes.clone().unwrap_or_default().into_iter().map(|(k, v)| (k.as_str().to_owned(), v)).collect::<HashMap<_, _>>();
-            record
-        })
-        .collect();
     let mut event = SqsEvent::default();
-    event.records = records;
+    event.records = messages.iter().map(crate::support::sqs_record).collect();
     event
 }
 

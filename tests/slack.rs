@@ -3,11 +3,9 @@
 //! slack-actions handlers driven with real Lambda payloads (SQS batches received from the queue,
 //! Function URL requests parsed by lambda_http).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use aws_lambda_events::event::sqs::SqsMessage;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use medic_adapters::argocd::HttpArgoClient;
@@ -207,16 +205,7 @@ impl Stack {
 
     /// Messages visible now.
     async fn receive(&self) -> Vec<aws_sdk_sqs::types::Message> {
-        let out = self
-            .sqs
-            .receive_message()
-            .queue_url(&self.queue_url)
-            .max_number_of_messages(10)
-            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
-            .send()
-            .await
-            .unwrap();
-        out.messages.unwrap_or_default()
+        crate::support::receive(&self.sqs, &self.queue_url).await
     }
 
     /// One poll of the event source mapping: receive, invoke, delete what did not fail.
@@ -224,11 +213,7 @@ impl Stack {
         let messages = self.receive().await;
         let mut handled = Vec::new();
         for m in &messages {
-            let mut record = SqsMessage::default();
-            record.message_id = m.message_id.clone();
-            record.body = m.body.clone();
-            record.attributes =
-                m.attributes.clone().unwrap_or_default().into_iter().map(|(k, v)| (k.as_str().to_owned(), v)).collect::<HashMap<_, _>>();
+            let record = crate::support::sqs_record(m);
             match worker.handle_message(&record).await {
                 Ok(h) => {
                     handled.push(h);

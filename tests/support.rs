@@ -119,3 +119,26 @@ impl<S: IncidentStore> IncidentStore for LosesCompletion<S> {
         self.0.open_incidents().await
     }
 }
+
+/// Receives what is visible now on `queue_url` (up to 10), as Lambda's event source mapping would.
+pub async fn receive(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> Vec<aws_sdk_sqs::types::Message> {
+    let out = sqs
+        .receive_message()
+        .queue_url(queue_url)
+        .max_number_of_messages(10)
+        .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
+        .send()
+        .await
+        .unwrap();
+    out.messages.unwrap_or_default()
+}
+
+/// An SQS record as Lambda delivers it, from a message received from the queue.
+pub fn sqs_record(m: &aws_sdk_sqs::types::Message) -> aws_lambda_events::event::sqs::SqsMessage {
+    let mut record = aws_lambda_events::event::sqs::SqsMessage::default();
+    record.message_id = m.message_id.clone();
+    record.receipt_handle = m.receipt_handle.clone();
+    record.body = m.body.clone();
+    record.attributes = m.attributes.clone().unwrap_or_default().into_iter().map(|(k, v)| (k.as_str().to_owned(), v)).collect();
+    record
+}
