@@ -180,6 +180,11 @@ impl WorkQueue for SqsWorkQueue {
             .map_err(|e| QueueError(describe("SendMessage", &e)))?;
         Ok(())
     }
+
+    /// `SendMessageBatch` in chunks of ten: a sweep of thousands of apps is hundreds of calls.
+    async fn enqueue_batch(&self, items: &[WorkItem]) -> Result<(), QueueError> {
+        self.send_batch(items).await
+    }
 }
 
 #[cfg(test)]

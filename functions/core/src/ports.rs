@@ -252,6 +252,18 @@ pub struct QueueError(pub String);
 pub trait WorkQueue: Send + Sync {
     /// Enqueues one item, delivered after `delay` (SQS allows at most 15 minutes).
     fn enqueue(&self, item: &crate::event::WorkItem, delay: Duration) -> impl Future<Output = Result<(), QueueError>> + Send;
+
+    /// Enqueues many items at once, without delay (the sweeper's fleet). Adapters with a batch
+    /// API override it; an error may leave some items enqueued, which is harmless because the
+    /// worker dedupes.
+    fn enqueue_batch(&self, items: &[crate::event::WorkItem]) -> impl Future<Output = Result<(), QueueError>> + Send {
+        async move {
+            for item in items {
+                self.enqueue(item, Duration::ZERO).await?;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// The answer to "is this news new?".
@@ -344,6 +356,9 @@ impl<T: Budget> Budget for Arc<T> {
 impl<T: WorkQueue> WorkQueue for Arc<T> {
     fn enqueue(&self, item: &crate::event::WorkItem, delay: Duration) -> impl Future<Output = Result<(), QueueError>> + Send {
         (**self).enqueue(item, delay)
+    }
+    fn enqueue_batch(&self, items: &[crate::event::WorkItem]) -> impl Future<Output = Result<(), QueueError>> + Send {
+        (**self).enqueue_batch(items)
     }
 }
 

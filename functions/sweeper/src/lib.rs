@@ -123,6 +123,7 @@ where
         }
         let trigger = Trigger::sweep();
         let mut run = SweepRun { listed: listed.len(), outage: outage.is_some(), ..SweepRun::default() };
+        let mut batch = Vec::new();
         for app in listed.iter().filter(|a| needs_look(a) || open.contains(&a.qualified_name())) {
             if outage.is_some() && app.sync_status() == "Unknown" {
                 continue;
@@ -140,12 +141,17 @@ where
                 run.skipped += 1;
                 continue;
             }
-            if let Err(e) = self.queue.enqueue(&item, Duration::ZERO).await {
-                self.dedupe.forget(&format!("enqueued-{}", item.dedupe_key)).await.ok();
-                return Err(e.into());
-            }
-            run.enqueued += 1;
+            batch.push(item);
         }
+        if let Err(e) = self.queue.enqueue_batch(&batch).await {
+            // Some items may be on the queue; forgetting all markers lets the next run re-send
+            // the rest, and the worker drops the duplicates.
+            for item in &batch {
+                self.dedupe.forget(&format!("enqueued-{}", item.dedupe_key)).await.ok();
+            }
+            return Err(e.into());
+        }
+        run.enqueued = batch.len();
         self.metrics.count("SweepEnqueued", None, run.enqueued as f64);
         tracing::info!(
             listed = run.listed,
