@@ -31,14 +31,24 @@ use crate::sim::Shared;
 pub(crate) struct Dropped;
 
 /// Accepts connections until `shutdown` changes (or its sender is gone).
-pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: watch::Receiver<bool>) {
+    accept_loop(listener, move |request| respond(Arc::clone(&shared), request), shutdown).await
+}
+
+/// The accept loop both simulators use: every connection served by HTTP/1.1 with `handler`,
+/// until `shutdown` changes. A handler error drops the connection without a response, which is
+/// how the Drop fault reaches the client.
+pub(crate) async fn accept_loop<F, Fut, E>(listener: TcpListener, handler: F, mut shutdown: watch::Receiver<bool>)
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Response<Full<Bytes>>, E>> + Send + 'static,
+    E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+{
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    let shared = Arc::clone(&shared);
-                    let shutdown = shutdown.clone();
-                    tokio::spawn(connection(stream, shared, shutdown));
+                    tokio::spawn(connection(stream, handler.clone(), shutdown.clone()));
                 }
                 // Out of file descriptors and the like: back off instead of spinning.
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -48,10 +58,14 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, mut shutdo
     }
 }
 
-async fn connection(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+async fn connection<F, Fut, E>(stream: TcpStream, handler: F, mut shutdown: watch::Receiver<bool>)
+where
+    F: Fn(Request<Incoming>) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Response<Full<Bytes>>, E>> + Send + 'static,
+    E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+{
     let _ = stream.set_nodelay(true);
-    let service = service_fn(move |request| respond(Arc::clone(&shared), request));
-    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service_fn(handler));
     tokio::select! {
         _ = conn => {}
         _ = shutdown.changed() => {}

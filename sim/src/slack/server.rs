@@ -1,19 +1,16 @@
 //! The HTTP side of the Slack simulator: hyper, one task per connection, `/api/<method>`.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use chrono::Utc;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{Map, Value, json};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::blocks;
@@ -28,28 +25,8 @@ const TEAM: &str = "T0SIMTEAM1";
 #[error("connection dropped without a response")]
 struct Dropped;
 
-pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    tokio::spawn(connection(stream, Arc::clone(&shared), shutdown.clone()));
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-            _ = shutdown.changed() => break,
-        }
-    }
-}
-
-async fn connection(stream: TcpStream, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
-    let _ = stream.set_nodelay(true);
-    let service = service_fn(move |request| respond(Arc::clone(&shared), request));
-    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-    tokio::select! {
-        _ = conn => {}
-        _ = shutdown.changed() => {}
-    }
+pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: watch::Receiver<bool>) {
+    crate::server::accept_loop(listener, move |request| respond(Arc::clone(&shared), request), shutdown).await
 }
 
 /// An answer: HTTP status, JSON body, optional `Retry-After`.
