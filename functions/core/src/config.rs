@@ -35,6 +35,12 @@ pub struct PolicyConfig {
     pub recheck_secs: i64,
     /// Seconds after an action before its effect is judged; until then the policy waits.
     pub settle_secs: i64,
+    /// Seconds to wait after Argo CD refused a sync (another operation was in progress, a sync
+    /// window was closed) before trying that rung again under a fresh key.
+    pub refused_wait_secs: i64,
+    /// Most refusals of one rung in an incident; the next one escalates. With the wait above this
+    /// bounds how long a refused incident stays open without a human: `(n + 1) × wait`.
+    pub max_refusals: usize,
     /// Most resources one automatic sync may prune.
     pub max_prune: usize,
     /// Kinds whose pruning always needs a human.
@@ -62,6 +68,8 @@ impl Default for PolicyConfig {
             deletion_timeout_secs: 15 * 60,
             recheck_secs: 5 * 60,
             settle_secs: 2 * 60,
+            refused_wait_secs: 15 * 60,
+            max_refusals: 3,
             max_prune: 5,
             protected_prune_kinds: ["Namespace", "CustomResourceDefinition", "PersistentVolumeClaim", "PersistentVolume"]
                 .map(String::from)

@@ -31,6 +31,17 @@ impl IdempotencyKey {
         Self(format!("am1-{}", &digest(&["argo-medic/action/v1", &incident.id(), rung.as_str()])[..32]))
     }
 
+    /// The key of the `attempt`-th try of `rung` in `incident`. The first try's key is
+    /// [`IdempotencyKey::derive`]'s, so records written before retries existed keep their keys;
+    /// a later try hashes its number too (`argo-medic/action/v1/attempt`).
+    pub fn derive_attempt(incident: &IncidentKey, rung: Rung, attempt: u32) -> Self {
+        if attempt <= 1 {
+            return Self::derive(incident, rung);
+        }
+        let n = attempt.to_string();
+        Self(format!("am1-{}", &digest(&["argo-medic/action/v1/attempt", &incident.id(), rung.as_str(), &n])[..32]))
+    }
+
     /// The key of performing the action a person chose on an escalation (the button's opaque
     /// id names the incident, the action and its generation). A sync carries it in Argo CD's
     /// `infos`, so a redelivered request finds the sync it already started.
@@ -70,6 +81,9 @@ mod tests {
     use super::*;
     use chrono::TimeZone;
 
+    /// The key of `incident()`'s sync as released versions derived it (computed independently).
+    const GOLDEN_SYNC_KEY: &str = "am1-8e1b7e5f4ee5d8dbe4e0e61a5a390585";
+
     fn incident() -> IncidentKey {
         IncidentKey {
             instance: "prod".into(),
@@ -103,6 +117,19 @@ mod tests {
         let mut i = incident();
         i.app = "argocd/payment".into();
         assert_ne!(base, IdempotencyKey::derive(&i, Rung::Refresh));
+    }
+
+    #[test]
+    fn a_retried_rung_gets_a_fresh_key_and_the_first_try_keeps_the_old_one() {
+        let first = IdempotencyKey::derive(&incident(), Rung::Sync);
+        assert_eq!(IdempotencyKey::derive_attempt(&incident(), Rung::Sync, 1), first);
+        assert_eq!(IdempotencyKey::derive_attempt(&incident(), Rung::Sync, 0), first);
+        let second = IdempotencyKey::derive_attempt(&incident(), Rung::Sync, 2);
+        let third = IdempotencyKey::derive_attempt(&incident(), Rung::Sync, 3);
+        assert!(second != first && third != first && third != second);
+        assert_eq!(IdempotencyKey::parse(second.as_str()), Some(second.clone()));
+        // Pinned: a key on record must never change meaning between releases.
+        assert_eq!(first.as_str(), GOLDEN_SYNC_KEY);
     }
 
     #[test]

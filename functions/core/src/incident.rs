@@ -36,6 +36,13 @@ impl IncidentKey {
     pub fn key_for(&self, rung: Rung) -> IdempotencyKey {
         IdempotencyKey::derive(self, rung)
     }
+
+    /// The idempotency key of the `attempt`-th try of `rung` in this incident (1 for the first):
+    /// a rung Argo CD refused (another operation running, a sync window) is tried again under a
+    /// fresh key, since its first key is on record as done.
+    pub fn key_for_attempt(&self, rung: Rung, attempt: u32) -> IdempotencyKey {
+        IdempotencyKey::derive_attempt(self, rung, attempt)
+    }
 }
 
 /// How an attempted action turned out, as the actor recorded it.
@@ -55,6 +62,14 @@ pub enum Outcome {
     SyncWindowBlocked,
     /// Argo CD refused the sync: `another operation is already in progress`.
     OperationInProgress,
+}
+
+impl Outcome {
+    /// Argo CD refused the action for a reason that passes (another operation, a sync window):
+    /// the rung was not taken and may be tried again later.
+    pub fn is_refusal(self) -> bool {
+        matches!(self, Outcome::SyncWindowBlocked | Outcome::OperationInProgress)
+    }
 }
 
 /// One rung taken in an incident.
@@ -80,7 +95,17 @@ pub struct History {
 
 impl History {
     pub fn has_taken(&self, rung: Rung) -> bool {
-        self.attempts.iter().any(|a| a.rung == rung && !matches!(a.outcome, Outcome::SyncWindowBlocked | Outcome::OperationInProgress))
+        self.attempts.iter().any(|a| a.rung == rung && !a.outcome.is_refusal())
+    }
+
+    /// How often Argo CD refused `rung` in this incident (another operation, a sync window).
+    pub fn refusals(&self, rung: Rung) -> usize {
+        self.attempts.iter().filter(|a| a.rung == rung && a.outcome.is_refusal()).count()
+    }
+
+    /// When Argo CD first refused `rung` in this incident.
+    pub fn first_refusal(&self, rung: Rung) -> Option<DateTime<Utc>> {
+        self.attempts.iter().filter(|a| a.rung == rung && a.outcome.is_refusal()).map(|a| a.at).min()
     }
 
     pub fn last(&self) -> Option<&Attempt> {
@@ -89,13 +114,14 @@ impl History {
 
     /// Actions that called Argo CD (refresh, hard refresh, sync) in this incident.
     pub fn actions_taken(&self) -> usize {
-        self.attempts
-            .iter()
-            .filter(|a| a.rung != Rung::Escalate && !matches!(a.outcome, Outcome::SyncWindowBlocked | Outcome::OperationInProgress))
-            .count()
+        self.attempts.iter().filter(|a| a.rung != Rung::Escalate && !a.outcome.is_refusal()).count()
     }
 
+    /// When a human was told. Only a completed escalation counts: a claim still in progress
+    /// (outcome `Requested`) may belong to a worker that died before posting, and counting it
+    /// would silence the incident for good; its claim expires and the escalation runs again
+    /// (posting is safe to repeat: the escalator never tells twice).
     pub fn escalated_at(&self) -> Option<DateTime<Utc>> {
-        self.attempts.iter().filter(|a| a.rung == Rung::Escalate).map(|a| a.at).min()
+        self.attempts.iter().filter(|a| a.rung == Rung::Escalate && a.outcome != Outcome::Requested).map(|a| a.at).min()
     }
 }

@@ -577,14 +577,29 @@ impl DecisionPolicy {
             d.reason = format!("{headline}. Escalated at {}; a human owns this incident now", rfc3339(at));
             return Ok(d);
         }
+        // Argo CD refused the last rung for a reason that passes. Wait a bounded time, then try
+        // it again under a fresh key; after `max_refusals` a human is told (below, once the
+        // escalation is built). Without the bound such an incident would wait forever.
+        let mut refusals_exhausted = None;
         if let Some(last) = hist.last() {
-            if matches!(last.outcome, Outcome::SyncWindowBlocked | Outcome::OperationInProgress) {
+            if last.outcome.is_refusal() {
                 let why = if last.outcome == Outcome::SyncWindowBlocked {
                     "a sync window refused the sync"
                 } else {
                     "another operation was in progress"
                 };
-                return Ok(self.wait(d, format!("{headline}. Waiting: {why} at {}", rfc3339(last.at)), cfg.recheck_secs));
+                let refused = hist.refusals(last.rung);
+                let retry_at = last.at + secs(cfg.refused_wait_secs);
+                if refused >= cfg.max_refusals {
+                    let since = hist.first_refusal(last.rung).map_or_else(|| rfc3339(last.at), rfc3339);
+                    refusals_exhausted = Some(format!(
+                        "{headline}. Escalating: Argo CD refused the {} {refused} times since {since} (last: {why})",
+                        last.rung.as_str()
+                    ));
+                } else if now < retry_at {
+                    let msg = format!("{headline}. Waiting: {why} at {}; trying again after {}", rfc3339(last.at), rfc3339(retry_at));
+                    return Ok(self.wait(d, msg, (retry_at - now).num_seconds().max(1)));
+                }
             }
             let settled = last.at + secs(cfg.settle_secs);
             if now < settled {
@@ -608,6 +623,9 @@ impl DecisionPolicy {
             d.reason = why;
             d
         };
+        if let Some(why) = refusals_exhausted {
+            return Ok(escalate(d, why));
+        }
         if hist.actions_taken() >= cfg.max_actions_per_incident {
             let msg = format!("{headline}. {} actions did not resolve it; a human has to look", hist.actions_taken());
             return Ok(escalate(d, msg));
@@ -633,7 +651,7 @@ impl DecisionPolicy {
             Rung::Sync => match sync_plan(app, cfg) {
                 Ok(plan) => {
                     d.action = Action::Sync;
-                    d.idempotency_key = Some(incident.key_for(Rung::Sync));
+                    d.idempotency_key = Some(incident.key_for_attempt(Rung::Sync, attempt_of(hist, Rung::Sync)));
                     d.reason = format!("{headline}. Syncing once{tried}, as on record: {}", plan.intent);
                     d.sync = Some(plan);
                     Ok(d)
@@ -651,7 +669,7 @@ impl DecisionPolicy {
                     String::new()
                 };
                 d.action = rung.action();
-                d.idempotency_key = Some(incident.key_for(rung));
+                d.idempotency_key = Some(incident.key_for_attempt(rung, attempt_of(hist, rung)));
                 d.reason = format!("{headline}. Requesting a {}{tried}{skip}", rung.as_str().replace('_', " "));
                 Ok(d)
             }
@@ -681,6 +699,11 @@ impl DecisionPolicy {
             began_at: finding.began_at.map(|t| t.trunc_subsecs(0)),
         }
     }
+}
+
+/// Which try of `rung` the next one is: one more than the times Argo CD refused it.
+fn attempt_of(hist: &History, rung: Rung) -> u32 {
+    u32::try_from(hist.refusals(rung)).unwrap_or(u32::MAX).saturating_add(1)
 }
 
 /// Buttons an escalation of this mode offers.

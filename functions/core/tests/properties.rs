@@ -252,7 +252,9 @@ proptest! {
         for d in [&fresh, &later] {
             if let (Some(key), Some(incident)) = (&d.idempotency_key, &d.incident) {
                 let rung = match d.action { Action::Refresh => Rung::Refresh, Action::HardRefresh => Rung::HardRefresh, Action::Sync => Rung::Sync, _ => Rung::Escalate };
-                prop_assert_eq!(key, &IdempotencyKey::derive(incident, rung));
+                // The n-th try of a rung Argo CD refused n-1 times; the first try keeps `derive`'s key.
+                let tries = if std::ptr::eq(d, &fresh) { 1 } else { history.refusals(rung) as u32 + 1 };
+                prop_assert_eq!(key, &IdempotencyKey::derive_attempt(incident, rung, tries));
                 prop_assert!(IdempotencyKey::parse(key.as_str()).is_some());
             }
         }
