@@ -315,3 +315,40 @@ async fn a_sync_refused_because_another_operation_runs_is_a_wait_not_a_failure()
     let next = step.run(&app("payouts", "payments"), &Trigger::sweep(), None).await.unwrap();
     assert_eq!(next.action, Some(Action::Wait), "{}", next.detail);
 }
+
+#[tokio::test]
+async fn a_sync_whose_answer_is_lost_is_never_sent_again_the_re_read_finds_its_key() {
+    // argocd-server starts the sync, then the answer is lost: a proxy's 504, or a dropped
+    // connection. Before the fix the client sent the POST again (a second sync re-runs hooks).
+    for lost in [FaultKind::AppliedThenStatus { code: 504 }, FaultKind::AppliedThenDrop] {
+        let sim = sim_with_samples(SimConfig::default()).await;
+        let c = client(&sim);
+        let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
+        sim.inject(Fault { path_contains: Some("/payouts/sync".into()), method: Some("POST".into()), kind: lost.clone(), times: 1 });
+        let r = parts.step(&c, false, Duration::from_secs(600)).run(&app("payouts", "payments"), &Trigger::sweep(), None).await.unwrap();
+        assert_eq!((r.action, r.result), (Some(Action::Sync), StepResult::Synced), "{lost:?}: {}", r.detail);
+        assert!(r.detail.contains("answer was lost"), "{}", r.detail);
+        let posts = sim.arrivals().iter().filter(|(m, p)| m == "POST" && p.contains("/sync")).count();
+        assert_eq!(posts, 1, "{lost:?}: one POST /sync, however its answer went");
+        let history = parts.store.history("argocd/payouts").await.unwrap();
+        assert_eq!(history.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>(), vec![Outcome::Succeeded]);
+    }
+}
+
+#[tokio::test]
+async fn a_refresh_whose_answer_is_lost_is_not_requested_again_one_token_one_request() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
+    // fraud-scoring's first rung is a hard refresh; Argo CD does it, the answer is a 504.
+    sim.inject(Fault {
+        path_contains: Some("refresh=hard".into()),
+        method: Some("GET".into()),
+        kind: FaultKind::AppliedThenStatus { code: 504 },
+        times: 1,
+    });
+    let r = parts.step(&c, false, Duration::from_secs(600)).run(&app("fraud-scoring", "payments"), &Trigger::sweep(), None).await;
+    let hard = sim.arrivals().iter().filter(|(_, p)| p.contains("refresh=hard")).count();
+    assert_eq!(hard, 1, "one hard refresh request for one budget token: {r:?}");
+    assert!(matches!(r, Err(StepError::Argo(ArgoError::Transient(_)))), "the message is retried later: {r:?}");
+}

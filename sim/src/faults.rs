@@ -35,6 +35,12 @@ pub enum FaultKind {
     Latency(Duration),
     /// Close the connection without any HTTP response.
     Drop,
+    /// Handle the request (a sync starts, a refresh happens), then close the connection without
+    /// an answer: the effect happened, the caller cannot know.
+    AppliedThenDrop,
+    /// Handle the request, then answer with this status instead (a proxy's 504 after argocd-server
+    /// started the operation).
+    AppliedThenStatus { code: u16 },
 }
 
 /// The queue of faults with their remaining uses.

@@ -104,11 +104,21 @@ async fn respond(shared: Arc<Shared>, request: Request<Incoming>) -> Result<Resp
         true => call.path.clone(),
         false => format!("{}?{raw_query}", call.path),
     };
+    shared.arrivals.lock().push((call.method.clone(), target.clone()));
     let fault = shared.faults.lock().take(&call.method, &target);
     let reply = match fault {
         Some(FaultKind::Drop) => {
             record(&shared, &call, 0, Value::Null, at);
             return Err(Dropped);
+        }
+        Some(FaultKind::AppliedThenDrop) => {
+            let applied = answer(&shared, &call);
+            record(&shared, &call, 0, body_of(&applied), at);
+            return Err(Dropped);
+        }
+        Some(FaultKind::AppliedThenStatus { code }) => {
+            let _applied = answer(&shared, &call);
+            Reply::injected(code, None)
         }
         Some(FaultKind::Status { code, retry_after_secs }) => Reply::injected(code, retry_after_secs),
         Some(FaultKind::Latency(delay)) => {
@@ -118,12 +128,15 @@ async fn respond(shared: Arc<Shared>, request: Request<Incoming>) -> Result<Resp
         None => answer(&shared, &call),
     };
     let response = to_response(&reply);
-    let logged_body = match &reply.body {
+    record(&shared, &call, response.status().as_u16(), body_of(&reply), at);
+    Ok(response)
+}
+
+fn body_of(reply: &Reply) -> Value {
+    match &reply.body {
         ReplyBody::Json(v) => v.clone(),
         ReplyBody::Text(t) => Value::String(t.clone()),
-    };
-    record(&shared, &call, response.status().as_u16(), logged_body, at);
-    Ok(response)
+    }
 }
 
 fn answer(shared: &Arc<Shared>, call: &Call) -> Reply {

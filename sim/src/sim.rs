@@ -29,6 +29,9 @@ pub(crate) struct Shared {
     pub(crate) store: Mutex<Store>,
     pub(crate) faults: Mutex<FaultQueue>,
     pub(crate) log: Mutex<Vec<LoggedRequest>>,
+    /// `(method, path?query)` of every request as it arrives, before any fault or answer: a
+    /// harness waits on it to kill a client while its request is held open.
+    pub(crate) arrivals: Mutex<Vec<(String, String)>>,
     pub(crate) counts: Mutex<CallCounts>,
     /// Stands in for a token's `iat` when the token carries none.
     pub(crate) started_at: DateTime<Utc>,
@@ -90,6 +93,7 @@ impl ArgoSim {
             config,
             store: Mutex::new(Store::default()),
             faults: Mutex::new(FaultQueue::default()),
+            arrivals: Mutex::new(Vec::new()),
             log: Mutex::new(Vec::new()),
             counts: Mutex::new(CallCounts::default()),
             started_at: Utc::now(),
@@ -185,6 +189,12 @@ impl ArgoSim {
     /// Queues a fault (see [`Fault`]).
     pub fn inject(&self, fault: Fault) {
         self.shared.faults.lock().push(fault);
+    }
+
+    /// `(method, path?query)` of every request so far, in the order they arrived (a held or
+    /// dropped request too, before it is answered).
+    pub fn arrivals(&self) -> Vec<(String, String)> {
+        self.shared.arrivals.lock().clone()
     }
 
     /// Every request so far, in the order they were answered.

@@ -135,6 +135,18 @@ impl HttpArgoClient {
         query: &[(&str, String)],
         body: Option<&serde_json::Value>,
     ) -> Result<T, ArgoError> {
+        let effect = if method == Method::GET { Effect::Read } else { Effect::Acts };
+        self.call_with(effect, method, path, query, body).await
+    }
+
+    async fn call_with<T: DeserializeOwned>(
+        &self,
+        effect: Effect,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+    ) -> Result<T, ArgoError> {
         let s = &self.settings;
         let backoff = ExponentialBuilder::default()
             .with_min_delay(Duration::from_millis(200))
@@ -143,18 +155,31 @@ impl HttpArgoClient {
             .with_total_delay(Some(s.retry_deadline))
             .with_jitter();
         let max_retry_after = s.max_retry_after;
-        (|| self.attempt::<T>(method.clone(), path, query, body))
+        // A mutating call is retried only when Argo CD cannot have acted on it: it refused it
+        // (429) or it was never sent (no connection). After a timeout or a 5xx the operation may
+        // have started; the caller re-reads the app and looks for its idempotency key instead.
+        let mutating = effect == Effect::Acts;
+        let retry = (|| self.attempt::<T>(method.clone(), path, query, body))
             .retry(backoff)
             .sleep(tokio::time::sleep)
-            .when(|e: &ArgoError| matches!(e, ArgoError::RateLimited { .. } | ArgoError::Transient(_)))
+            .when(move |e: &ArgoError| match e {
+                ArgoError::RateLimited { .. } => true,
+                ArgoError::Transient(m) => !mutating || m.starts_with(NOT_SENT),
+                _ => false,
+            })
             .adjust(move |e, next| match e {
                 // Honour Retry-After, but never wait longer in-process than the caller allows.
                 ArgoError::RateLimited { retry_after: Some(after) } if *after > max_retry_after => None,
                 ArgoError::RateLimited { retry_after: Some(after) } => next.map(|_| *after),
                 _ => next,
             })
-            .notify(|e, wait| tracing::warn!(error = %e, wait_ms = wait.as_millis() as u64, path, "retrying Argo CD call"))
+            .notify(|e, wait| tracing::warn!(error = %e, wait_ms = wait.as_millis() as u64, path, "retrying Argo CD call"));
+        // backon's total delay caps only the sleeps; this caps the whole call, attempts included,
+        // so one call cannot outlive the invocation that makes it.
+        let deadline = s.retry_deadline + s.request_timeout;
+        tokio::time::timeout(deadline, retry)
             .await
+            .unwrap_or_else(|_| Err(ArgoError::Transient(format!("timeout: no answer within {}s, retries included", deadline.as_secs()))))
     }
 
     async fn attempt<T: DeserializeOwned>(
@@ -200,6 +225,19 @@ impl HttpArgoClient {
     }
 }
 
+/// Whether sending a request again could repeat an effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Effect {
+    /// A read: retried on 429, 5xx and timeouts.
+    Read,
+    /// A sync, a terminate, a refresh: retried only when Argo CD cannot have acted on it.
+    Acts,
+}
+
+/// How a transient error begins when the request never reached Argo CD (no connection), so even
+/// a mutating call may be sent again.
+const NOT_SENT: &str = "connection failed";
+
 /// Maps an Argo CD error response to what to do about it.
 pub fn map_error(status: StatusCode, retry_after: Option<Duration>, body: &[u8]) -> ArgoError {
     let parsed: Option<GatewayError> = serde_json::from_slice(body).ok();
@@ -233,7 +271,7 @@ fn describe_reqwest(e: &reqwest::Error) -> String {
     let kind = if e.is_timeout() {
         "timeout"
     } else if e.is_connect() {
-        "connection failed"
+        NOT_SENT
     } else if e.is_body() || e.is_decode() {
         "response interrupted"
     } else {
@@ -272,7 +310,11 @@ impl ArgoApi for HttpArgoClient {
         if let Some(kind) = refresh {
             query.push(("refresh", kind.as_str().to_owned()));
         }
-        self.call(Method::GET, &format!("api/v1/applications/{}", seg(&app.name)), &query, None).await
+        // A refresh is an action even on GET: each request makes the controller reconcile (and a
+        // hard one regenerates manifests), so it is sent again only when it cannot have arrived:
+        // one budget token buys one refresh.
+        let effect = if refresh.is_some() { Effect::Acts } else { Effect::Read };
+        self.call_with(effect, Method::GET, &format!("api/v1/applications/{}", seg(&app.name)), &query, None).await
     }
 
     async fn list_apps(&self, q: &ListQuery) -> Result<Vec<Application>, ArgoError> {

@@ -202,8 +202,13 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
         let mut verified = false;
         let mut healthy = false;
         // A refresh can be silently dropped (argoproj/argo-cd#28392): verify that reconciledAt
-        // moved past the request, and re-request once.
-        for _ in 0..2 {
+        // moved past the request, and re-request once, with a budget token of its own (one
+        // token buys one refresh request; without one left, the refresh stays unverified).
+        let budget = if rung == Rung::HardRefresh { BudgetKind::HardRefresh } else { BudgetKind::Refresh };
+        for request in 0..2 {
+            if request > 0 && self.budget.acquire(budget).await.is_err() {
+                break;
+            }
             // reconciledAt has whole seconds; compare at that precision.
             let requested_at = self.clock.now().trunc_subsecs(0);
             out.argo_calls += 1;
@@ -273,6 +278,21 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
                 out.result = StepResult::Waiting;
                 out.detail = format!("blocked by sync window: {m}");
                 Ok(Outcome::SyncWindowBlocked)
+            }
+            Err(e @ (ArgoError::Transient(_) | ArgoError::CircuitOpen { .. })) => {
+                // The answer was lost, not necessarily the sync: Argo CD may have started it.
+                // Never send it again blindly; re-read the app and look for this sync's key.
+                out.argo_calls += 1;
+                match self.argo.get_app(app_ref, None).await {
+                    Ok(now) if now.recorded_idempotency_keys().any(|k| k == key.as_str()) => {
+                        out.result = StepResult::Synced;
+                        out.detail = format!("sync started ({}); its answer was lost ({e}), Argo CD records its key", plan.intent);
+                        Ok(Outcome::Succeeded)
+                    }
+                    // Not started as far as Argo CD shows: the claim is released and a later run
+                    // (which reads the app first) tries again.
+                    _ => Err(e.into()),
+                }
             }
             Err(e) => Err(e.into()),
         }
