@@ -1,5 +1,7 @@
 mod argo;
 mod golden;
+mod iam;
+mod leases;
 mod pipeline;
 mod slack;
 mod support;

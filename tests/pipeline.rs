@@ -189,7 +189,20 @@ async fn drain<S: IncidentStore>(
     stack: &Stack,
     worker: &Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock>,
 ) {
-    while stack.poll(worker).await.0 > 0 {}
+    // Until nothing is visible or in flight: a delivery that found another one handling its
+    // item is reported failed and comes back after the visibility timeout.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        if stack.poll(worker).await.0 == 0 {
+            // Delayed re-checks (waits) are not in flight: they are the worker's own next looks.
+            let (visible, in_flight, _delayed) = stack.depth(&stack.queue_url).await;
+            if visible + in_flight == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    panic!("the queue did not drain within a minute");
 }
 
 #[tokio::test]
@@ -225,6 +238,8 @@ async fn the_same_notification_three_times_makes_one_action() {
     let worker = stack.worker(&sim, stack.store());
     drain(&stack, &worker).await;
     assert_eq!(sim.counts().sync, 1, "one sync for three deliveries");
+    // Handled together, the two copies find the first in progress and come back later as
+    // duplicates; none is dropped while the first is still being handled.
     assert_eq!(worker.metrics.total("DuplicateMessages"), 2.0);
 }
 

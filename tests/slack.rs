@@ -253,7 +253,7 @@ impl Stack {
 
 /// A button click as Slack sends it to the Function URL: the sample request with this button,
 /// this user and this timestamp, signed with `secret`.
-fn click(action_id: &str, user: &str, timestamp: i64, secret: &str) -> lambda_http::Request {
+pub(crate) fn click(action_id: &str, user: &str, timestamp: i64, secret: &str) -> lambda_http::Request {
     let mut event: Value =
         serde_json::from_str(&std::fs::read_to_string(events_dir().join("lambda/slack-actions/block-actions-sync.json")).unwrap()).unwrap();
     let body = event["body"].as_str().unwrap().to_owned();

@@ -11,7 +11,7 @@
 //! | --- | --- | --- | --- |
 //! | open incident | `APP#<instance>#<app>` | `INCIDENT` | `app`, `incident_id`, `incident` (the `IncidentKey` as JSON), `opened_at` (RFC 3339). No expiry: deleted when the incident closes |
 //! | action (idempotency record) | `APP#<instance>#<app>` | `ACTION#<incident id>#<idempotency key>` | `app`, `incident_id`, `idempotency_key`, `rung`, `at` (RFC 3339), `outcome` (serde names: `hard_refresh`, `no_effect`), `status` (`INPROGRESS` or `COMPLETED`), `in_progress_until` (epoch milliseconds, while in progress), `expires_at` (`at` + 30 days) |
-//! | dedupe record | `DEDUPE#<instance>#<dedupe key>` | `-` | `seen_at` (RFC 3339), `expires_at` |
+//! | dedupe record | `DEDUPE#<instance>#<dedupe key>` | `-` | `seen_at` (RFC 3339), `expires_at`; a work item's record also `status` (`INPROGRESS` while a delivery handles it, then `COMPLETED`), `owner` (the delivery: message id and receive count) and `lease_until` (epoch milliseconds, while in progress). A record without `status` (markers, and releases before leases) is done |
 //! | app lock | `LOCK#<instance>#<app>` | `-` | `owner`, `locked_at` (RFC 3339), `expires_at` |
 //!
 //! An app's incident and its actions share a partition, so `history` is one `GetItem` and one
@@ -47,7 +47,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use medic_core::catalogue::Rung;
 use medic_core::idempotency::IdempotencyKey;
 use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
-use medic_core::ports::{AppLock, Claim, DedupeStore, IncidentStore, Seen, StoreError};
+use medic_core::ports::{AppLock, Begun, Claim, DedupeStore, IncidentStore, Seen, StoreError};
 
 use crate::aws::describe;
 
@@ -56,6 +56,9 @@ pub const TTL_ATTRIBUTE: &str = "expires_at";
 
 /// How long action records are kept after the action.
 pub const ACTION_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// The least time a work item's dedupe record is kept, whatever its lease.
+const DEDUPE_MIN_TTL: Duration = Duration::from_secs(3600);
 
 const INCIDENT_SK: &str = "INCIDENT";
 const SINGLETON_SK: &str = "-";
@@ -440,6 +443,103 @@ impl DedupeStore for DynamoDbStore {
             .map_err(|e| StoreError(describe(&self.op("DeleteItem"), &e)))?;
         Ok(())
     }
+
+    async fn begin(&self, dedupe_key: &str, owner: &str, lease: Duration) -> Result<Begun, StoreError> {
+        let now = Utc::now();
+        let lease_until = now + TimeDelta::from_std(lease).unwrap_or(TimeDelta::MAX);
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(self.dedupe_pk(dedupe_key)))
+            .item("sk", s(SINGLETON_SK))
+            .item("seen_at", s(now.to_rfc3339()))
+            .item("status", s(IN_PROGRESS))
+            .item("owner", s(owner))
+            .item("lease_until", n(lease_until.timestamp_millis()))
+            // Kept at least as long as the lease, so the record cannot vanish while held.
+            .item(TTL_ATTRIBUTE, n(expiry_secs(now, lease.max(DEDUPE_MIN_TTL))))
+            // New, expired, a dead holder's lease run out, or this delivery's own earlier write (an
+            // SDK retry after a lost answer). A record without `status` was written by a release
+            // before leases: it is done.
+            .condition_expression(
+                "attribute_not_exists(#pk) OR #expires <= :now OR (#status = :inprogress AND #lease <= :now_ms) OR #owner = :owner",
+            )
+            .expression_attribute_names("#pk", "pk")
+            .expression_attribute_names("#expires", TTL_ATTRIBUTE)
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#lease", "lease_until")
+            .expression_attribute_names("#owner", "owner")
+            .expression_attribute_values(":now", n(now.timestamp()))
+            .expression_attribute_values(":now_ms", n(now.timestamp_millis()))
+            .expression_attribute_values(":inprogress", s(IN_PROGRESS))
+            .expression_attribute_values(":owner", s(owner))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Begun::Owned),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                let Some(item) = self.get(&self.dedupe_pk(dedupe_key), SINGLETON_SK).await? else {
+                    // Removed in between (its holder gave up): the next delivery takes it.
+                    return Ok(Begun::InProgress { until: now });
+                };
+                if item.get("status").and_then(|v| v.as_s().ok()).map(String::as_str) == Some(IN_PROGRESS) {
+                    let until = get_n(&item, "lease_until").ok().and_then(DateTime::from_timestamp_millis).unwrap_or(now);
+                    Ok(Begun::InProgress { until })
+                } else {
+                    Ok(Begun::Done)
+                }
+            }
+            Err(e) => Err(StoreError(describe(&self.op("PutItem"), &e))),
+        }
+    }
+
+    async fn end(&self, dedupe_key: &str, owner: &str, handled: bool, ttl: Duration) -> Result<(), StoreError> {
+        if handled {
+            let now = Utc::now();
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .key("pk", s(self.dedupe_pk(dedupe_key)))
+                .key("sk", s(SINGLETON_SK))
+                .update_expression("SET #status = :completed, #expires = :expires REMOVE #lease")
+                .condition_expression("#owner = :owner")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_names("#expires", TTL_ATTRIBUTE)
+                .expression_attribute_names("#lease", "lease_until")
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_values(":completed", s(COMPLETED))
+                .expression_attribute_values(":expires", n(expiry_secs(now, ttl)))
+                .expression_attribute_values(":owner", s(owner))
+                .send()
+                .await;
+            return match result {
+                Err(e) if !is_conditional_failure(&e) => Err(StoreError(describe(&self.op("UpdateItem"), &e))),
+                _ => Ok(()),
+            };
+        }
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(self.dedupe_pk(dedupe_key)))
+            .key("sk", s(SINGLETON_SK))
+            .condition_expression("#owner = :owner")
+            .expression_attribute_names("#owner", "owner")
+            .expression_attribute_values(":owner", s(owner))
+            .send()
+            .await;
+        match result {
+            Err(e) if !is_conditional_failure(&e) => Err(StoreError(describe(&self.op("DeleteItem"), &e))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// True when a write failed only because its condition did not hold.
+fn is_conditional_failure<E: aws_sdk_dynamodb::error::ProvideErrorMetadata, R>(e: &aws_sdk_dynamodb::error::SdkError<E, R>) -> bool {
+    e.as_service_error().and_then(|e| e.code()) == Some("ConditionalCheckFailedException")
 }
 
 impl AppLock for DynamoDbStore {

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use aws_config::SdkConfig;
+use aws_sdk_dynamodb::config::{Intercept, SharedInterceptor};
 use medic_core::PolicyConfig;
 use thiserror::Error;
 
@@ -50,6 +51,9 @@ pub struct LambdaEnv {
     pub rates: BudgetRates,
     pub recheck_secs: u64,
     pub max_body_bytes: usize,
+    /// The function's timeout (`MEDIC_FUNCTION_TIMEOUT_SECONDS`, the template's value): every
+    /// lease and the Argo CD client's retry budget derive from it.
+    pub function_timeout: Duration,
     /// Slack: the channel escalations go to (with a token, Slack replaces the log escalator).
     pub slack_channel: Option<String>,
     pub slack_token_secret_arn: Option<String>,
@@ -65,6 +69,9 @@ pub struct LambdaEnv {
     pub argocd_ui_url: Option<String>,
     pub sdk: SdkConfig,
     lookup: fn(&str) -> Option<String>,
+    /// Interceptors every AWS client built here carries (the IAM conformance test records each
+    /// call a function makes with one).
+    interceptors: Vec<SharedInterceptor>,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -131,6 +138,7 @@ impl LambdaEnv {
             },
             recheck_secs: number(get, "MEDIC_RECHECK_SECONDS", 900u64)?,
             max_body_bytes: number(get, "MEDIC_MAX_BODY_BYTES", medic_core::event::MAX_EVENT_BYTES)?,
+            function_timeout: Duration::from_secs(number(get, "MEDIC_FUNCTION_TIMEOUT_SECONDS", 60u64)?.max(1)),
             slack_channel: get("SLACK_CHANNEL"),
             slack_token_secret_arn: get("SLACK_TOKEN_SECRET_ARN"),
             slack_api_url: get("SLACK_API_URL").unwrap_or_else(|| crate::slack::DEFAULT_API_URL.to_owned()),
@@ -150,7 +158,30 @@ impl LambdaEnv {
             }),
             sdk: crate::aws::sdk_config(endpoint.as_deref()).await,
             lookup: get,
+            interceptors: Vec::new(),
         })
+    }
+
+    /// Adds an interceptor to every AWS client built from now on.
+    pub fn with_interceptor(mut self, interceptor: impl Intercept + 'static) -> Self {
+        self.interceptors.push(SharedInterceptor::new(interceptor));
+        self
+    }
+
+    fn sqs_client(&self) -> aws_sdk_sqs::Client {
+        let config = self.interceptors.iter().fold(aws_sdk_sqs::config::Builder::from(&self.sdk), |b, i| b.interceptor(i.clone()));
+        aws_sdk_sqs::Client::from_conf(config.build())
+    }
+
+    fn dynamodb_client(&self) -> aws_sdk_dynamodb::Client {
+        let config = self.interceptors.iter().fold(aws_sdk_dynamodb::config::Builder::from(&self.sdk), |b, i| b.interceptor(i.clone()));
+        aws_sdk_dynamodb::Client::from_conf(config.build())
+    }
+
+    fn secrets_client(&self) -> aws_sdk_secretsmanager::Client {
+        let config =
+            self.interceptors.iter().fold(aws_sdk_secretsmanager::config::Builder::from(&self.sdk), |b, i| b.interceptor(i.clone()));
+        aws_sdk_secretsmanager::Client::from_conf(config.build())
     }
 
     /// A secret by ARN from Secrets Manager, or the fallback environment variable for local runs.
@@ -158,7 +189,7 @@ impl LambdaEnv {
         let Some(arn) = arn else {
             return (self.lookup)(fallback_env).ok_or(EnvError::Missing(fallback_env));
         };
-        let client = aws_sdk_secretsmanager::Client::new(&self.sdk);
+        let client = self.secrets_client();
         let out = client
             .get_secret_value()
             .secret_id(arn)
@@ -180,13 +211,22 @@ impl LambdaEnv {
             return Err(EnvError::Missing("ARGOCD_SERVER"));
         }
         let token = self.secret(self.argocd_token_secret_arn.as_deref(), "ARGOCD_AUTH_TOKEN").await?;
-        let mut settings = ArgoSettings::new(self.argocd_server.clone(), token.trim());
+        Ok(HttpArgoClient::new(self.argo_settings(token.trim()))?)
+    }
+
+    /// The Argo CD client's settings for this function: its retry budget derives from the
+    /// function's timeout.
+    pub fn argo_settings(&self, token: &str) -> ArgoSettings {
+        let mut settings = ArgoSettings::new(self.argocd_server.clone(), token);
         settings.insecure = self.argocd_insecure;
         settings.plaintext = self.argocd_plaintext;
         settings.root_path = self.argocd_root_path.clone();
-        // The worker's budget for one message is its timeout; keep retries well inside it.
-        settings.retry_deadline = Duration::from_secs(20);
-        Ok(HttpArgoClient::new(settings)?)
+        // One call, retries included, takes at most a third of the invocation, so a message's
+        // read, act and verify fit in it and a stopped invocation is the exception.
+        let third = self.function_timeout / 3;
+        settings.retry_deadline = third.min(Duration::from_secs(60));
+        settings.request_timeout = settings.request_timeout.min(third.max(Duration::from_secs(5)));
+        settings
     }
 
     /// True when Slack is configured: a channel and a token (by ARN, or `SLACK_TOKEN` locally).
@@ -196,7 +236,7 @@ impl LambdaEnv {
 
     /// The records that keep Slack posts at most once, in the state table.
     pub fn escalation_store(&self) -> DynamoDbEscalationStore {
-        DynamoDbEscalationStore::new(aws_sdk_dynamodb::Client::new(&self.sdk), self.table.clone(), self.instance_id.clone())
+        DynamoDbEscalationStore::new(self.dynamodb_client(), self.table.clone(), self.instance_id.clone())
     }
 
     /// Slack when it is configured ([`LambdaEnv::slack_enabled`]), else the log.
@@ -220,11 +260,11 @@ impl LambdaEnv {
     }
 
     pub fn queue(&self) -> SqsWorkQueue {
-        SqsWorkQueue::new(aws_sdk_sqs::Client::new(&self.sdk), self.queue_url.clone())
+        SqsWorkQueue::new(self.sqs_client(), self.queue_url.clone())
     }
 
     pub fn store(&self) -> DynamoDbStore {
-        DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&self.sdk), self.table.clone(), self.instance_id.clone())
+        DynamoDbStore::new(self.dynamodb_client(), self.table.clone(), self.instance_id.clone())
     }
 
     /// This worker's share of the instance's budgets: the event source runs at most

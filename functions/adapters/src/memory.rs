@@ -144,10 +144,16 @@ impl Escalator for LogEscalator {
     }
 }
 
-/// Dedupe records in a map, with expiry.
+/// Dedupe records in a map, with expiry, and work items' in-progress leases.
 #[derive(Default)]
 pub struct MemoryDedupe {
     seen: Mutex<HashMap<String, DateTime<Utc>>>,
+    /// Work items being handled: key → (owner, lease end).
+    leases: Mutex<HashMap<String, (String, DateTime<Utc>)>>,
+}
+
+fn after(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
 }
 
 impl medic_core::ports::DedupeStore for MemoryDedupe {
@@ -165,6 +171,35 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
 
     async fn forget(&self, dedupe_key: &str) -> Result<(), StoreError> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).remove(dedupe_key);
+        Ok(())
+    }
+
+    async fn begin(&self, dedupe_key: &str, owner: &str, lease: Duration) -> Result<medic_core::ports::Begun, StoreError> {
+        use medic_core::ports::Begun;
+        let now = Utc::now();
+        // One lock order everywhere: leases, then seen.
+        let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
+        if self.seen.lock().unwrap_or_else(|e| e.into_inner()).get(dedupe_key).is_some_and(|expires| *expires > now) {
+            return Ok(Begun::Done);
+        }
+        match leases.get(dedupe_key) {
+            Some((holder, until)) if holder != owner && *until > now => Ok(Begun::InProgress { until: *until }),
+            _ => {
+                leases.insert(dedupe_key.to_owned(), (owner.to_owned(), now + after(lease)));
+                Ok(Begun::Owned)
+            }
+        }
+    }
+
+    async fn end(&self, dedupe_key: &str, owner: &str, handled: bool, ttl: Duration) -> Result<(), StoreError> {
+        let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
+        if leases.get(dedupe_key).is_some_and(|(holder, _)| holder != owner) {
+            return Ok(());
+        }
+        leases.remove(dedupe_key);
+        if handled {
+            self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(dedupe_key.to_owned(), Utc::now() + after(ttl));
+        }
         Ok(())
     }
 }

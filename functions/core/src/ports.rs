@@ -275,13 +275,37 @@ pub enum Seen {
     Duplicate,
 }
 
+/// What a delivery found when it began handling a work item (see [`DedupeStore::begin`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Begun {
+    /// This delivery owns the item now: it was new, its last holder's lease ran out (a killed
+    /// invocation), or the record is this delivery's own (an SDK retry after a lost answer).
+    /// Handle it, then [`DedupeStore::end`] it.
+    Owned,
+    /// Handled before: drop it.
+    Done,
+    /// Another delivery is handling it until its lease ends: report the message failed so the
+    /// queue offers it again later; never delete it.
+    InProgress { until: DateTime<Utc> },
+}
+
 /// Durable record of which work items were handled, by dedupe key, with an expiry.
 pub trait DedupeStore: Send + Sync {
     /// Marks the key seen unless it already is (a conditional write); `ttl` bounds how long it
-    /// is remembered.
+    /// is remembered. For markers whose work is a single write (alert once, enqueue once).
     fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> impl Future<Output = Result<Seen, StoreError>> + Send;
-    /// Forgets a key whose handling failed, so a redelivery is handled again.
+    /// Forgets a marker whose work failed, so the next attempt makes it again.
     fn forget(&self, dedupe_key: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Begins handling a work item: an in-progress record owned by `owner` (one delivery of the
+    /// item) until `lease` passes, so that a killed handler's record is taken over once its
+    /// lease ends instead of dropping the redelivery as a duplicate (the Powertools idempotency
+    /// model). The lease must outlast the handler's timeout and end before the queue's
+    /// visibility timeout brings the message back.
+    fn begin(&self, dedupe_key: &str, owner: &str, lease: Duration) -> impl Future<Output = Result<Begun, StoreError>> + Send;
+    /// Ends `owner`'s handling: `handled` keeps the key as done for `ttl` (later deliveries are
+    /// duplicates); otherwise the record is removed so a redelivery is handled at once. Does
+    /// nothing when another delivery has taken the record over.
+    fn end(&self, dedupe_key: &str, owner: &str, handled: bool, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// A per-app lock so no two workers act on one app at the same time.
@@ -345,6 +369,22 @@ impl<T: Escalator> Escalator for Arc<T> {
     fn alert(&self, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send {
         (**self).alert(summary)
     }
+    // Every method forwards: a defaulted one here would silently replace the adapter's own
+    // (resolutions and button actions did nothing in `medic serve` that way).
+    fn resolve(&self, app: &str, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send {
+        (**self).resolve(app, decision)
+    }
+    fn human_action(&self, id: &str) -> impl Future<Output = Result<Option<HumanActionRequest>, EscalationError>> + Send {
+        (**self).human_action(id)
+    }
+    fn record_human_action(
+        &self,
+        request: &HumanActionRequest,
+        by: &str,
+        outcome: &HumanActionOutcome,
+    ) -> impl Future<Output = Result<(), EscalationError>> + Send {
+        (**self).record_human_action(request, by, outcome)
+    }
 }
 
 impl<T: Budget> Budget for Arc<T> {
@@ -369,6 +409,12 @@ impl<T: DedupeStore> DedupeStore for Arc<T> {
     fn forget(&self, dedupe_key: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).forget(dedupe_key)
     }
+    fn begin(&self, dedupe_key: &str, owner: &str, lease: Duration) -> impl Future<Output = Result<Begun, StoreError>> + Send {
+        (**self).begin(dedupe_key, owner, lease)
+    }
+    fn end(&self, dedupe_key: &str, owner: &str, handled: bool, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).end(dedupe_key, owner, handled, ttl)
+    }
 }
 
 impl<T: AppLock> AppLock for Arc<T> {
@@ -383,5 +429,75 @@ impl<T: AppLock> AppLock for Arc<T> {
 impl<T: Clock> Clock for Arc<T> {
     fn now(&self) -> DateTime<Utc> {
         (**self).now()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// Counts the calls of every escalator method that has a default body.
+    #[derive(Default)]
+    struct Counting {
+        resolved: AtomicUsize,
+        looked_up: AtomicUsize,
+        recorded: AtomicUsize,
+    }
+
+    impl Escalator for Counting {
+        async fn escalate(&self, _: &Application, _: &Decision) -> Result<(), EscalationError> {
+            Ok(())
+        }
+        async fn alert(&self, _: &str) -> Result<(), EscalationError> {
+            Ok(())
+        }
+        async fn resolve(&self, _: &str, _: &Decision) -> Result<(), EscalationError> {
+            self.resolved.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+        async fn human_action(&self, _: &str) -> Result<Option<HumanActionRequest>, EscalationError> {
+            self.looked_up.fetch_add(1, Ordering::SeqCst);
+            Ok(None)
+        }
+        async fn record_human_action(&self, _: &HumanActionRequest, _: &str, _: &HumanActionOutcome) -> Result<(), EscalationError> {
+            self.recorded.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    /// Drives a future that never waits (the test escalator's) to completion without a runtime.
+    fn ready<F: Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("the test escalator never waits"),
+        }
+    }
+
+    #[test]
+    fn an_escalator_behind_an_arc_forwards_every_method_not_the_default_bodies() {
+        let inner = Arc::new(Counting::default());
+        let shared: Arc<Counting> = Arc::clone(&inner);
+        let decision: Decision = serde_json::from_value(serde_json::json!({
+            "app": "argocd/a", "action": "none", "failure_mode": "healthy", "reason": "", "evidence": [], "human_actions": [], "resolves_incident": true,
+            "decided_at": "2026-11-01T12:00:00Z"
+        }))
+        .expect("a minimal decision");
+        let request: HumanActionRequest = serde_json::from_value(serde_json::json!({
+            "id": "amact-0", "action": "acknowledge", "incident_id": "inc-0",
+            "app": {"name": "a", "namespace": "argocd"}, "failure_mode": "healthy",
+            "idempotency_key": "am1-00000000000000000000000000000000", "offered_at": "2026-11-01T12:00:00Z"
+        }))
+        .expect("a minimal request");
+        ready(Escalator::resolve(&shared, "argocd/a", &decision)).unwrap();
+        ready(Escalator::human_action(&shared, "amact-0")).unwrap();
+        let outcome = HumanActionOutcome { performed: true, state: None, summary: String::new(), snoozed_until: None };
+        ready(Escalator::record_human_action(&shared, &request, "U1", &outcome)).unwrap();
+        assert_eq!(inner.resolved.load(Ordering::SeqCst), 1, "resolve reached the adapter");
+        assert_eq!(inner.looked_up.load(Ordering::SeqCst), 1, "human_action reached the adapter");
+        assert_eq!(inner.recorded.load(Ordering::SeqCst), 1, "record_human_action reached the adapter");
     }
 }

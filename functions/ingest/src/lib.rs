@@ -123,6 +123,31 @@ pub struct Ingest<Q, A> {
     pub metrics: Metrics,
 }
 
+/// Ingest as the Lambda runs it, built from the environment.
+pub type LambdaIngest = Ingest<medic_adapters::sqs::SqsWorkQueue, medic_adapters::argocd::HttpArgoClient>;
+
+/// Why ingest could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestInitError {
+    #[error(transparent)]
+    Env(#[from] medic_adapters::lambda_env::EnvError),
+    #[error(transparent)]
+    Secret(#[from] SecretFormatError),
+}
+
+impl LambdaIngest {
+    /// Builds ingest from the function's settings (what `main` runs; tests build it the same way).
+    pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, IngestInitError> {
+        Ok(Ingest {
+            config: IngestConfig { max_body_bytes: env.max_body_bytes, ..IngestConfig::default() },
+            secrets: WebhookSecrets::from_json(&env.webhook_secret().await?)?,
+            queue: env.queue(),
+            argo: env.argo_client().await?,
+            metrics: Metrics::new(&env.instance_id),
+        })
+    }
+}
+
 /// A refusal: status, reason (the metric dimension) and a message for the caller.
 struct Rejection {
     status: StatusCode,

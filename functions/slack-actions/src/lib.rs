@@ -174,6 +174,39 @@ pub struct SlackActions<Q, D, S> {
     pub metrics: Metrics,
 }
 
+/// slack-actions as the Lambda runs it, built from the environment.
+pub type LambdaSlackActions = SlackActions<
+    medic_adapters::sqs::SqsWorkQueue,
+    medic_adapters::dynamodb::DynamoDbStore,
+    medic_adapters::slack::DynamoDbEscalationStore,
+>;
+
+/// Why slack-actions could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ActionsInitError {
+    #[error(transparent)]
+    Env(#[from] medic_adapters::lambda_env::EnvError),
+    #[error(transparent)]
+    Secret(#[from] SecretFormatError),
+    #[error(transparent)]
+    AllowList(#[from] AllowListError),
+}
+
+impl LambdaSlackActions {
+    /// Builds slack-actions from the function's settings (what `main` runs; tests build it the same way).
+    pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, ActionsInitError> {
+        Ok(SlackActions {
+            config: ActionsConfig::default(),
+            secret: SigningSecret::from_secret(&env.slack_signing_secret().await?)?,
+            allow: AllowList::from_json(env.slack_allowed_users.as_deref().unwrap_or("{}"))?,
+            queue: env.queue(),
+            dedupe: env.store(),
+            actions: env.escalation_store(),
+            metrics: Metrics::new(&env.instance_id),
+        })
+    }
+}
+
 struct Rejection {
     status: StatusCode,
     reason: &'static str,

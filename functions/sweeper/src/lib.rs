@@ -49,6 +49,37 @@ pub struct Sweeper<A, S, D, Q, E, C> {
     pub metrics: Metrics,
 }
 
+/// The sweeper as the Lambda runs it, every collaborator built from the environment.
+pub type LambdaSweeper = Sweeper<
+    medic_adapters::argocd::HttpArgoClient,
+    medic_adapters::dynamodb::DynamoDbStore,
+    medic_adapters::dynamodb::DynamoDbStore,
+    medic_adapters::sqs::SqsWorkQueue,
+    medic_adapters::slack::AnyEscalator<medic_adapters::slack::DynamoDbEscalationStore>,
+    medic_adapters::memory::SystemClock,
+>;
+
+impl LambdaSweeper {
+    /// Builds the sweeper from the function's settings (what `main` runs; tests build it the same way).
+    pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, medic_adapters::lambda_env::EnvError> {
+        Ok(Sweeper {
+            config: SweeperConfig {
+                projects: env.policy.projects.clone(),
+                selector: env.policy.selector.clone(),
+                recheck_interval: Duration::from_secs(env.recheck_secs),
+                ..SweeperConfig::default()
+            },
+            argo: env.argo_client().await?,
+            store: env.store(),
+            dedupe: env.store(),
+            queue: env.queue(),
+            escalator: env.escalator().await?,
+            clock: medic_adapters::memory::SystemClock,
+            metrics: Metrics::new(&env.instance_id),
+        })
+    }
+}
+
 /// What one run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SweepRun {

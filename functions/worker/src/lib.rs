@@ -22,7 +22,7 @@ use medic_core::decision::HumanAction;
 use medic_core::escalation::{self, HumanActionOutcome, HumanActionRequest, IncidentState};
 use medic_core::event::{WorkItem, WorkKind};
 use medic_core::ports::{
-    AppLock, ArgoApi, ArgoError, Budget, BudgetKind, Clock, DedupeStore, Escalator, IncidentStore, RefreshKind, Seen, WorkQueue,
+    AppLock, ArgoApi, ArgoError, Begun, Budget, BudgetKind, Clock, DedupeStore, Escalator, IncidentStore, RefreshKind, Seen, WorkQueue,
 };
 use medic_core::remediate::{INCIDENT_INFO_NAME, REASON_INFO_NAME};
 use medic_core::remediate::{Remediator, StepError, StepResult};
@@ -38,6 +38,8 @@ pub struct WorkerConfig {
     pub kill_switch: bool,
     /// How long a handled dedupe key is remembered.
     pub dedupe_ttl: Duration,
+    /// How long a delivery holds a work item before another delivery may take it over.
+    pub dedupe_lease: Duration,
     /// How long an app lock lasts if its holder dies (the function timeout).
     pub lock_ttl: Duration,
     /// How long an action claim blocks others if its holder dies.
@@ -50,14 +52,32 @@ pub struct WorkerConfig {
     pub snooze: Duration,
 }
 
+/// Lambda's default worker timeout (template.yaml's `WorkerTimeout`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
 impl Default for WorkerConfig {
     fn default() -> Self {
+        Self::for_timeout(DEFAULT_TIMEOUT)
+    }
+}
+
+impl WorkerConfig {
+    /// Settings for a worker whose invocations Lambda stops after `timeout`. Every lease comes
+    /// from it, in one place: a dedupe lease or app lock outlasts any invocation (so it is never
+    /// taken over while its holder may still act) and ends long before the queue's visibility
+    /// timeout (at least 6 × `timeout`) offers the message again; a claim outlasts the lease.
+    pub fn for_timeout(timeout: Duration) -> Self {
+        // Half an invocation more than an invocation: Lambda stops one at its timeout, but the
+        // store's clock and the function's are not the same clock. 1.5 × timeout stays far
+        // below the 6 × timeout visibility, so a redelivery finds a dead holder's lease over.
+        let lease = timeout + timeout / 2;
         Self {
             dry_run: false,
             kill_switch: false,
-            dedupe_ttl: Duration::from_secs(3600),
-            lock_ttl: Duration::from_secs(120),
-            claim_timeout: Duration::from_secs(600),
+            dedupe_ttl: Duration::from_secs(3600).max(lease),
+            dedupe_lease: lease,
+            lock_ttl: lease,
+            claim_timeout: lease * 2,
             max_rechecks: 96,
             busy_delay: Duration::from_secs(30),
             snooze: Duration::from_secs(4 * 3600),
@@ -78,6 +98,37 @@ pub struct Worker<A, S, D, L, Q, E, B, C> {
     pub clock: C,
     pub policy: DecisionPolicy,
     pub metrics: Metrics,
+}
+
+/// The worker as the Lambda runs it, every collaborator built from the environment.
+pub type LambdaWorker = Worker<
+    medic_adapters::argocd::HttpArgoClient,
+    medic_adapters::dynamodb::DynamoDbStore,
+    medic_adapters::dynamodb::DynamoDbStore,
+    medic_adapters::dynamodb::DynamoDbStore,
+    medic_adapters::sqs::SqsWorkQueue,
+    medic_adapters::slack::AnyEscalator<medic_adapters::slack::DynamoDbEscalationStore>,
+    medic_adapters::budget::LocalBudget,
+    medic_adapters::memory::SystemClock,
+>;
+
+impl LambdaWorker {
+    /// Builds the worker from the function's settings (what `main` runs; tests build it the same way).
+    pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, medic_adapters::lambda_env::EnvError> {
+        Ok(Worker {
+            config: WorkerConfig { dry_run: env.dry_run, kill_switch: env.kill_switch, ..WorkerConfig::for_timeout(env.function_timeout) },
+            argo: env.argo_client().await?,
+            store: env.store(),
+            dedupe: env.store(),
+            lock: env.store(),
+            queue: env.queue(),
+            escalator: env.escalator().await?,
+            budget: env.worker_budget(),
+            clock: medic_adapters::memory::SystemClock,
+            policy: DecisionPolicy::new(env.policy.clone()),
+            metrics: Metrics::new(&env.instance_id),
+        })
+    }
 }
 
 /// Why one message failed (it stays on the queue and is retried, then goes to the DLQ).
@@ -168,17 +219,32 @@ where
         async {
             let lag = Utc::now().signed_duration_since(item.enqueued_at).num_milliseconds().max(0);
             self.metrics.millis("QueueLag", None, lag as f64);
-            if self.dedupe.first_sighting(&item.dedupe_key, self.config.dedupe_ttl).await.map_err(|e| MessageError::Retry(e.to_string()))?
-                == Seen::Duplicate
+            // One delivery of this message: the same across SDK retries within it, new on a
+            // redelivery, so a killed invocation's record is recognised as someone else's.
+            let receives = record.attributes.get("ApproximateReceiveCount").map_or("", String::as_str);
+            let owner = format!("{message_id}#{receives}");
+            match self
+                .dedupe
+                .begin(&item.dedupe_key, &owner, self.config.dedupe_lease)
+                .await
+                .map_err(|e| MessageError::Retry(e.to_string()))?
             {
-                self.metrics.count("DuplicateMessages", None, 1.0);
-                tracing::info!("already handled; dropped");
-                return Ok(Handled::Duplicate);
+                Begun::Owned => {}
+                Begun::Done => {
+                    self.metrics.count("DuplicateMessages", None, 1.0);
+                    tracing::info!("already handled; dropped");
+                    return Ok(Handled::Duplicate);
+                }
+                Begun::InProgress { until } => {
+                    // Never dropped: the queue offers it again, and once the holder's lease has
+                    // run out (it was killed) this delivery takes over.
+                    return Err(MessageError::Retry(format!("another delivery is handling it until {until}")));
+                }
             }
             let result = self.locked(&item, &app, &message_id).await;
-            if result.is_err() {
-                // Handling failed: let the redelivery be handled rather than dropped as a duplicate.
-                self.dedupe.forget(&item.dedupe_key).await.ok();
+            // Done, or given up so a redelivery is handled at once rather than after the lease.
+            if let Err(e) = self.dedupe.end(&item.dedupe_key, &owner, result.is_ok(), self.config.dedupe_ttl).await {
+                tracing::warn!(error = %e, "could not record the end of handling; its lease expires by itself");
             }
             result
         }

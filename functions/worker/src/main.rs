@@ -5,28 +5,13 @@ use std::sync::Arc;
 use aws_lambda_events::event::sqs::SqsEvent;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use medic_adapters::lambda_env::LambdaEnv;
-use medic_adapters::memory::SystemClock;
-use medic_adapters::telemetry::Metrics;
-use medic_core::DecisionPolicy;
-use medic_worker::{Worker, WorkerConfig};
+use medic_worker::LambdaWorker;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let env = LambdaEnv::load().await?;
-    let worker = Arc::new(Worker {
-        config: WorkerConfig { dry_run: env.dry_run, kill_switch: env.kill_switch, ..WorkerConfig::default() },
-        argo: env.argo_client().await?,
-        store: env.store(),
-        dedupe: env.store(),
-        lock: env.store(),
-        queue: env.queue(),
-        escalator: env.escalator().await?,
-        budget: env.worker_budget(),
-        clock: SystemClock,
-        policy: DecisionPolicy::new(env.policy.clone()),
-        metrics: Metrics::new(&env.instance_id),
-    });
+    let worker = Arc::new(LambdaWorker::from_env(&env).await?);
     run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let worker = Arc::clone(&worker);
         async move { worker.handle_batch(event.payload).await.map_err(Error::from) }

@@ -1,0 +1,441 @@
+//! IAM conformance: every AWS call a function makes is granted to that function's role in
+//! template.yaml, on the resource it names, and every action a role is granted is one its function
+//! makes (least privilege). moto does not enforce IAM, so without this test a missing grant shows
+//! up only on AWS (a claim's `ConditionCheck` inside `TransactWriteItems` needs
+//! `dynamodb:ConditionCheckItem`, which no other test could notice).
+//!
+//! The functions are built exactly as their `main` builds them (`from_env` on a `LambdaEnv` read
+//! from the template's variable names), every AWS client carrying a recording SDK interceptor, and
+//! driven through a sweep, webhooks, remediation up the ladder, a Slack escalation and a button
+//! click, against moto (SQS, DynamoDB, Secrets Manager), the Argo CD simulator and the Slack
+//! simulator. The fixture's own calls (creating the table, receiving for the event source) use
+//! clients without the recorder.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents, interceptors::BeforeSerializationInterceptorContextRef};
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use chrono::Utc;
+use medic_adapters::dynamodb::create_table;
+use medic_adapters::lambda_env::LambdaEnv;
+use medic_core::event::{AppRef, WorkItem, WorkKind};
+use medic_sim::moto::{moto, unique};
+use medic_sim::{SLACK_BOT_TOKEN, SLACK_CHANNEL, SimConfig, SlackSim, SlackSimConfig};
+use medic_slack_actions::LambdaSlackActions;
+use serde_norway::Value as Yaml;
+
+use crate::support::{default_token, events_dir, receive, sim_with_samples, sqs_record};
+
+const WEBHOOK_SECRET: &str = "iam-test-webhook-secret-not-for-production";
+const SIGNING_SECRET: &str = "iam-test-slack-signing-secret-not-for-production";
+const ALICE: &str = "U0ALICE001";
+
+/// Actions the platform performs with a function's role rather than the function's code: they
+/// are granted but never appear among the calls the code makes.
+fn platform_actions(function: &str) -> BTreeSet<&'static str> {
+    let mut actions = BTreeSet::from([
+        // The Lambda service writes the function's logs.
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        // VPC attachment (only with SubnetIds): Lambda manages the ENIs.
+        "ec2:CreateNetworkInterface",
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DescribeSubnets",
+        "ec2:DeleteNetworkInterface",
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:UnassignPrivateIpAddresses",
+        // Active tracing: the Lambda service sends the segments.
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        // A customer-managed key on the secrets: Secrets Manager decrypts on the caller's behalf
+        // (kms:ViaService); moto does not model it.
+        "kms:Decrypt",
+    ]);
+    if function == "worker" {
+        // The SQS event source mapping polls, deletes and extends with the function's role.
+        actions.extend(["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"]);
+    }
+    actions
+}
+
+/// One call as IAM authorises it: the action and the resource it names (a template logical id or
+/// parameter name, resolved from the table name, queue URL or secret ARN).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Call {
+    action: String,
+    resource: String,
+}
+
+/// An SDK interceptor that records every operation, with the IAM actions a transaction's items
+/// need (`TransactWriteItems` is authorised item by item).
+#[derive(Debug, Clone, Default)]
+struct CallLog {
+    calls: Arc<Mutex<BTreeSet<Call>>>,
+    /// Physical names (table, queue URL, secret ARN) → the template's names.
+    names: Arc<HashMap<String, String>>,
+}
+
+impl CallLog {
+    fn new(names: &HashMap<String, String>) -> Self {
+        Self { calls: Arc::default(), names: Arc::new(names.clone()) }
+    }
+
+    fn calls(&self) -> BTreeSet<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    fn record(&self, action: String, physical: Option<&str>) {
+        let resource = physical.map_or_else(|| "?".to_owned(), |p| self.names.get(p).cloned().unwrap_or_else(|| format!("unknown:{p}")));
+        self.calls.lock().unwrap().insert(Call { action, resource });
+    }
+}
+
+impl Intercept for CallLog {
+    fn name(&self) -> &'static str {
+        "IamCallLog"
+    }
+
+    // Not `read_before_execution`: a client's interceptors run that before the operation's
+    // configuration (its name) is in the bag.
+    fn read_before_serialization(
+        &self,
+        ctx: &BeforeSerializationInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let meta = cfg.load::<Metadata>().ok_or("an SDK operation without metadata")?;
+        let input = ctx.input();
+        match meta.service() {
+            "DynamoDB" => {
+                use aws_sdk_dynamodb::operation::*;
+                macro_rules! table_of {
+                    ($($m:ident :: $t:ident),*) => {{
+                        let mut table = None;
+                        $(if let Some(i) = input.downcast_ref::<$m::$t>() { table = i.table_name().map(str::to_owned); })*
+                        table
+                    }};
+                }
+                if let Some(t) = input.downcast_ref::<transact_write_items::TransactWriteItemsInput>() {
+                    for item in t.transact_items() {
+                        if let Some(p) = item.put() {
+                            self.record("dynamodb:PutItem".into(), Some(p.table_name()));
+                        }
+                        if let Some(u) = item.update() {
+                            self.record("dynamodb:UpdateItem".into(), Some(u.table_name()));
+                        }
+                        if let Some(d) = item.delete() {
+                            self.record("dynamodb:DeleteItem".into(), Some(d.table_name()));
+                        }
+                        if let Some(c) = item.condition_check() {
+                            self.record("dynamodb:ConditionCheckItem".into(), Some(c.table_name()));
+                        }
+                    }
+                    return Ok(());
+                }
+                let table = table_of!(
+                    get_item::GetItemInput,
+                    put_item::PutItemInput,
+                    update_item::UpdateItemInput,
+                    delete_item::DeleteItemInput,
+                    query::QueryInput,
+                    scan::ScanInput
+                );
+                self.record(format!("dynamodb:{}", meta.name()), table.as_deref());
+            }
+            "SQS" => {
+                use aws_sdk_sqs::operation::*;
+                let url = input
+                    .downcast_ref::<send_message::SendMessageInput>()
+                    .and_then(|i| i.queue_url())
+                    .or_else(|| input.downcast_ref::<send_message_batch::SendMessageBatchInput>().and_then(|i| i.queue_url()))
+                    .or_else(|| input.downcast_ref::<receive_message::ReceiveMessageInput>().and_then(|i| i.queue_url()))
+                    .or_else(|| input.downcast_ref::<delete_message::DeleteMessageInput>().and_then(|i| i.queue_url()))
+                    .or_else(|| input.downcast_ref::<get_queue_attributes::GetQueueAttributesInput>().and_then(|i| i.queue_url()));
+                // Batch calls are authorised by their single-message actions.
+                let action = meta.name().trim_end_matches("Batch");
+                self.record(format!("sqs:{action}"), url);
+            }
+            "Secrets Manager" | "SecretsManager" => {
+                let id = input
+                    .downcast_ref::<aws_sdk_secretsmanager::operation::get_secret_value::GetSecretValueInput>()
+                    .and_then(|i| i.secret_id());
+                self.record(format!("secretsmanager:{}", meta.name()), id);
+            }
+            other => self.record(format!("{other}:{}", meta.name()), None),
+        }
+        Ok(())
+    }
+}
+
+// --- the template's grants ---------------------------------------------------------------------
+
+/// The names a resource expression can grant: `!GetAtt X.Arn` → X, `!Ref P` → P, `"*"`, both
+/// branches of an `!If`, every element of a list.
+fn resource_names(v: &Yaml) -> BTreeSet<String> {
+    match v {
+        Yaml::String(s) => BTreeSet::from([s.clone()]),
+        Yaml::Sequence(items) => items.iter().flat_map(resource_names).collect(),
+        Yaml::Tagged(t) => match (t.tag.to_string().trim_start_matches('!'), &t.value) {
+            ("GetAtt", Yaml::String(s)) => BTreeSet::from([s.split('.').next().unwrap().to_owned()]),
+            ("Ref", Yaml::String(s)) if s == "AWS::NoValue" => BTreeSet::new(),
+            ("Ref", Yaml::String(s)) => BTreeSet::from([s.clone()]),
+            ("If", Yaml::Sequence(branches)) => branches.iter().skip(1).flat_map(resource_names).collect(),
+            (tag, value) => panic!("unexpected resource expression !{tag} {value:?}"),
+        },
+        other => panic!("unexpected resource expression {other:?}"),
+    }
+}
+
+/// A role's grants: action → resources. A statement behind an `!If` is granted when its condition
+/// holds, so it counts.
+fn grants(template: &Yaml, role: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let policies = template["Resources"][role]["Properties"]["Policies"].as_sequence().unwrap_or_else(|| panic!("{role} has no policies"));
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for policy in policies {
+        for statement in policy["PolicyDocument"]["Statement"].as_sequence().unwrap() {
+            let statement = match statement {
+                Yaml::Tagged(t) if t.tag.to_string().trim_start_matches('!') == "If" => &t.value.as_sequence().unwrap()[1],
+                s => s,
+            };
+            assert_eq!(statement["Effect"].as_str(), Some("Allow"), "{role}: only Allow statements are expected");
+            let actions: Vec<String> = match &statement["Action"] {
+                Yaml::String(a) => vec![a.clone()],
+                Yaml::Sequence(list) => list.iter().map(|a| a.as_str().unwrap().to_owned()).collect(),
+                other => panic!("{role}: unexpected Action {other:?}"),
+            };
+            let resources = resource_names(&statement["Resource"]);
+            for a in actions {
+                out.entry(a).or_default().extend(resources.iter().cloned());
+            }
+        }
+    }
+    out
+}
+
+fn template() -> Yaml {
+    let text = std::fs::read_to_string(events_dir().join("../template.yaml")).unwrap();
+    serde_norway::from_str(&text).expect("template.yaml parses")
+}
+
+/// What `calls` need that `granted` lacks, and what `granted` holds that neither `calls` nor the
+/// platform uses.
+fn conformance(function: &str, calls: &BTreeSet<Call>, granted: &BTreeMap<String, BTreeSet<String>>) -> (Vec<String>, Vec<String>) {
+    let mut missing = Vec::new();
+    for c in calls {
+        let ok = granted.get(&c.action).is_some_and(|r| r.contains(&c.resource) || r.contains("*"));
+        if !ok {
+            missing.push(format!("{function}: {} on {} is not granted", c.action, c.resource));
+        }
+    }
+    let platform = platform_actions(function);
+    let used: BTreeSet<&str> = calls.iter().map(|c| c.action.as_str()).collect();
+    let unused = granted
+        .keys()
+        .filter(|a| !used.contains(a.as_str()) && !platform.contains(a.as_str()))
+        .map(|a| format!("{function}: {a} is granted but never called"))
+        .collect();
+    (missing, unused)
+}
+
+// --- the run -----------------------------------------------------------------------------------
+
+/// The opaque id of the button labelled `label` in a Slack message.
+fn button_of(m: &medic_sim::SimMessage, label: &str) -> String {
+    let buttons =
+        m.blocks.as_array().unwrap().iter().filter(|b| b["type"] == "actions").flat_map(|b| b["elements"].as_array().unwrap().clone());
+    let found = buttons.into_iter().find(|e| e["text"]["text"].as_str().unwrap_or_default().starts_with(label));
+    found.unwrap_or_else(|| panic!("no {label} button in {}", m.blocks))["value"].as_str().unwrap().to_owned()
+}
+
+static ENV: OnceLock<HashMap<&'static str, String>> = OnceLock::new();
+
+fn lookup(name: &str) -> Option<String> {
+    ENV.get().expect("environment set").get(name).cloned()
+}
+
+#[tokio::test]
+async fn every_aws_call_a_function_makes_is_granted_to_its_role_and_nothing_more_is() {
+    // Fixture: moto (queue, DLQ, table, secrets), the Argo CD and Slack simulators.
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let ddb = aws_sdk_dynamodb::Client::new(&sdk);
+    let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
+    let queue_url = sqs.create_queue().queue_name(unique("iam-work")).send().await.unwrap().queue_url.unwrap();
+    // A queue that is gone, for the failure paths.
+    let doomed = sqs.create_queue().queue_name(unique("iam-doomed")).send().await.unwrap().queue_url.unwrap();
+    sqs.delete_queue().queue_url(&doomed).send().await.unwrap();
+    let table = unique("iam-state");
+    create_table(&ddb, &table).await.unwrap();
+    let secret =
+        async |name: &str, value: &str| secrets.create_secret().name(unique(name)).secret_string(value).send().await.unwrap().arn.unwrap();
+    let argo_arn = secret("argocd-token", &default_token()).await;
+    let webhook_arn = secret("webhook", &format!(r#"{{"current":"{WEBHOOK_SECRET}"}}"#)).await;
+    let slack_token_arn = secret("slack-token", SLACK_BOT_TOKEN).await;
+    let signing_arn = secret("slack-signing", SIGNING_SECRET).await;
+    let argo = sim_with_samples(SimConfig::default()).await;
+    let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
+
+    let names: HashMap<String, String> = HashMap::from([
+        (table.clone(), "StateTable".to_owned()),
+        (queue_url.clone(), "WorkQueue".to_owned()),
+        (doomed.clone(), "WorkQueue".to_owned()),
+        (argo_arn.clone(), "ArgoCdTokenSecretArn".to_owned()),
+        (webhook_arn.clone(), "WebhookSecretArn".to_owned()),
+        (slack_token_arn.clone(), "SlackTokenSecretArn".to_owned()),
+        (signing_arn.clone(), "SlackSigningSecretArn".to_owned()),
+    ]);
+    ENV.set(HashMap::from([
+        ("AWS_ENDPOINT_URL", moto().url.clone()),
+        ("MEDIC_INSTANCE_ID", "iam".to_owned()),
+        ("QUEUE_URL", queue_url.clone()),
+        ("TABLE_NAME", table.clone()),
+        ("ARGOCD_SERVER", argo.base_url()),
+        ("ARGOCD_AUTH_TOKEN_SECRET_ARN", argo_arn),
+        ("WEBHOOK_SECRET_ARN", webhook_arn),
+        ("SLACK_CHANNEL", SLACK_CHANNEL.to_owned()),
+        ("SLACK_TOKEN_SECRET_ARN", slack_token_arn),
+        ("SLACK_API_URL", slack.api_url()),
+        ("SLACK_SIGNING_SECRET_ARN", signing_arn),
+        ("SLACK_ALLOWED_USERS", r#"{"*": ["U0ALICE001"]}"#.to_owned()),
+        ("MEDIC_DRY_RUN", "false".to_owned()),
+        // Judge each action at once, so one run climbs the ladder.
+        ("MEDIC_POLICY_CONFIG", r#"{"settle_secs": 0}"#.to_owned()),
+    ]))
+    .unwrap();
+    let env = || async { LambdaEnv::from_lookup(lookup).await.unwrap() };
+    let logs: BTreeMap<&str, CallLog> =
+        ["ingest", "worker", "sweeper", "slack-actions"].into_iter().map(|f| (f, CallLog::new(&names))).collect();
+
+    let ingest = medic_ingest::LambdaIngest::from_env(&env().await.with_interceptor(logs["ingest"].clone())).await.unwrap();
+    let worker = medic_worker::LambdaWorker::from_env(&env().await.with_interceptor(logs["worker"].clone())).await.unwrap();
+    let sweeper = medic_sweeper::LambdaSweeper::from_env(&env().await.with_interceptor(logs["sweeper"].clone())).await.unwrap();
+    let actions = LambdaSlackActions::from_env(&env().await.with_interceptor(logs["slack-actions"].clone())).await.unwrap();
+
+    // The event source mapping: receive, invoke, delete what did not fail.
+    let poll = async || {
+        loop {
+            let messages = receive(&sqs, &queue_url).await;
+            if messages.is_empty() {
+                break;
+            }
+            let mut event = aws_lambda_events::event::sqs::SqsEvent::default();
+            event.records = messages.iter().map(sqs_record).collect();
+            let response = worker.handle_batch(event).await.unwrap();
+            let failed: BTreeSet<String> = response.batch_item_failures.into_iter().map(|f| f.item_identifier).collect();
+            for m in messages.iter().filter(|m| !failed.contains(m.message_id.as_deref().unwrap())) {
+                sqs.delete_message().queue_url(&queue_url).receipt_handle(m.receipt_handle.clone().unwrap()).send().await.unwrap();
+            }
+        }
+    };
+
+    // A webhook, a sweep of the sample fleet, and the worker on everything they enqueued.
+    let body = std::fs::read_to_string(events_dir().join("webhook/hook-failed.json")).unwrap();
+    let request = lambda_http::http::Request::builder()
+        .method("POST")
+        .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/events")
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {WEBHOOK_SECRET}"))
+        .body(lambda_http::Body::from(body))
+        .unwrap();
+    assert_eq!(ingest.handle(request).await.status(), 202);
+    let run = sweeper.run().await.unwrap();
+    assert!(run.enqueued > 5, "{run:?}");
+    poll().await;
+    // A second look at every sample app: the next rung of open incidents (a claim on an open
+    // incident), and closing the healed ones.
+    let apps: Vec<String> =
+        argo.requests().iter().filter_map(|r| r.path.strip_prefix("/api/v1/applications/").map(str::to_owned)).collect();
+    for name in apps.iter().filter(|n| !n.contains('/')).collect::<BTreeSet<_>>() {
+        let app = AppRef { name: name.clone(), namespace: "argocd".into(), project: None };
+        let item = WorkItem::for_app(WorkKind::Recheck, app, "sweep".parse().unwrap(), "iam-second-look", Utc::now());
+        medic_core::ports::WorkQueue::enqueue(
+            &medic_adapters::sqs::SqsWorkQueue::new(sqs.clone(), queue_url.clone()),
+            &item,
+            Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    }
+    poll().await;
+
+    // A person clicks a button on an escalation; the worker performs it.
+    let parent = slack.parents(SLACK_CHANNEL).into_iter().next().expect("an escalation was posted");
+    let ack = button_of(&parent, "Acknowledge");
+    let clicked = actions.handle(crate::slack::click(&ack, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await;
+    assert_eq!(clicked.status(), 200);
+    poll().await;
+
+    // Failure paths that call AWS too: a queue that is gone (the sweeper and slack-actions
+    // forget their markers so the next run re-sends), and a fleet-wide outage (one alert).
+    let outage_argo = medic_sim::ArgoSim::start(SimConfig::default()).await.unwrap();
+    for (i, (mut app, _)) in medic_sim::synthetic_fleet(20, 20, Utc::now()).into_iter().enumerate() {
+        if i < 15 {
+            app["status"]["sync"]["status"] = "Unknown".into();
+        }
+        outage_argo.insert_app(app);
+    }
+    let broken = |log: &CallLog| {
+        let (doomed, server) = (doomed.clone(), outage_argo.base_url());
+        let log = log.clone();
+        async move {
+            let mut e = env().await.with_interceptor(log);
+            e.queue_url = doomed;
+            e.argocd_server = server;
+            e
+        }
+    };
+    // Another instance, so its dedupe markers are its own and every stale app is a candidate.
+    let mut sweeper_env = broken(&logs["sweeper"]).await;
+    sweeper_env.instance_id = "iam-failures".into();
+    let failing_sweeper = medic_sweeper::LambdaSweeper::from_env(&sweeper_env).await.unwrap();
+    let failed = failing_sweeper.run().await;
+    assert!(failed.is_err(), "a sweep whose queue is gone fails: {failed:?}");
+    let failing_actions = LambdaSlackActions::from_env(&broken(&logs["slack-actions"]).await).await.unwrap();
+    let snooze = button_of(&parent, "Snooze");
+    let refused = failing_actions.handle(crate::slack::click(&snooze, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await;
+    assert_ne!(refused.status(), 200, "a click that could not be queued is not acknowledged as done");
+
+    let calls: BTreeMap<&str, BTreeSet<Call>> = logs.iter().map(|(f, log)| (*f, log.calls())).collect();
+    // The run reached the paths that matter: a claim on an open incident (the ConditionCheck).
+    assert!(
+        calls["worker"].contains(&Call { action: "dynamodb:ConditionCheckItem".into(), resource: "StateTable".into() }),
+        "the run never claimed a second rung: {:?}",
+        calls["worker"]
+    );
+    let template = template();
+    let mut problems = Vec::new();
+    for (function, role) in
+        [("ingest", "IngestRole"), ("worker", "WorkerRole"), ("sweeper", "SweeperRole"), ("slack-actions", "SlackActionsRole")]
+    {
+        let (missing, unused) = conformance(function, &calls[function], &grants(&template, role));
+        problems.extend(missing);
+        problems.extend(unused);
+    }
+    assert!(
+        problems.is_empty(),
+        "template.yaml does not match the calls the functions make:\n{}\n\ncalls: {calls:#?}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_conformance_check_finds_a_missing_grant_and_an_unused_one() {
+    let granted = BTreeMap::from([
+        ("dynamodb:PutItem".to_owned(), BTreeSet::from(["StateTable".to_owned()])),
+        ("dynamodb:Scan".to_owned(), BTreeSet::from(["StateTable".to_owned()])),
+        ("logs:PutLogEvents".to_owned(), BTreeSet::from(["WorkerLogGroup".to_owned()])),
+    ]);
+    let calls = BTreeSet::from([
+        Call { action: "dynamodb:PutItem".into(), resource: "StateTable".into() },
+        Call { action: "dynamodb:ConditionCheckItem".into(), resource: "StateTable".into() },
+        Call { action: "dynamodb:PutItem".into(), resource: "OtherTable".into() },
+    ]);
+    let (missing, unused) = conformance("worker", &calls, &granted);
+    assert_eq!(missing.len(), 2, "{missing:?}");
+    assert!(missing.iter().any(|m| m.contains("ConditionCheckItem")));
+    assert!(missing.iter().any(|m| m.contains("OtherTable")));
+    assert_eq!(unused, vec!["worker: dynamodb:Scan is granted but never called".to_owned()]);
+}
