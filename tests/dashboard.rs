@@ -62,8 +62,7 @@ fn dashboard_body(t: &Yaml) -> Json {
         ),
         other => panic!("unexpected Fn::Sub form {other:?}"),
     };
-    let parameters: BTreeSet<String> =
-        t["Parameters"].as_mapping().unwrap().keys().map(|k| k.as_str().unwrap().to_owned()).collect();
+    let parameters: BTreeSet<String> = t["Parameters"].as_mapping().unwrap().keys().map(|k| k.as_str().unwrap().to_owned()).collect();
     let mut out = String::new();
     let mut rest = text.as_str();
     while let Some(start) = rest.find("${") {
@@ -183,8 +182,7 @@ fn parse_search(widget: &str, expression: &str) -> Named {
 fn every_alarm_of_the_stack_has_its_own_graph_and_is_on_the_status_widget() {
     let t = template();
     let body = dashboard_body(&t);
-    let alarms: Vec<String> =
-        resources(&t).into_iter().filter(|(_, ty)| ty == "AWS::CloudWatch::Alarm").map(|(id, _)| id).collect();
+    let alarms: Vec<String> = resources(&t).into_iter().filter(|(_, ty)| ty == "AWS::CloudWatch::Alarm").map(|(id, _)| id).collect();
     assert!(alarms.len() >= 8, "{alarms:?}");
     let widgets = body["widgets"].as_array().unwrap();
     let status: Vec<&str> = widgets
@@ -192,7 +190,8 @@ fn every_alarm_of_the_stack_has_its_own_graph_and_is_on_the_status_widget() {
         .filter(|w| w["type"] == "alarm")
         .flat_map(|w| w["properties"]["alarms"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()))
         .collect();
-    let graphs: Vec<&Json> = widgets.iter().filter(|w| w["type"] == "metric" && w["properties"]["annotations"]["alarms"].is_array()).collect();
+    let graphs: Vec<&Json> =
+        widgets.iter().filter(|w| w["type"] == "metric" && w["properties"]["annotations"]["alarms"].is_array()).collect();
     for alarm in &alarms {
         let arn = alarm_arn(alarm);
         assert!(status.contains(&arn.as_str()), "{alarm} is missing from the alarm status widget");
