@@ -525,7 +525,7 @@ fn context(mrkdwn: String) -> Value {
 /// A field's value, bounded so the fixed part of a message stays small.
 const FIELD_VALUE: usize = 150;
 
-fn button(facts: &IncidentFacts, b: &Button, snooze_hours: u32) -> Value {
+fn button(facts: &IncidentFacts, b: &Button, recommended: Option<HumanAction>, snooze_hours: u32) -> Value {
     let (text, style, confirm): (String, Option<&str>, Option<(String, String)>) = match b.action {
         HumanAction::Sync => {
             let rev = match (facts.sync_revision.is_empty(), facts.target_revision.is_empty()) {
@@ -567,7 +567,7 @@ fn button(facts: &IncidentFacts, b: &Button, snooze_hours: u32) -> Value {
     });
     // One button at most is `primary`: the one the diagnosis recommends. Terminate is always
     // `danger` (it stops hooks midway), recommended or not.
-    let style = style.or((facts.recommended == Some(b.action)).then_some("primary"));
+    let style = style.or((recommended == Some(b.action)).then_some("primary"));
     if let Some(style) = style {
         v["style"] = style.into();
     }
@@ -582,8 +582,16 @@ fn button(facts: &IncidentFacts, b: &Button, snooze_hours: u32) -> Value {
     v
 }
 
-fn actions(facts: &IncidentFacts, buttons: &[Button], block_id: &str, snooze_hours: u32) -> Option<Value> {
-    let elements: Vec<Value> = buttons.iter().take(limits::MAX_ACTIONS_ELEMENTS).map(|b| button(facts, b, snooze_hours)).collect();
+/// The recommended button while `state` lasts: once someone has taken the incident
+/// (investigating, remediating), "Acknowledge" is no longer what anyone should press first.
+fn recommended_in(facts: &IncidentFacts, state: IncidentState) -> Option<HumanAction> {
+    facts.recommended.filter(|a| *a != HumanAction::Acknowledge || state == IncidentState::NeedsHuman)
+}
+
+fn actions(facts: &IncidentFacts, buttons: &[Button], state: IncidentState, block_id: &str, snooze_hours: u32) -> Option<Value> {
+    let recommended = recommended_in(facts, state);
+    let elements: Vec<Value> =
+        buttons.iter().take(limits::MAX_ACTIONS_ELEMENTS).map(|b| button(facts, b, recommended, snooze_hours)).collect();
     (!elements.is_empty()).then(|| json!({"type": "actions", "block_id": fit_plain(block_id, limits::MAX_ID), "elements": elements}))
 }
 
@@ -782,7 +790,7 @@ pub fn incident_parent(facts: &IncidentFacts, status: &Status, buttons: &[Button
         Box::new(|s| code_section("Evidence", &evidence, scaled(2400, s))),
         Box::new(|s| code_section("Failing resources and hooks", &facts.failing, scaled(1500, s))),
     ];
-    let mut tail: Vec<Value> = actions(facts, shown, &block_id, options.snooze_hours).into_iter().collect();
+    let mut tail: Vec<Value> = actions(facts, shown, status.state, &block_id, options.snooze_hours).into_iter().collect();
     tail.push(context(fit(
         &format!("Argo Medic · {} · incident {} · decided {}", facts.instance, facts.incident_id, when(facts.decided_at)),
         300,
@@ -823,7 +831,7 @@ pub fn fleet_member(facts: &IncidentFacts, status: &Status, buttons: &[Button], 
         Box::new(|s| capped_section("Why", &facts.reason, scaled(1200, s))),
         Box::new(|s| code_section("Evidence", &evidence, scaled(1500, s))),
     ];
-    let tail: Vec<Value> = actions(facts, shown, &block_id, options.snooze_hours).into_iter().collect();
+    let tail: Vec<Value> = actions(facts, shown, status.state, &block_id, options.snooze_hours).into_iter().collect();
     let blocks = assemble(&head, &optional, &tail, || {
         let mut minimal = vec![section(format!("*{}* · {}", fit(&facts.app(), 320), status.state.label()))];
         minimal.extend(tail.iter().cloned());

@@ -216,6 +216,26 @@ fn the_sample_hook_failure_offers_no_sync_recommends_acknowledging_and_names_the
 }
 
 #[test]
+fn once_someone_took_the_incident_acknowledge_is_no_longer_singled_out() {
+    let (_, app) = sample(FailureMode::HookFailed);
+    let facts = IncidentFacts::new(&app, &escalation_in(&app, FailureMode::HookFailed, &History::default()), None);
+    let primary = |state: IncidentState| -> Vec<String> {
+        let status = Status { state, detail: String::new(), at: now(), snoozed_until: None };
+        let r = escalation::incident_parent(&facts, &status, &escalation::buttons(&facts, 1), 1, RenderOptions::default());
+        buttons_of(&r).into_iter().filter(|(_, s)| s.as_deref() == Some("primary")).map(|(t, _)| t).collect()
+    };
+    assert_eq!(primary(IncidentState::NeedsHuman), vec!["Acknowledge"]);
+    assert!(primary(IncidentState::Investigating).is_empty());
+    assert!(primary(IncidentState::Remediating).is_empty());
+    // A remedy stays recommended while someone works on it.
+    let (_, app) = sample(FailureMode::CrdNotEstablished);
+    let facts = IncidentFacts::new(&app, &escalation_in(&app, FailureMode::CrdNotEstablished, &History::default()), None);
+    let status = Status { state: IncidentState::Investigating, detail: String::new(), at: now(), snoozed_until: None };
+    let r = escalation::incident_parent(&facts, &status, &escalation::buttons(&facts, 1), 1, RenderOptions::default());
+    assert!(buttons_of(&r).contains(&("Sync".to_owned(), Some("primary".to_owned()))));
+}
+
+#[test]
 fn unknown_names_stay_placeholders() {
     let (_, app) = sample(FailureMode::HookFailed);
     let d = escalation_in(&app, FailureMode::HookFailed, &History::default());
