@@ -1,4 +1,5 @@
 mod argo;
+mod dashboard;
 mod golden;
 mod iam;
 mod leases;

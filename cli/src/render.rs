@@ -56,7 +56,11 @@ pub fn decision_text(d: &Decision) -> String {
     if !d.human_actions.is_empty() {
         let names: Vec<String> =
             d.human_actions.iter().map(|a| serde_json::to_value(a).unwrap().as_str().unwrap_or_default().to_owned()).collect();
-        out.push_str(&format!("  a human may: {}\n", names.join(", ")));
+        let recommended = d
+            .recommended
+            .map(|a| format!(" (recommended: {})", serde_json::to_value(a).unwrap().as_str().unwrap_or_default()))
+            .unwrap_or_default();
+        out.push_str(&format!("  a human may: {}{recommended}\n", names.join(", ")));
     }
     if !d.evidence.is_empty() {
         out.push_str("  evidence:\n");

@@ -98,7 +98,10 @@ fn text_output_explains_the_decision_for_humans() {
     let o = medic(&["decide", "--app", "events/apps/hook-failed.json", "--now", NOW, "-o", "text"], None);
     let out = stdout(&o);
     assert!(out.starts_with("argocd/accounts: escalate (hook-failed)"), "{out}");
-    assert!(out.contains("a human may: sync, hard_refresh, snooze, acknowledge"), "{out}");
+    assert!(
+        out.contains("a human may: hard_refresh, snooze, acknowledge (recommended: acknowledge)"),
+        "no Sync after a hook failed: {out}"
+    );
     assert!(out.contains("status.operationState.syncResult.resources[0]: PreSync hook Job/accounts-db-migrate"), "{out}");
 }
 

@@ -49,7 +49,7 @@
 //! | `fleet` | fleet id | the fleet incident: its apps, which recovered, whether its parent is set up |
 //! | `snooze` | `namespace/name` | until when new incidents of the app are not posted, and who asked |
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -679,6 +679,11 @@ struct FleetRec {
     /// Apps beyond that: counted in the parent, no reply.
     #[serde(default)]
     more: usize,
+    /// Those apps per project and per destination cluster, for the parent's "most affected".
+    #[serde(default)]
+    more_projects: BTreeMap<String, usize>,
+    #[serde(default)]
+    more_clusters: BTreeMap<String, usize>,
     #[serde(default)]
     resolved: Vec<String>,
     /// Whether the fleet parent is the first incident's parent, rewritten (`Some(Some(id))`), or
@@ -705,15 +710,12 @@ struct FleetRec {
 
 impl FleetRec {
     fn summary(&self, instance: &str) -> FleetSummary {
-        let mut projects: Vec<String> = Vec::new();
-        let mut destinations: Vec<String> = Vec::new();
+        // Every app counts, with a reply of its own or beyond the reply limit.
+        let mut projects = self.more_projects.clone();
+        let mut clusters = self.more_clusters.clone();
         for m in &self.members {
-            if !projects.contains(&m.project) {
-                projects.push(m.project.clone());
-            }
-            if !destinations.contains(&m.destination) {
-                destinations.push(m.destination.clone());
-            }
+            *projects.entry(m.project.clone()).or_default() += 1;
+            *clusters.entry(m.destination.clone()).or_default() += 1;
         }
         FleetSummary {
             fleet_id: self.fleet_id.clone(),
@@ -722,8 +724,8 @@ impl FleetRec {
             apps: self.members.iter().map(|m| m.app.clone()).collect(),
             total: self.members.len() + self.more,
             resolved: self.resolved.len(),
-            projects,
-            destinations,
+            projects: projects.into_iter().collect(),
+            clusters: clusters.into_iter().collect(),
             first_at: self.opened_at,
             last_at: self.last_at,
         }
@@ -1167,6 +1169,8 @@ impl<S: EscalationStore> SlackEscalator<S> {
                     return false;
                 }
                 f.more += 1;
+                *f.more_projects.entry(member.project.clone()).or_default() += 1;
+                *f.more_clusters.entry(member.destination.clone()).or_default() += 1;
             } else {
                 f.members.push(member.clone());
             }
@@ -1357,6 +1361,8 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                     earlier,
                     members: vec![],
                     more: 0,
+                    more_projects: BTreeMap::new(),
+                    more_clusters: BTreeMap::new(),
                     resolved: vec![],
                     adopt: None,
                     established: false,

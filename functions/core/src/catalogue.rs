@@ -10,7 +10,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::decision::Action;
+use crate::decision::{Action, HumanAction};
 
 /// A step of the remediation ladder. An incident climbs its mode's ladder one rung at a time and
 /// never takes the same rung twice.
@@ -126,6 +126,19 @@ pub struct CatalogueEntry {
     /// Whether the controller's own periodic refresh counts as the ladder's `refresh` rung: a
     /// `status.reconciledAt` after the trouble began already shows a normal refresh did not help.
     pub controller_refresh_counts: bool,
+    /// Whether an escalation of this mode offers a person the Sync button. False where the
+    /// diagnosis says a sync must not be started from an escalation (it would re-run failed hooks,
+    /// prune beyond the blast radius, deploy a hand edit an ApplicationSet reverts) or cannot help;
+    /// a person who has fixed the cause still syncs from Argo CD itself. The policy also withholds
+    /// it for the app at hand (deleting, an operation running, a failed hook, a prune risk, a hand
+    /// edit), whatever the mode.
+    pub offers_sync: bool,
+    /// The button an escalation of this mode recommends (styled `primary`): the remedy the
+    /// diagnosis and runbook recommend when it is a button, otherwise `Acknowledge` (a person
+    /// takes the incident: the remedy is outside Argo CD). The policy falls back to `Acknowledge`
+    /// when the button is not offered for the app at hand, and for a recommended sync that was
+    /// already tried in the incident or would re-run hooks not marked idempotent.
+    pub recommends: HumanAction,
     pub diagnosis: &'static str,
     pub runbook: &'static [&'static str],
 }
@@ -187,6 +200,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::None,
         ladder: &[],
         controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "Nothing is wrong. An open incident for this app is resolved.",
         runbook: &[],
     },
@@ -198,6 +213,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::None,
         ladder: &[],
         controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "Argo Medic is configured not to look after this app.",
         runbook: &["Change `projects` or `selector` in the policy configuration to include it."],
     },
@@ -209,6 +226,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::None,
         ladder: &[],
         controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "The app's owners asked Argo Medic to leave it alone.",
         runbook: &[
             "Remove the annotation/label to opt back in.",
@@ -223,6 +242,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::None,
         ladder: &[],
         controller_refresh_counts: false,
+        offers_sync: true,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "The app differs from Git and its owners sync it by hand. Nobody asked for a sync, so Argo Medic does not start one.",
         runbook: &["Sync from the Argo CD UI or `argocd app sync` when the change is wanted."],
     },
@@ -234,6 +255,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Wait,
         ladder: &[Refresh, Escalate],
         controller_refresh_counts: true,
+        offers_sync: true,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "Automated sync should have picked this change up. When it does not, the usual causes are a diff that only needs pruning while `automated.prune` is off, a self-heal backoff, or an `ignoreDifferences` gap.",
         runbook: &[
             "Open the app diff: is only pruning pending while `automated.prune` is false?",
@@ -249,7 +272,9 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Wait,
         ladder: &[],
         controller_refresh_counts: false,
-        diagnosis: "A rollout is under way and has not yet taken longer than expected.",
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "A rollout is under way and has not yet taken longer than expected. Nothing needs syncing.",
         runbook: &[],
     },
     CatalogueEntry {
@@ -260,7 +285,9 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Refresh,
         ladder: &[Refresh, HardRefresh, Escalate],
         controller_refresh_counts: false,
-        diagnosis: "Argo CD has not compared this app with Git for a long time, so its Progressing/Unknown status is probably left over from a Git, repo-server or API outage while the workloads are fine. A refresh makes the controller compare again; refreshes are sometimes dropped (argoproj/argo-cd#28392), so the effect is verified. If even a hard refresh does not move reconciledAt, the application controller or its shard is likely wedged.",
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "Argo CD has not compared this app with Git for a long time, so its Progressing/Unknown status is probably left over from a Git, repo-server or API outage while the workloads are fine. A refresh makes the controller compare again; refreshes are sometimes dropped (argoproj/argo-cd#28392), so the effect is verified. If even a hard refresh does not move reconciledAt, the application controller or its shard is likely wedged. A sync does not help: the same controller runs it.",
         runbook: &[
             "Check Application status: Synced/OutOfSync, Healthy/Progressing/Degraded/Unknown, and status.reconciledAt.",
             "If many apps on one cluster or shard are stale, look at the application controller (workqueue depth, shard assignment, restarts) rather than at the apps.",
@@ -276,6 +303,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Refresh,
         ladder: &[Refresh, Escalate],
         controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "The sync finished long ago but the app still reports Progressing. After outages this is usually stale status (workloads are healthy); otherwise a resource really does not become ready: a LoadBalancer Service without an address, an Ingress without status, a PVC not Bound, a Deployment that cannot roll out. A sync would not help.",
         runbook: &[
             "Open the resource tree and find the resource that is not Healthy.",
@@ -299,7 +328,9 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Wait,
         ladder: &[Refresh, Escalate],
         controller_refresh_counts: true,
-        diagnosis: "Argo CD could not reach Git or the repo-server, so it cannot compare the app. Argo CD ignores such errors for a grace period and most apps recover on their own once the outage clears (a repo-server restart causes this briefly). If the controller's own refreshes keep failing after the grace period, the outage is still on.",
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "Argo CD could not reach Git or the repo-server, so it cannot compare the app. Argo CD ignores such errors for a grace period and most apps recover on their own once the outage clears (a repo-server restart causes this briefly). If the controller's own refreshes keep failing after the grace period, the outage is still on. A sync cannot start while the app cannot be compared.",
         runbook: &[
             "Check repo-server pods (restarts, OOMKilled) and their logs for Git errors.",
             "Check Git provider status and network egress from the repo-server.",
@@ -314,7 +345,9 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::HardRefresh,
         ladder: &[HardRefresh, Escalate],
         controller_refresh_counts: true,
-        diagnosis: "The repo-server is replaying a cached manifest-generation failure (it pauses generation after repeated failures, for 60 minutes by default). A normal refresh gets the same cached error; a hard refresh bypasses the cache. If the error comes back after a hard refresh, the manifests really do not render.",
+        offers_sync: false,
+        recommends: HumanAction::HardRefresh,
+        diagnosis: "The repo-server is replaying a cached manifest-generation failure (it pauses generation after repeated failures, for 60 minutes by default). A normal refresh gets the same cached error; a hard refresh bypasses the cache. If the error comes back after a hard refresh, the manifests really do not render, and no sync can deploy them.",
         runbook: &[
             "Read the original error after `(cached):` — kustomize/helm output, timeout, missing values file.",
             "`argocd app get <app> --hard-refresh` once the cause is fixed.",
@@ -338,6 +371,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Escalate,
         ladder: &[Escalate],
         controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "The app's source cannot be rendered or is not allowed: wrong credentials, a revision that does not exist, a template error, or a repo/destination the project does not permit. No refresh or sync fixes this; a person has to change Git, the repo credentials or the AppProject.",
         runbook: &[
             "Read the condition message: credentials, revision, render error or project restriction.",
@@ -359,6 +394,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Sync,
         ladder: &[Sync, Escalate],
         controller_refresh_counts: false,
+        offers_sync: true,
+        recommends: HumanAction::Sync,
         diagnosis: "A custom resource was applied in the same wave as (or before) its CustomResourceDefinition, or before the operator that installs the CRD was ready, so the API server did not know the kind yet. Once the CRD is established a single re-sync usually succeeds; the lasting fix is ordering.",
         runbook: &[
             "Check the sync waves: CRDs (and Namespaces) in wave -2, operators in 0, CRs in 1.",
@@ -374,9 +411,11 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Wait,
         ladder: &[Sync, Escalate],
         controller_refresh_counts: false,
+        offers_sync: true,
+        recommends: HumanAction::Sync,
         diagnosis: "An admission webhook the resources must pass (often served by an operator in the same rollout) was not reachable: its pods were not ready or had no endpoints. Wave order alone does not wait for webhook readiness. After a back-off, one re-sync usually succeeds; if it keeps failing the webhook service is down.",
         runbook: &[
-            "Check the webhook's Service endpoints and pods (`kubectl get endpoints -n <ns> <svc>`).",
+            "Check the webhook's Service endpoints and pods (`kubectl get endpoints -n <webhook-namespace> <webhook-service>`).",
             "Put the operator/webhook in an earlier wave with a health check that waits for readiness.",
             "Re-sync once the webhook answers.",
         ],
@@ -389,7 +428,9 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Escalate,
         ladder: &[Escalate],
         controller_refresh_counts: false,
-        diagnosis: "The API server or an admission policy rejected the manifests themselves. The same manifests will be rejected again, so retrying is pointless; Git must change (or the policy must allow it).",
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "The API server or an admission policy rejected the manifests themselves. The same manifests will be rejected again, so a re-sync is pointless; Git must change (or the policy must allow it).",
         runbook: &[
             "Read the rejected resource's message in the last sync result.",
             "For immutable fields (Job templates, Service clusterIP, selectors), recreate the resource (`Replace=true` on it) or change Git.",
@@ -404,12 +445,14 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Escalate,
         ladder: &[Escalate],
         controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "A PreSync/Sync/PostSync/SyncFail hook (usually a Job: migration, smoke test) failed. Argo Medic never re-syncs after a hook failure: a sync re-runs every hook, and hooks change databases and external systems.",
         runbook: &[
-            "Read the hook Job's logs (`kubectl logs job/<hook> -n <ns>`).",
+            "Read the hook Job's logs (`kubectl logs job/<hook-job> -n <hook-namespace>`).",
             "Decide whether the hook is safe to re-run; fix its cause (migration lock, test flake, permissions).",
             "Choose hook-delete-policy deliberately (BeforeHookCreation, HookSucceeded, HookFailed).",
-            "Re-sync by hand once it is safe.",
+            "Re-sync by hand once it is safe (`argocd app sync <app>` or the Argo CD UI). This message offers no Sync button: a sync re-runs every hook.",
         ],
     },
     CatalogueEntry {
@@ -420,11 +463,13 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Escalate,
         ladder: &[Escalate],
         controller_refresh_counts: false,
-        diagnosis: "A hook Job with a fixed name from an earlier sync still exists (or is still being deleted), so the new hook cannot be created. This happens when no hook-delete-policy removes finished hooks.",
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "A hook Job with a fixed name from an earlier sync still exists (or is still being deleted), so the new hook cannot be created. This happens when no hook-delete-policy removes finished hooks. A sync fails the same way until the leftover is gone, and it re-runs every hook.",
         runbook: &[
-            "Delete the leftover hook Job if it is finished.",
+            "Delete the leftover hook Job if it is finished (`kubectl delete job/<hook-job> -n <hook-namespace>`).",
             "Add `argocd.argoproj.io/hook-delete-policy: BeforeHookCreation` or use `generateName`.",
-            "Re-sync once it is gone.",
+            "Re-sync from Argo CD once it is gone (`argocd app sync <app>`).",
         ],
     },
     CatalogueEntry {
@@ -435,6 +480,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Wait,
         ladder: &[Escalate],
         controller_refresh_counts: false,
+        offers_sync: true,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "PostSync hooks run only when every synced resource is Healthy. One resource stays Progressing (often a custom resource without an accurate health check), so the PostSync hooks and the operation wait forever unless a sync timeout is set.",
         runbook: &[
             "Find the resource named in `waiting for healthy state of ...` and check its status.",
@@ -451,7 +498,9 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Refresh,
         ladder: &[Refresh, Escalate],
         controller_refresh_counts: false,
-        diagnosis: "A custom resource's health check (a Lua customization, or the default) never reports Healthy, so the app stays Progressing. Either the operator does not update status conditions, or the health check does not match the CRD's status contract.",
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "A custom resource's health check (a Lua customization, or the default) never reports Healthy, so the app stays Progressing. Either the operator does not update status conditions, or the health check does not match the CRD's status contract. A sync does not change what the health check reports.",
         runbook: &[
             "Look at the custom resource's `.status.conditions` and `observedGeneration`.",
             "Compare with the health customization for its kind in argocd-cm.",
@@ -466,6 +515,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Escalate,
         ladder: &[Escalate],
         controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "A workload is really failing (crash loops, image pulls, a rollout past its deadline). Argo CD is reporting correctly; a refresh or sync will not make it healthy.",
         runbook: &[
             "Find the Degraded resource in the tree and read its events and pod logs.",
@@ -480,9 +531,11 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Escalate,
         ladder: &[Escalate],
         controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "A sync would delete more than Argo Medic may delete on its own, or something that holds data or scopes other resources. Mass prunes usually come from a mistyped path, a generator error or a broken render, not from a wanted change.",
         runbook: &[
-            "Preview what would be pruned (`argocd app diff`, or the UI's prune list).",
+            "Preview what would be pruned (`argocd app diff <app>`, or the UI's prune list).",
             "Check the last Git change to the app's path and the repo-server for render errors.",
             "If the deletion is wanted, sync with prune by hand; consider `PruneLast=true` and `Prune=confirm` on data-holding kinds.",
         ],
@@ -495,7 +548,9 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Escalate,
         ladder: &[Escalate],
         controller_refresh_counts: false,
-        diagnosis: "The app's owners marked these resources `Prune=confirm`: the sync waits until a human approves the deletion. Argo Medic never approves it.",
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "The app's owners marked these resources `Prune=confirm`: the sync waits until a human approves the deletion. Argo Medic never approves it, and a new sync would wait the same way.",
         runbook: &[
             "Review the resources waiting for deletion.",
             "Approve in the Argo CD UI (or annotate the Application with `argocd.argoproj.io/deletion-approved: <timestamp>`) if the deletion is wanted.",
@@ -509,9 +564,11 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Escalate,
         ladder: &[Escalate],
         controller_refresh_counts: false,
-        diagnosis: "Something is being deleted and cannot finish: a finalizer whose controller is gone, a namespace waiting for its contents, or a cloud resource that refuses deletion. Removing finalizers blindly orphans cloud resources, so this needs a person.",
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "Something is being deleted and cannot finish: a finalizer whose controller is gone, a namespace waiting for its contents, or a cloud resource that refuses deletion. Removing finalizers blindly orphans cloud resources, so this needs a person. A sync does not help while the deletion hangs.",
         runbook: &[
-            "List what is left: `kubectl get all -n <ns>`, and `kubectl api-resources --verbs=list --namespaced` for the rest.",
+            "List what is left: `kubectl get all -n <namespace>`, and `kubectl api-resources --verbs=list --namespaced` for the rest.",
             "Find each blocking finalizer's controller; fix it rather than deleting the finalizer.",
             "Only as a last resort, remove a finalizer, after checking what it protects.",
         ],
@@ -524,7 +581,9 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Wait,
         ladder: &[],
         controller_refresh_counts: false,
-        diagnosis: "The Application is being deleted (cascading its resources). Nothing to do unless it takes too long.",
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "The Application is being deleted (cascading its resources). Nothing to do (and nothing to sync) unless it takes too long.",
         runbook: &[],
     },
     CatalogueEntry {
@@ -542,7 +601,9 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Escalate,
         ladder: &[Escalate],
         controller_refresh_counts: false,
-        diagnosis: "Argo CD (or the cluster it deploys to) lacks a permission: the application controller's service account on the destination, an AppProject restriction, or Argo CD RBAC. Retrying cannot help.",
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "Argo CD (or the cluster it deploys to) lacks a permission: the application controller's service account on the destination, an AppProject restriction, or Argo CD RBAC. Retrying or re-syncing cannot help.",
         runbook: &[
             "Read who lacks which verb on which resource in the message.",
             "Fix the destination cluster's RBAC for the Argo CD service account, or the AppProject's resource whitelists.",
@@ -556,6 +617,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Escalate,
         ladder: &[Escalate],
         controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "Someone changed an Application that an ApplicationSet generates. The ApplicationSet is the source of truth and reverts the edit on its next reconcile, so the change will silently disappear. Argo Medic does not sync such an edit into the cluster.",
         runbook: &[
             "Make the change in the ApplicationSet template or its generator input instead.",
@@ -570,6 +633,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Wait,
         ladder: &[],
         controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "A sync window forbids syncing right now. Argo Medic waits for the window to open rather than going around it.",
         runbook: &[
             "Check the AppProject's sync windows (`argocd proj windows list <project>`); use a manual-sync window if the change is urgent.",
@@ -583,7 +648,9 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Wait,
         ladder: &[],
         controller_refresh_counts: false,
-        diagnosis: "An operation is running; Argo CD allows one at a time. Argo Medic waits and looks again.",
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "An operation is running; Argo CD allows one at a time, so a sync would be refused. Argo Medic waits and looks again.",
         runbook: &[],
     },
     CatalogueEntry {
@@ -594,6 +661,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Escalate,
         ladder: &[Escalate],
         controller_refresh_counts: false,
+        offers_sync: true,
+        recommends: HumanAction::TerminateOperation,
         diagnosis: "The operation has run far longer than a sync should: a hook that never completes, a resource that never becomes healthy, or a wedged controller. Terminating is never automatic: a human decides, from the escalation.",
         runbook: &[
             "Read the operation message: which hook or resource is it waiting for?",
@@ -610,6 +679,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Sync,
         ladder: &[Sync, Escalate],
         controller_refresh_counts: false,
+        offers_sync: true,
+        recommends: HumanAction::Sync,
         diagnosis: "Automated sync used up its retries on this revision and will not try it again until a new commit or a manual sync. When the cause was transient (an outage, a webhook or CRD not ready yet) and has cleared, one sync to the same revision finishes the rollout.",
         runbook: &[
             "Read the last operation's message for the cause and check it has cleared.",
@@ -625,6 +696,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Sync,
         ladder: &[Sync, Escalate],
         controller_refresh_counts: false,
+        offers_sync: true,
+        recommends: HumanAction::Sync,
         diagnosis: "The last sync failed because the Kubernetes API or Argo CD was briefly unavailable, not because of the manifests. Re-running the same operation once is safe when there are no hooks to re-run.",
         runbook: &[
             "Check the destination cluster's API server health at the time of the failure.",
@@ -639,6 +712,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Escalate,
         ladder: &[Escalate],
         controller_refresh_counts: false,
+        offers_sync: true,
+        recommends: HumanAction::Acknowledge,
         diagnosis: "The sync failed for a reason Argo Medic does not recognise as safe to retry.",
         runbook: &[
             "Read the operation message and the failed resources in the last sync result.",

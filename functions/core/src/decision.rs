@@ -112,6 +112,10 @@ pub struct Decision {
     /// For `escalate`: the actions a human may take from the escalation.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub human_actions: Vec<HumanAction>,
+    /// For `escalate`: the one of `human_actions` the catalogue's diagnosis recommends (the
+    /// escalation styles it as the recommended button), judged on this app and incident.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommended: Option<HumanAction>,
     /// True when this observation closes an open incident (the app is Synced and Healthy again).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub resolves_incident: bool,

@@ -177,6 +177,21 @@ pub struct IncidentFacts {
     pub sync_revision: String,
     #[serde(default)]
     pub sync_prune: bool,
+    /// The button the diagnosis recommends ([`Decision::recommended`]), styled `primary`.
+    #[serde(default)]
+    pub recommended: Option<HumanAction>,
+    /// The hooks that failed in the last operation, for the runbook's commands.
+    #[serde(default)]
+    pub failed_hooks: Vec<FailedHook>,
+}
+
+/// A hook of the last operation that failed: what the runbook's `<hook-job>` and
+/// `<hook-namespace>` stand for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedHook {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
 }
 
 /// Most evidence items and failing resources kept per incident, and the longest value kept of
@@ -204,6 +219,13 @@ impl IncidentFacts {
             })
             .take(KEPT_ITEMS)
             .map(|s| cut_chars(&s, KEPT_CHARS))
+            .collect();
+        let failed_hooks = app
+            .result_resources()
+            .iter()
+            .filter(|r| !r.hook_type.is_empty() && matches!(r.hook_phase.as_str(), phase::FAILED | phase::ERROR))
+            .take(KEPT_ITEMS)
+            .map(|r| FailedHook { kind: r.kind.clone(), namespace: r.namespace.clone(), name: cut_chars(&r.name, 253) })
             .collect();
         let target_revision = app.spec.source.as_ref().or(app.spec.sources.first()).map(|s| s.target_revision.clone()).unwrap_or_default();
         let plan = human_sync_plan(app, decision);
@@ -236,6 +258,8 @@ impl IncidentFacts {
             app_url: argocd_url.filter(|u| !u.trim().is_empty()).map(|base| app_url(base, &app.metadata.namespace, &app.metadata.name)),
             sync_revision: plan.revision,
             sync_prune: plan.prune,
+            recommended: decision.recommended,
+            failed_hooks,
         }
     }
 
@@ -375,8 +399,11 @@ pub struct FleetSummary {
     #[serde(default)]
     pub total: usize,
     pub resolved: usize,
-    pub projects: Vec<String>,
-    pub destinations: Vec<String>,
+    /// Apps per Argo CD project, `(project, apps)`, in any order (the parent shows the most
+    /// affected first).
+    pub projects: Vec<(String, usize)>,
+    /// Apps per destination cluster (its name, else its server URL), `(cluster, apps)`.
+    pub clusters: Vec<(String, usize)>,
     pub first_at: DateTime<Utc>,
     pub last_at: DateTime<Utc>,
 }
@@ -498,7 +525,7 @@ fn context(mrkdwn: String) -> Value {
 /// A field's value, bounded so the fixed part of a message stays small.
 const FIELD_VALUE: usize = 150;
 
-fn button(facts: &IncidentFacts, b: &Button, snooze_hours: u32) -> Value {
+fn button(facts: &IncidentFacts, b: &Button, recommended: Option<HumanAction>, snooze_hours: u32) -> Value {
     let (text, style, confirm): (String, Option<&str>, Option<(String, String)>) = match b.action {
         HumanAction::Sync => {
             let rev = match (facts.sync_revision.is_empty(), facts.target_revision.is_empty()) {
@@ -509,7 +536,7 @@ fn button(facts: &IncidentFacts, b: &Button, snooze_hours: u32) -> Value {
             let prune = if facts.sync_prune { "with pruning" } else { "without pruning" };
             (
                 "Sync".into(),
-                Some("primary"),
+                None,
                 Some((
                     "Sync this app?".into(),
                     format!("Sync to {rev} {prune}. Argo Medic runs it with its own Argo CD rights; your click is audited."),
@@ -538,6 +565,9 @@ fn button(facts: &IncidentFacts, b: &Button, snooze_hours: u32) -> Value {
         "action_id": b.id,
         "value": b.id,
     });
+    // One button at most is `primary`: the one the diagnosis recommends. Terminate is always
+    // `danger` (it stops hooks midway), recommended or not.
+    let style = style.or((recommended == Some(b.action)).then_some("primary"));
     if let Some(style) = style {
         v["style"] = style.into();
     }
@@ -552,8 +582,16 @@ fn button(facts: &IncidentFacts, b: &Button, snooze_hours: u32) -> Value {
     v
 }
 
-fn actions(facts: &IncidentFacts, buttons: &[Button], block_id: &str, snooze_hours: u32) -> Option<Value> {
-    let elements: Vec<Value> = buttons.iter().take(limits::MAX_ACTIONS_ELEMENTS).map(|b| button(facts, b, snooze_hours)).collect();
+/// The recommended button while `state` lasts: once someone has taken the incident
+/// (investigating, remediating), "Acknowledge" is no longer what anyone should press first.
+fn recommended_in(facts: &IncidentFacts, state: IncidentState) -> Option<HumanAction> {
+    facts.recommended.filter(|a| *a != HumanAction::Acknowledge || state == IncidentState::NeedsHuman)
+}
+
+fn actions(facts: &IncidentFacts, buttons: &[Button], state: IncidentState, block_id: &str, snooze_hours: u32) -> Option<Value> {
+    let recommended = recommended_in(facts, state);
+    let elements: Vec<Value> =
+        buttons.iter().take(limits::MAX_ACTIONS_ELEMENTS).map(|b| button(facts, b, recommended, snooze_hours)).collect();
     (!elements.is_empty()).then(|| json!({"type": "actions", "block_id": fit_plain(block_id, limits::MAX_ID), "elements": elements}))
 }
 
@@ -650,8 +688,38 @@ fn assemble(head: &[Value], optional: &[Optional<'_>], tail: &[Value], minimal: 
     minimal()
 }
 
-fn runbook_text(mode: FailureMode) -> String {
-    mode.entry().runbook.iter().enumerate().map(|(i, step)| format!("{}. {step}", i + 1)).collect::<Vec<_>>().join("\n")
+/// The runbook of `mode` with the placeholders filled in from `facts` where they are known:
+/// `<app>` (as the argocd CLI names it, `namespace/name`), `<project>`, `<namespace>` (the
+/// destination namespace), `<hook-job>` and `<hook-namespace>` (the first failed hook Job, its
+/// namespace or else the destination namespace). Unknown ones stay placeholders.
+pub fn runbook_steps(mode: FailureMode, facts: &IncidentFacts) -> Vec<String> {
+    let known = |s: &str| Some(s.to_owned()).filter(|s| !s.is_empty());
+    let hook = facts.failed_hooks.iter().find(|h| h.kind == "Job" && !h.name.is_empty());
+    let values = [
+        ("<app>", known(&facts.name).map(|_| facts.app())),
+        ("<project>", known(&facts.project)),
+        ("<namespace>", known(&facts.destination_namespace)),
+        ("<hook-job>", hook.map(|h| h.name.clone())),
+        ("<hook-namespace>", hook.and_then(|h| known(&h.namespace)).or_else(|| hook.and_then(|_| known(&facts.destination_namespace)))),
+    ];
+    mode.entry()
+        .runbook
+        .iter()
+        .map(|step| {
+            values.iter().fold((*step).to_owned(), |s, (placeholder, v)| match v {
+                Some(v) => s.replace(placeholder, v),
+                None => s,
+            })
+        })
+        .collect()
+}
+
+fn runbook_text(mode: FailureMode, facts: Option<&IncidentFacts>) -> String {
+    let steps: Vec<String> = match facts {
+        Some(f) => runbook_steps(mode, f),
+        None => mode.entry().runbook.iter().map(|s| (*s).to_owned()).collect(),
+    };
+    steps.iter().enumerate().map(|(i, step)| format!("{}. {step}", i + 1)).collect::<Vec<_>>().join("\n")
 }
 
 fn incident_fields(facts: &IncidentFacts) -> Value {
@@ -711,7 +779,7 @@ pub fn incident_parent(facts: &IncidentFacts, status: &Status, buttons: &[Button
     let head_text = format!("{} {} · {}", if status.state == IncidentState::Resolved { "✅" } else { "🚨" }, facts.app(), title);
     let text = fallback(format!("{}: {} ({}) – {}", status.state.label(), facts.app(), facts.failure_mode, facts.reason));
     let evidence = evidence_lines(facts);
-    let runbook = runbook_text(facts.failure_mode);
+    let runbook = runbook_text(facts.failure_mode, Some(facts));
     let block_id = format!("am-actions-{}-r{revision}", facts.incident_id);
     let shown: &[Button] = if status.state == IncidentState::Resolved { &[] } else { buttons };
     let head = [header(&head_text), section(status_line(status, facts)), incident_fields(facts)];
@@ -722,7 +790,7 @@ pub fn incident_parent(facts: &IncidentFacts, status: &Status, buttons: &[Button
         Box::new(|s| code_section("Evidence", &evidence, scaled(2400, s))),
         Box::new(|s| code_section("Failing resources and hooks", &facts.failing, scaled(1500, s))),
     ];
-    let mut tail: Vec<Value> = actions(facts, shown, &block_id, options.snooze_hours).into_iter().collect();
+    let mut tail: Vec<Value> = actions(facts, shown, status.state, &block_id, options.snooze_hours).into_iter().collect();
     tail.push(context(fit(
         &format!("Argo Medic · {} · incident {} · decided {}", facts.instance, facts.incident_id, when(facts.decided_at)),
         300,
@@ -763,7 +831,7 @@ pub fn fleet_member(facts: &IncidentFacts, status: &Status, buttons: &[Button], 
         Box::new(|s| capped_section("Why", &facts.reason, scaled(1200, s))),
         Box::new(|s| code_section("Evidence", &evidence, scaled(1500, s))),
     ];
-    let tail: Vec<Value> = actions(facts, shown, &block_id, options.snooze_hours).into_iter().collect();
+    let tail: Vec<Value> = actions(facts, shown, status.state, &block_id, options.snooze_hours).into_iter().collect();
     let blocks = assemble(&head, &optional, &tail, || {
         let mut minimal = vec![section(format!("*{}* · {}", fit(&facts.app(), 320), status.state.label()))];
         minimal.extend(tail.iter().cloned());
@@ -791,7 +859,6 @@ pub fn fleet_parent(fleet: &FleetSummary, status: &Status) -> Rendered {
     let head_text =
         format!("{} Fleet incident · {n} apps · {}", if status.state == IncidentState::Resolved { "✅" } else { "🚨" }, entry.title);
     let text = fallback(format!("{}: {n} apps failing the same way ({})", status.state.label(), fleet.failure_mode));
-    let list = |v: &[String]| if v.is_empty() { "–".to_owned() } else { v.iter().take(5).cloned().collect::<Vec<_>>().join(", ") };
     let mut state = format!("{} *{}*", status.state.emoji(), status.state.label());
     if !status.detail.is_empty() {
         state.push_str(&format!(" · {}", status.detail));
@@ -831,11 +898,11 @@ pub fn fleet_parent(fleet: &FleetSummary, status: &Status) -> Rendered {
             ("Apps", n.to_string()),
             ("First seen", when(fleet.first_at)),
             ("Last seen", when(fleet.last_at)),
-            ("Projects", list(&fleet.projects)),
-            ("Destinations", list(&fleet.destinations)),
+            ("Most affected projects", most_affected(&fleet.projects)),
+            ("Most affected clusters", most_affected(&fleet.clusters)),
         ]),
     ];
-    let runbook = runbook_text(fleet.failure_mode);
+    let runbook = runbook_text(fleet.failure_mode, None);
     let optional: Vec<Optional<'_>> = vec![
         Box::new(|s| capped_section("Diagnosis", entry.diagnosis, scaled(1200, s))),
         Box::new(|s| capped_section("Runbook", &runbook, scaled(1500, s))),
@@ -844,6 +911,40 @@ pub fn fleet_parent(fleet: &FleetSummary, status: &Status) -> Rendered {
     let tail = [context(fit(&format!("Argo Medic · {} · fleet incident {}", fleet.instance, fleet.fleet_id), 300))];
     let blocks = assemble(&head, &optional, &tail, || vec![header(&head_text), short_status(status), tail[0].clone()]);
     Rendered { text, blocks }
+}
+
+/// `name (apps)` for the most affected first (ties by name), as many as fit in a field, and how
+/// many more there are; `–` for none.
+pub fn most_affected(counts: &[(String, usize)]) -> String {
+    let mut sorted: Vec<&(String, usize)> = counts.iter().filter(|(_, n)| *n > 0).collect();
+    sorted.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    if sorted.is_empty() {
+        return "–".into();
+    }
+    // Room for the field (escaped later, so measured escaped) and for " and N more".
+    let room = FIELD_VALUE - 16;
+    let mut out = String::new();
+    let mut shown = 0;
+    for (name, n) in &sorted {
+        let name = if name.is_empty() { "–" } else { name.as_str() };
+        let item = format!("{} ({n})", cut_chars(name, 60));
+        let sep = if out.is_empty() { 0 } else { 2 };
+        if shown > 0 && units(&escape(&out)) + sep + units(&escape(&item)) > room {
+            break;
+        }
+        if sep > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&item);
+        shown += 1;
+        if shown == 5 {
+            break;
+        }
+    }
+    if shown < sorted.len() {
+        out.push_str(&format!(" and {} more", sorted.len() - shown));
+    }
+    out
 }
 
 /// A thread reply: plain text (escaped), with an optional emoji in front.
@@ -987,6 +1088,8 @@ mod tests {
             app_url: Some(app_url("argocd.example.com", "argocd", "payments")),
             sync_revision: String::new(),
             sync_prune: false,
+            recommended: Some(HumanAction::Acknowledge),
+            failed_hooks: vec![FailedHook { kind: "Job".into(), namespace: "payments".into(), name: "db-migrate".into() }],
         }
     }
 
@@ -1065,6 +1168,7 @@ mod tests {
             idempotency_key: None,
             sync: None,
             human_actions: vec![HumanAction::Sync],
+            recommended: None,
             resolves_incident: false,
             decided_at: t0(),
         };
@@ -1132,8 +1236,8 @@ mod tests {
                 apps: (0..300).map(|i| format!("argocd/{}-{i}", f.name)).collect(),
                 total: 5000,
                 resolved: 3,
-                projects: vec![project.clone(); 20],
-                destinations: vec![f.destination_server.clone(); 20],
+                projects: (0..20).map(|i| (format!("{project}{i}"), i)).collect(),
+                clusters: vec![(f.destination_server.clone(), 5000)],
                 first_at: t0(),
                 last_at: t0(),
             };

@@ -475,8 +475,7 @@ pub fn sync_plan(app: &Application, cfg: &PolicyConfig) -> Result<SyncPlan, Stri
     if let Some(hook) = failed_hook(app) {
         return Err(format!("{} failed in the last operation and a sync would run it again", describe(hook)));
     }
-    let hooks_marked = cfg.hooks_idempotent || app.metadata.annotations.get(HOOKS_IDEMPOTENT_KEY).is_some_and(|v| v == "true");
-    if app.has_hooks() && !hooks_marked {
+    if app.has_hooks() && !hooks_marked_idempotent(app, cfg) {
         return Err(format!(
             "the app has sync hooks and a sync re-runs every hook; they are not marked idempotent (`{HOOKS_IDEMPOTENT_KEY}`)"
         ));
@@ -514,6 +513,11 @@ pub fn sync_plan(app: &Application, cfg: &PolicyConfig) -> Result<SyncPlan, Stri
     }
 }
 
+/// True when the app's hooks may be re-run: the configuration or the app's annotation says so.
+fn hooks_marked_idempotent(app: &Application, cfg: &PolicyConfig) -> bool {
+    cfg.hooks_idempotent || app.metadata.annotations.get(HOOKS_IDEMPOTENT_KEY).is_some_and(|v| v == "true")
+}
+
 /// The decision policy with its configuration.
 #[derive(Debug, Clone, Default)]
 pub struct DecisionPolicy {
@@ -543,6 +547,7 @@ impl DecisionPolicy {
             idempotency_key: None,
             sync: None,
             human_actions: Vec::new(),
+            recommended: None,
             resolves_incident: false,
             decided_at: now,
         };
@@ -615,11 +620,12 @@ impl DecisionPolicy {
             return Ok(self.wait(d, format!("{headline}. Nothing to do but look again later"), cfg.recheck_secs));
         }
 
-        let human_actions = human_actions(app, finding.mode);
+        let offer = human_offer(app, finding.mode, cfg, hist);
         let escalate = |mut d: Decision, why: String| {
             d.action = Action::Escalate;
             d.idempotency_key = Some(incident.key_for(Rung::Escalate));
-            d.human_actions = human_actions.clone();
+            d.human_actions = offer.actions.clone();
+            d.recommended = Some(offer.recommended);
             d.reason = why;
             d
         };
@@ -706,13 +712,33 @@ fn attempt_of(hist: &History, rung: Rung) -> u32 {
     u32::try_from(hist.refusals(rung)).unwrap_or(u32::MAX).saturating_add(1)
 }
 
-/// Buttons an escalation of this mode offers.
-fn human_actions(app: &Application, mode: FailureMode) -> Vec<HumanAction> {
-    let mut actions = Vec::new();
+/// What an escalation offers a person, and which of it is recommended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HumanOffer {
+    /// The buttons, in the order they are shown.
+    pub actions: Vec<HumanAction>,
+    /// One of `actions`: the button styled as the recommended one.
+    pub recommended: HumanAction,
+}
+
+/// The buttons an escalation of `mode` offers for `app`, and the recommended one.
+///
+/// Sync is offered only when the catalogue's diagnosis allows it for the mode
+/// ([`crate::CatalogueEntry::offers_sync`]) and nothing about the app forbids it: not while it is
+/// being deleted or an operation runs, never after a hook failed (a sync re-runs every hook), with
+/// a prune beyond the blast radius, or with a hand edit its ApplicationSet reverts. The
+/// recommended button is the catalogue's ([`crate::CatalogueEntry::recommends`]) when it is
+/// offered; a recommended sync is demoted to `Acknowledge` when a sync was already tried in the
+/// incident (doing it again is not the remedy) or the app has hooks not marked idempotent (a
+/// person must judge them first).
+pub fn human_offer(app: &Application, mode: FailureMode, cfg: &PolicyConfig, history: &History) -> HumanOffer {
+    let entry = mode.entry();
     let running = app.operation.is_some()
         || app.status.operation_state.as_ref().is_some_and(|s| s.phase == phase::RUNNING || s.phase == phase::TERMINATING);
     let deleting = app.is_deleting();
-    if !deleting && !running && mode != FailureMode::AppSetHandEdit && mode != FailureMode::PruneConfirmPending {
+    let sync_forbidden = appset_hand_edit(app).is_some() || failed_hook(app).is_some() || prune_risk(app, cfg).is_some();
+    let mut actions = Vec::new();
+    if entry.offers_sync && !deleting && !running && !sync_forbidden {
         actions.push(HumanAction::Sync);
     }
     if !deleting {
@@ -722,7 +748,14 @@ fn human_actions(app: &Application, mode: FailureMode) -> Vec<HumanAction> {
         actions.push(HumanAction::TerminateOperation);
     }
     actions.extend([HumanAction::Snooze, HumanAction::Acknowledge]);
-    actions
+    let recommended = match entry.recommends {
+        HumanAction::Sync if history.has_taken(Rung::Sync) || (app.has_hooks() && !hooks_marked_idempotent(app, cfg)) => {
+            HumanAction::Acknowledge
+        }
+        a if actions.contains(&a) => a,
+        _ => HumanAction::Acknowledge,
+    };
+    HumanOffer { actions, recommended }
 }
 
 /// Convenience wrapper: `DecisionPolicy::new(config.clone()).decide(...)`.

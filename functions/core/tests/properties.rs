@@ -275,6 +275,34 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    /// An escalation never offers a person the Sync the policy itself would refuse for safety
+    /// (failed hook, prune risk, hand edit, deletion, running operation) or the mode's diagnosis
+    /// rules out, and what it recommends is one of its buttons, never a Sync already tried.
+    #[test]
+    fn an_escalation_offers_no_unsafe_sync_and_recommends_one_of_its_buttons(app in application(), cfg in config(), past in attempts()) {
+        let (fresh, history, later) = decide_twice(&app, &cfg, past);
+        for (d, h) in [(&fresh, &History::default()), (&later, &history)] {
+            if d.action != Action::Escalate {
+                continue;
+            }
+            let offers_sync = d.human_actions.contains(&medic_core::HumanAction::Sync);
+            if failed_hook(&app).is_some() || prune_risk(&app, &cfg).is_some() || appset_hand_edit(&app).is_some()
+                || app.is_deleting() || app.operation.is_some() || !d.failure_mode.entry().offers_sync
+            {
+                prop_assert!(!offers_sync, "{}: Sync offered: {}", d.failure_mode, d.reason);
+            }
+            let recommended = d.recommended.expect("an escalation recommends a button");
+            prop_assert!(d.human_actions.contains(&recommended));
+            if recommended == medic_core::HumanAction::Sync {
+                prop_assert!(!h.has_taken(Rung::Sync) || h.incident != d.incident);
+            }
+        }
+    }
+}
+
 /// The properties above only mean something if the generator reaches every action, including
 /// syncs next to prune risks and hand edits; this checks that it does.
 #[test]

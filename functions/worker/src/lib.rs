@@ -288,6 +288,9 @@ where
                 if let StepError::Argo(a) = &e {
                     self.metrics.count("ArgoErrors", Some(("Kind", a.kind())), 1.0);
                 }
+                if let StepError::Escalation(_) = &e {
+                    self.metrics.count("EscalationErrors", Some(("Step", "escalate")), 1.0);
+                }
                 return Err(MessageError::Retry(e.to_string()));
             }
         };
