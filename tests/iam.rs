@@ -256,8 +256,18 @@ fn lookup(name: &str) -> Option<String> {
     ENV.get().expect("environment set").get(name).cloned()
 }
 
-#[tokio::test]
-async fn every_aws_call_a_function_makes_is_granted_to_its_role_and_nothing_more_is() {
+#[test]
+fn every_aws_call_a_function_makes_is_granted_to_its_role_and_nothing_more_is() {
+    // Four functions' futures in one body outgrow a test thread's default stack.
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(|| tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(run_every_function()))
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+async fn run_every_function() {
     // Fixture: moto (queue, DLQ, table, secrets), the Argo CD and Slack simulators.
     let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
@@ -275,6 +285,7 @@ async fn every_aws_call_a_function_makes_is_granted_to_its_role_and_nothing_more
     let webhook_arn = secret("webhook", &format!(r#"{{"current":"{WEBHOOK_SECRET}"}}"#)).await;
     let slack_token_arn = secret("slack-token", SLACK_BOT_TOKEN).await;
     let signing_arn = secret("slack-signing", SIGNING_SECRET).await;
+    let work_key_arn = secret("work-item-key", "iam-test-work-item-key-generated-by-the-stack").await;
     let argo = sim_with_samples(SimConfig::default()).await;
     let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
 
@@ -286,6 +297,7 @@ async fn every_aws_call_a_function_makes_is_granted_to_its_role_and_nothing_more
         (webhook_arn.clone(), "WebhookSecretArn".to_owned()),
         (slack_token_arn.clone(), "SlackTokenSecretArn".to_owned()),
         (signing_arn.clone(), "SlackSigningSecretArn".to_owned()),
+        (work_key_arn.clone(), "WorkItemKey".to_owned()),
     ]);
     ENV.set(HashMap::from([
         ("AWS_ENDPOINT_URL", moto().url.clone()),
@@ -299,6 +311,7 @@ async fn every_aws_call_a_function_makes_is_granted_to_its_role_and_nothing_more
         ("SLACK_TOKEN_SECRET_ARN", slack_token_arn),
         ("SLACK_API_URL", slack.api_url()),
         ("SLACK_SIGNING_SECRET_ARN", signing_arn),
+        ("WORK_ITEM_KEY_SECRET_ARN", work_key_arn),
         ("SLACK_ALLOWED_USERS", r#"{"*": ["U0ALICE001"]}"#.to_owned()),
         ("MEDIC_DRY_RUN", "false".to_owned()),
         // Judge each action at once, so one run climbs the ladder.

@@ -76,7 +76,7 @@ impl Stack {
 
     fn ingest(&self, sim: &ArgoSim) -> Ingest<SqsWorkQueue, HttpArgoClient> {
         Ingest {
-            config: IngestConfig { max_refresh_apps: 5, ..IngestConfig::default() },
+            config: IngestConfig { max_refresh_apps: 5, work_item_key: Some(crate::support::work_item_key()), ..IngestConfig::default() },
             secrets: WebhookSecrets::new(SECRET, Some("the-previous-secret-still-valid".into())),
             queue: self.queue(),
             argo: client(sim),
@@ -90,7 +90,12 @@ impl Stack {
         store: S,
     ) -> Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock> {
         Worker {
-            config: WorkerConfig { claim_timeout: Duration::ZERO, busy_delay: Duration::from_secs(1), ..WorkerConfig::default() },
+            config: WorkerConfig {
+                claim_timeout: Duration::ZERO,
+                busy_delay: Duration::from_secs(1),
+                work_item_key: Some(crate::support::work_item_key()),
+                ..WorkerConfig::default()
+            },
             argo: client(sim),
             store,
             dedupe: self.store(),

@@ -166,7 +166,12 @@ impl Stack {
 
     fn worker(&self) -> SlackWorker {
         Worker {
-            config: WorkerConfig { claim_timeout: Duration::ZERO, busy_delay: Duration::from_secs(1), ..WorkerConfig::default() },
+            config: WorkerConfig {
+                claim_timeout: Duration::ZERO,
+                busy_delay: Duration::from_secs(1),
+                work_item_key: Some(crate::support::work_item_key()),
+                ..WorkerConfig::default()
+            },
             argo: client(&self.argo),
             store: self.store(),
             dedupe: self.store(),
@@ -187,7 +192,7 @@ impl Stack {
 
     fn actions(&self) -> Actions {
         SlackActions {
-            config: ActionsConfig::default(),
+            config: ActionsConfig { work_item_key: Some(crate::support::work_item_key()), ..ActionsConfig::default() },
             secret: SigningSecret::new(SIGNING_SECRET, None),
             allow: AllowList::from_json(&format!(r#"{{"payments": ["{ALICE}"], "platform": ["U0BOB00001"]}}"#)).unwrap(),
             queue: self.queue(),
@@ -544,7 +549,9 @@ async fn a_signed_click_enqueues_one_action_and_the_worker_performs_it_once_even
 
     // The same work item delivered again: nothing more happens.
     let request = stack.worker().escalator.human_action(&sync).await.unwrap().unwrap();
-    stack.queue().enqueue(&medic_slack_actions::work_item(&request, ALICE), Duration::ZERO).await.unwrap();
+    let mut again = medic_slack_actions::work_item(&request, ALICE);
+    crate::support::work_item_key().sign(&mut again);
+    stack.queue().enqueue(&again, Duration::ZERO).await.unwrap();
     let handled = stack.poll(&worker).await;
     assert!(handled.contains(&Handled::Duplicate), "{handled:?}");
     assert_eq!(stack.argo.counts().sync, 1, "still one sync");
@@ -554,6 +561,35 @@ async fn a_signed_click_enqueues_one_action_and_the_worker_performs_it_once_even
     let late = actions.handle(click(&sync, ALICE, now + 2, SIGNING_SECRET)).await;
     assert_eq!(late.status(), 200);
     assert_eq!(stack.depth().await, 1, "only the worker's recheck after the sync is queued");
+}
+
+#[tokio::test]
+async fn a_requested_item_that_did_not_come_through_slack_actions_is_refused_with_an_audit_line() {
+    let stack = stack().await;
+    let worker = stack.worker();
+    stack.enqueue_look("storefront", "w1").await;
+    stack.poll(&worker).await;
+    let sync = button(&parents(&stack.slack).remove(0), "Sync");
+    let request = worker.escalator.human_action(&sync).await.unwrap().unwrap();
+    stack.argo.clear_requests();
+    // Whoever may send to the queue (the awssqs route) writes a click "by" an admin: unsigned,
+    // signed with another key, or a signed click altered in flight.
+    let unsigned = medic_slack_actions::work_item(&request, "U0ADMIN");
+    let mut foreign = unsigned.clone();
+    medic_core::event::WorkItemKey::new("not-the-stack-key-but-long-enough-anyway").unwrap().sign(&mut foreign);
+    let mut altered = medic_slack_actions::work_item(&request, ALICE);
+    crate::support::work_item_key().sign(&mut altered);
+    altered.requested_by = Some("slack:U0ADMIN".into());
+    for (i, item) in [unsigned, foreign, altered].into_iter().enumerate() {
+        let mut item = item;
+        item.dedupe_key = format!("forged-{i}");
+        stack.queue().enqueue(&item, Duration::ZERO).await.unwrap();
+    }
+    let handled = stack.poll(&worker).await;
+    assert_eq!(handled, vec![Handled::Refused; 3], "{handled:?}");
+    assert_eq!(stack.argo.counts().sync, 0, "nothing reached Argo CD");
+    assert_eq!(worker.metrics.total("RefusedRequests"), 3.0);
+    assert_eq!(stack.depth().await, 0, "refused items are not retried");
 }
 
 #[tokio::test]

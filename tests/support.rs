@@ -49,6 +49,11 @@ pub fn app(name: &str, project: &str) -> AppRef {
     AppRef { name: name.into(), namespace: "argocd".into(), project: Some(project.into()) }
 }
 
+/// The work-item key the test stacks' ingest, slack-actions and worker share.
+pub fn work_item_key() -> medic_core::event::WorkItemKey {
+    medic_core::event::WorkItemKey::new("test-work-item-key-shared-by-the-stack-functions").unwrap()
+}
+
 pub fn default_token() -> String {
     SimConfig::default().tokens[0].token.clone()
 }

@@ -94,15 +94,19 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let escalator = Arc::clone(&opts.escalator);
     let store = Arc::new(opts.store);
     let instance = opts.policy.instance_id.clone();
+    // Requested items travel only through this process's in-memory queue, which nothing outside
+    // it can write to; they are signed all the same, so the worker runs exactly as deployed.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    let work_item_key = medic_core::event::WorkItemKey::new(&format!("medic-serve-work-items-{}-{nanos}", std::process::id()));
     let ingest: Arc<LocalIngest> = Arc::new(Ingest {
-        config: IngestConfig::default(),
+        config: IngestConfig { work_item_key: work_item_key.clone(), ..IngestConfig::default() },
         secrets: WebhookSecrets::new(opts.webhook_secret.clone(), None),
         queue: Arc::clone(&queue),
         argo: Arc::clone(&argo),
         metrics: Metrics::quiet(&instance),
     });
     let worker: Arc<LocalWorker> = Arc::new(Worker {
-        config: WorkerConfig { dry_run: opts.dry_run, ..WorkerConfig::default() },
+        config: WorkerConfig { dry_run: opts.dry_run, work_item_key: work_item_key.clone(), ..WorkerConfig::default() },
         argo: Arc::clone(&argo),
         store: Arc::clone(&store),
         dedupe: Arc::clone(&dedupe),

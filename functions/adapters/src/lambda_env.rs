@@ -201,6 +201,17 @@ impl LambdaEnv {
             .ok_or_else(|| EnvError::Secret { arn: arn.to_owned(), problem: "the secret has no string value".into() })
     }
 
+    /// The key work items carrying a person's request are signed with (Secrets Manager by
+    /// `WORK_ITEM_KEY_SECRET_ARN`, the stack generates it; or `MEDIC_WORK_ITEM_KEY` locally).
+    pub async fn work_item_key(&self) -> Result<medic_core::event::WorkItemKey, EnvError> {
+        let arn = (self.lookup)("WORK_ITEM_KEY_SECRET_ARN");
+        let secret = self.secret(arn.as_deref(), "MEDIC_WORK_ITEM_KEY").await?;
+        medic_core::event::WorkItemKey::new(&secret).ok_or(EnvError::Invalid {
+            name: "WORK_ITEM_KEY_SECRET_ARN",
+            problem: format!("the work-item key must be at least {} bytes", medic_core::event::WorkItemKey::MIN_LEN),
+        })
+    }
+
     /// The webhook secret document (`{"current": ..., "previous": ...}`).
     pub async fn webhook_secret(&self) -> Result<String, EnvError> {
         self.secret(self.webhook_secret_arn.as_deref(), "MEDIC_WEBHOOK_SECRET").await
@@ -241,6 +252,12 @@ impl LambdaEnv {
 
     /// Slack when it is configured ([`LambdaEnv::slack_enabled`]), else the log.
     pub async fn escalator(&self) -> Result<AnyEscalator<DynamoDbEscalationStore>, EnvError> {
+        self.escalator_with(self.escalation_store()).await
+    }
+
+    /// [`LambdaEnv::escalator`] keeping its records in `store` (the chaos harness wraps the
+    /// table's store to stop a worker inside a post).
+    pub async fn escalator_with<S: medic_core::ports::EscalationStore>(&self, store: S) -> Result<AnyEscalator<S>, EnvError> {
         let Some(channel) = self.slack_channel.clone().filter(|_| self.slack_enabled()) else {
             return Ok(AnyEscalator::Log(LogEscalator::forgetful()));
         };
@@ -249,7 +266,14 @@ impl LambdaEnv {
         settings.api_url = self.slack_api_url.clone();
         settings.argocd_url = self.argocd_ui_url.clone();
         settings.fleet_threshold = self.slack_fleet_threshold;
-        let slack = SlackEscalator::new(settings, token.trim(), self.escalation_store())
+        // A post's intent is held as long as an invocation can last, like every other lease
+        // (pacing and a 429's wait happen inside it), so no other worker posts meanwhile.
+        settings.lease = self.function_timeout + self.function_timeout / 2;
+        // Slack's one post per second per channel; a time-scaled test run scales it too.
+        if let Some(ms) = (self.lookup)("SLACK_POST_INTERVAL_MS").and_then(|v| v.trim().parse::<u64>().ok()) {
+            settings.post_interval = Duration::from_millis(ms);
+        }
+        let slack = SlackEscalator::new(settings, token.trim(), store)
             .map_err(|e| EnvError::Invalid { name: "SLACK_API_URL", problem: e.to_string() })?;
         Ok(AnyEscalator::Slack(Box::new(slack)))
     }

@@ -211,6 +211,77 @@ pub struct WorkItem {
     /// How many times this item was re-enqueued by `wait` decisions (chained delays).
     #[serde(default)]
     pub rechecks: u32,
+    /// HMAC-SHA256 (hex) of the item's fields under the stack's work-item key, set by the
+    /// functions that authenticated the person behind a `requested` item (ingest, slack-actions,
+    /// the worker re-enqueueing). Anyone else who can send to the queue cannot make one the
+    /// worker accepts. Absent on other items and on items of earlier releases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}
+
+/// The key work items are signed with (see [`WorkItem::signature`]).
+#[derive(Clone)]
+pub struct WorkItemKey(Vec<u8>);
+
+impl std::fmt::Debug for WorkItemKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WorkItemKey(<redacted>)")
+    }
+}
+
+impl WorkItemKey {
+    /// The least key length accepted, in bytes.
+    pub const MIN_LEN: usize = 32;
+
+    /// A key from the secret's text; `None` when it is too short to be a key.
+    pub fn new(secret: &str) -> Option<Self> {
+        let secret = secret.trim();
+        (secret.len() >= Self::MIN_LEN).then(|| Self(secret.as_bytes().to_vec()))
+    }
+
+    fn mac(&self, item: &WorkItem) -> hmac::Hmac<sha2::Sha256> {
+        use hmac::Mac;
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&self.0).expect("HMAC takes a key of any length");
+        let kind = serde_json::to_string(&item.kind).unwrap_or_default();
+        let at = item.enqueued_at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+        let rechecks = item.rechecks.to_string();
+        let parts = [
+            "argo-medic/work-item/v1",
+            &kind,
+            &item.app.namespace,
+            &item.app.name,
+            item.app.project.as_deref().unwrap_or(""),
+            item.trigger.as_str(),
+            &item.dedupe_key,
+            &at,
+            item.requested_action.as_deref().unwrap_or(""),
+            item.requested_by.as_deref().unwrap_or(""),
+            &rechecks,
+        ];
+        for p in parts {
+            mac.update(p.as_bytes());
+            mac.update(&[0]);
+        }
+        mac
+    }
+
+    /// Signs `item` (its fields as they are now).
+    pub fn sign(&self, item: &mut WorkItem) {
+        use hmac::Mac;
+        let tag = self.mac(item).finalize().into_bytes();
+        item.signature = Some(tag.iter().map(|b| format!("{b:02x}")).collect());
+    }
+
+    /// True when `item` carries a valid signature under this key (compared in constant time).
+    pub fn verifies(&self, item: &WorkItem) -> bool {
+        use hmac::Mac;
+        let Some(hex) = item.signature.as_deref() else { return false };
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return false;
+        }
+        let bytes: Vec<u8> = (0..32).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0)).collect();
+        self.mac(item).verify_slice(&bytes).is_ok()
+    }
 }
 
 impl NotificationEvent {
@@ -251,6 +322,7 @@ impl NotificationEvent {
             requested_action: None,
             requested_by: None,
             rechecks: 0,
+            signature: None,
         }
     }
 }
@@ -303,6 +375,7 @@ impl WorkItem {
             requested_action: None,
             requested_by: None,
             rechecks: 0,
+            signature: None,
         }
     }
 }
@@ -353,5 +426,53 @@ mod work_tests {
         let c = WorkItem::for_app(WorkKind::Sweep, app, Trigger::sweep(), "2026-11-01T12:15", now);
         assert_eq!(a.dedupe_key, b.dedupe_key);
         assert_ne!(a.dedupe_key, c.dedupe_key);
+    }
+
+    const KEY: &str = "a-work-item-key-of-at-least-32-bytes-for-tests";
+
+    fn click() -> WorkItem {
+        let app = AppRef { name: "web".into(), namespace: "argocd".into(), project: Some("p".into()) };
+        let now: DateTime<Utc> = "2026-11-01T12:00:00.123456Z".parse().unwrap();
+        let mut item = WorkItem::for_app(WorkKind::Requested, app, "slack-action".parse().unwrap(), "amact-1", now);
+        item.requested_action = Some("amact-0123".into());
+        item.requested_by = Some("slack:U0ALICE001".into());
+        item
+    }
+
+    #[test]
+    fn a_signed_item_verifies_after_the_queue_round_trip_and_any_change_breaks_it() {
+        let key = WorkItemKey::new(KEY).unwrap();
+        let mut item = click();
+        key.sign(&mut item);
+        let body = serde_json::to_vec(&item).unwrap();
+        let back = WorkItem::parse(&body, "2026-11-01T12:00:01Z".parse::<DateTime<Utc>>().unwrap()).unwrap();
+        assert!(key.verifies(&back), "the signature survives serialisation");
+        let tampered = [
+            WorkItem { requested_by: Some("slack:U0ADMIN".into()), ..back.clone() },
+            WorkItem { requested_action: Some("amact-9999".into()), ..back.clone() },
+            WorkItem { app: AppRef { name: "db".into(), ..back.app.clone() }, ..back.clone() },
+            WorkItem { rechecks: 1, ..back.clone() },
+        ];
+        for t in &tampered {
+            assert!(!key.verifies(t), "{t:?}");
+        }
+        assert!(!WorkItemKey::new("another-key-of-at-least-32-bytes-long!!").unwrap().verifies(&back));
+        assert!(WorkItemKey::new("short").is_none(), "a short secret is no key");
+        assert!(!format!("{key:?}").contains(KEY), "the key never prints");
+    }
+
+    #[test]
+    fn items_written_by_the_previous_release_still_parse_and_are_simply_unsigned() {
+        // A requested item exactly as release 5cdd7fd's slack-actions wrote it (no signature).
+        let old = r#"{"schemaVersion":1,"kind":"requested","app":{"name":"web","namespace":"argocd","project":"p"},
+            "trigger":"slack-action","dedupeKey":"sa1-0123456789abcdef","enqueuedAt":"2026-11-01T12:00:00Z",
+            "requestedAction":"amact-0123","requestedBy":"slack:U0ALICE001"}"#;
+        let item = WorkItem::parse(old.as_bytes(), "2026-11-01T12:00:01Z".parse::<DateTime<Utc>>().unwrap()).unwrap();
+        assert_eq!(item.signature, None);
+        assert!(!WorkItemKey::new(KEY).unwrap().verifies(&item));
+        // And a sweep item, which never needed one.
+        let sweep = r#"{"schemaVersion":1,"kind":"sweep","app":{"name":"web","namespace":"argocd"},"trigger":"sweep",
+            "dedupeKey":"sw1-0123","enqueuedAt":"2026-11-01T12:00:00Z","rechecks":2}"#;
+        assert_eq!(WorkItem::parse(sweep.as_bytes(), "2026-11-01T12:00:01Z".parse::<DateTime<Utc>>().unwrap()).unwrap().rechecks, 2);
     }
 }

@@ -106,11 +106,18 @@ pub struct IngestConfig {
     pub max_refresh_apps: usize,
     /// How old a signed request may be.
     pub signature_max_age: Duration,
+    /// Signs the work items of refreshes people request, so the worker knows they passed here.
+    pub work_item_key: Option<medic_core::event::WorkItemKey>,
 }
 
 impl Default for IngestConfig {
     fn default() -> Self {
-        Self { max_body_bytes: medic_core::event::MAX_EVENT_BYTES, max_refresh_apps: 50, signature_max_age: Duration::from_secs(300) }
+        Self {
+            max_body_bytes: medic_core::event::MAX_EVENT_BYTES,
+            max_refresh_apps: 50,
+            signature_max_age: Duration::from_secs(300),
+            work_item_key: None,
+        }
     }
 }
 
@@ -139,7 +146,11 @@ impl LambdaIngest {
     /// Builds ingest from the function's settings (what `main` runs; tests build it the same way).
     pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, IngestInitError> {
         Ok(Ingest {
-            config: IngestConfig { max_body_bytes: env.max_body_bytes, ..IngestConfig::default() },
+            config: IngestConfig {
+                max_body_bytes: env.max_body_bytes,
+                work_item_key: Some(env.work_item_key().await?),
+                ..IngestConfig::default()
+            },
             secrets: WebhookSecrets::from_json(&env.webhook_secret().await?)?,
             queue: env.queue(),
             argo: env.argo_client().await?,
@@ -286,6 +297,9 @@ impl<Q: WorkQueue, A: ArgoApi> Ingest<Q, A> {
             let mut item = WorkItem::for_app(WorkKind::Requested, app.clone(), trigger.clone(), &window, now);
             item.requested_action = Some(action.to_owned());
             item.requested_by = Some(request.requested_by.clone());
+            if let Some(key) = &self.config.work_item_key {
+                key.sign(&mut item);
+            }
             self.queue.enqueue(&item, Duration::ZERO).await.map_err(|e| {
                 tracing::error!(error = %e, "enqueue failed");
                 reject(

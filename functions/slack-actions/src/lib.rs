@@ -40,7 +40,7 @@ use medic_adapters::telemetry::Metrics;
 use medic_core::Trigger;
 use medic_core::escalation::{self, HumanActionRequest};
 use medic_core::event::{WorkItem, WorkKind};
-use medic_core::ports::{DedupeStore, EscalationStore, Seen, WorkQueue};
+use medic_core::ports::{Begun, DedupeStore, EscalationStore, Seen, WorkQueue};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -148,6 +148,12 @@ pub struct ActionsConfig {
     pub replay_ttl: Duration,
     /// How long a clicked button stays claimed (at least as long as buttons live).
     pub claim_ttl: Duration,
+    /// How long a click holds its button while its action is enqueued (a killed function's
+    /// hold runs out after it).
+    pub enqueue_lease: Duration,
+    /// Signs the work items of clicks, so the worker knows they passed the signature check and
+    /// the allow-list here.
+    pub work_item_key: Option<medic_core::event::WorkItemKey>,
 }
 
 impl Default for ActionsConfig {
@@ -157,6 +163,8 @@ impl Default for ActionsConfig {
             max_age: Duration::from_secs(300),
             replay_ttl: Duration::from_secs(900),
             claim_ttl: Duration::from_secs(15 * 24 * 3600),
+            enqueue_lease: Duration::from_secs(30),
+            work_item_key: None,
         }
     }
 }
@@ -196,7 +204,7 @@ impl LambdaSlackActions {
     /// Builds slack-actions from the function's settings (what `main` runs; tests build it the same way).
     pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, ActionsInitError> {
         Ok(SlackActions {
-            config: ActionsConfig::default(),
+            config: ActionsConfig { work_item_key: Some(env.work_item_key().await?), ..ActionsConfig::default() },
             secret: SigningSecret::from_secret(&env.slack_signing_secret().await?)?,
             allow: AllowList::from_json(env.slack_allowed_users.as_deref().unwrap_or("{}"))?,
             queue: env.queue(),
@@ -348,20 +356,33 @@ impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore> SlackActions<Q, D, S> {
             tracing::warn!(audit = true, user, team, action, app = %app, project, action_id = id, "Slack action refused: the user is not on the project's allow-list");
             return Err(reject(StatusCode::FORBIDDEN, "unauthorised", format!("you may not act on apps of project `{project}`")));
         }
-        match self.dedupe.first_sighting(&format!("slack-action-{id}"), self.config.claim_ttl).await {
-            Ok(Seen::New) => {}
-            Ok(Seen::Duplicate) => {
+        // The button is held while this request enqueues its action and spent only once the
+        // action is on the queue: a function killed in between leaves a lease that runs out, so a
+        // later click works instead of the button being dead for its whole life.
+        let claim = format!("slack-action-{id}");
+        let owner = format!("{user}#{timestamp}");
+        match self.dedupe.begin(&claim, &owner, self.config.enqueue_lease).await {
+            Ok(Begun::Owned) => {}
+            Ok(Begun::Done | Begun::InProgress { .. }) => {
                 self.metrics.count("SlackActionRepeated", None, 1.0);
                 tracing::info!(audit = true, user, action, app = %app, action_id = id, "button already clicked; this click does nothing");
                 return Ok(respond(StatusCode::OK, json!({"accepted": false, "reason": "already requested"})));
             }
             Err(e) => return Err(unavailable(&e)),
         }
-        let item = work_item(&request, user);
+        let mut item = work_item(&request, user);
+        if let Some(key) = &self.config.work_item_key {
+            key.sign(&mut item);
+        }
         if let Err(e) = self.queue.enqueue(&item, Duration::ZERO).await {
-            self.dedupe.forget(&format!("slack-action-{id}")).await.ok();
+            self.dedupe.end(&claim, &owner, false, self.config.claim_ttl).await.ok();
             tracing::error!(error = %e, "enqueue failed");
             return Err(reject(StatusCode::SERVICE_UNAVAILABLE, "enqueue_failed", "the work queue is unavailable; try again"));
+        }
+        if let Err(e) = self.dedupe.end(&claim, &owner, true, self.config.claim_ttl).await {
+            // The action is queued; a later click finds the lease over and queues it again,
+            // which the worker absorbs (the work item's dedupe key is the button's).
+            tracing::warn!(error = %e, "could not mark the button spent");
         }
         self.metrics.count("SlackActionAccepted", Some(("Action", action)), 1.0);
         tracing::info!(

@@ -50,6 +50,9 @@ pub struct WorkerConfig {
     pub busy_delay: Duration,
     /// How long a snooze from Slack lasts.
     pub snooze: Duration,
+    /// The key `requested` items are signed with by the functions that authenticated their
+    /// person (ingest, slack-actions). Without it no requested item is acted on.
+    pub work_item_key: Option<medic_core::event::WorkItemKey>,
 }
 
 /// Lambda's default worker timeout (template.yaml's `WorkerTimeout`).
@@ -81,6 +84,7 @@ impl WorkerConfig {
             max_rechecks: 96,
             busy_delay: Duration::from_secs(30),
             snooze: Duration::from_secs(4 * 3600),
+            work_item_key: None,
         }
     }
 }
@@ -116,7 +120,12 @@ impl LambdaWorker {
     /// Builds the worker from the function's settings (what `main` runs; tests build it the same way).
     pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, medic_adapters::lambda_env::EnvError> {
         Ok(Worker {
-            config: WorkerConfig { dry_run: env.dry_run, kill_switch: env.kill_switch, ..WorkerConfig::for_timeout(env.function_timeout) },
+            config: WorkerConfig {
+                dry_run: env.dry_run,
+                kill_switch: env.kill_switch,
+                work_item_key: Some(env.work_item_key().await?),
+                ..WorkerConfig::for_timeout(env.function_timeout)
+            },
             argo: env.argo_client().await?,
             store: env.store(),
             dedupe: env.store(),
@@ -151,6 +160,8 @@ pub enum Handled {
     Requeued { delay_secs: u64, why: String },
     /// A requested refresh was done.
     RequestedDone,
+    /// A `requested` item not signed by a function that authenticates people: refused.
+    Refused,
 }
 
 /// A record without a message id cannot be reported as a partial failure; the whole invocation
@@ -347,6 +358,19 @@ where
     /// A person or pipeline asked for something: a refresh (signed refresh endpoint) done
     /// directly within the budget, or the action behind a Slack button (by its opaque id).
     async fn requested(&self, item: &WorkItem) -> Result<Handled, MessageError> {
+        // Only ingest and slack-actions check who asks (signatures, the allow-list); anyone else
+        // who may send to the queue (the awssqs route) must not be able to ask in someone's name.
+        if !self.config.work_item_key.as_ref().is_some_and(|k| k.verifies(item)) {
+            self.metrics.count("RefusedRequests", None, 1.0);
+            tracing::warn!(
+                audit = true,
+                requested_action = ?item.requested_action,
+                requested_by = ?item.requested_by,
+                signed = item.signature.is_some(),
+                "requested item refused: not signed by ingest or slack-actions; nothing done"
+            );
+            return Ok(Handled::Refused);
+        }
         let (kind, budget) = match item.requested_action.as_deref() {
             Some("refresh") => (RefreshKind::Normal, BudgetKind::Refresh),
             Some("hard_refresh") => (RefreshKind::Hard, BudgetKind::HardRefresh),
@@ -529,6 +553,10 @@ where
         next.requested_by = item.requested_by.clone();
         if item.kind == WorkKind::Requested {
             next.kind = WorkKind::Requested;
+            // Verified before it was deferred; signed again since its fields changed.
+            if let Some(key) = &self.config.work_item_key {
+                key.sign(&mut next);
+            }
         }
         self.queue.enqueue(&next, delay).await.map_err(|e| MessageError::Retry(e.to_string()))?;
         tracing::info!(delay_secs = delay.as_secs(), why, "re-enqueued");
