@@ -1,0 +1,130 @@
+//! Named boundaries inside a worker process where the harness kills it. Each wrapper delegates to
+//! the real adapter and, when its boundary is armed for the current batch, tells the harness on
+//! stderr (`CHAOS-PAUSED <boundary>`) and stops making progress, so the SIGKILL that follows lands
+//! exactly there: after the effect named, before anything after it.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use medic_core::app::{Application, ApplicationSyncRequest};
+use medic_core::event::AppRef;
+use medic_core::idempotency::IdempotencyKey;
+use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
+use medic_core::ports::{
+    ArgoApi, ArgoError, Begun, Claim, DedupeStore, EscalationStore, IncidentStore, ListQuery, RefreshKind, Seen, StoreError, Versioned,
+};
+
+/// The boundaries, in the order a message meets them.
+pub const BOUNDARIES: [&str; 5] = ["after-dedupe", "after-claim", "sync-in-flight", "before-record", "in-slack-post"];
+
+static ARMED: Mutex<Option<String>> = Mutex::new(None);
+
+/// Arms `boundary` for the next batch (`None` disarms).
+pub fn arm(boundary: Option<String>) {
+    *ARMED.lock().unwrap_or_else(|e| e.into_inner()) = boundary;
+}
+
+/// At `boundary`: when armed, report and never return (the harness kills the process).
+async fn reached(boundary: &str) {
+    let hit = ARMED.lock().unwrap_or_else(|e| e.into_inner()).as_deref() == Some(boundary);
+    if hit {
+        eprintln!("CHAOS-PAUSED {boundary}");
+        loop {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    }
+}
+
+/// A port adapter with failpoints.
+pub struct Failpoint<T>(pub T);
+
+impl<T: DedupeStore> DedupeStore for Failpoint<T> {
+    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<Seen, StoreError> {
+        self.0.first_sighting(key, ttl).await
+    }
+    async fn forget(&self, key: &str) -> Result<(), StoreError> {
+        self.0.forget(key).await
+    }
+    async fn begin(&self, key: &str, owner: &str, lease: Duration) -> Result<Begun, StoreError> {
+        let begun = self.0.begin(key, owner, lease).await?;
+        if begun == Begun::Owned {
+            reached("after-dedupe").await;
+        }
+        Ok(begun)
+    }
+    async fn end(&self, key: &str, owner: &str, handled: bool, ttl: Duration) -> Result<(), StoreError> {
+        self.0.end(key, owner, handled, ttl).await
+    }
+}
+
+impl<T: IncidentStore> IncidentStore for Failpoint<T> {
+    async fn history(&self, app: &str) -> Result<History, StoreError> {
+        self.0.history(app).await
+    }
+    async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
+        let claim = self.0.claim(app, incident, attempt, in_progress_for).await?;
+        if claim == Claim::Granted {
+            reached("after-claim").await;
+        }
+        Ok(claim)
+    }
+    async fn complete(&self, app: &str, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
+        reached("before-record").await;
+        self.0.complete(app, key, outcome).await
+    }
+    async fn release(&self, app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
+        self.0.release(app, key).await
+    }
+    async fn close(&self, app: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
+        self.0.close(app, at).await
+    }
+    async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
+        self.0.open_incidents().await
+    }
+}
+
+impl<T: ArgoApi> ArgoApi for Failpoint<T> {
+    async fn get_app(&self, app: &AppRef, refresh: Option<RefreshKind>) -> Result<Application, ArgoError> {
+        self.0.get_app(app, refresh).await
+    }
+    async fn list_apps(&self, query: &ListQuery) -> Result<Vec<Application>, ArgoError> {
+        self.0.list_apps(query).await
+    }
+    async fn sync(&self, app: &AppRef, request: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
+        // The POST reached Argo CD (whatever it answered); the worker dies before reading it.
+        let answer = self.0.sync(app, request).await;
+        reached("sync-in-flight").await;
+        answer
+    }
+    async fn terminate_operation(&self, app: &AppRef) -> Result<(), ArgoError> {
+        self.0.terminate_operation(app).await
+    }
+}
+
+impl<T: EscalationStore> EscalationStore for Failpoint<T> {
+    async fn load(&self, group: &str, id: &str) -> Result<Option<Versioned>, StoreError> {
+        self.0.load(group, id).await
+    }
+    async fn store(
+        &self,
+        group: &str,
+        id: &str,
+        doc: &serde_json::Value,
+        expected: Option<u64>,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let written = self.0.store(group, id, doc, expected, ttl).await?;
+        // A post's intent (a message record with a lease and no ts yet) is on record; the post
+        // has not been made, or is being made.
+        let intent =
+            group == "msg" && doc.get("ts").is_none_or(serde_json::Value::is_null) && doc.get("lease_until").is_some_and(|l| !l.is_null());
+        if written && intent {
+            reached("in-slack-post").await;
+        }
+        Ok(written)
+    }
+    async fn list(&self, group: &str) -> Result<Vec<(String, Versioned)>, StoreError> {
+        self.0.list(group).await
+    }
+}

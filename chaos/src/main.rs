@@ -1,0 +1,46 @@
+//! `medic-chaos`: Argo Medic's pipeline under the faults production has, and an account of what
+//! went wrong. Worker processes run the real Lambda worker (`LambdaWorker::from_env`) behind an
+//! event source that behaves like Lambda's (batches, delete only after the handler returns, partial
+//! batch failures honoured, SIGKILL at the function timeout) and are SIGKILLed at named boundaries
+//! and at random moments, against moto (SQS, DynamoDB), the Argo CD simulator and the Slack
+//! simulator with injected faults. Ingest, slack-actions and the sweeper run their real handlers in
+//! the harness process.
+//!
+//! Every production timing is divided by one factor, `--scale`: the worker timeout, the queue's
+//! visibility timeout, every lease derived from them, the policy's waits, the sweeper's window and
+//! Slack's pacing. The last line is
+//! `chaos: E events, K kills, F faults, D duplicate actions, L lost incidents, S stuck incidents`
+//! and the exit status is non-zero unless D = L = S = 0.
+
+mod failpoints;
+mod run;
+mod worker;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "medic-chaos", about = "Argo Medic under real faults, with an account of duplicate, lost and stuck incidents")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the harness.
+    Run(run::Options),
+    /// A worker process (started by the harness).
+    Worker,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_stack_size(8 << 20).build()?;
+    match cli.command {
+        Command::Worker => runtime.block_on(worker::run()),
+        Command::Run(options) => {
+            let ok = runtime.block_on(run::run(options))?;
+            std::process::exit(if ok { 0 } else { 1 });
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! The worker process: the Lambda worker exactly as `LambdaWorker::from_env` builds it from its
+//! environment, with failpoints around its ports, fed SQS batches on stdin by the harness's event
+//! source (one JSON line per invocation) and answering each with its `SqsBatchResponse` on stdout.
+//! Logs go to stderr, where the harness also reads the failpoints' `CHAOS-PAUSED` lines.
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use medic_adapters::lambda_env::LambdaEnv;
+use medic_adapters::telemetry::Metrics;
+use medic_worker::{LambdaWorker, Worker};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::failpoints::{self, Failpoint};
+
+/// One invocation, as the harness sends it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Invocation {
+    /// The boundary armed for this batch (the process stops there and is killed).
+    pub arm: Option<String>,
+    pub event: SqsEvent,
+}
+
+/// The line a worker prints once it is initialised (Lambda's first `/next`).
+pub const READY: &str = "CHAOS-READY";
+
+pub async fn run() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("MEDIC_CHAOS_LOG").unwrap_or_else(|_| "error".into()))
+        .init();
+    let env = LambdaEnv::load().await?;
+    let built = LambdaWorker::from_env(&env).await?;
+    let worker = Worker {
+        config: built.config,
+        argo: Failpoint(built.argo),
+        store: Failpoint(built.store),
+        dedupe: Failpoint(built.dedupe),
+        lock: built.lock,
+        queue: built.queue,
+        escalator: env.escalator_with(Failpoint(env.escalation_store())).await?,
+        budget: built.budget,
+        clock: built.clock,
+        policy: built.policy,
+        // EMF lines go to stdout on Lambda; here stdout is the invocation channel.
+        metrics: Metrics::quiet(&env.instance_id),
+    };
+    let mut out = tokio::io::stdout();
+    out.write_all(format!("{READY}\n").as_bytes()).await?;
+    out.flush().await?;
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    while let Some(line) = lines.next_line().await? {
+        let invocation: Invocation = serde_json::from_str(&line)?;
+        failpoints::arm(invocation.arm);
+        let ids: Vec<String> = invocation.event.records.iter().filter_map(|r| r.message_id.clone()).collect();
+        let response = worker.handle_batch(invocation.event).await.unwrap_or_else(|_| {
+            // The whole invocation failed: every message is retried, as Lambda does.
+            let mut all = SqsBatchResponse::default();
+            for id in ids {
+                all.add_failure(id);
+            }
+            all
+        });
+        failpoints::arm(None);
+        out.write_all(format!("{}\n", serde_json::to_string(&response)?).as_bytes()).await?;
+        out.flush().await?;
+    }
+    Ok(())
+}
