@@ -18,7 +18,7 @@ use crate::decision::{Action, Decision};
 use crate::error::PolicyError;
 use crate::event::AppRef;
 use crate::idempotency::IdempotencyKey;
-use crate::incident::{Attempt, Outcome};
+use crate::incident::{Attempt, DecisionNote, Outcome};
 use crate::policy::DecisionPolicy;
 use crate::ports::{
     ArgoApi, ArgoError, Budget, BudgetKind, Claim, Clock, EscalationError, Escalator, IncidentStore, RefreshKind, StoreError,
@@ -130,6 +130,25 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
             out.result = StepResult::Resolved;
             return Ok(out);
         }
+        let result = self.act(app_ref, &app, &name, &decision, out).await;
+        if let (false, Some(incident)) = (self.dry_run, &decision.incident) {
+            // For operators only (`medic incidents show`); the policy never reads it, so a note
+            // that could not be written must not fail the step.
+            let note = DecisionNote::new(&decision, &app.spec.project, trigger.as_str());
+            let _ = self.store.note_decision(&name, incident, &note).await;
+        }
+        result
+    }
+
+    /// Acts on `decision` (claim, act, record), given the report so far.
+    async fn act(
+        &self,
+        app_ref: &AppRef,
+        app: &Application,
+        name: &str,
+        decision: &Decision,
+        mut out: StepReport,
+    ) -> Result<StepReport, StepError> {
         let (Some(key), Some(incident)) = (decision.idempotency_key.clone(), decision.incident.clone()) else {
             out.result = if decision.action == Action::Wait { StepResult::Waiting } else { StepResult::NoAction };
             return Ok(out);
