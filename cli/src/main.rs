@@ -72,6 +72,10 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         stale: usize,
     },
+    /// List the open incidents in the state store (the SQLite file of sweep and serve, or a
+    /// stack's DynamoDB table with --table): rungs taken, next step, Slack thread, fleet. `show APP`
+    /// prints one app's incidents in full with the evidence of the last decision.
+    Incidents(IncidentsArgs),
     /// Decide every sample scenario under events/ and print the decisions as a table.
     Demo {
         /// The events directory holding apps/ and scenarios/.
@@ -180,6 +184,56 @@ struct SweepArgs {
 }
 
 #[derive(clap::Args)]
+struct IncidentsArgs {
+    #[command(subcommand)]
+    command: Option<IncidentsCommand>,
+    /// The SQLite state file (default: the one `medic sweep` and `medic serve` use,
+    /// $XDG_STATE_HOME/argo-medic/state.db).
+    #[arg(long, global = true)]
+    state: Option<PathBuf>,
+    /// Read a deployed stack's DynamoDB state table instead (its name: the stack's StateTableName
+    /// output); AWS credentials and region as the AWS CLI finds them.
+    #[arg(long, global = true, conflicts_with = "state")]
+    table: Option<String>,
+    /// With --table: another DynamoDB endpoint (moto, DynamoDB Local).
+    #[arg(long, global = true)]
+    endpoint_url: Option<String>,
+    /// With --table: the stack's InstanceId.
+    #[arg(long, global = true, default_value = "default")]
+    instance: String,
+    /// Also list incidents closed in the last 7 days.
+    #[arg(long, global = true)]
+    closed: bool,
+    /// Only apps of these Argo CD projects (repeatable).
+    #[arg(long = "project", global = true)]
+    projects: Vec<String>,
+    /// Only these failure modes (repeatable; `medic catalogue` lists them).
+    #[arg(long = "mode", global = true)]
+    modes: Vec<String>,
+    /// Only incidents in trouble for longer than this (90s, 30m, 2h, 7d).
+    #[arg(long, global = true)]
+    older_than: Option<String>,
+    /// Policy configuration (JSON) for the forecast: settle_secs, max_actions_per_incident.
+    #[arg(long, global = true)]
+    config: Option<String>,
+    /// The Slack workspace's URL (https://acme.slack.com), to print links to the threads.
+    #[arg(long, env = "SLACK_WORKSPACE_URL", global = true)]
+    slack_url: Option<String>,
+    /// `table` (default), `json` (one object per incident and line), `text` (every incident in full).
+    #[arg(short = 'o', long, value_enum, default_value = "table", global = true)]
+    output: Output,
+}
+
+#[derive(Subcommand)]
+enum IncidentsCommand {
+    /// One app's incidents (open and recently closed) in full, with the evidence of the last decision.
+    Show {
+        /// `namespace/name`, or `name` when only one namespace has it.
+        app: String,
+    },
+}
+
+#[derive(clap::Args)]
 struct ServeArgs {
     #[command(flatten)]
     target: TargetArgs,
@@ -282,6 +336,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
             runtime.block_on(serve(args))
+        }
+        Command::Incidents(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            runtime.block_on(incidents(args))
         }
         Command::Demo { events, output } => {
             let scenarios = scenario::load_all(&events).with_context(|| format!("loading scenarios from {}", events.display()))?;
@@ -402,6 +460,58 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
         eprintln!("medic: Argo CD calls {}", medic::sweep_cmd::calls(&Default::default(), &sim.counts()));
         sim.shutdown().await;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn incidents(args: IncidentsArgs) -> Result<ExitCode> {
+    use medic::incidents::{self, Query};
+    for mode in &args.modes {
+        mode.parse::<medic_core::FailureMode>()
+            .map_err(|_| anyhow::anyhow!("--mode `{mode}` is not a failure mode (`medic catalogue` lists them)"))?;
+    }
+    let show = match &args.command {
+        Some(IncidentsCommand::Show { app }) => Some(app.clone()),
+        None => None,
+    };
+    let query = Query {
+        closed: args.closed,
+        projects: args.projects,
+        modes: args.modes,
+        older_than: args.older_than.as_deref().map(incidents::parse_duration).transpose()?,
+        app: show.clone(),
+        policy: args.config.as_deref().map(input::read_config).transpose()?.unwrap_or_default(),
+        slack_url: args.slack_url.filter(|u| !u.is_empty()),
+    };
+    let now = Utc::now();
+    let views = match &args.table {
+        Some(table) => {
+            let sdk = medic_adapters::aws::sdk_config(args.endpoint_url.as_deref()).await;
+            let client = aws_sdk_dynamodb::Client::new(&sdk);
+            let store = medic_adapters::dynamodb::DynamoDbStore::new(client.clone(), table, &args.instance);
+            let slack = medic_adapters::slack::DynamoDbEscalationStore::new(client, table, &args.instance);
+            incidents::collect(&store, &slack, &query, now).await?
+        }
+        None => {
+            let path = args.state.unwrap_or_else(medic::sweep_cmd::default_state_path);
+            if !path.exists() {
+                anyhow::bail!("no state file at {}: `medic sweep` and `medic serve` create it (or name one with --state)", path.display());
+            }
+            let store = medic::store::SqliteIncidentStore::open(&path)?;
+            incidents::collect(&store, &store, &query, now).await?
+        }
+    };
+    let text = match (args.output, &show) {
+        (Output::Json, _) => incidents::json_lines(&views)?,
+        (Output::Text, _) | (_, Some(_)) => {
+            if views.is_empty() {
+                format!("no incidents{}\n", show.map(|a| format!(" of {a}")).unwrap_or_default())
+            } else {
+                views.iter().map(|v| incidents::details(v, now)).collect::<Vec<_>>().join("\n")
+            }
+        }
+        (Output::Table | Output::Markdown, None) => incidents::table(&views, now),
+    };
+    emit(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 
