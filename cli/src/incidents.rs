@@ -250,7 +250,7 @@ pub fn next_step(record: &IncidentRecord, failure_mode: Option<&str>, policy: &P
         };
     }
     let mode = failure_mode.and_then(|m| m.parse::<FailureMode>().ok());
-    let rung = mode.map(|m| next_rung(&history, m, policy));
+    let rung = mode.and_then(|m| next_rung(&history, m, policy));
     if let Some(last) = history.last().filter(|a| a.outcome == Outcome::Requested) {
         return NextStep {
             kind: "in_progress",
@@ -273,23 +273,25 @@ pub fn next_step(record: &IncidentRecord, failure_mode: Option<&str>, policy: &P
         (None, Some((s, r))) => (Some(s), format!("the {} is judged settle_secs ({}) after it was taken", r.as_str(), policy.settle_secs)),
         (None, None) => (None, "nothing taken yet; looked at on the next notification or sweep".to_owned()),
     };
-    let why = match rung {
-        Some(r) => format!("{why}; if still in trouble the ladder offers {}", r.as_str()),
-        None => format!("{why}; the failure mode is unknown (no decision noted), so the next rung is too"),
+    let why = match (rung, mode) {
+        (Some(r), _) => format!("{why}; if still in trouble the ladder offers {}", r.as_str()),
+        (None, Some(m)) => format!("{why}; {} is waited out (its ladder is empty)", m.id()),
+        (None, None) => format!("{why}; the failure mode is unknown (no decision noted), so the next rung is too"),
     };
     NextStep { kind: "look_again", rung, at, why }
 }
 
-/// The first rung of the mode's ladder not yet taken; escalate once the actions reach the limit.
-fn next_rung(history: &History, mode: FailureMode, policy: &PolicyConfig) -> Rung {
-    if history.actions_taken() >= policy.max_actions_per_incident {
-        return Rung::Escalate;
+/// The first rung of the mode's ladder not yet taken; escalate once the actions reach the limit;
+/// `None` for a mode that is waited out (an empty ladder).
+fn next_rung(history: &History, mode: FailureMode, policy: &PolicyConfig) -> Option<Rung> {
+    let ladder = catalogue::CATALOGUE.iter().find(|e| e.id == mode).map(|e| e.ladder).unwrap_or_default();
+    if ladder.is_empty() {
+        return None;
     }
-    catalogue::CATALOGUE
-        .iter()
-        .find(|e| e.id == mode)
-        .and_then(|e| e.ladder.iter().copied().find(|r| !history.has_taken(*r)))
-        .unwrap_or(Rung::Escalate)
+    if history.actions_taken() >= policy.max_actions_per_incident {
+        return Some(Rung::Escalate);
+    }
+    Some(ladder.iter().copied().find(|r| !history.has_taken(*r)).unwrap_or(Rung::Escalate))
 }
 
 fn time(t: DateTime<Utc>) -> String {

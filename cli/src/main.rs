@@ -253,7 +253,9 @@ struct ServeArgs {
     run_for: Option<u64>,
     /// Escalate to a built-in Slack simulator on 127.0.0.1 (its messages are summarised at the
     /// end). Without it, escalations go to real Slack when SLACK_TOKEN and SLACK_CHANNEL are set
-    /// (SLACK_API_URL overrides the Web API address), else to log lines.
+    /// (SLACK_API_URL overrides the Web API address), else to log lines. With Slack, button
+    /// clicks are taken on POST /slack/actions (SLACK_SIGNING_SECRET, SLACK_ALLOWED_USERS as on
+    /// Lambda; with --slack-simulate a local-only secret and allow-list are made and printed).
     #[arg(long)]
     slack_simulate: bool,
 }
@@ -417,7 +419,13 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
             s
         }
     };
-    let (escalator, slack_sim) = local_escalator(args.slack_simulate, &policy.instance_id).await?;
+    let store = std::sync::Arc::new(store);
+    let (escalator, slack_sim) = local_escalator(args.slack_simulate, &policy.instance_id, std::sync::Arc::clone(&store)).await?;
+    let slack_actions = match &escalator {
+        medic_adapters::slack::AnyEscalator::Slack(_) => slack_actions_options(args.slack_simulate)?,
+        medic_adapters::slack::AnyEscalator::Log(_) => None,
+    };
+    let clicks = slack_actions.is_some();
     let served = medic::serve::start(
         client,
         medic::serve::ServeOptions {
@@ -429,9 +437,14 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
             policy,
             rates,
             store,
+            slack_actions,
+            http: medic::serve::HttpLimits::default(),
         },
     )
     .await?;
+    if clicks {
+        eprintln!("medic: Slack button clicks on http://{}{}", served.addr, medic::serve::SLACK_ACTIONS_PATH);
+    }
     eprintln!("medic: ingest listening on http://{}/v1/events and /v1/refresh", served.addr);
     match args.run_for {
         Some(secs) => tokio::time::sleep(std::time::Duration::from_secs(secs)).await,
@@ -515,9 +528,52 @@ async fn incidents(args: IncidentsArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The Slack user the local-only allow-list of `--slack-simulate` admits (on every project).
+const LOCAL_SLACK_USER: &str = "ULOCALUSER";
+
+/// `/slack/actions`' signing secret and allow-list: SLACK_SIGNING_SECRET and SLACK_ALLOWED_USERS
+/// as on Lambda; with --slack-simulate and no secret set, a secret made for this run and an
+/// allow-list of the local user, both printed and good for this process only.
+fn slack_actions_options(simulate: bool) -> Result<Option<medic::serve::SlackActionsOptions>> {
+    use medic_slack_actions::{AllowList, SigningSecret};
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let allow = |default: Option<String>| -> Result<AllowList> {
+        match env("SLACK_ALLOWED_USERS").or(default) {
+            Some(json) => Ok(AllowList::from_json(&json)?),
+            None => {
+                eprintln!("medic: SLACK_ALLOWED_USERS is not set: every click is refused (unauthorised)");
+                Ok(AllowList::default())
+            }
+        }
+    };
+    match env("SLACK_SIGNING_SECRET") {
+        Some(secret) => Ok(Some(medic::serve::SlackActionsOptions { secret: SigningSecret::from_secret(&secret)?, allow: allow(None)? })),
+        None if simulate => {
+            let secret = format!("{:032x}", rand::random::<u128>());
+            let default = format!(r#"{{"*": ["{LOCAL_SLACK_USER}"]}}"#);
+            let allow = allow(Some(default))?;
+            eprintln!(
+                "medic: LOCAL ONLY: Slack clicks must be signed with the signing secret {secret} (made for this run; SLACK_SIGNING_SECRET overrides it)"
+            );
+            if env("SLACK_ALLOWED_USERS").is_none() {
+                eprintln!("medic: LOCAL ONLY: user {LOCAL_SLACK_USER} may click on every project (SLACK_ALLOWED_USERS overrides it)");
+            }
+            Ok(Some(medic::serve::SlackActionsOptions { secret: SigningSecret::new(secret, None), allow }))
+        }
+        None => {
+            eprintln!("medic: SLACK_SIGNING_SECRET is not set: the escalations' buttons do nothing here (/slack/actions answers 404)");
+            Ok(None)
+        }
+    }
+}
+
 /// Slack (simulated, or real when SLACK_TOKEN and SLACK_CHANNEL are set) or the log.
-async fn local_escalator(simulate: bool, instance: &str) -> Result<(medic::serve::LocalEscalator, Option<medic_sim::SlackSim>)> {
-    use medic_adapters::slack::{AnyEscalator, MemoryEscalationStore, SlackEscalator, SlackSettings};
+async fn local_escalator(
+    simulate: bool,
+    instance: &str,
+    store: std::sync::Arc<medic::store::SqliteIncidentStore>,
+) -> Result<(medic::serve::LocalEscalator, Option<medic_sim::SlackSim>)> {
+    use medic_adapters::slack::{AnyEscalator, SlackEscalator, SlackSettings};
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let (settings, token, sim) = if simulate {
         let sim = medic_sim::SlackSim::start(medic_sim::SlackSimConfig::default()).await.context("starting the Slack simulator")?;
@@ -534,6 +590,6 @@ async fn local_escalator(simulate: bool, instance: &str) -> Result<(medic::serve
     } else {
         return Ok((AnyEscalator::Log(medic_adapters::memory::LogEscalator::default()), None));
     };
-    let slack = SlackEscalator::new(settings, token, MemoryEscalationStore::default()).context("configuring Slack")?;
+    let slack = SlackEscalator::new(settings, token, store).context("configuring Slack")?;
     Ok((AnyEscalator::Slack(Box::new(slack)), sim))
 }

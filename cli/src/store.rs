@@ -428,4 +428,73 @@ mod tests {
         );
         assert!(store.complete("argocd/web", &IdempotencyKey::derive(&incident(), Rung::Escalate), Outcome::Succeeded).await.is_err());
     }
+
+    #[tokio::test]
+    async fn a_note_lands_on_its_open_incident_only_and_a_closed_incident_is_kept_with_it_for_a_week() {
+        let store = SqliteIncidentStore::in_memory().unwrap();
+        let ttl = Duration::from_secs(600);
+        let note = DecisionNote { action: "refresh".into(), failure_mode: "stale-reconcile".into(), ..DecisionNote::default() };
+        // No open incident: a note opens none.
+        store.note_decision("argocd/web", &incident(), &note).await.unwrap();
+        assert!(store.incidents(true).await.unwrap().is_empty());
+        store.claim("argocd/web", &incident(), &attempt(Rung::Refresh, 0), ttl).await.unwrap();
+        let other = IncidentKey { revision: "def".into(), ..incident() };
+        store.note_decision("argocd/web", &other, &DecisionNote { action: "sync".into(), ..note.clone() }).await.unwrap();
+        store.note_decision("argocd/web", &incident(), &note).await.unwrap();
+        let open = store.incidents(false).await.unwrap();
+        assert_eq!(open.len(), 1);
+        assert_eq!(open[0].last_decision.as_ref(), Some(&note), "the note of another incident is not kept");
+        assert_eq!(open[0].attempts.len(), 1);
+
+        let closed_at = Utc::now();
+        store.close("argocd/web", closed_at).await.unwrap();
+        assert!(store.incidents(false).await.unwrap().is_empty());
+        let all = store.incidents(true).await.unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].closed_at, Some(closed_at));
+        assert_eq!(all[0].last_decision.as_ref(), Some(&note));
+        assert_eq!(all[0].attempts.len(), 1, "its rungs are still there");
+        // A week later it is gone.
+        store.conn().execute("UPDATE closed_incidents SET expires_at = ?1", params![Utc::now().timestamp() - 1]).unwrap();
+        assert!(store.incidents(true).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_state_file_from_before_notes_gains_the_column_and_reads() {
+        let dir = std::env::temp_dir().join(format!("medic-store-old-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.db");
+        let _ = std::fs::remove_file(&path);
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("CREATE TABLE open_incidents (app TEXT PRIMARY KEY, incident TEXT NOT NULL, opened_at TEXT NOT NULL);")
+                .unwrap();
+            conn.execute(
+                "INSERT INTO open_incidents VALUES ('argocd/web', ?1, '2026-11-01T12:00:00+00:00')",
+                params![serde_json::to_string(&incident()).unwrap()],
+            )
+            .unwrap();
+        }
+        let store = SqliteIncidentStore::open(&path).unwrap();
+        let open = store.incidents(false).await.unwrap();
+        assert_eq!(open.len(), 1);
+        assert_eq!(open[0].last_decision, None);
+        assert_eq!(store.history("argocd/web").await.unwrap().incident, Some(incident()));
+    }
+
+    #[tokio::test]
+    async fn escalation_records_keep_the_compare_and_set_contract() {
+        let store = SqliteIncidentStore::in_memory().unwrap();
+        let ttl = Duration::from_secs(60);
+        let doc = serde_json::json!({"a": 1});
+        assert!(store.store("g", "1", &doc, None, ttl).await.unwrap());
+        assert!(!store.store("g", "1", &doc, None, ttl).await.unwrap(), "exists");
+        assert!(!store.store("g", "1", &doc, Some(7), ttl).await.unwrap(), "wrong version");
+        assert!(store.store("g", "1", &serde_json::json!({"a": 2}), Some(1), ttl).await.unwrap());
+        assert_eq!(store.load("g", "1").await.unwrap(), Some(Versioned { version: 2, doc: serde_json::json!({"a": 2}) }));
+        assert!(store.store("g", "2", &doc, None, Duration::ZERO).await.unwrap());
+        assert_eq!(store.load("g", "2").await.unwrap(), None, "expired");
+        assert!(store.store("g", "2", &doc, None, ttl).await.unwrap(), "an expired record may be created again");
+        assert_eq!(store.list("g").await.unwrap().iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["1", "2"]);
+    }
 }
