@@ -4,6 +4,7 @@ mod golden;
 mod iam;
 mod leases;
 mod pipeline;
+mod serve;
 mod slack;
 mod support;
 mod sweep;
