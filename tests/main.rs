@@ -2,6 +2,7 @@ mod argo;
 mod dashboard;
 mod golden;
 mod iam;
+mod incidents;
 mod leases;
 mod pipeline;
 mod serve;
