@@ -130,7 +130,9 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
             out.result = StepResult::Resolved;
             return Ok(out);
         }
-        let result = self.act(app_ref, &app, &name, &decision, out).await;
+        // Boxed: the step's future is part of every caller's (the worker's batch, serve's loop),
+        // and in debug builds their sizes add up to more than a test thread's stack.
+        let result = Box::pin(self.act(app_ref, &app, &name, &decision, out)).await;
         if let (false, Some(incident)) = (self.dry_run, &decision.incident) {
             // For operators only (`medic incidents show`); the policy never reads it, so a note
             // that could not be written must not fail the step.
