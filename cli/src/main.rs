@@ -482,10 +482,7 @@ async fn incidents(args: IncidentsArgs) -> Result<ExitCode> {
         mode.parse::<medic_core::FailureMode>()
             .map_err(|_| anyhow::anyhow!("--mode `{mode}` is not a failure mode (`medic catalogue` lists them)"))?;
     }
-    let show = match &args.command {
-        Some(IncidentsCommand::Show { app }) => Some(app.clone()),
-        None => None,
-    };
+    let show = args.command.as_ref().map(|IncidentsCommand::Show { app }| app.clone());
     let query = Query {
         closed: args.closed,
         projects: args.projects,

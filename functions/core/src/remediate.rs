@@ -180,7 +180,7 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
             }
         }
         let attempt = Attempt { rung, at: decision.decided_at, idempotency_key: Some(key.clone()), outcome: Outcome::Requested };
-        match self.store.claim(&name, &incident, &attempt, self.claim_timeout).await? {
+        match self.store.claim(name, &incident, &attempt, self.claim_timeout).await? {
             Claim::Granted => {}
             Claim::AlreadyDone(outcome) => {
                 out.result = StepResult::AlreadyDone;
@@ -194,23 +194,23 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
             }
         }
         let acted = match rung {
-            Rung::Refresh | Rung::HardRefresh => self.refresh(app_ref, &app, rung, &mut out).await,
-            Rung::Sync => self.sync(app_ref, &app, &decision, &key, &mut out).await,
-            Rung::Escalate => self.escalate(&app, &decision, &mut out).await,
+            Rung::Refresh | Rung::HardRefresh => self.refresh(app_ref, app, rung, &mut out).await,
+            Rung::Sync => self.sync(app_ref, app, decision, &key, &mut out).await,
+            Rung::Escalate => self.escalate(app, decision, &mut out).await,
         };
         match acted {
             Ok(outcome) => {
-                self.store.complete(&name, &key, outcome).await?;
+                self.store.complete(name, &key, outcome).await?;
                 Ok(out)
             }
             Err(e) if is_transient(&e) => {
                 // Safe to retry later: a sync that did go through is found by its key in
                 // operation.info on the next run.
-                self.store.release(&name, &key).await?;
+                self.store.release(name, &key).await?;
                 Err(e)
             }
             Err(e) => {
-                self.store.complete(&name, &key, Outcome::Failed).await?;
+                self.store.complete(name, &key, Outcome::Failed).await?;
                 out.result = StepResult::Failed;
                 out.detail = e.to_string();
                 Ok(out)
