@@ -72,6 +72,10 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         stale: usize,
     },
+    /// List the open incidents in the state store (the SQLite file of sweep and serve, or a
+    /// stack's DynamoDB table with --table): rungs taken, next step, Slack thread, fleet. `show APP`
+    /// prints one app's incidents in full with the evidence of the last decision.
+    Incidents(IncidentsArgs),
     /// Decide every sample scenario under events/ and print the decisions as a table.
     Demo {
         /// The events directory holding apps/ and scenarios/.
@@ -180,6 +184,56 @@ struct SweepArgs {
 }
 
 #[derive(clap::Args)]
+struct IncidentsArgs {
+    #[command(subcommand)]
+    command: Option<IncidentsCommand>,
+    /// The SQLite state file (default: the one `medic sweep` and `medic serve` use,
+    /// $XDG_STATE_HOME/argo-medic/state.db).
+    #[arg(long, global = true)]
+    state: Option<PathBuf>,
+    /// Read a deployed stack's DynamoDB state table instead (its name: the stack's StateTableName
+    /// output); AWS credentials and region as the AWS CLI finds them.
+    #[arg(long, global = true, conflicts_with = "state")]
+    table: Option<String>,
+    /// With --table: another DynamoDB endpoint (moto, DynamoDB Local).
+    #[arg(long, global = true)]
+    endpoint_url: Option<String>,
+    /// With --table: the stack's InstanceId.
+    #[arg(long, global = true, default_value = "default")]
+    instance: String,
+    /// Also list incidents closed in the last 7 days.
+    #[arg(long, global = true)]
+    closed: bool,
+    /// Only apps of these Argo CD projects (repeatable).
+    #[arg(long = "project", global = true)]
+    projects: Vec<String>,
+    /// Only these failure modes (repeatable; `medic catalogue` lists them).
+    #[arg(long = "mode", global = true)]
+    modes: Vec<String>,
+    /// Only incidents in trouble for longer than this (90s, 30m, 2h, 7d).
+    #[arg(long, global = true)]
+    older_than: Option<String>,
+    /// Policy configuration (JSON) for the forecast: settle_secs, max_actions_per_incident.
+    #[arg(long, global = true)]
+    config: Option<String>,
+    /// The Slack workspace's URL (https://acme.slack.com), to print links to the threads.
+    #[arg(long, env = "SLACK_WORKSPACE_URL", global = true)]
+    slack_url: Option<String>,
+    /// `table` (default), `json` (one object per incident and line), `text` (every incident in full).
+    #[arg(short = 'o', long, value_enum, default_value = "table", global = true)]
+    output: Output,
+}
+
+#[derive(Subcommand)]
+enum IncidentsCommand {
+    /// One app's incidents (open and recently closed) in full, with the evidence of the last decision.
+    Show {
+        /// `namespace/name`, or `name` when only one namespace has it.
+        app: String,
+    },
+}
+
+#[derive(clap::Args)]
 struct ServeArgs {
     #[command(flatten)]
     target: TargetArgs,
@@ -199,7 +253,9 @@ struct ServeArgs {
     run_for: Option<u64>,
     /// Escalate to a built-in Slack simulator on 127.0.0.1 (its messages are summarised at the
     /// end). Without it, escalations go to real Slack when SLACK_TOKEN and SLACK_CHANNEL are set
-    /// (SLACK_API_URL overrides the Web API address), else to log lines.
+    /// (SLACK_API_URL overrides the Web API address), else to log lines. With Slack, button
+    /// clicks are taken on POST /slack/actions (SLACK_SIGNING_SECRET, SLACK_ALLOWED_USERS as on
+    /// Lambda; with --slack-simulate a local-only secret and allow-list are made and printed).
     #[arg(long)]
     slack_simulate: bool,
 }
@@ -283,6 +339,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
             runtime.block_on(serve(args))
         }
+        Command::Incidents(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            runtime.block_on(incidents(args))
+        }
         Command::Demo { events, output } => {
             let scenarios = scenario::load_all(&events).with_context(|| format!("loading scenarios from {}", events.display()))?;
             let mut rows = Vec::new();
@@ -359,7 +419,13 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
             s
         }
     };
-    let (escalator, slack_sim) = local_escalator(args.slack_simulate, &policy.instance_id).await?;
+    let store = std::sync::Arc::new(store);
+    let (escalator, slack_sim) = local_escalator(args.slack_simulate, &policy.instance_id, std::sync::Arc::clone(&store)).await?;
+    let slack_actions = match &escalator {
+        medic_adapters::slack::AnyEscalator::Slack(_) => slack_actions_options(args.slack_simulate)?,
+        medic_adapters::slack::AnyEscalator::Log(_) => None,
+    };
+    let clicks = slack_actions.is_some();
     let served = medic::serve::start(
         client,
         medic::serve::ServeOptions {
@@ -371,9 +437,14 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
             policy,
             rates,
             store,
+            slack_actions,
+            http: medic::serve::HttpLimits::default(),
         },
     )
     .await?;
+    if clicks {
+        eprintln!("medic: Slack button clicks on http://{}{}", served.addr, medic::serve::SLACK_ACTIONS_PATH);
+    }
     eprintln!("medic: ingest listening on http://{}/v1/events and /v1/refresh", served.addr);
     match args.run_for {
         Some(secs) => tokio::time::sleep(std::time::Duration::from_secs(secs)).await,
@@ -405,9 +476,101 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+async fn incidents(args: IncidentsArgs) -> Result<ExitCode> {
+    use medic::incidents::{self, Query};
+    for mode in &args.modes {
+        mode.parse::<medic_core::FailureMode>()
+            .map_err(|_| anyhow::anyhow!("--mode `{mode}` is not a failure mode (`medic catalogue` lists them)"))?;
+    }
+    let show = args.command.as_ref().map(|IncidentsCommand::Show { app }| app.clone());
+    let query = Query {
+        closed: args.closed,
+        projects: args.projects,
+        modes: args.modes,
+        older_than: args.older_than.as_deref().map(incidents::parse_duration).transpose()?,
+        app: show.clone(),
+        policy: args.config.as_deref().map(input::read_config).transpose()?.unwrap_or_default(),
+        slack_url: args.slack_url.filter(|u| !u.is_empty()),
+    };
+    let now = Utc::now();
+    let views = match &args.table {
+        Some(table) => {
+            let sdk = medic_adapters::aws::sdk_config(args.endpoint_url.as_deref()).await;
+            let client = aws_sdk_dynamodb::Client::new(&sdk);
+            let store = medic_adapters::dynamodb::DynamoDbStore::new(client.clone(), table, &args.instance);
+            let slack = medic_adapters::slack::DynamoDbEscalationStore::new(client, table, &args.instance);
+            incidents::collect(&store, &slack, &query, now).await?
+        }
+        None => {
+            let path = args.state.unwrap_or_else(medic::sweep_cmd::default_state_path);
+            if !path.exists() {
+                anyhow::bail!("no state file at {}: `medic sweep` and `medic serve` create it (or name one with --state)", path.display());
+            }
+            let store = medic::store::SqliteIncidentStore::open(&path)?;
+            incidents::collect(&store, &store, &query, now).await?
+        }
+    };
+    let text = match (args.output, &show) {
+        (Output::Json, _) => incidents::json_lines(&views)?,
+        (Output::Text, _) | (_, Some(_)) => {
+            if views.is_empty() {
+                format!("no incidents{}\n", show.map(|a| format!(" of {a}")).unwrap_or_default())
+            } else {
+                views.iter().map(|v| incidents::details(v, now)).collect::<Vec<_>>().join("\n")
+            }
+        }
+        (Output::Table | Output::Markdown, None) => incidents::table(&views, now),
+    };
+    emit(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The Slack user the local-only allow-list of `--slack-simulate` admits (on every project).
+const LOCAL_SLACK_USER: &str = "ULOCALUSER";
+
+/// `/slack/actions`' signing secret and allow-list: SLACK_SIGNING_SECRET and SLACK_ALLOWED_USERS
+/// as on Lambda; with --slack-simulate and no secret set, a secret made for this run and an
+/// allow-list of the local user, both printed and good for this process only.
+fn slack_actions_options(simulate: bool) -> Result<Option<medic::serve::SlackActionsOptions>> {
+    use medic_slack_actions::{AllowList, SigningSecret};
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let allow = |default: Option<String>| -> Result<AllowList> {
+        match env("SLACK_ALLOWED_USERS").or(default) {
+            Some(json) => Ok(AllowList::from_json(&json)?),
+            None => {
+                eprintln!("medic: SLACK_ALLOWED_USERS is not set: every click is refused (unauthorised)");
+                Ok(AllowList::default())
+            }
+        }
+    };
+    match env("SLACK_SIGNING_SECRET") {
+        Some(secret) => Ok(Some(medic::serve::SlackActionsOptions { secret: SigningSecret::from_secret(&secret)?, allow: allow(None)? })),
+        None if simulate => {
+            let secret = format!("{:032x}", rand::random::<u128>());
+            let default = format!(r#"{{"*": ["{LOCAL_SLACK_USER}"]}}"#);
+            let allow = allow(Some(default))?;
+            eprintln!(
+                "medic: LOCAL ONLY: Slack clicks must be signed with the signing secret {secret} (made for this run; SLACK_SIGNING_SECRET overrides it)"
+            );
+            if env("SLACK_ALLOWED_USERS").is_none() {
+                eprintln!("medic: LOCAL ONLY: user {LOCAL_SLACK_USER} may click on every project (SLACK_ALLOWED_USERS overrides it)");
+            }
+            Ok(Some(medic::serve::SlackActionsOptions { secret: SigningSecret::new(secret, None), allow }))
+        }
+        None => {
+            eprintln!("medic: SLACK_SIGNING_SECRET is not set: the escalations' buttons do nothing here (/slack/actions answers 404)");
+            Ok(None)
+        }
+    }
+}
+
 /// Slack (simulated, or real when SLACK_TOKEN and SLACK_CHANNEL are set) or the log.
-async fn local_escalator(simulate: bool, instance: &str) -> Result<(medic::serve::LocalEscalator, Option<medic_sim::SlackSim>)> {
-    use medic_adapters::slack::{AnyEscalator, MemoryEscalationStore, SlackEscalator, SlackSettings};
+async fn local_escalator(
+    simulate: bool,
+    instance: &str,
+    store: std::sync::Arc<medic::store::SqliteIncidentStore>,
+) -> Result<(medic::serve::LocalEscalator, Option<medic_sim::SlackSim>)> {
+    use medic_adapters::slack::{AnyEscalator, SlackEscalator, SlackSettings};
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let (settings, token, sim) = if simulate {
         let sim = medic_sim::SlackSim::start(medic_sim::SlackSimConfig::default()).await.context("starting the Slack simulator")?;
@@ -424,6 +587,6 @@ async fn local_escalator(simulate: bool, instance: &str) -> Result<(medic::serve
     } else {
         return Ok((AnyEscalator::Log(medic_adapters::memory::LogEscalator::default()), None));
     };
-    let slack = SlackEscalator::new(settings, token, MemoryEscalationStore::default()).context("configuring Slack")?;
+    let slack = SlackEscalator::new(settings, token, store).context("configuring Slack")?;
     Ok((AnyEscalator::Slack(Box::new(slack)), sim))
 }

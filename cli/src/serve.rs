@@ -2,6 +2,14 @@
 //! handlers as on Lambda, on the embedded adapters of the same ports: an in-memory queue (with
 //! delays, redelivery and a dead-letter list standing in for SQS), in-memory dedupe and locks,
 //! and the SQLite incident store; against a real Argo CD or the simulator.
+//!
+//! The listener serves ingest (`POST /v1/events`, `POST /v1/refresh`) and, when Slack is
+//! configured with a signing secret, the slack-actions handler (`POST /slack/actions`: the same
+//! signature check, allow-list and queueing as the Lambda, from the medic-slack-actions crate),
+//! so a Slack app whose interactivity Request URL reaches this listener (through a tunnel) drives
+//! the same click flow. Every connection has timeouts (headers, body, whole connection), and a
+//! body is refused with 413 from its `Content-Length`, or as soon as it grows past the route's
+//! cap, never buffered whole first.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -20,12 +28,13 @@ use hyper_util::rt::TokioIo;
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget};
 use medic_adapters::memory::{MemoryDedupe, MemoryLock, MemoryQueue, SystemClock};
-use medic_adapters::slack::{AnyEscalator, MemoryEscalationStore};
+use medic_adapters::slack::AnyEscalator;
 use medic_adapters::telemetry::Metrics;
 use medic_core::event::WorkItem;
 use medic_core::ports::WorkQueue;
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
+use medic_slack_actions::{ActionsConfig, AllowList, SigningSecret, SlackActions};
 use medic_sweeper::{Sweeper, SweeperConfig};
 use medic_worker::{Worker, WorkerConfig};
 use tokio::net::TcpListener;
@@ -38,6 +47,35 @@ const MAX_RECEIVES: u32 = 5;
 /// How long a failed message stays invisible before redelivery, as the visibility timeout.
 const REDELIVER_AFTER: Duration = Duration::from_secs(5);
 
+/// The click endpoint on the listener.
+pub const SLACK_ACTIONS_PATH: &str = "/slack/actions";
+
+/// How long a client may take to send a request's headers, its body, and how long one
+/// connection may stay open at all (keep-alive included).
+#[derive(Debug, Clone, Copy)]
+pub struct HttpLimits {
+    pub header_timeout: Duration,
+    pub body_timeout: Duration,
+    pub connection_timeout: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(15),
+            connection_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// What `/slack/actions` checks clicks against: the signing secret and the allow-list, as the
+/// Lambda's `SLACK_SIGNING_SECRET` and `SLACK_ALLOWED_USERS`.
+pub struct SlackActionsOptions {
+    pub secret: SigningSecret,
+    pub allow: AllowList,
+}
+
 pub struct ServeOptions {
     pub listen: SocketAddr,
     pub webhook_secret: String,
@@ -45,13 +83,27 @@ pub struct ServeOptions {
     pub dry_run: bool,
     pub policy: PolicyConfig,
     pub rates: BudgetRates,
-    pub store: SqliteIncidentStore,
+    /// Incidents, actions and (for Slack) the escalation records.
+    pub store: Arc<SqliteIncidentStore>,
     /// Slack (real or simulated) or the log.
     pub escalator: Arc<LocalEscalator>,
+    /// `/slack/actions`, when Slack is the escalator; without it the path answers 404.
+    pub slack_actions: Option<SlackActionsOptions>,
+    pub http: HttpLimits,
 }
 
-/// The escalator `medic serve` uses: Slack when configured, else log lines.
-pub type LocalEscalator = AnyEscalator<MemoryEscalationStore>;
+/// The escalator `medic serve` uses: Slack when configured (its records in the state file), else
+/// log lines.
+pub type LocalEscalator = AnyEscalator<Arc<SqliteIncidentStore>>;
+
+type LocalActions = SlackActions<Arc<MemoryQueue>, Arc<MemoryDedupe>, Arc<SqliteIncidentStore>>;
+
+/// The handlers behind the listener.
+struct Routes {
+    ingest: LocalIngest,
+    actions: Option<LocalActions>,
+    http: HttpLimits,
+}
 
 type LocalIngest = Ingest<Arc<MemoryQueue>, Arc<HttpArgoClient>>;
 type LocalWorker = Worker<
@@ -92,19 +144,32 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let queue = Arc::new(MemoryQueue::default());
     let dedupe = Arc::new(MemoryDedupe::default());
     let escalator = Arc::clone(&opts.escalator);
-    let store = Arc::new(opts.store);
+    let store = Arc::clone(&opts.store);
     let instance = opts.policy.instance_id.clone();
     // Requested items travel only through this process's in-memory queue, which nothing outside
     // it can write to; they are signed all the same, so the worker runs exactly as deployed.
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
     let work_item_key = medic_core::event::WorkItemKey::new(&format!("medic-serve-work-items-{}-{nanos}", std::process::id()));
-    let ingest: Arc<LocalIngest> = Arc::new(Ingest {
+    let ingest: LocalIngest = Ingest {
         config: IngestConfig { work_item_key: work_item_key.clone(), ..IngestConfig::default() },
         secrets: WebhookSecrets::new(opts.webhook_secret.clone(), None),
         queue: Arc::clone(&queue),
         argo: Arc::clone(&argo),
         metrics: Metrics::quiet(&instance),
-    });
+    };
+    let actions = match (opts.slack_actions, &*escalator) {
+        (Some(o), AnyEscalator::Slack(_)) => Some(SlackActions {
+            config: ActionsConfig { work_item_key: work_item_key.clone(), ..ActionsConfig::default() },
+            secret: o.secret,
+            allow: o.allow,
+            queue: Arc::clone(&queue),
+            dedupe: Arc::clone(&dedupe),
+            actions: Arc::clone(&store),
+            metrics: Metrics::quiet(&instance),
+        }),
+        _ => None,
+    };
+    let routes = Arc::new(Routes { ingest, actions, http: opts.http });
     let worker: Arc<LocalWorker> = Arc::new(Worker {
         config: WorkerConfig { dry_run: opts.dry_run, work_item_key: work_item_key.clone(), ..WorkerConfig::default() },
         argo: Arc::clone(&argo),
@@ -139,45 +204,75 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let dead_letters = Arc::new(std::sync::Mutex::new(Vec::new()));
     let handled = Arc::new(AtomicUsize::new(0));
     let tasks = vec![
-        tokio::spawn(http_loop(listener, ingest, stopped.clone())),
+        tokio::spawn(http_loop(listener, routes, stopped.clone())),
         tokio::spawn(worker_loop(worker, Arc::clone(&queue), Arc::clone(&dead_letters), Arc::clone(&handled), stopped.clone())),
         tokio::spawn(sweep_loop(sweeper, opts.sweep_every, stopped)),
     ];
     Ok(Served { addr, queue, escalator, dead_letters, handled, stop, tasks })
 }
 
-async fn http_loop(listener: TcpListener, ingest: Arc<LocalIngest>, mut stopped: watch::Receiver<bool>) {
+async fn http_loop(listener: TcpListener, routes: Arc<Routes>, mut stopped: watch::Receiver<bool>) {
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = stopped.changed() => return,
         };
         let Ok((stream, _)) = accepted else { continue };
-        let ingest = Arc::clone(&ingest);
+        let routes = Arc::clone(&routes);
         tokio::spawn(async move {
+            let limits = routes.http;
             let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                let ingest = Arc::clone(&ingest);
-                async move { Ok::<_, Infallible>(handle_http(&ingest, req).await) }
+                let routes = Arc::clone(&routes);
+                async move { Ok::<_, Infallible>(handle_http(&routes, req).await) }
             });
-            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+            let connection = http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
+                .serve_connection(TokioIo::new(stream), service);
+            // A slow or idle client cannot hold a connection (and its task) for longer than this.
+            let _ = tokio::time::timeout(limits.connection_timeout, connection).await;
         });
     }
 }
 
-/// Turns a plain HTTP request into what the Lambda handler takes, and back.
-async fn handle_http(ingest: &LocalIngest, req: hyper::Request<hyper::body::Incoming>) -> hyper::Response<Full<Bytes>> {
-    let (parts, body) = req.into_parts();
-    let bytes = match body.collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return hyper::Response::builder()
-                .status(400)
-                .body(Full::new(Bytes::from_static(b"unreadable body")))
-                .expect("static response");
+fn plain(status: u16, text: &'static str) -> hyper::Response<Full<Bytes>> {
+    hyper::Response::builder()
+        .status(status)
+        .header("content-type", "text/plain")
+        .body(Full::new(Bytes::from_static(text.as_bytes())))
+        .expect("static response")
+}
+
+/// Turns a plain HTTP request into what the Lambda handler of its path takes, and back. The body
+/// is read only up to the route's cap, within the body timeout.
+async fn handle_http(routes: &Routes, req: hyper::Request<hyper::body::Incoming>) -> hyper::Response<Full<Bytes>> {
+    let slack = req.uri().path() == SLACK_ACTIONS_PATH;
+    let limit = match (&routes.actions, slack) {
+        (Some(actions), true) => actions.config.max_body_bytes,
+        (None, true) => {
+            return plain(
+                404,
+                "no Slack interactivity here: medic serve needs Slack (--slack-simulate, or SLACK_TOKEN and SLACK_CHANNEL) and SLACK_SIGNING_SECRET",
+            );
         }
+        (_, false) => routes.ingest.config.max_body_bytes,
+    };
+    let declared = req.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return plain(413, "the body is larger than this endpoint accepts");
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match tokio::time::timeout(routes.http.body_timeout, http_body_util::Limited::new(body, limit).collect()).await {
+        Ok(Ok(b)) => b.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return plain(413, "the body is larger than this endpoint accepts"),
+        Ok(Err(_)) => return plain(400, "unreadable body"),
+        Err(_) => return plain(408, "the body did not arrive in time"),
     };
     let request = lambda_http::http::Request::from_parts(parts, lambda_http::Body::from(bytes.to_vec()));
-    let response = ingest.handle(request).await;
+    let response = match (&routes.actions, slack) {
+        (Some(actions), true) => actions.handle(request).await,
+        _ => routes.ingest.handle(request).await,
+    };
     let (parts, body) = response.into_parts();
     hyper::Response::from_parts(parts, Full::new(Bytes::copy_from_slice(body.as_ref())))
 }

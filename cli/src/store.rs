@@ -2,6 +2,13 @@
 //! remembers incidents and idempotency records between runs (the ladder advances across runs, and
 //! a rerun repeats no action). The same contract as the DynamoDB store: a claim is a conditional
 //! write keyed by the idempotency key, with an in-progress expiry for crashed holders.
+//!
+//! The same file also keeps, for `medic incidents`, each open incident's last decision
+//! (`open_incidents.last_decision`, a `DecisionNote` as JSON), a record of every incident closed in
+//! the last [`CLOSED_RETENTION`] (`closed_incidents`), and the Slack escalator's records
+//! (`escalations`, the `EscalationStore` port: which message shows which incident, its buttons,
+//! fleets), so `medic serve` remembers its Slack threads across restarts and `medic incidents`
+//! can link them.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -10,8 +17,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use medic_core::catalogue::Rung;
 use medic_core::idempotency::IdempotencyKey;
-use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
-use medic_core::ports::{Claim, IncidentStore, StoreError};
+use medic_core::incident::{Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
+use medic_core::ports::{Claim, EscalationStore, IncidentLedger, IncidentStore, StoreError, Versioned};
 use rusqlite::{Connection, OptionalExtension, params};
 
 const SCHEMA: &str = "
@@ -30,7 +37,28 @@ CREATE TABLE IF NOT EXISTS actions (
     done INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS actions_by_incident ON actions (app, incident_id);
+CREATE TABLE IF NOT EXISTS closed_incidents (
+    app TEXT NOT NULL,
+    incident_id TEXT NOT NULL,
+    incident TEXT NOT NULL,
+    opened_at TEXT NOT NULL,
+    closed_at TEXT NOT NULL,
+    last_decision TEXT,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (app, incident_id)
+);
+CREATE TABLE IF NOT EXISTS escalations (
+    grp TEXT NOT NULL,
+    id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    doc TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (grp, id)
+);
 ";
+
+/// How long the record of a closed incident is kept (as the DynamoDB store keeps it).
+pub const CLOSED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 pub struct SqliteIncidentStore {
     conn: Mutex<Connection>,
@@ -66,6 +94,14 @@ impl SqliteIncidentStore {
         let conn = Connection::open(path).map_err(|e| StoreError(format!("opening {}: {e}", path.display())))?;
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;").map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
+        // Files written before decision notes: add the column (NULL reads as "no note").
+        let has_note: bool = conn
+            .query_row("SELECT COUNT(*) FROM pragma_table_info('open_incidents') WHERE name = 'last_decision'", [], |r| r.get::<_, i64>(0))
+            .map_err(err)?
+            > 0;
+        if !has_note {
+            conn.execute_batch("ALTER TABLE open_incidents ADD COLUMN last_decision TEXT").map_err(err)?;
+        }
         Ok(Self { conn: Mutex::new(conn) })
     }
 
@@ -78,6 +114,33 @@ impl SqliteIncidentStore {
     }
 }
 
+/// The attempts of incident `incident_id` of `app`, oldest first.
+fn attempts(conn: &Connection, app: &str, incident_id: &str) -> Result<Vec<Attempt>, StoreError> {
+    let mut stmt =
+        conn.prepare("SELECT key, rung, at, outcome FROM actions WHERE app = ?1 AND incident_id = ?2 ORDER BY at").map_err(err)?;
+    let rows = stmt
+        .query_map(params![app, incident_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
+        })
+        .map_err(err)?;
+    let mut attempts = Vec::new();
+    for row in rows {
+        let (key, rung, at, outcome) = row.map_err(err)?;
+        attempts.push(Attempt {
+            rung: parse_name::<Rung>(&rung)?,
+            at: at.parse::<DateTime<Utc>>().map_err(err)?,
+            idempotency_key: IdempotencyKey::parse(&key),
+            outcome: parse_name::<Outcome>(&outcome)?,
+        });
+    }
+    Ok(attempts)
+}
+
+/// A note this version cannot read is shown as absent rather than hiding the incident.
+fn note(json: Option<String>) -> Option<DecisionNote> {
+    json.and_then(|j| serde_json::from_str(&j).ok())
+}
+
 impl IncidentStore for SqliteIncidentStore {
     async fn history(&self, app: &str) -> Result<History, StoreError> {
         let conn = self.conn();
@@ -85,23 +148,7 @@ impl IncidentStore for SqliteIncidentStore {
             conn.query_row("SELECT incident FROM open_incidents WHERE app = ?1", params![app], |r| r.get(0)).optional().map_err(err)?;
         let Some(incident) = incident else { return Ok(History::default()) };
         let incident: IncidentKey = from_json(&incident)?;
-        let mut stmt =
-            conn.prepare("SELECT key, rung, at, outcome FROM actions WHERE app = ?1 AND incident_id = ?2 ORDER BY at").map_err(err)?;
-        let rows = stmt
-            .query_map(params![app, incident.id()], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
-            })
-            .map_err(err)?;
-        let mut attempts = Vec::new();
-        for row in rows {
-            let (key, rung, at, outcome) = row.map_err(err)?;
-            attempts.push(Attempt {
-                rung: parse_name::<Rung>(&rung)?,
-                at: at.parse::<DateTime<Utc>>().map_err(err)?,
-                idempotency_key: IdempotencyKey::parse(&key),
-                outcome: parse_name::<Outcome>(&outcome)?,
-            });
-        }
+        let attempts = attempts(&conn, app, &incident.id())?;
         Ok(History { incident: Some(incident), attempts })
     }
 
@@ -154,8 +201,38 @@ impl IncidentStore for SqliteIncidentStore {
         Ok(())
     }
 
-    async fn close(&self, app: &str, _at: DateTime<Utc>) -> Result<(), StoreError> {
-        self.conn().execute("DELETE FROM open_incidents WHERE app = ?1", params![app]).map_err(err)?;
+    async fn close(&self, app: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(err)?;
+        let open: Option<(String, String, Option<String>)> = tx
+            .query_row("SELECT incident, opened_at, last_decision FROM open_incidents WHERE app = ?1", params![app], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()
+            .map_err(err)?;
+        if let Some((incident, opened_at, last_decision)) = open {
+            let id = from_json::<IncidentKey>(&incident)?.id();
+            let expires = at + chrono::Duration::from_std(CLOSED_RETENTION).unwrap_or_default();
+            tx.execute(
+                "INSERT OR REPLACE INTO closed_incidents (app, incident_id, incident, opened_at, closed_at, last_decision, expires_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![app, id, incident, opened_at, at.to_rfc3339(), last_decision, expires.timestamp()],
+            )
+            .map_err(err)?;
+            tx.execute("DELETE FROM open_incidents WHERE app = ?1", params![app]).map_err(err)?;
+        }
+        tx.execute("DELETE FROM closed_incidents WHERE expires_at <= ?1", params![Utc::now().timestamp()]).map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(())
+    }
+
+    async fn note_decision(&self, app: &str, incident: &IncidentKey, note: &DecisionNote) -> Result<(), StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE open_incidents SET last_decision = ?3 WHERE app = ?1 AND incident = ?2",
+                params![app, to_json(incident)?, to_json(note)?],
+            )
+            .map_err(err)?;
         Ok(())
     }
 
@@ -164,6 +241,123 @@ impl IncidentStore for SqliteIncidentStore {
         let mut stmt = conn.prepare("SELECT app FROM open_incidents ORDER BY app").map_err(err)?;
         let apps = stmt.query_map([], |r| r.get(0)).map_err(err)?.collect::<Result<Vec<String>, _>>().map_err(err)?;
         Ok(apps)
+    }
+}
+
+impl IncidentLedger for SqliteIncidentStore {
+    async fn incidents(&self, include_closed: bool) -> Result<Vec<IncidentRecord>, StoreError> {
+        let conn = self.conn();
+        let mut records = Vec::new();
+        let mut stmt = conn.prepare("SELECT app, incident, opened_at, last_decision FROM open_incidents ORDER BY app").map_err(err)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, Option<String>>(3)?)))
+            .map_err(err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
+        for (app, incident, opened_at, last_decision) in rows {
+            let incident: IncidentKey = from_json(&incident)?;
+            records.push(IncidentRecord {
+                attempts: attempts(&conn, &app, &incident.id())?,
+                app,
+                incident,
+                opened_at: opened_at.parse().map_err(err)?,
+                closed_at: None,
+                last_decision: note(last_decision),
+            });
+        }
+        if include_closed {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT app, incident, opened_at, closed_at, last_decision FROM closed_incidents WHERE expires_at > ?1 ORDER BY app, opened_at",
+                )
+                .map_err(err)?;
+            let rows = stmt
+                .query_map(params![Utc::now().timestamp()], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                    ))
+                })
+                .map_err(err)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(err)?;
+            for (app, incident, opened_at, closed_at, last_decision) in rows {
+                let incident: IncidentKey = from_json(&incident)?;
+                records.push(IncidentRecord {
+                    attempts: attempts(&conn, &app, &incident.id())?,
+                    app,
+                    incident,
+                    opened_at: opened_at.parse().map_err(err)?,
+                    closed_at: Some(closed_at.parse().map_err(err)?),
+                    last_decision: note(last_decision),
+                });
+            }
+        }
+        Ok(records)
+    }
+}
+
+/// The Slack escalator's records in the state file, with the same compare-and-set and expiry as
+/// the DynamoDB and memory stores.
+impl EscalationStore for SqliteIncidentStore {
+    async fn load(&self, group: &str, id: &str) -> Result<Option<Versioned>, StoreError> {
+        let row: Option<(i64, String)> = self
+            .conn()
+            .query_row(
+                "SELECT version, doc FROM escalations WHERE grp = ?1 AND id = ?2 AND expires_at > ?3",
+                params![group, id, Utc::now().timestamp_millis()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(err)?;
+        row.map(|(version, doc)| Ok(Versioned { version: version as u64, doc: from_json(&doc)? })).transpose()
+    }
+
+    async fn store(
+        &self,
+        group: &str,
+        id: &str,
+        doc: &serde_json::Value,
+        expected: Option<u64>,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let now = Utc::now().timestamp_millis();
+        let expires = now.saturating_add(ttl.as_millis().min(i64::MAX as u128) as i64);
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(err)?;
+        let current: Option<i64> = tx
+            .query_row("SELECT version FROM escalations WHERE grp = ?1 AND id = ?2 AND expires_at > ?3", params![group, id, now], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(err)?;
+        if current.map(|v| v as u64) != expected {
+            return Ok(false);
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO escalations (grp, id, version, doc, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![group, id, expected.map_or(1, |v| v + 1) as i64, doc.to_string(), expires],
+        )
+        .map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(true)
+    }
+
+    async fn list(&self, group: &str) -> Result<Vec<(String, Versioned)>, StoreError> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare("SELECT id, version, doc FROM escalations WHERE grp = ?1 AND expires_at > ?2 ORDER BY id").map_err(err)?;
+        let rows = stmt
+            .query_map(params![group, Utc::now().timestamp_millis()], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+            })
+            .map_err(err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
+        rows.into_iter().map(|(id, version, doc)| Ok((id, Versioned { version: version as u64, doc: from_json(&doc)? }))).collect()
     }
 }
 
@@ -233,5 +427,74 @@ mod tests {
             Claim::AlreadyDone(Outcome::Succeeded)
         );
         assert!(store.complete("argocd/web", &IdempotencyKey::derive(&incident(), Rung::Escalate), Outcome::Succeeded).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_note_lands_on_its_open_incident_only_and_a_closed_incident_is_kept_with_it_for_a_week() {
+        let store = SqliteIncidentStore::in_memory().unwrap();
+        let ttl = Duration::from_secs(600);
+        let note = DecisionNote { action: "refresh".into(), failure_mode: "stale-reconcile".into(), ..DecisionNote::default() };
+        // No open incident: a note opens none.
+        store.note_decision("argocd/web", &incident(), &note).await.unwrap();
+        assert!(store.incidents(true).await.unwrap().is_empty());
+        store.claim("argocd/web", &incident(), &attempt(Rung::Refresh, 0), ttl).await.unwrap();
+        let other = IncidentKey { revision: "def".into(), ..incident() };
+        store.note_decision("argocd/web", &other, &DecisionNote { action: "sync".into(), ..note.clone() }).await.unwrap();
+        store.note_decision("argocd/web", &incident(), &note).await.unwrap();
+        let open = store.incidents(false).await.unwrap();
+        assert_eq!(open.len(), 1);
+        assert_eq!(open[0].last_decision.as_ref(), Some(&note), "the note of another incident is not kept");
+        assert_eq!(open[0].attempts.len(), 1);
+
+        let closed_at = Utc::now();
+        store.close("argocd/web", closed_at).await.unwrap();
+        assert!(store.incidents(false).await.unwrap().is_empty());
+        let all = store.incidents(true).await.unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].closed_at, Some(closed_at));
+        assert_eq!(all[0].last_decision.as_ref(), Some(&note));
+        assert_eq!(all[0].attempts.len(), 1, "its rungs are still there");
+        // A week later it is gone.
+        store.conn().execute("UPDATE closed_incidents SET expires_at = ?1", params![Utc::now().timestamp() - 1]).unwrap();
+        assert!(store.incidents(true).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_state_file_from_before_notes_gains_the_column_and_reads() {
+        let dir = std::env::temp_dir().join(format!("medic-store-old-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.db");
+        let _ = std::fs::remove_file(&path);
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("CREATE TABLE open_incidents (app TEXT PRIMARY KEY, incident TEXT NOT NULL, opened_at TEXT NOT NULL);")
+                .unwrap();
+            conn.execute(
+                "INSERT INTO open_incidents VALUES ('argocd/web', ?1, '2026-11-01T12:00:00+00:00')",
+                params![serde_json::to_string(&incident()).unwrap()],
+            )
+            .unwrap();
+        }
+        let store = SqliteIncidentStore::open(&path).unwrap();
+        let open = store.incidents(false).await.unwrap();
+        assert_eq!(open.len(), 1);
+        assert_eq!(open[0].last_decision, None);
+        assert_eq!(store.history("argocd/web").await.unwrap().incident, Some(incident()));
+    }
+
+    #[tokio::test]
+    async fn escalation_records_keep_the_compare_and_set_contract() {
+        let store = SqliteIncidentStore::in_memory().unwrap();
+        let ttl = Duration::from_secs(60);
+        let doc = serde_json::json!({"a": 1});
+        assert!(store.store("g", "1", &doc, None, ttl).await.unwrap());
+        assert!(!store.store("g", "1", &doc, None, ttl).await.unwrap(), "exists");
+        assert!(!store.store("g", "1", &doc, Some(7), ttl).await.unwrap(), "wrong version");
+        assert!(store.store("g", "1", &serde_json::json!({"a": 2}), Some(1), ttl).await.unwrap());
+        assert_eq!(store.load("g", "1").await.unwrap(), Some(Versioned { version: 2, doc: serde_json::json!({"a": 2}) }));
+        assert!(store.store("g", "2", &doc, None, Duration::ZERO).await.unwrap());
+        assert_eq!(store.load("g", "2").await.unwrap(), None, "expired");
+        assert!(store.store("g", "2", &doc, None, ttl).await.unwrap(), "an expired record may be created again");
+        assert_eq!(store.list("g").await.unwrap().iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["1", "2"]);
     }
 }

@@ -90,7 +90,8 @@ pub async fn connect(target: &Target) -> Result<Connection> {
     Ok(Connection { client, sim, policy, store })
 }
 
-fn default_state_path() -> PathBuf {
+/// `$XDG_STATE_HOME/argo-medic/state.db` (else `~/.local/state/...`): where `sweep`, `serve` and `incidents` keep state.
+pub fn default_state_path() -> PathBuf {
     let base = std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))

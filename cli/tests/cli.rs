@@ -284,3 +284,86 @@ fn serve_can_escalate_to_the_slack_simulator_one_thread_per_incident() {
     assert_eq!(apps.len(), total, "one thread per incident: {threads:?}");
     assert!(apps.contains(&"accounts"), "the failed hook is escalated: {apps:?}");
 }
+
+/// A state file of its own for a test.
+fn state_file(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("medic-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("state.db")
+}
+
+#[test]
+fn incidents_lists_what_sweeps_left_open_and_closed_as_a_table_and_json_lines_with_filters() {
+    let state = state_file("incidents");
+    let state = state.to_str().unwrap();
+    let o = medic(&["sweep", "--simulate", "--passes", "2", "--sync-per-minute", "600", "--state", state], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let o = medic(&["incidents", "--state", state], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = stdout(&o);
+    let header = table.lines().next().unwrap();
+    for column in ["APP", "STATUS", "MODE", "PROJECT", "SINCE", "RUNGS", "NEXT", "SLACK", "FLEET"] {
+        assert!(header.contains(column), "{header}");
+    }
+    let accounts = table.lines().find(|l| l.starts_with("argocd/accounts ")).expect("the escalated hook failure is open");
+    assert!(
+        accounts.contains("hook-failed") && accounts.contains("escalate:succeeded") && accounts.contains("human owns it"),
+        "{accounts}"
+    );
+    assert!(!table.contains("argocd/inventory"), "healed after its refresh: closed, not listed without --closed");
+
+    let o = medic(&["incidents", "--state", state, "-o", "json"], None);
+    let open = json_lines(&o);
+    assert!(open.len() > 10 && open.iter().all(|v| v["status"] == "open" && v["closed_at"].is_null()), "{open:?}");
+    let accounts = open.iter().find(|v| v["app"] == "argocd/accounts").unwrap();
+    assert_eq!(accounts["rungs"][0]["rung"], "escalate");
+    assert!(accounts["rungs"][0]["idempotency_key"].as_str().unwrap().starts_with("am1-"));
+    assert_eq!(accounts["next"]["kind"], "human");
+    assert_eq!(accounts["last_decision"]["failure_mode"], "hook-failed");
+    let events_bus = open.iter().find(|v| v["app"] == "argocd/events-bus").unwrap();
+    assert_eq!(events_bus["next"]["kind"], "look_again");
+    assert_eq!(events_bus["next"]["rung"], "escalate", "after its refresh the ladder offers escalate: {events_bus}");
+    assert!(events_bus["next"]["at"].is_string());
+
+    let o = medic(&["incidents", "--state", state, "--closed", "-o", "json"], None);
+    let all = json_lines(&o);
+    let inventory = all.iter().find(|v| v["app"] == "argocd/inventory").expect("closed incidents with --closed");
+    assert_eq!(inventory["status"], "closed");
+    assert!(inventory["closed_at"].is_string());
+    assert_eq!(inventory["rungs"][0]["rung"], "refresh");
+    assert_eq!(all.len(), open.len() + all.iter().filter(|v| v["status"] == "closed").count());
+
+    let only = |args: &[&str]| {
+        let mut a = vec!["incidents", "--state", state, "-o", "json"];
+        a.extend_from_slice(args);
+        let o = medic(&a, None);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        json_lines(&o)
+    };
+    let hooks = only(&["--mode", "hook-failed"]);
+    assert_eq!(hooks.iter().map(|v| v["app"].as_str().unwrap()).collect::<Vec<_>>(), ["argocd/accounts"]);
+    let platform = only(&["--project", "platform"]);
+    assert!(!platform.is_empty() && platform.iter().all(|v| v["project"] == "platform"), "{platform:?}");
+    assert!(only(&["--older-than", "1000d"]).is_empty());
+    assert_eq!(only(&["--older-than", "1s"]).len(), open.len());
+    let o = medic(&["incidents", "--state", state, "--older-than", "1000d"], None);
+    assert!(stdout(&o).contains("(no incidents)"));
+
+    let o = medic(&["incidents", "--state", state, "show", "accounts"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shown = stdout(&o);
+    for expected in
+        ["argocd/accounts (open)", "hook-failed", "escalate", "am1-", "evidence:", "PreSync hook Job/accounts-db-migrate", "trigger sweep"]
+    {
+        assert!(shown.contains(expected), "{expected} missing from {shown}");
+    }
+
+    let o = medic(&["incidents", "--state", state, "--mode", "no-such-mode"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("medic catalogue"), "{}", stderr(&o));
+    let o = medic(&["incidents", "--state", "/nonexistent/state.db"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no state file"), "{}", stderr(&o));
+}

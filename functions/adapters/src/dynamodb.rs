@@ -9,7 +9,8 @@
 //!
 //! | item | `pk` | `sk` | other attributes |
 //! | --- | --- | --- | --- |
-//! | open incident | `APP#<instance>#<app>` | `INCIDENT` | `app`, `incident_id`, `incident` (the `IncidentKey` as JSON), `opened_at` (RFC 3339). No expiry: deleted when the incident closes |
+//! | open incident | `APP#<instance>#<app>` | `INCIDENT` | `app`, `incident_id`, `incident` (the `IncidentKey` as JSON), `opened_at` (RFC 3339), optionally `last_decision` (the step's last `DecisionNote` as JSON: action, failure mode, project, reason, evidence, retry time, trigger, time; written by the worker after each step, read only by `medic incidents`). No expiry: deleted when the incident closes |
+//! | closed incident | `APP#<instance>#<app>` | `CLOSED#<incident id>` | `app`, `incident_id`, `incident`, `opened_at`, `last_decision` (as the open incident had them), `closed_at` (RFC 3339), `expires_at` (`closed_at` + 7 days). Written with the deletion of the open incident, in one transaction, so `medic incidents --closed` can list what closed recently; nothing in the pipeline reads it |
 //! | action (idempotency record) | `APP#<instance>#<app>` | `ACTION#<incident id>#<idempotency key>` | `app`, `incident_id`, `idempotency_key`, `rung`, `at` (RFC 3339), `outcome` (serde names: `hard_refresh`, `no_effect`), `status` (`INPROGRESS` or `COMPLETED`), `in_progress_until` (epoch milliseconds, while in progress), `expires_at` (`at` + 30 days) |
 //! | dedupe record | `DEDUPE#<instance>#<dedupe key>` | `-` | `seen_at` (RFC 3339), `expires_at`; a work item's record also `status` (`INPROGRESS` while a delivery handles it, then `COMPLETED`), `owner` (the delivery: message id and receive count) and `lease_until` (epoch milliseconds, while in progress). A record without `status` (markers, and releases before leases) is done |
 //! | app lock | `LOCK#<instance>#<app>` | `-` | `owner`, `locked_at` (RFC 3339), `expires_at` |
@@ -40,14 +41,14 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, KeySchemaElement, KeyType, Put, ScalarAttributeType, TableStatus,
-    TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem,
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, KeySchemaElement, KeyType, Put, ScalarAttributeType,
+    TableStatus, TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use medic_core::catalogue::Rung;
 use medic_core::idempotency::IdempotencyKey;
-use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
-use medic_core::ports::{AppLock, Begun, Claim, DedupeStore, IncidentStore, Seen, StoreError};
+use medic_core::incident::{Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
+use medic_core::ports::{AppLock, Begun, Claim, DedupeStore, IncidentLedger, IncidentStore, Seen, StoreError};
 
 use crate::aws::describe;
 
@@ -56,6 +57,11 @@ pub const TTL_ATTRIBUTE: &str = "expires_at";
 
 /// How long action records are kept after the action.
 pub const ACTION_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// How long the record of a closed incident is kept (for `medic incidents --closed`).
+pub const CLOSED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+const CLOSED_SK_PREFIX: &str = "CLOSED#";
 
 /// The least time a work item's dedupe record is kept, whatever its lease.
 const DEDUPE_MIN_TTL: Duration = Duration::from_secs(3600);
@@ -160,6 +166,47 @@ impl DynamoDbStore {
         items.first().map(|item| get_s(item, "sk").map(str::to_owned)).transpose()
     }
 
+    /// The attempts of incident `incident_id` in partition `pk`, oldest first.
+    async fn attempts(&self, pk: &str, incident_id: &str) -> Result<Vec<Attempt>, StoreError> {
+        let mut attempts = Vec::new();
+        for item in self.query(pk, &format!("ACTION#{incident_id}#"), None).await? {
+            attempts.push(Attempt {
+                rung: parse_name::<Rung>(get_s(&item, "rung")?)?,
+                at: get_s(&item, "at")?.parse::<DateTime<Utc>>().map_err(|e| StoreError(format!("{pk}: `at` is not a time: {e}")))?,
+                idempotency_key: IdempotencyKey::parse(get_s(&item, "idempotency_key")?),
+                outcome: parse_name::<Outcome>(get_s(&item, "outcome")?)?,
+            });
+        }
+        // Sort keys order by idempotency key; the history is ordered by time (stable for ties).
+        attempts.sort_by_key(|a| a.at);
+        Ok(attempts)
+    }
+
+    /// An open (`INCIDENT`) or closed (`CLOSED#…`) incident item as a record, with its attempts.
+    async fn record(&self, item: &Item) -> Result<IncidentRecord, StoreError> {
+        let pk = get_s(item, "pk")?;
+        let time = |attribute: &str| -> Result<DateTime<Utc>, StoreError> {
+            get_s(item, attribute)?
+                .parse::<DateTime<Utc>>()
+                .map_err(|e| StoreError(format!("{}: `{attribute}` is not a time: {e}", describe_item(item))))
+        };
+        let incident: IncidentKey = serde_json::from_str(get_s(item, "incident")?)
+            .map_err(|e| StoreError(format!("{}: `incident` is not an incident: {e}", describe_item(item))))?;
+        // A note this version cannot read is shown as absent rather than hiding the incident.
+        let last_decision = match item.get("last_decision") {
+            Some(AttributeValue::S(json)) => serde_json::from_str::<DecisionNote>(json).ok(),
+            _ => None,
+        };
+        Ok(IncidentRecord {
+            app: get_s(item, "app")?.to_owned(),
+            opened_at: time("opened_at")?,
+            closed_at: if item.contains_key("closed_at") { Some(time("closed_at")?) } else { None },
+            attempts: self.attempts(pk, &incident.id()).await?,
+            incident,
+            last_decision,
+        })
+    }
+
     /// The answer a record gives a claim made at `now_ms`, or `None` when it does not stand in
     /// the way (gone, or in progress past its expiry).
     async fn blocking_claim(&self, pk: &str, sk: &str, now_ms: i64) -> Result<Option<Claim>, StoreError> {
@@ -230,17 +277,7 @@ impl IncidentStore for DynamoDbStore {
         let Some(item) = self.get(&pk, INCIDENT_SK).await? else { return Ok(History::default()) };
         let incident: IncidentKey = serde_json::from_str(get_s(&item, "incident")?)
             .map_err(|e| StoreError(format!("{pk} INCIDENT: `incident` is not an incident: {e}")))?;
-        let mut attempts = Vec::new();
-        for item in self.query(&pk, &format!("ACTION#{}#", incident.id()), None).await? {
-            attempts.push(Attempt {
-                rung: parse_name::<Rung>(get_s(&item, "rung")?)?,
-                at: get_s(&item, "at")?.parse::<DateTime<Utc>>().map_err(|e| StoreError(format!("{pk}: `at` is not a time: {e}")))?,
-                idempotency_key: IdempotencyKey::parse(get_s(&item, "idempotency_key")?),
-                outcome: parse_name::<Outcome>(get_s(&item, "outcome")?)?,
-            });
-        }
-        // Sort keys order by idempotency key; the history is ordered by time (stable for ties).
-        attempts.sort_by_key(|a| a.at);
+        let attempts = self.attempts(&pk, &incident.id()).await?;
         Ok(History { incident: Some(incident), attempts })
     }
 
@@ -354,16 +391,77 @@ impl IncidentStore for DynamoDbStore {
         }
     }
 
-    async fn close(&self, app: &str, _at: DateTime<Utc>) -> Result<(), StoreError> {
-        self.client
-            .delete_item()
+    async fn close(&self, app: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
+        // The open incident becomes a closed record (kept `CLOSED_RETENTION`) in the same
+        // transaction that deletes it, conditioned on it still being the incident read here.
+        let pk = self.app_pk(app);
+        for _ in 0..CLAIM_TRIES {
+            let Some(item) = self.get(&pk, INCIDENT_SK).await? else { return Ok(()) };
+            let id = get_s(&item, "incident_id")?.to_owned();
+            let expires = at.checked_add_signed(TimeDelta::from_std(CLOSED_RETENTION).unwrap_or(TimeDelta::MAX)).unwrap_or(at);
+            let mut closed = Put::builder()
+                .table_name(&self.table)
+                .item("pk", s(&pk))
+                .item("sk", s(format!("{CLOSED_SK_PREFIX}{id}")))
+                .item("app", s(app))
+                .item("incident_id", s(&id))
+                .item("incident", s(get_s(&item, "incident")?))
+                .item("opened_at", s(get_s(&item, "opened_at")?))
+                .item("closed_at", s(at.to_rfc3339()))
+                .item(TTL_ATTRIBUTE, n(expires.timestamp()));
+            if let Some(AttributeValue::S(note)) = item.get("last_decision") {
+                closed = closed.item("last_decision", s(note));
+            }
+            let delete = Delete::builder()
+                .table_name(&self.table)
+                .key("pk", s(&pk))
+                .key("sk", s(INCIDENT_SK))
+                .condition_expression("#id = :id")
+                .expression_attribute_names("#id", "incident_id")
+                .expression_attribute_values(":id", s(&id))
+                .build()
+                .map_err(build_err)?;
+            let result = self
+                .client
+                .transact_write_items()
+                .transact_items(TransactWriteItem::builder().put(closed.build().map_err(build_err)?).build())
+                .transact_items(TransactWriteItem::builder().delete(delete).build())
+                .send()
+                .await;
+            match result {
+                Ok(_) => return Ok(()),
+                // Replaced or closed meanwhile, or a concurrent transaction: read it again.
+                Err(e) if e.as_service_error().is_some_and(|e| e.is_transaction_canceled_exception()) => {
+                    tokio::time::sleep(Duration::from_millis(20 + rand::random_range(0..40))).await;
+                }
+                Err(e) => return Err(StoreError(describe(&self.op("TransactWriteItems"), &e))),
+            }
+        }
+        Err(StoreError(format!("closing the incident of {app}: cancelled {CLAIM_TRIES} times by concurrent writes; try again later")))
+    }
+
+    async fn note_decision(&self, app: &str, incident: &IncidentKey, note: &DecisionNote) -> Result<(), StoreError> {
+        let json = serde_json::to_string(note).map_err(|e| StoreError(format!("serialising the decision note: {e}")))?;
+        let result = self
+            .client
+            .update_item()
             .table_name(&self.table)
             .key("pk", s(self.app_pk(app)))
             .key("sk", s(INCIDENT_SK))
+            .update_expression("SET #note = :note")
+            // Only on this incident, and never creating one.
+            .condition_expression("#id = :id")
+            .expression_attribute_names("#note", "last_decision")
+            .expression_attribute_names("#id", "incident_id")
+            .expression_attribute_values(":note", s(json))
+            .expression_attribute_values(":id", s(incident.id()))
             .send()
-            .await
-            .map_err(|e| StoreError(describe(&self.op("DeleteItem"), &e)))?;
-        Ok(())
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if is_conditional_failure(&e) => Ok(()),
+            Err(e) => Err(StoreError(describe(&self.op("UpdateItem"), &e))),
+        }
     }
 
     async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
@@ -405,6 +503,58 @@ impl IncidentStore for DynamoDbStore {
         apps.sort();
         apps.dedup();
         Ok(apps)
+    }
+}
+
+/// The operator's read (`medic incidents`): a `Scan` of this instance's open and closed incident
+/// items, then one `Query` per incident for its actions. The operator's principal needs
+/// `dynamodb:Scan` and `dynamodb:Query` on the table; no function calls this.
+impl IncidentLedger for DynamoDbStore {
+    async fn incidents(&self, include_closed: bool) -> Result<Vec<IncidentRecord>, StoreError> {
+        let prefix = format!("APP#{}#", self.instance);
+        let now = Utc::now().timestamp();
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let mut scan = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .expression_attribute_names("#pk", "pk")
+                .expression_attribute_names("#sk", "sk")
+                .expression_attribute_values(":incident", s(INCIDENT_SK))
+                .expression_attribute_values(":prefix", s(&prefix))
+                .set_exclusive_start_key(start.take());
+            scan = if include_closed {
+                scan.filter_expression("begins_with(#pk, :prefix) AND (#sk = :incident OR begins_with(#sk, :closed))")
+                    .expression_attribute_values(":closed", s(CLOSED_SK_PREFIX))
+            } else {
+                scan.filter_expression("begins_with(#pk, :prefix) AND #sk = :incident")
+            };
+            let out = scan.send().await.map_err(|e| StoreError(describe(&self.op("Scan"), &e)))?;
+            for item in out.items.unwrap_or_default() {
+                // The prefix of instance `a` also matches instance `a#b`: keep exact matches.
+                if get_s(&item, "pk")?.strip_prefix(&prefix) != Some(get_s(&item, "app")?) {
+                    continue;
+                }
+                // TTL deletion lags: an expired closed record is gone as far as readers go.
+                if item.contains_key(TTL_ATTRIBUTE) && get_n(&item, TTL_ATTRIBUTE)? <= now {
+                    continue;
+                }
+                items.push(item);
+            }
+            match out.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        let mut records = Vec::with_capacity(items.len());
+        for item in &items {
+            records.push(self.record(item).await?);
+        }
+        records.sort_by(|a, b| (a.closed_at.is_some(), &a.app, a.opened_at).cmp(&(b.closed_at.is_some(), &b.app, b.opened_at)));
+        Ok(records)
     }
 }
 

@@ -1274,6 +1274,80 @@ pub async fn load_action<S: EscalationStore>(store: &S, id: &str) -> Result<Opti
     }
 }
 
+/// What the Slack records say about one incident, for operators (`medic incidents`): its state
+/// in Slack, where its thread is, and the fleet incident it belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlackIncidentView {
+    pub state: IncidentState,
+    /// Who moved it there (`acknowledge by <@U…>`), when set.
+    pub detail: String,
+    /// Not posted: the app was snoozed when it escalated.
+    pub suppressed: bool,
+    pub project: String,
+    pub failure_mode: FailureMode,
+    /// The channel of its messages, once posted.
+    pub channel: Option<String>,
+    /// The `ts` of the thread's parent (where its replies go): its own parent, or the fleet's.
+    pub thread_ts: Option<String>,
+    /// The `ts` of the message that shows it (its parent, or its reply in a fleet thread).
+    pub message_ts: Option<String>,
+    pub fleet: Option<FleetView>,
+}
+
+/// A fleet incident as [`SlackIncidentView`] names it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FleetView {
+    pub fleet_id: String,
+    pub failure_mode: FailureMode,
+    /// Apps in it (with a reply of their own or counted), and how many recovered.
+    pub apps: usize,
+    pub resolved: usize,
+    pub opened_at: DateTime<Utc>,
+}
+
+/// The Slack records of incident `incident_id` of `app` (`namespace/name`), read straight from
+/// the store (no Slack call); `None` when it was never escalated (or its records expired).
+pub async fn incident_view<S: EscalationStore>(store: &S, app: &str, incident_id: &str) -> Result<Option<SlackIncidentView>, StoreError> {
+    let read = |e: EscalationError| StoreError(e.0);
+    let Some(v) = store.load(&app_group(app), incident_id).await? else { return Ok(None) };
+    let rec: IncidentRec = parse(&v, incident_id).map_err(read)?;
+    let message = |key: String| async move {
+        match store.load("msg", &key).await? {
+            Some(v) => parse::<MessageRec>(&v, &key).map(Some).map_err(read),
+            None => Ok(None),
+        }
+    };
+    let thread = message(rec.thread_key.clone()).await?;
+    let shown = message(rec.message_key.clone()).await?;
+    let fleet = match &rec.fleet {
+        Some(id) => match store.load("fleet", id).await? {
+            Some(v) => {
+                let f: FleetRec = parse(&v, id).map_err(read)?;
+                Some(FleetView {
+                    fleet_id: f.fleet_id.clone(),
+                    failure_mode: f.failure_mode,
+                    apps: f.members.len() + f.more,
+                    resolved: f.resolved.len(),
+                    opened_at: f.opened_at,
+                })
+            }
+            None => None,
+        },
+        None => None,
+    };
+    Ok(Some(SlackIncidentView {
+        state: rec.state,
+        detail: rec.detail.clone(),
+        suppressed: rec.suppressed,
+        project: rec.facts.project.clone(),
+        failure_mode: rec.facts.failure_mode,
+        channel: thread.as_ref().or(shown.as_ref()).map(|m| m.channel.clone()),
+        thread_ts: thread.and_then(|m| m.ts),
+        message_ts: shown.and_then(|m| m.ts),
+        fleet,
+    }))
+}
+
 fn app_group(app: &str) -> String {
     format!("app#{app}")
 }

@@ -125,3 +125,80 @@ impl History {
         self.attempts.iter().filter(|a| a.rung == Rung::Escalate && a.outcome != Outcome::Requested).map(|a| a.at).min()
     }
 }
+
+/// Most evidence lines a [`DecisionNote`] keeps, and the longest value of each (characters): a
+/// note lives on the incident's item, which DynamoDB caps at 400 KB.
+pub const NOTE_MAX_EVIDENCE: usize = 20;
+pub const NOTE_MAX_VALUE_CHARS: usize = 500;
+
+/// The last decision taken in an open incident, as the stores keep it for operators
+/// (`medic incidents show`): what was decided, why, on which evidence, and when to look again.
+///
+/// Every field has a default and the names are plain strings (not the catalogue's enums), so a
+/// note written by any version reads in any other, and records written before notes existed read
+/// as "no note".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DecisionNote {
+    /// `refresh`, `hard_refresh`, `sync`, `escalate`, `wait`, `none`.
+    pub action: String,
+    /// The failure mode's id (`hook-failed`).
+    pub failure_mode: String,
+    /// The app's Argo CD project.
+    pub project: String,
+    pub reason: String,
+    pub evidence: Vec<crate::decision::Evidence>,
+    /// For a wait: seconds after `decided_at` when the app is looked at again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_secs: Option<i64>,
+    /// What prompted the look (`on-sync-failed`, `sweep`, `slack-action`, ...).
+    pub trigger: String,
+    pub decided_at: Option<DateTime<Utc>>,
+}
+
+impl DecisionNote {
+    /// The note of `decision`, made about an app of `project` on `trigger`; evidence is cut to
+    /// [`NOTE_MAX_EVIDENCE`] lines of at most [`NOTE_MAX_VALUE_CHARS`] characters.
+    pub fn new(decision: &crate::decision::Decision, project: &str, trigger: &str) -> Self {
+        let cut = |s: &str| {
+            if s.chars().count() <= NOTE_MAX_VALUE_CHARS {
+                s.to_owned()
+            } else {
+                let mut t: String = s.chars().take(NOTE_MAX_VALUE_CHARS - 1).collect();
+                t.push('…');
+                t
+            }
+        };
+        Self {
+            action: decision.action.as_str().to_owned(),
+            failure_mode: decision.failure_mode.id().to_owned(),
+            project: project.to_owned(),
+            reason: cut(&decision.reason),
+            evidence: decision
+                .evidence
+                .iter()
+                .take(NOTE_MAX_EVIDENCE)
+                .map(|e| crate::decision::Evidence::new(e.field.clone(), cut(&e.value)))
+                .collect(),
+            retry_after_secs: decision.retry_after_secs,
+            trigger: trigger.to_owned(),
+            decided_at: Some(decision.decided_at),
+        }
+    }
+}
+
+/// One incident as a store keeps it, open or recently closed: what `medic incidents` lists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IncidentRecord {
+    /// `namespace/name`.
+    pub app: String,
+    pub incident: IncidentKey,
+    /// When the store opened it (the first claimed action).
+    pub opened_at: DateTime<Utc>,
+    /// When it closed (the app was Synced and Healthy again, or gone); `None` while open.
+    pub closed_at: Option<DateTime<Utc>>,
+    /// Rungs claimed in it, oldest first (in progress ones have outcome `requested`).
+    pub attempts: Vec<Attempt>,
+    /// The last decision noted on it; `None` for incidents written before notes were kept.
+    pub last_decision: Option<DecisionNote>,
+}

@@ -33,6 +33,6 @@ pub use decision::{Action, Decision, Evidence, HumanAction, SyncPlan};
 pub use error::PolicyError;
 pub use event::NotificationEvent;
 pub use idempotency::IdempotencyKey;
-pub use incident::{Attempt, History, IncidentKey, Outcome};
+pub use incident::{Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
 pub use policy::{DecisionPolicy, decide};
 pub use trigger::Trigger;

@@ -14,7 +14,7 @@ use crate::decision::Decision;
 use crate::escalation::{HumanActionOutcome, HumanActionRequest};
 use crate::event::AppRef;
 use crate::idempotency::IdempotencyKey;
-use crate::incident::{Attempt, History, IncidentKey, Outcome};
+use crate::incident::{Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
 
 /// Normal or hard refresh (`?refresh=normal|hard`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -145,6 +145,19 @@ pub trait IncidentStore: Send + Sync {
     fn close(&self, app: &str, at: DateTime<Utc>) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Apps with an open incident, so a sweep can look at them even when they now look healthy.
     fn open_incidents(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+    /// Keeps `note` (the step's last decision) on the app's open incident, if that incident is
+    /// `incident`; does nothing otherwise (no incident is opened by a note). For operators only
+    /// (`medic incidents show`): the policy never reads it. The default keeps nothing.
+    fn note_decision(&self, app: &str, incident: &IncidentKey, note: &DecisionNote) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = (app, incident, note);
+        async { Ok(()) }
+    }
+}
+
+/// The operator's read of a store's incidents (`medic incidents`): open ones, and with
+/// `include_closed` those closed recently enough to still be kept.
+pub trait IncidentLedger: Send + Sync {
+    fn incidents(&self, include_closed: bool) -> impl Future<Output = Result<Vec<IncidentRecord>, StoreError>> + Send;
 }
 
 /// Escalation failures.
@@ -359,6 +372,34 @@ impl<T: IncidentStore> IncidentStore for Arc<T> {
     }
     fn open_incidents(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send {
         (**self).open_incidents()
+    }
+    fn note_decision(&self, app: &str, incident: &IncidentKey, note: &DecisionNote) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).note_decision(app, incident, note)
+    }
+}
+
+impl<T: IncidentLedger> IncidentLedger for Arc<T> {
+    fn incidents(&self, include_closed: bool) -> impl Future<Output = Result<Vec<IncidentRecord>, StoreError>> + Send {
+        (**self).incidents(include_closed)
+    }
+}
+
+impl<T: EscalationStore> EscalationStore for Arc<T> {
+    fn load(&self, group: &str, id: &str) -> impl Future<Output = Result<Option<Versioned>, StoreError>> + Send {
+        (**self).load(group, id)
+    }
+    fn store(
+        &self,
+        group: &str,
+        id: &str,
+        doc: &serde_json::Value,
+        expected: Option<u64>,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).store(group, id, doc, expected, ttl)
+    }
+    fn list(&self, group: &str) -> impl Future<Output = Result<Vec<(String, Versioned)>, StoreError>> + Send {
+        (**self).list(group)
     }
 }
 

@@ -18,7 +18,7 @@ use crate::decision::{Action, Decision};
 use crate::error::PolicyError;
 use crate::event::AppRef;
 use crate::idempotency::IdempotencyKey;
-use crate::incident::{Attempt, Outcome};
+use crate::incident::{Attempt, DecisionNote, Outcome};
 use crate::policy::DecisionPolicy;
 use crate::ports::{
     ArgoApi, ArgoError, Budget, BudgetKind, Claim, Clock, EscalationError, Escalator, IncidentStore, RefreshKind, StoreError,
@@ -130,6 +130,27 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
             out.result = StepResult::Resolved;
             return Ok(out);
         }
+        // Boxed: the step's future is part of every caller's (the worker's batch, serve's loop),
+        // and in debug builds their sizes add up to more than a test thread's stack.
+        let result = Box::pin(self.act(app_ref, &app, &name, &decision, out)).await;
+        if let (false, Some(incident)) = (self.dry_run, &decision.incident) {
+            // For operators only (`medic incidents show`); the policy never reads it, so a note
+            // that could not be written must not fail the step.
+            let note = DecisionNote::new(&decision, &app.spec.project, trigger.as_str());
+            let _ = self.store.note_decision(&name, incident, &note).await;
+        }
+        result
+    }
+
+    /// Acts on `decision` (claim, act, record), given the report so far.
+    async fn act(
+        &self,
+        app_ref: &AppRef,
+        app: &Application,
+        name: &str,
+        decision: &Decision,
+        mut out: StepReport,
+    ) -> Result<StepReport, StepError> {
         let (Some(key), Some(incident)) = (decision.idempotency_key.clone(), decision.incident.clone()) else {
             out.result = if decision.action == Action::Wait { StepResult::Waiting } else { StepResult::NoAction };
             return Ok(out);
@@ -159,7 +180,7 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
             }
         }
         let attempt = Attempt { rung, at: decision.decided_at, idempotency_key: Some(key.clone()), outcome: Outcome::Requested };
-        match self.store.claim(&name, &incident, &attempt, self.claim_timeout).await? {
+        match self.store.claim(name, &incident, &attempt, self.claim_timeout).await? {
             Claim::Granted => {}
             Claim::AlreadyDone(outcome) => {
                 out.result = StepResult::AlreadyDone;
@@ -173,23 +194,23 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
             }
         }
         let acted = match rung {
-            Rung::Refresh | Rung::HardRefresh => self.refresh(app_ref, &app, rung, &mut out).await,
-            Rung::Sync => self.sync(app_ref, &app, &decision, &key, &mut out).await,
-            Rung::Escalate => self.escalate(&app, &decision, &mut out).await,
+            Rung::Refresh | Rung::HardRefresh => self.refresh(app_ref, app, rung, &mut out).await,
+            Rung::Sync => self.sync(app_ref, app, decision, &key, &mut out).await,
+            Rung::Escalate => self.escalate(app, decision, &mut out).await,
         };
         match acted {
             Ok(outcome) => {
-                self.store.complete(&name, &key, outcome).await?;
+                self.store.complete(name, &key, outcome).await?;
                 Ok(out)
             }
             Err(e) if is_transient(&e) => {
                 // Safe to retry later: a sync that did go through is found by its key in
                 // operation.info on the next run.
-                self.store.release(&name, &key).await?;
+                self.store.release(name, &key).await?;
                 Err(e)
             }
             Err(e) => {
-                self.store.complete(&name, &key, Outcome::Failed).await?;
+                self.store.complete(name, &key, Outcome::Failed).await?;
                 out.result = StepResult::Failed;
                 out.detail = e.to_string();
                 Ok(out)
