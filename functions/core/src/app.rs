@@ -240,6 +240,9 @@ pub struct SyncOperation {
     pub sync_strategy: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resources: Option<Vec<serde_json::Value>>,
+    /// Self-heal syncs in a row (Go `SelfHealAttemptsCount`; `autoHealAttemptsCount` on the wire).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_heal_attempts_count: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -442,6 +445,41 @@ impl Application {
     /// True when the app runs resource hooks (seen in the managed resources or the last result).
     pub fn has_hooks(&self) -> bool {
         self.status.resources.iter().any(|r| r.hook) || self.result_resources().iter().any(|r| !r.hook_type.is_empty())
+    }
+
+    /// True when a hook of the last operation started (whatever its outcome): re-running that
+    /// operation runs the hook again.
+    pub fn hooks_ran(&self) -> bool {
+        self.result_resources().iter().any(|r| !r.hook_type.is_empty() && !r.hook_phase.is_empty())
+    }
+
+    /// The last operation's phase, or `""`.
+    pub fn operation_phase(&self) -> &str {
+        self.status.operation_state.as_ref().map_or("", |s| s.phase.as_str())
+    }
+
+    /// True when the app ships the CustomResourceDefinition of `group` itself (managed resources or
+    /// the last result), so a kind of that group missing during a sync is the CRD racing its CRs.
+    pub fn ships_crd_for(&self, group: &str) -> bool {
+        let suffix = format!(".{group}");
+        let crd = |kind: &str, name: &str| kind == "CustomResourceDefinition" && !group.is_empty() && name.ends_with(&suffix);
+        self.status.resources.iter().any(|r| crd(&r.kind, &r.name)) || self.result_resources().iter().any(|r| crd(&r.kind, &r.name))
+    }
+
+    /// Calm: nothing for Argo Medic to look at. Synced and Healthy (or Suspended, a deliberate
+    /// state), not being deleted, no operation running or failed, and no condition that reports an
+    /// error or a warning other than orphaned resources. The one predicate for both the sweep's
+    /// candidates (on field-masked items, which lack conditions) and resolving an incident.
+    pub fn is_calm(&self) -> bool {
+        let steady = self.sync_status() == sync_status::SYNCED && matches!(self.health_status(), health::HEALTHY | health::SUSPENDED);
+        let quiet_operation = self.operation.is_none()
+            && !matches!(self.operation_phase(), phase::RUNNING | phase::TERMINATING | phase::FAILED | phase::ERROR);
+        let quiet_conditions = self
+            .status
+            .conditions
+            .iter()
+            .all(|c| !(c.kind.ends_with("Error") || c.kind.ends_with("Warning")) || c.kind == "OrphanedResourceWarning");
+        steady && quiet_operation && quiet_conditions && !self.is_deleting()
     }
 
     /// Idempotency keys recorded on the pending operation and on the last operation state.

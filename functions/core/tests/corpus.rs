@@ -12,14 +12,13 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use medic_core::app::strip_nulls;
-use medic_core::{Action, Application, Attempt, DecisionPolicy, History, PolicyConfig, Trigger};
+use medic_core::{Action, Application, Attempt, DecisionPolicy, FailureMode, History, PolicyConfig, Trigger};
 use serde::Deserialize;
 
 /// The share of cases the policy must agree with.
 const MIN_AGREEMENT: f64 = 0.95;
 /// The classes of issue 9, each of which needs cases and a near-miss pair.
-const CLASSES: &[&str] =
-    &["hooks", "appset", "kind-not-found", "transient", "rate-limit", "staleness", "conflicts", "custom-health"];
+const CLASSES: &[&str] = &["hooks", "appset", "kind-not-found", "transient", "rate-limit", "staleness", "conflicts", "custom-health"];
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,23 +86,14 @@ fn load() -> Vec<(Case, Application, PolicyConfig)> {
         .collect()
 }
 
-/// The case's configuration over the defaults. Keys the policy does not know yet are dropped, so
-/// the corpus can name knobs before the policy has them (they then simply have no effect).
+/// The case's configuration over the defaults, with the Argo CD version the app is served by.
 fn config_of(case: &Case) -> PolicyConfig {
-    let mut base = serde_json::to_value(PolicyConfig::default()).unwrap();
-    if let (Some(serde_json::Value::Object(over)), serde_json::Value::Object(base)) = (&case.config, &mut base) {
-        for (k, v) in over {
-            if base.contains_key(k) {
-                base.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    if let (Some(v), serde_json::Value::Object(base)) = (&case.argocd_version, &mut base) {
-        if base.contains_key("argocd_version") {
-            base.insert("argocd_version".into(), serde_json::Value::String(v.clone()));
-        }
-    }
-    serde_json::from_value(base).unwrap()
+    let mut config: PolicyConfig = match &case.config {
+        Some(c) => serde_json::from_value(c.clone()).unwrap_or_else(|e| panic!("{}: config: {e}", case.id)),
+        None => PolicyConfig::default(),
+    };
+    config.argocd_version = case.argocd_version.clone();
+    config
 }
 
 struct Graded {
@@ -114,6 +104,9 @@ struct Graded {
     unsafe_: bool,
     accept: Vec<Action>,
     reason: String,
+    rule: String,
+    /// The failure mode the case names, when the policy named another.
+    other_mode: Option<(String, FailureMode)>,
 }
 
 fn grade() -> Vec<Graded> {
@@ -137,6 +130,8 @@ fn grade() -> Vec<Graded> {
                 action: d.action,
                 accept: case.accept,
                 reason: d.reason,
+                rule: d.rule,
+                other_mode: case.mode.filter(|m| *m != d.failure_mode.id()).map(|m| (m, d.failure_mode)),
             }
         })
         .collect()
@@ -166,12 +161,13 @@ fn the_policy_agrees_with_the_corpus_and_makes_no_unsafe_decision() {
         .map(|g| {
             let accepted: Vec<_> = g.accept.iter().map(|a| a.as_str()).collect();
             format!(
-                "{}{}/{}: {} (accepted {})\n      {}",
+                "{}{}/{}: {} (accepted {}) by {}\n      {}",
                 if g.unsafe_ { "UNSAFE " } else { "" },
                 g.class,
                 g.id,
                 g.action,
                 accepted.join("|"),
+                g.rule,
                 g.reason
             )
         })
@@ -179,6 +175,13 @@ fn the_policy_agrees_with_the_corpus_and_makes_no_unsafe_decision() {
     println!("{report}");
     for w in &wrong {
         println!("  {w}");
+    }
+    // The failure mode is not graded (the action is what matters), but a different name is worth
+    // a look: it is what the escalation tells a human.
+    for g in graded.iter().filter(|g| g.agrees) {
+        if let Some((named, got)) = &g.other_mode {
+            println!("  mode {}/{}: the case names {named}, the policy {got}", g.class, g.id);
+        }
     }
     let share = agree as f64 / total as f64;
     assert!(
@@ -199,7 +202,9 @@ fn the_corpus_is_big_sourced_and_covers_every_class_with_a_near_miss_pair() {
         assert!(!case.accept.is_empty(), "{}", case.id);
         assert!(case.accept.iter().all(|a| !case.unsafe_actions.contains(a)), "{}: accepts an unsafe action", case.id);
         assert_eq!(app.incompleteness(), None, "{}", case.id);
-        assert!(case.mode.as_deref().is_none_or(|m| !m.is_empty()), "{}: empty mode", case.id);
+        if let Some(mode) = &case.mode {
+            assert!(mode.parse::<FailureMode>().is_ok(), "{}: unknown failure mode {mode}", case.id);
+        }
     }
     let ids: Vec<&str> = cases.iter().map(|(c, _, _)| c.id.as_str()).collect();
     for class in CLASSES {
