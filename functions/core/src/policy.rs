@@ -819,11 +819,9 @@ impl DecisionPolicy {
             // (shared resources) may still need the human who owns it.
             d.resolves_incident = app.is_calm() && history.incident.as_ref().is_some_and(|i| i.app == name);
             let label = if d.resolves_incident { "resolved" } else { "nothing-to-do" };
-            let d = step(d, label);
-            let mut d = d;
             d.reason =
                 if d.resolves_incident { format!("{}; the open incident is resolved", finding.detail) } else { finding.detail.clone() };
-            return Ok(d);
+            return Ok(step(d, label));
         }
 
         let incident = self.incident_for(app, &finding, history);
@@ -975,4 +973,26 @@ pub fn decide(
     config: &PolicyConfig,
 ) -> Result<Decision, PolicyError> {
     DecisionPolicy::new(config.clone()).decide(app, trigger, history, now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn managed_fields_become_json_pointers_and_ignored_prefixes_cover_their_children() {
+        let fields = serde_json::json!({"f:metadata": {"f:labels": {}}, "f:spec": {".": {}, "f:syncPolicy": {"f:automated": {"f:selfHeal": {}}}, "f:source": {"f:targetRevision": {}}}});
+        assert_eq!(edited_paths(&fields), ["/spec/source/targetRevision", "/spec/syncPolicy/automated/selfHeal"]);
+        let ignored = ["/spec/syncPolicy".to_owned()];
+        assert!(ignored_by_appset("/spec/syncPolicy/automated/selfHeal", &ignored));
+        assert!(!ignored_by_appset("/spec/syncPolicyX", &ignored));
+        assert!(!ignored_by_appset("/spec/source/targetRevision", &ignored));
+    }
+
+    #[test]
+    fn quoted_group_versions_are_read_from_kind_not_found_messages() {
+        let m = "no matches for kind \"PodSecurityPolicy\" in version \"policy/v1beta1\"";
+        assert_eq!(quoted_after(m, "in version \""), Some("policy/v1beta1"));
+        assert_eq!(quoted_after("nothing here", "in version \""), None);
+    }
 }
