@@ -14,9 +14,16 @@ use medic_worker::{Worker, WorkerConfig};
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let env = LambdaEnv::load().await?;
+    let argo = env.argo_client().await?;
+    // Rules that differ between Argo CD versions read it from the policy; when the call fails the
+    // version stays unknown and those rules assume the oldest behaviour.
+    let mut policy = env.policy.clone();
+    if policy.argocd_version.is_none() {
+        policy.argocd_version = argo.version().await.ok().map(|v| v.version).filter(|v| !v.is_empty());
+    }
     let worker = Arc::new(Worker {
         config: WorkerConfig { dry_run: env.dry_run, kill_switch: env.kill_switch, ..WorkerConfig::default() },
-        argo: env.argo_client().await?,
+        argo,
         store: env.store(),
         dedupe: env.store(),
         lock: env.store(),
@@ -24,7 +31,7 @@ async fn main() -> Result<(), Error> {
         escalator: env.escalator().await?,
         budget: env.worker_budget(),
         clock: SystemClock,
-        policy: DecisionPolicy::new(env.policy.clone()),
+        policy: DecisionPolicy::new(policy),
         metrics: Metrics::new(&env.instance_id),
     });
     run(service_fn(move |event: LambdaEvent<SqsEvent>| {
