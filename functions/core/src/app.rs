@@ -467,13 +467,24 @@ impl Application {
     }
 
     /// Calm: nothing for Argo Medic to look at. Synced and Healthy (or Suspended, a deliberate
-    /// state), not being deleted, no operation running or failed, and no condition that reports an
-    /// error or a warning other than orphaned resources. The one predicate for both the sweep's
-    /// candidates (on field-masked items, which lack conditions) and resolving an incident.
+    /// state), not being deleted, no operation running, no failed operation that may hide a failed
+    /// hook, and no condition that reports an error or a warning other than orphaned resources. The
+    /// one predicate for both the sweep's candidates and resolving an incident.
+    ///
+    /// A failed operation at the app's revision is calm only when its result is known and no hook
+    /// failed in it: a field-masked list item carries no result, so the sweep looks at every failed
+    /// operation, while a full object whose failure left the workloads Synced and Healthy closes
+    /// its incident.
     pub fn is_calm(&self) -> bool {
         let steady = self.sync_status() == sync_status::SYNCED && matches!(self.health_status(), health::HEALTHY | health::SUSPENDED);
-        let quiet_operation = self.operation.is_none()
-            && !matches!(self.operation_phase(), phase::RUNNING | phase::TERMINATING | phase::FAILED | phase::ERROR);
+        let failed = self.status.operation_state.as_ref().filter(|s| matches!(s.phase.as_str(), phase::FAILED | phase::ERROR));
+        let failure_unsettled = failed.is_some_and(|s| match &s.sync_result {
+            None => true,
+            Some(r) if !r.revision.is_empty() && r.revision != self.revision() => false,
+            Some(r) => r.resources.iter().any(|h| !h.hook_type.is_empty() && matches!(h.hook_phase.as_str(), "Failed" | "Error")),
+        });
+        let quiet_operation =
+            self.operation.is_none() && !matches!(self.operation_phase(), phase::RUNNING | phase::TERMINATING) && !failure_unsettled;
         let quiet_conditions = self
             .status
             .conditions
@@ -557,6 +568,28 @@ pub struct SyncOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_operation_is_calm_only_with_a_known_result_and_no_failed_hook() {
+        let mut app = Application::default();
+        app.status.sync = Some(SyncStatus { status: "Synced".into(), revision: "r1".into(), ..Default::default() });
+        app.status.health = Some(HealthStatus { status: "Healthy".into(), ..Default::default() });
+        assert!(app.is_calm());
+        app.status.operation_state = Some(OperationState { phase: "Failed".into(), ..Default::default() });
+        assert!(!app.is_calm(), "a list item: the result is unknown");
+        let result = |hook_phase: &str| SyncOperationResult {
+            revision: "r1".into(),
+            resources: vec![ResourceResult { hook_type: "PostSync".into(), hook_phase: hook_phase.into(), ..Default::default() }],
+            ..Default::default()
+        };
+        app.status.operation_state.as_mut().unwrap().sync_result = Some(result("Succeeded"));
+        assert!(app.is_calm(), "the workloads are fine and no hook failed");
+        app.status.operation_state.as_mut().unwrap().sync_result = Some(result("Failed"));
+        assert!(!app.is_calm(), "a failed hook is a failed deployment");
+        app.status.operation_state.as_mut().unwrap().phase = "Succeeded".into();
+        app.status.conditions.push(ApplicationCondition { kind: "SharedResourceWarning".into(), ..Default::default() });
+        assert!(!app.is_calm());
+    }
 
     #[test]
     fn nulls_anywhere_read_as_absent_fields() {
