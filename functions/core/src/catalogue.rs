@@ -420,7 +420,7 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
     CatalogueEntry {
         id: FailureMode::CrdNotEstablished,
         title: "Custom resource applied before its CRD was established",
-        recognised_by: "failed operation whose message or resource results say the kind is unknown to the API server",
+        recognised_by: "failed operation whose message or resource results say the kind is unknown to the API server, while the app ships the kind's CRD itself or fewer than kind_not_found_retries retries have run (otherwise api-not-served)",
         signals: KIND_NOT_FOUND_SIGNALS,
         default_action: Action::Sync,
         ladder: &[Sync, Escalate],
@@ -480,7 +480,7 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
     CatalogueEntry {
         id: FailureMode::HookFailed,
         title: "Sync hook failed",
-        recognised_by: "a hook in status.operationState.syncResult.resources with hookPhase Failed/Error, or operation message about failed hooks / Job backoff limit",
+        recognised_by: "a hook in status.operationState.syncResult.resources with hookPhase Failed/Error, or operation message about failed hooks / Job backoff limit, also when the app is Synced and Healthy afterwards",
         signals: &["Job has reached the specified backoff limit", "one or more SyncFail hooks failed", "BackoffLimitExceeded"],
         default_action: Action::Escalate,
         ladder: &[Escalate],
@@ -527,7 +527,7 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
     CatalogueEntry {
         id: FailureMode::CustomHealthNeverHealthy,
         title: "Custom resource health never reports Healthy",
-        recognised_by: "a resource of a non-built-in API group Progressing past progressing_timeout (resource health or `waiting for healthy state of <group>/<Kind>/<name>`)",
+        recognised_by: "a resource of a non-built-in API group Progressing past progressing_timeout (resource health or `waiting for healthy state of <group>/<Kind>/<name>`); past the kind's bound (custom_health_bounds, custom_health_bound_secs) the refresh is skipped",
         signals: &["Waiting for Ready condition", "Status conditions not found", "CRD is being installed"],
         default_action: Action::Refresh,
         ladder: &[Refresh, Escalate],
@@ -632,7 +632,7 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
     CatalogueEntry {
         id: FailureMode::AppSetHandEdit,
         title: "ApplicationSet-generated app edited by hand",
-        recognised_by: "an ApplicationSet ownerReference, and a managedFields entry by another manager updating spec after the applicationset-controller last did",
+        recognised_by: "an ApplicationSet ownerReference, and a managedFields entry by another manager (argocd-server, kubectl-*, helm, argocd) setting spec fields outside appset_ignored_fields after argocd-applicationset-controller (or the legacy applicationset-controller) last wrote",
         signals: &[],
         default_action: Action::Escalate,
         ladder: &[Escalate],
