@@ -884,6 +884,57 @@ def modes():
     case("modes", "sync-failed", a, ["escalate"], "`one or more objects failed to apply` with a patch error nobody recognises as transient: a human reads it.", trigger="on-sync-failed", mode="sync-failed")
 
 
+# === probes, written after the policy changed (commit f7e0bc3) ==================================
+# Edges of the new rules, labelled from the same sources before running the policy on them.
+
+def probes():
+    a = app("cron-reports", dest_ns="reports", health="Suspended")
+    op(a, "Failed", f"{TASKS_FAILED}, reason: {BACKOFF}", 30, 26, [
+        result("Job", "reports-schema", group="batch", ns="reports", message=BACKOFF, hook_type="PreSync", hook_phase="Failed"),
+    ])
+    case("hooks", "presync-failed-app-suspended-by-design", a, ["escalate"], f"A suspended CronJob app is Synced/Suspended, but its PreSync Job failed ({BACKOFF}, job-failed.yaml:47): a failed deployment.",
+         trigger="on-sync-failed", mode="hook-failed")
+
+    both = {"f:spec": {"f:syncPolicy": {"f:automated": {"f:selfHeal": {}}}, "f:source": {"f:targetRevision": {}}}}
+    a = owned_by_appset(app("web-mixed-edit", dest_ns="web", auto=False, sync="OutOfSync"), "web", APPSET_MGR, 400, [("argocd-server", 30, both)])
+    case("appset", "edit-of-ignored-and-not-ignored-fields", a, ["escalate"], f"One UI save changed spec.syncPolicy (ignored) and spec.source.targetRevision (not ignored): the latter will be reverted ({SRC_APPSET_UA}).",
+         mode="appset-hand-edit", config={"appset_ignored_fields": ["/spec/syncPolicy"]})
+
+    a = app("certs-auto", dest_ns="certs", sync="OutOfSync", health="Missing", resources=[
+        res("Certificate", "api", group="cert-manager.io", ns="certs", status="OutOfSync", health="Missing"),
+    ])
+    op(a, "Failed", no_match("Certificate", "cert-manager.io/v1"), 3, 2, [
+        result("Certificate", "api", group="cert-manager.io", ns="certs", status="SyncFailed", message=crd_msg("cert-manager.io", "Certificate", "certs", "api")),
+    ], retry_count=1)
+    case("kind-not-found", "operator-crd-after-one-retry", a, ["sync", "escalate"], f"One retry has not seen cert-manager's CRD yet ({SRC_CRD}); the cert-manager app may still be installing it. A sync once is reasonable, so is asking.",
+         trigger="on-sync-failed", mode="crd-not-established")
+
+    a = app("svc-grpc-unavailable", dest_ns="team-g", auto=False, sync="OutOfSync")
+    op(a, "Failed", "rpc error: code = Unavailable desc = error reading from server: EOF", 6, 5, [], user="dev@example.com")
+    case("transient", "grpc-unavailable-eof", a, ["sync"], "`rpc error: code = Unavailable desc = error reading from server: EOF` (argoproj/argo-cd#12214 quotes it): the connection dropped; re-run the person's sync.",
+         trigger="on-sync-failed", mode="sync-failed-transient")
+
+    a = app("fleet-stale-429", dest_ns="team-s", sync="Unknown", reconciled=120)
+    cond(a, "ComparisonError", RATE_LIMITS[0][1], 125)
+    case("rate-limit", "throttled-and-status-stale", a, ["refresh", "wait"], "A 429 (argoproj/argo-cd#1895) two hours ago and no reconcile since: one refresh shows whether it still holds; waiting is fine too.",
+         mode="stale-reconcile")
+
+    a = app("shared-and-pruning", dest_ns="web", sync="OutOfSync", prune=True)
+    a["status"]["resources"].append(res("Namespace", "web-legacy", prune=True, health=None))
+    cond(a, "SharedResourceWarning", "ConfigMap/web-settings is part of applications argocd/shared-and-pruning and argocd/web-legacy", 30)
+    case("conflicts", "shared-resource-and-namespace-prune", a, ["escalate"], f"A shared ConfigMap ({SRC_SHARED}) and a Namespace to prune: escalate, and touch nothing.",
+         mode="prune-blast-radius", prune_risk=True)
+
+    a = app("never-reconciled", dest_ns="new", sync="OutOfSync")
+    del a["status"]["reconciledAt"]
+    case("staleness", "never-reconciled", a, ["refresh"], "No reconciledAt at all: Argo CD has never compared the app (a new shard, a stuck controller); refresh first.", mode="stale-reconcile")
+
+    a = app("web-retry-rc", dest_ns="web", sync="OutOfSync", retry={"limit": -1, "refresh": True})
+    running(a, "Retrying operation. Attempt #2", 10, automated=True, revision=sha("rcold"), retry_count=2, retry={"limit": -1, "refresh": True})
+    case("version", "release-candidate-version-string", a, ["wait"], f"`v3.2.0-rc3+abc` is a 3.2 build: retry.refresh applies ({AC} controller/appcontroller.go:1628).",
+         trigger="on-sync-running", mode="operation-in-progress", version="v3.2.0-rc3+abc1234")
+
+
 def main():
     hooks()
     appsets()
@@ -895,6 +946,7 @@ def main():
     custom_health()
     versions()
     modes()
+    probes()
     ids = [c["id"] for c in CASES]
     assert len(ids) == len(set(ids)), "duplicate ids"
     names = [(c["app"]["metadata"]["namespace"], c["app"]["metadata"]["name"]) for c in CASES]
