@@ -372,7 +372,7 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         default_action: Action::Wait,
         ladder: &[],
         controller_refresh_counts: false,
-        diagnosis: "The Git, Helm or OCI host that serves the app's source is throttling Argo CD. It hits every app on that host at once and clears when the request rate drops. Refreshing, hard refreshing or escalating app by app only adds requests and noise: Argo Medic waits and looks again, and fleet-wide handling reports the outage once.",
+        diagnosis: "The Git, Helm or OCI host that serves the app's source is throttling Argo CD. It hits every app on that host at once and clears when the request rate drops; until then no sync can render the manifests. Refreshing, hard refreshing or escalating app by app only adds requests and noise: Argo Medic waits and looks again, and fleet-wide handling reports the outage once.",
         runbook: &[
             "Check the host's rate-limit status (GitHub: `X-RateLimit-Remaining`; Docker Hub: pull limits) and which credentials Argo CD uses.",
             "Authenticate the repository (a GitHub App, a Docker Hub account) or mirror it; raise `timeout.reconciliation` or use Git webhooks to poll less.",
