@@ -43,6 +43,9 @@ pub fn decisions_table(rows: &[(String, &Decision)]) -> String {
 
 pub fn decision_text(d: &Decision) -> String {
     let mut out = format!("{}: {} ({})\n  reason: {}\n", d.app, d.action, d.failure_mode, d.reason);
+    if !d.rule.is_empty() {
+        out.push_str(&format!("  rule: {}\n", d.rule));
+    }
     if let Some(after) = d.retry_after_secs {
         out.push_str(&format!("  look again in: {after}s\n"));
     }

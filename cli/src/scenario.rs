@@ -17,7 +17,9 @@ pub const SAMPLES_CAPTURED_AT: &str = "2026-11-01T12:30:00Z";
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioFile {
-    /// File name under `events/apps/`.
+    /// File name under `events/apps/`, or `corpus/<class>/<id>.json`: the Application of a case of
+    /// the decision-quality corpus (`events/corpus/`), so a golden scenario can pin a real-world
+    /// state without adding it to the sample fleet.
     pub app: String,
     #[serde(default)]
     pub description: String,
@@ -63,6 +65,18 @@ pub struct Scenario {
     pub config: PolicyConfig,
 }
 
+/// Where a scenario's `app` names a corpus case instead of a sample app.
+const CORPUS_PREFIX: &str = "corpus/";
+
+/// The Application of a corpus case (its `app` member).
+fn corpus_app(path: &Path) -> Result<Application> {
+    let source = path.display().to_string();
+    let case: serde_json::Value = parse_json(&read(path)?, &source)?;
+    let app = case.get("app").with_context(|| format!("{source}: a corpus case without `app`"))?;
+    let mut apps = parse_apps(&app.to_string(), &format!("{source}#app"))?;
+    Ok(apps.pop().with_context(|| format!("{source}: `app` holds no Application"))?.app)
+}
+
 /// Loads every scenario under `<events>/scenarios/`, with its app from `<events>/apps/`.
 pub fn load_all(events: &Path) -> Result<Vec<Scenario>> {
     let captured: DateTime<Utc> = SAMPLES_CAPTURED_AT.parse().expect("constant is RFC 3339");
@@ -71,9 +85,14 @@ pub fn load_all(events: &Path) -> Result<Vec<Scenario>> {
         .map(|path| {
             let source = path.display().to_string();
             let file: ScenarioFile = parse_json(&read(&path)?, &source)?;
-            let app_path = events.join("apps").join(&file.app);
-            let mut apps = parse_apps(&read(&app_path)?, &app_path.display().to_string())?;
-            let app = apps.pop().with_context(|| format!("{source}: {} holds no Application", file.app))?.app;
+            let app = match file.app.strip_prefix(CORPUS_PREFIX) {
+                Some(case) => corpus_app(&events.join("corpus").join(case))?,
+                None => {
+                    let app_path = events.join("apps").join(&file.app);
+                    let mut apps = parse_apps(&read(&app_path)?, &app_path.display().to_string())?;
+                    apps.pop().with_context(|| format!("{source}: {} holds no Application", file.app))?.app
+                }
+            };
             let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             Ok(Scenario { name, now: file.now.unwrap_or(captured), config: file.config.clone().unwrap_or_default(), app, file })
         })

@@ -76,6 +76,10 @@ pub async fn connect(target: &Target) -> Result<Connection> {
     };
     let client = HttpArgoClient::new(settings).context("building the Argo CD client")?;
     let version = client.version().await.context("reading the Argo CD version")?;
+    // Rules that differ between Argo CD versions read it from the policy (a configured version wins).
+    if policy.argocd_version.is_none() && !version.version.is_empty() {
+        policy.argocd_version = Some(version.version.clone());
+    }
     eprintln!(
         "medic: Argo CD {} ({}){}",
         version.version,

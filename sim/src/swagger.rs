@@ -158,6 +158,19 @@ impl SwaggerSpec {
         Ok(SwaggerSpec { operations, definitions })
     }
 
+    /// Violations of `value` against the spec's definition `definition` (as a response body, so
+    /// unknown members are violations), each prefixed with `context`: for objects that do not travel
+    /// over a logged request, such as the decision corpus's Applications.
+    pub fn check_definition(&self, definition: &str, value: &Value, context: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.definitions.contains_key(definition) {
+            return vec![format!("{context}: the spec has no definition {definition}")];
+        }
+        let mut walker = Walker { spec: self, direction: Direction::Response, out: &mut out, context };
+        walker.check(&json_ref(definition), value, definition, 0);
+        out
+    }
+
     /// Violations in what the client sent: path and method, query parameters, content type,
     /// and the body against the operation's body schema.
     pub fn check_request(&self, r: &LoggedRequest) -> Vec<String> {

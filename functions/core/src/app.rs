@@ -240,6 +240,9 @@ pub struct SyncOperation {
     pub sync_strategy: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resources: Option<Vec<serde_json::Value>>,
+    /// Self-heal syncs in a row (Go `SelfHealAttemptsCount`; `autoHealAttemptsCount` on the wire).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_heal_attempts_count: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -444,6 +447,52 @@ impl Application {
         self.status.resources.iter().any(|r| r.hook) || self.result_resources().iter().any(|r| !r.hook_type.is_empty())
     }
 
+    /// True when a hook of the last operation started (whatever its outcome): re-running that
+    /// operation runs the hook again.
+    pub fn hooks_ran(&self) -> bool {
+        self.result_resources().iter().any(|r| !r.hook_type.is_empty() && !r.hook_phase.is_empty())
+    }
+
+    /// The last operation's phase, or `""`.
+    pub fn operation_phase(&self) -> &str {
+        self.status.operation_state.as_ref().map_or("", |s| s.phase.as_str())
+    }
+
+    /// True when the app ships the CustomResourceDefinition of `group` itself (managed resources or
+    /// the last result), so a kind of that group missing during a sync is the CRD racing its CRs.
+    pub fn ships_crd_for(&self, group: &str) -> bool {
+        let suffix = format!(".{group}");
+        let crd = |kind: &str, name: &str| kind == "CustomResourceDefinition" && !group.is_empty() && name.ends_with(&suffix);
+        self.status.resources.iter().any(|r| crd(&r.kind, &r.name)) || self.result_resources().iter().any(|r| crd(&r.kind, &r.name))
+    }
+
+    /// Calm: nothing for Argo Medic to look at. Synced and Healthy (or Suspended, a deliberate
+    /// state), not being deleted, no operation running, no failed operation that may hide a failed
+    /// hook, and no condition that reports an error or a warning other than orphaned resources. The
+    /// one predicate for both the sweep's candidates and resolving an incident.
+    ///
+    /// A failed operation at the app's revision is calm only when its result is known and no hook
+    /// failed in it: a field-masked list item carries no result, so the sweep looks at every failed
+    /// operation, while a full object whose failure left the workloads Synced and Healthy closes
+    /// its incident.
+    pub fn is_calm(&self) -> bool {
+        let steady = self.sync_status() == sync_status::SYNCED && matches!(self.health_status(), health::HEALTHY | health::SUSPENDED);
+        let failed = self.status.operation_state.as_ref().filter(|s| matches!(s.phase.as_str(), phase::FAILED | phase::ERROR));
+        let failure_unsettled = failed.is_some_and(|s| match &s.sync_result {
+            None => true,
+            Some(r) if !r.revision.is_empty() && r.revision != self.revision() => false,
+            Some(r) => r.resources.iter().any(|h| !h.hook_type.is_empty() && matches!(h.hook_phase.as_str(), "Failed" | "Error")),
+        });
+        let quiet_operation =
+            self.operation.is_none() && !matches!(self.operation_phase(), phase::RUNNING | phase::TERMINATING) && !failure_unsettled;
+        let quiet_conditions = self
+            .status
+            .conditions
+            .iter()
+            .all(|c| !(c.kind.ends_with("Error") || c.kind.ends_with("Warning")) || c.kind == "OrphanedResourceWarning");
+        steady && quiet_operation && quiet_conditions && !self.is_deleting()
+    }
+
     /// Idempotency keys recorded on the pending operation and on the last operation state.
     pub fn recorded_idempotency_keys(&self) -> impl Iterator<Item = &str> {
         let pending = self.operation.iter().flat_map(|o| o.info.iter());
@@ -519,6 +568,28 @@ pub struct SyncOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_operation_is_calm_only_with_a_known_result_and_no_failed_hook() {
+        let mut app = Application::default();
+        app.status.sync = Some(SyncStatus { status: "Synced".into(), revision: "r1".into(), ..Default::default() });
+        app.status.health = Some(HealthStatus { status: "Healthy".into(), ..Default::default() });
+        assert!(app.is_calm());
+        app.status.operation_state = Some(OperationState { phase: "Failed".into(), ..Default::default() });
+        assert!(!app.is_calm(), "a list item: the result is unknown");
+        let result = |hook_phase: &str| SyncOperationResult {
+            revision: "r1".into(),
+            resources: vec![ResourceResult { hook_type: "PostSync".into(), hook_phase: hook_phase.into(), ..Default::default() }],
+            ..Default::default()
+        };
+        app.status.operation_state.as_mut().unwrap().sync_result = Some(result("Succeeded"));
+        assert!(app.is_calm(), "the workloads are fine and no hook failed");
+        app.status.operation_state.as_mut().unwrap().sync_result = Some(result("Failed"));
+        assert!(!app.is_calm(), "a failed hook is a failed deployment");
+        app.status.operation_state.as_mut().unwrap().phase = "Succeeded".into();
+        app.status.conditions.push(ApplicationCondition { kind: "SharedResourceWarning".into(), ..Default::default() });
+        assert!(!app.is_calm());
+    }
 
     #[test]
     fn nulls_anywhere_read_as_absent_fields() {

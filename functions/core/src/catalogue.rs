@@ -80,9 +80,11 @@ failure_modes! {
     StaleReconcile => "stale-reconcile",
     StaleProgressing => "stale-progressing",
     ComparisonErrorTransient => "comparison-error-transient",
+    SourceRateLimited => "source-rate-limited",
     CachedManifestError => "cached-manifest-error",
     SourceConfigError => "source-config-error",
     CrdNotEstablished => "crd-not-established",
+    ApiNotServed => "api-not-served",
     WebhookUnavailable => "webhook-unavailable",
     ResourceRejected => "resource-rejected",
     HookFailed => "hook-failed",
@@ -96,6 +98,7 @@ failure_modes! {
     AppDeleting => "app-deleting",
     PermissionDenied => "permission-denied",
     AppSetHandEdit => "appset-hand-edit",
+    OwnershipConflict => "ownership-conflict",
     SyncWindowBlocked => "sync-window-blocked",
     OperationInProgress => "operation-in-progress",
     OperationRunningTooLong => "operation-running-too-long",
@@ -188,6 +191,61 @@ pub const TRANSIENT_SIGNALS: &[&str] = &[
     "service unavailable",
     "net/http: request canceled",
     "http2: client connection lost",
+    // Kubernetes' own "try again" answers (apimachinery NewServerTimeout, the request timeout
+    // filter) and connections the API server or its load balancer dropped.
+    "the server was unable to return a response in the time allotted",
+    "timeout: request did not complete within requested timeout",
+    "http2: server sent goaway",
+    "write: broken pipe",
+    "resource quota evaluation timed out",
+    "etcdserver: too many requests",
+];
+
+/// A Git, Helm or OCI host throttling Argo CD. Shared by every app on that host and transient.
+pub const RATE_LIMIT_SIGNALS: &[&str] = &[
+    "status code: 429",
+    "429 too many requests",
+    "toomanyrequests",
+    "rate limit exceeded",
+    "you have reached your pull rate limit",
+    "the requested url returned error: 429",
+    "secondary rate limit",
+];
+
+/// The kind-not-found messages: the API server does not know the kind the manifests use, whether
+/// because its CRD is not established yet or because the API is gone.
+pub const KIND_NOT_FOUND_SIGNALS: &[&str] = &[
+    "the server could not find the requested resource",
+    "no matches for kind",
+    "could not find the requested resource",
+    "ensure CRDs are installed first",
+    "Make sure the \"",
+];
+
+/// Built-in API versions Kubernetes has removed (the deprecation guide): a manifest using one
+/// fails with kind-not-found on every cluster that no longer serves it, however often it is retried.
+pub const REMOVED_BUILTIN_APIS: &[&str] = &[
+    "extensions/v1beta1",
+    "apps/v1beta1",
+    "apps/v1beta2",
+    "policy/v1beta1",
+    "batch/v1beta1",
+    "autoscaling/v2beta1",
+    "autoscaling/v2beta2",
+    "networking.k8s.io/v1beta1",
+    "rbac.authorization.k8s.io/v1beta1",
+    "apiextensions.k8s.io/v1beta1",
+    "admissionregistration.k8s.io/v1beta1",
+    "storage.k8s.io/v1beta1",
+    "scheduling.k8s.io/v1beta1",
+    "coordination.k8s.io/v1beta1",
+    "certificates.k8s.io/v1beta1",
+    "discovery.k8s.io/v1beta1",
+    "events.k8s.io/v1beta1",
+    "node.k8s.io/v1beta1",
+    "flowcontrol.apiserver.k8s.io/v1beta1",
+    "flowcontrol.apiserver.k8s.io/v1beta2",
+    "flowcontrol.apiserver.k8s.io/v1beta3",
 ];
 
 /// The catalogue, in the order it is printed.
@@ -338,6 +396,22 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         ],
     },
     CatalogueEntry {
+        id: FailureMode::SourceRateLimited,
+        title: "Git, Helm or OCI host rate-limiting Argo CD",
+        recognised_by: "condition ComparisonError (cached or not) whose message is a throttling answer from the source host: HTTP 429, `toomanyrequests`, `rate limit exceeded`",
+        signals: RATE_LIMIT_SIGNALS,
+        default_action: Action::Wait,
+        ladder: &[],
+        controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "The Git, Helm or OCI host that serves the app's source is throttling Argo CD. It hits every app on that host at once and clears when the request rate drops; until then no sync can render the manifests. Refreshing, hard refreshing or escalating app by app only adds requests and noise: Argo Medic waits and looks again, and fleet-wide handling reports the outage once.",
+        runbook: &[
+            "Check the host's rate-limit status (GitHub: `X-RateLimit-Remaining`; Docker Hub: pull limits) and which credentials Argo CD uses.",
+            "Authenticate the repository (a GitHub App, a Docker Hub account) or mirror it; raise `timeout.reconciliation` or use Git webhooks to poll less.",
+        ],
+    },
+    CatalogueEntry {
         id: FailureMode::CachedManifestError,
         title: "Manifest generation error served from cache",
         recognised_by: "condition ComparisonError containing `Manifest generation error (cached)`",
@@ -383,14 +457,8 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
     CatalogueEntry {
         id: FailureMode::CrdNotEstablished,
         title: "Custom resource applied before its CRD was established",
-        recognised_by: "failed operation whose message or resource results say the kind is unknown to the API server",
-        signals: &[
-            "the server could not find the requested resource",
-            "no matches for kind",
-            "Make sure the \"",
-            "could not find the requested resource",
-            "ensure CRDs are installed first",
-        ],
+        recognised_by: "failed operation whose message or resource results say the kind is unknown to the API server, while the app ships the kind's CRD itself or fewer than kind_not_found_retries retries have run (otherwise api-not-served)",
+        signals: KIND_NOT_FOUND_SIGNALS,
         default_action: Action::Sync,
         ladder: &[Sync, Escalate],
         controller_refresh_counts: false,
@@ -401,6 +469,23 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
             "Check the sync waves: CRDs (and Namespaces) in wave -2, operators in 0, CRs in 1.",
             "Add `SkipDryRunOnMissingResource=true` to CRs whose CRD an operator creates.",
             "Re-sync once the CRD shows `Established=True`.",
+        ],
+    },
+    CatalogueEntry {
+        id: FailureMode::ApiNotServed,
+        title: "Kind's API not served by the cluster",
+        recognised_by: "kind-not-found in a failed operation for an API version Kubernetes removed, a CRD version no longer served, or a kind whose CRD the app does not ship and that retries did not see appear",
+        signals: &["could not find version"],
+        default_action: Action::Escalate,
+        ladder: &[Escalate],
+        controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "The manifests use a kind or version the destination cluster does not serve: a built-in API removed by a Kubernetes upgrade (PodSecurityPolicy, extensions/v1beta1 Ingress, batch/v1beta1 CronJob), a CRD version its operator dropped, or a CRD nobody installed. Unlike a CRD racing its resources in one sync, no retry brings it back; Git has to change or the operator has to be installed.",
+        runbook: &[
+            "Read the kind and version in the message; check `kubectl api-resources` on the destination.",
+            "Removed built-in APIs: move the manifests to the served version (the Kubernetes deprecation guide lists them).",
+            "CRD versions or missing CRDs: install or upgrade the operator, or ship the CRD in an earlier sync wave of this app.",
         ],
     },
     CatalogueEntry {
@@ -440,7 +525,7 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
     CatalogueEntry {
         id: FailureMode::HookFailed,
         title: "Sync hook failed",
-        recognised_by: "a hook in status.operationState.syncResult.resources with hookPhase Failed/Error, or operation message about failed hooks / Job backoff limit",
+        recognised_by: "a hook in status.operationState.syncResult.resources with hookPhase Failed/Error, or operation message about failed hooks / Job backoff limit, also when the app is Synced and Healthy afterwards",
         signals: &["Job has reached the specified backoff limit", "one or more SyncFail hooks failed", "BackoffLimitExceeded"],
         default_action: Action::Escalate,
         ladder: &[Escalate],
@@ -493,7 +578,7 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
     CatalogueEntry {
         id: FailureMode::CustomHealthNeverHealthy,
         title: "Custom resource health never reports Healthy",
-        recognised_by: "a resource of a non-built-in API group Progressing past progressing_timeout (resource health or `waiting for healthy state of <group>/<Kind>/<name>`)",
+        recognised_by: "a resource of a non-built-in API group Progressing past progressing_timeout (resource health or `waiting for healthy state of <group>/<Kind>/<name>`); past the kind's bound (custom_health_bounds, custom_health_bound_secs) the refresh is skipped",
         signals: &["Waiting for Ready condition", "Status conditions not found", "CRD is being installed"],
         default_action: Action::Refresh,
         ladder: &[Refresh, Escalate],
@@ -612,7 +697,7 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
     CatalogueEntry {
         id: FailureMode::AppSetHandEdit,
         title: "ApplicationSet-generated app edited by hand",
-        recognised_by: "an ApplicationSet ownerReference, and a managedFields entry by another manager updating spec after the applicationset-controller last did",
+        recognised_by: "an ApplicationSet ownerReference, and a managedFields entry by another manager (argocd-server, kubectl-*, helm, argocd) setting spec fields outside appset_ignored_fields after argocd-applicationset-controller (or the legacy applicationset-controller) last wrote",
         signals: &[],
         default_action: Action::Escalate,
         ladder: &[Escalate],
@@ -623,6 +708,22 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         runbook: &[
             "Make the change in the ApplicationSet template or its generator input instead.",
             "To keep a field per app, use `spec.ignoreApplicationDifferences` or `preservedFields` on the ApplicationSet.",
+        ],
+    },
+    CatalogueEntry {
+        id: FailureMode::OwnershipConflict,
+        title: "Another writer or app fights over the app's resources",
+        recognised_by: "condition SharedResourceWarning (`is part of applications`), an operation failed with `Shared resource found`, or self-heal repeated self_heal_loop_attempts times (operation.sync.autoHealAttemptsCount) and still OutOfSync",
+        signals: &["is part of applications", "Shared resource found"],
+        default_action: Action::Escalate,
+        ladder: &[Escalate],
+        controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "Two owners want the same resource: two Applications render it, or self-heal keeps reverting a change another writer (an HPA on replicas, a mutating webhook, an operator) makes again. Each sync just hands the resource to the other side; waiting never settles it.",
+        runbook: &[
+            "For a shared resource: decide which app owns it and remove it from the other (or set `argocd.argoproj.io/sync-options: FailOnSharedResource=true` to make the conflict loud).",
+            "For self-heal loops: find the other writer in the resource's managedFields and add `ignoreDifferences` (with `RespectIgnoreDifferences=true`) for the fields it owns.",
         ],
     },
     CatalogueEntry {

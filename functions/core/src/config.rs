@@ -3,6 +3,8 @@
 //! Every field has a default, so `{}` is a valid configuration and a file only names what it
 //! changes. Durations are whole seconds.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::app::Application;
@@ -53,6 +55,25 @@ pub struct PolicyConfig {
     /// Health check groups Argo CD ships (core and built-in groups); resources of other groups are
     /// custom resources whose health comes from a Lua check or none.
     pub builtin_health_groups: Vec<String>,
+    /// The Argo CD version serving the apps (`GET /api/version`, e.g. `v3.2.0+66b2f30`); the client
+    /// fills it in. Rules that depend on a version assume the oldest behaviour when it is unknown.
+    pub argocd_version: Option<String>,
+    /// JSON pointers (`/spec/syncPolicy`) that the ApplicationSets list in
+    /// `ignoreApplicationDifferences`: a hand edit confined to them is not reverted, so it is not a
+    /// conflict. The pointers live on the ApplicationSet, which the policy does not read.
+    pub appset_ignored_fields: Vec<String>,
+    /// Seconds a custom resource may report Progressing before a refresh is pointless and a human
+    /// has to look, for kinds without an entry in `custom_health_bounds`.
+    pub custom_health_bound_secs: i64,
+    /// Per-kind bounds (`<group>/<Kind>` → seconds) for custom resources that normally take long
+    /// (a Kafka cluster, a cloud database).
+    pub custom_health_bounds: BTreeMap<String, i64>,
+    /// Self-heal syncs in a row (`operation.sync.autoHealAttemptsCount`) after which the app is
+    /// fighting another writer rather than drifting.
+    pub self_heal_loop_attempts: i64,
+    /// Retries of an operation that did not see a missing kind appear; after that many the kind's
+    /// API is not served by the cluster, whatever a further retry would do.
+    pub kind_not_found_retries: i64,
 }
 
 impl Default for PolicyConfig {
@@ -79,6 +100,12 @@ impl Default for PolicyConfig {
             builtin_health_groups: ["", "apps", "batch", "extensions", "networking.k8s.io", "policy", "autoscaling", "argoproj.io"]
                 .map(String::from)
                 .to_vec(),
+            argocd_version: None,
+            appset_ignored_fields: Vec::new(),
+            custom_health_bound_secs: 60 * 60,
+            custom_health_bounds: BTreeMap::new(),
+            self_heal_loop_attempts: 5,
+            kind_not_found_retries: 2,
         }
     }
 }
@@ -89,6 +116,24 @@ impl PolicyConfig {
         let project_ok = self.projects.is_empty() || self.projects.iter().any(|p| p == &app.spec.project);
         project_ok && selector_matches(&self.selector, &app.metadata.labels)
     }
+
+    /// True when the configured Argo CD version is at least `major.minor`; false when unknown.
+    pub fn argocd_at_least(&self, major: u64, minor: u64) -> bool {
+        self.argocd_version.as_deref().and_then(parse_version).is_some_and(|v| v >= (major, minor))
+    }
+
+    /// How long a custom resource of `group`/`kind` may report Progressing.
+    pub fn custom_health_bound(&self, group: &str, kind: &str) -> i64 {
+        self.custom_health_bounds.get(&format!("{group}/{kind}")).copied().unwrap_or(self.custom_health_bound_secs)
+    }
+}
+
+/// `(major, minor)` of an Argo CD version string (`v3.2.0+66b2f30`, `3.1.8`, `v2.14.11-rc1`).
+pub fn parse_version(v: &str) -> Option<(u64, u64)> {
+    let mut parts = v.trim().trim_start_matches('v').split(['.', '+', '-']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
 }
 
 /// Evaluates the equality-based subset of Kubernetes label selectors: `k=v`, `k==v`, `k!=v`, `k`,
@@ -128,6 +173,17 @@ mod tests {
         assert!(selector_matches("!tier", &l));
         assert!(!selector_matches("!team", &l));
         assert!(!selector_matches("tier", &l));
+    }
+
+    #[test]
+    fn versions_compare_by_major_and_minor_and_unknown_is_oldest() {
+        let at = |v: Option<&str>| PolicyConfig { argocd_version: v.map(String::from), ..PolicyConfig::default() };
+        assert!(at(Some("v3.2.0+66b2f30")).argocd_at_least(3, 2));
+        assert!(at(Some("v3.10.1")).argocd_at_least(3, 2));
+        assert!(!at(Some("v3.1.8+becb020")).argocd_at_least(3, 2));
+        assert!(!at(Some("v2.14.11")).argocd_at_least(3, 2));
+        assert!(!at(None).argocd_at_least(1, 0));
+        assert!(!at(Some("unknown")).argocd_at_least(1, 0));
     }
 
     #[test]

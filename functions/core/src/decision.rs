@@ -95,6 +95,11 @@ pub struct Decision {
     pub app: String,
     pub action: Action,
     pub failure_mode: FailureMode,
+    /// The rule that decided: the classifier rule that named the mode, then the step of the ladder
+    /// or the gate that chose the action (`failed-operation/hook-failed → ladder:escalate`), so a
+    /// wrong decision can be traced to the rule that made it.
+    #[serde(default)]
+    pub rule: String,
     /// One or two sentences a human can act on.
     pub reason: String,
     pub evidence: Vec<Evidence>,

@@ -1161,6 +1161,7 @@ mod tests {
             app: "argocd/x".into(),
             action: crate::decision::Action::Escalate,
             failure_mode: FailureMode::SyncFailed,
+            rule: String::new(),
             reason: String::new(),
             evidence: vec![],
             retry_after_secs: None,

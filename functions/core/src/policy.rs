@@ -9,15 +9,19 @@
 use chrono::{DateTime, Duration, SecondsFormat, SubsecRound, Utc};
 
 use crate::app::{Application, HOOKS_IDEMPOTENT_KEY, ResourceResult, health, phase, sync_status};
-use crate::catalogue::{FailureMode, Rung, TRANSIENT_SIGNALS};
+use crate::catalogue::{FailureMode, RATE_LIMIT_SIGNALS, REMOVED_BUILTIN_APIS, Rung, TRANSIENT_SIGNALS};
 use crate::config::PolicyConfig;
 use crate::decision::{Action, Decision, Evidence, HumanAction, SyncPlan};
 use crate::error::PolicyError;
 use crate::incident::{History, IncidentKey, Outcome};
 use crate::trigger::Trigger;
 
-/// The manager name the ApplicationSet controller writes Applications with.
-const APPSET_MANAGER: &str = "applicationset-controller";
+/// The field managers the ApplicationSet controller writes Applications as. It sets its User-Agent
+/// to `argocd-applicationset-controller/<version> (<platform>)`
+/// (argo-cd `cmd/argocd-applicationset-controller/commands/applicationset_controller.go`) and the API
+/// server names an Update's manager after the User-Agent's first segment; objects written before
+/// that carry the legacy name.
+const APPSET_MANAGERS: &[&str] = &["argocd-applicationset-controller", "applicationset-controller"];
 
 /// What the classifier found.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,11 +34,39 @@ pub struct Finding {
     pub began_at: Option<DateTime<Utc>>,
     /// Do not climb the ladder before this moment (grace periods, back-offs).
     pub hold_until: Option<DateTime<Utc>>,
+    /// The classifier rule that named the mode (`failed-operation/kind-not-served`), so a wrong
+    /// decision can be traced to the rule that made it.
+    pub rule: String,
+    /// A refresh cannot help (the status is current and the trouble is real), so the ladder's
+    /// refresh rung is skipped.
+    pub refresh_futile: bool,
 }
 
 impl Finding {
     fn new(mode: FailureMode, detail: impl Into<String>) -> Self {
-        Self { mode, detail: detail.into(), evidence: Vec::new(), began_at: None, hold_until: None }
+        Self {
+            mode,
+            detail: detail.into(),
+            evidence: Vec::new(),
+            began_at: None,
+            hold_until: None,
+            rule: String::new(),
+            refresh_futile: false,
+        }
+    }
+    /// Names the sub-rule within a classifier stage.
+    fn because(mut self, rule: &str) -> Self {
+        self.rule = rule.to_owned();
+        self
+    }
+    /// Prefixes the classifier stage to the rule.
+    fn stage(mut self, stage: &str) -> Self {
+        self.rule = if self.rule.is_empty() { stage.to_owned() } else { format!("{stage}/{}", self.rule) };
+        self
+    }
+    fn futile_refresh(mut self) -> Self {
+        self.refresh_futile = true;
+        self
     }
     fn began(mut self, at: Option<DateTime<Utc>>) -> Self {
         self.began_at = at;
@@ -63,15 +95,23 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 }
 
 /// Names the failure mode of a full Application at `now`.
+///
+/// The stages run in order and the first that recognises something wins: a deletion; a prune
+/// beyond the blast radius (before anything that could act, even a refresh, since a refresh can
+/// start an automated sync that prunes); a stale status (what it says is old news, so refresh
+/// before believing anything else); a hand edit of an ApplicationSet-generated app; the running
+/// operation; the failed one; the conditions; a self-heal loop; health and sync.
 pub fn classify(app: &Application, now: DateTime<Utc>, cfg: &PolicyConfig) -> Finding {
     classify_deletion(app, now, cfg)
-        .or_else(|| classify_appset_hand_edit(app))
-        .or_else(|| classify_running_operation(app, now, cfg))
-        .or_else(|| classify_failed_operation(app, cfg))
-        .or_else(|| classify_conditions(app, cfg))
-        .or_else(|| classify_stale_reconcile(app, now, cfg))
-        .or_else(|| classify_prune_risk(app, cfg))
-        .unwrap_or_else(|| classify_health_and_sync(app, now, cfg))
+        .map(|f| f.stage("deletion"))
+        .or_else(|| classify_prune_risk(app, cfg).map(|f| f.stage("prune-risk")))
+        .or_else(|| classify_stale_reconcile(app, now, cfg).map(|f| f.stage("stale-status")))
+        .or_else(|| classify_appset_hand_edit(app, cfg).map(|f| f.stage("appset-hand-edit")))
+        .or_else(|| classify_running_operation(app, now, cfg).map(|f| f.stage("running-operation")))
+        .or_else(|| classify_failed_operation(app, cfg).map(|f| f.stage("failed-operation")))
+        .or_else(|| classify_conditions(app, cfg).map(|f| f.stage("conditions")))
+        .or_else(|| classify_self_heal_loop(app, cfg).map(|f| f.stage("self-heal-loop")))
+        .unwrap_or_else(|| classify_health_and_sync(app, now, cfg).stage("health-and-sync"))
 }
 
 fn classify_deletion(app: &Application, now: DateTime<Utc>, cfg: &PolicyConfig) -> Option<Finding> {
@@ -98,20 +138,48 @@ fn classify_deletion(app: &Application, now: DateTime<Utc>, cfg: &PolicyConfig) 
 
 /// The managedFields entry of a hand edit to an ApplicationSet-generated app's spec, made after
 /// the ApplicationSet controller last wrote it (so not yet reverted).
-pub fn appset_hand_edit(app: &Application) -> Option<&crate::app::ManagedFieldsEntry> {
+/// A spec field the ApplicationSet ignores (`ignoreApplicationDifferences`) is not reverted, so an
+/// edit confined to such fields is not a conflict.
+pub fn appset_hand_edit<'a>(app: &'a Application, cfg: &PolicyConfig) -> Option<&'a crate::app::ManagedFieldsEntry> {
     app.application_set()?;
     let fields = &app.metadata.managed_fields;
-    let appset_last = fields.iter().filter(|m| m.manager == APPSET_MANAGER).filter_map(|m| m.time).max()?;
+    let is_appset = |m: &crate::app::ManagedFieldsEntry| APPSET_MANAGERS.contains(&m.manager.as_str());
+    let appset_last = fields.iter().filter(|m| is_appset(m)).filter_map(|m| m.time).max()?;
     fields
         .iter()
-        .filter(|m| m.manager != APPSET_MANAGER && m.fields_v1.get("f:spec").is_some())
+        .filter(|m| !is_appset(m) && m.fields_v1.get("f:spec").is_some())
         .filter(|m| m.time.is_some_and(|t| t > appset_last))
+        .filter(|m| !edited_paths(&m.fields_v1).iter().all(|p| ignored_by_appset(p, &cfg.appset_ignored_fields)))
         .max_by_key(|m| m.time)
 }
 
-fn classify_appset_hand_edit(app: &Application) -> Option<Finding> {
+/// The JSON pointers of the fields a managedFields `fieldsV1` set holds, down to list items (whose
+/// `k:`/`v:`/`i:` keys cannot be ignored one by one, as Argo CD's own docs note).
+fn edited_paths(fields: &serde_json::Value) -> Vec<String> {
+    fn walk(node: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+        let children: Vec<_> = node.as_object().into_iter().flatten().filter(|(k, _)| k.starts_with("f:")).collect();
+        if children.is_empty() {
+            out.push(at.to_owned());
+        }
+        for (k, v) in children {
+            walk(v, &format!("{at}/{}", &k[2..]), out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(fields, "", &mut out);
+    out.into_iter().filter(|p| p.starts_with("/spec")).collect()
+}
+
+fn ignored_by_appset(path: &str, ignored: &[String]) -> bool {
+    ignored.iter().any(|i| {
+        let i = i.trim_end_matches('/');
+        path == i || path.starts_with(&format!("{i}/"))
+    })
+}
+
+fn classify_appset_hand_edit(app: &Application, cfg: &PolicyConfig) -> Option<Finding> {
     let appset = app.application_set()?;
-    let edit = appset_hand_edit(app)?;
+    let edit = appset_hand_edit(app, cfg)?;
     Some(
         Finding::new(
             FailureMode::AppSetHandEdit,
@@ -177,10 +245,15 @@ fn classify_running_operation(app: &Application, now: DateTime<Utc>, cfg: &Polic
     if let Some((group, kind, name)) = waiting_for_healthy(message).filter(|_| over(cfg.progressing_timeout_secs)) {
         let target = format!("{group}/{kind}/{name}");
         if !cfg.builtin_health_groups.contains(&group) {
-            return Some(base(
+            let f = base(
                 FailureMode::CustomHealthNeverHealthy,
                 format!("the operation has waited for custom resource {target} to become healthy since {}", ts(&started)),
-            ));
+            );
+            // Past what the kind normally needs, the status is not lagging: the resource is stuck.
+            return Some(match over(cfg.custom_health_bound(&group, &kind)) {
+                true => f.futile_refresh().because("custom-health-past-bound"),
+                false => f.because("custom-health"),
+            });
         }
         // Pending PostSync hooks are not always listed in the result yet; any hook in the app
         // means a later phase is waiting on this health gate.
@@ -191,11 +264,69 @@ fn classify_running_operation(app: &Application, now: DateTime<Utc>, cfg: &Polic
             ));
         }
     }
+    if let Some(state) = state.filter(|s| s.phase == phase::RUNNING) {
+        if let Some(f) = retries_of_an_old_revision(app, state, cfg) {
+            let (mode, rule, detail) = f;
+            return Some(base(mode, detail).because(rule));
+        }
+    }
     if over(cfg.operation_timeout_secs) {
         let minutes = age.map_or(0, |a| a.num_minutes());
         return Some(base(FailureMode::OperationRunningTooLong, format!("the operation has been running for {minutes} minutes")));
     }
     Some(base(FailureMode::OperationInProgress, "an operation is running".into()))
+}
+
+/// An automated operation retrying a revision that is no longer the target. Argo CD ≥3.2 with
+/// `retry.refresh: true` drops the pinned revision before each retry and so picks up the new
+/// commit (argo-cd `controller/appcontroller.go`, `Retry.Refresh`; argoproj/argo-cd#11494). Before
+/// 3.2, or without the flag, every retry repeats the old revision; with `limit` < 0 it retries
+/// forever and only a human (terminate) ends the loop. The version is assumed old when unknown.
+fn retries_of_an_old_revision(
+    app: &Application,
+    state: &crate::app::OperationState,
+    cfg: &PolicyConfig,
+) -> Option<(FailureMode, &'static str, String)> {
+    let op = state.operation.as_ref()?;
+    let retrying = state.retry_count.is_some_and(|n| n > 0) || state.message.starts_with("Retrying operation");
+    let pinned = op.sync.as_ref().map(|s| s.revision.as_str()).filter(|r| !r.is_empty())?;
+    let target = app.status.sync.as_ref().map(|s| s.revision.as_str()).filter(|r| !r.is_empty())?;
+    if !retrying || pinned == target {
+        return None;
+    }
+    let retry = op.retry.as_ref();
+    let refreshes = retry.and_then(|r| r.refresh) == Some(true) && cfg.argocd_at_least(3, 2);
+    let short = |r: &str| r.chars().take(10).collect::<String>();
+    if refreshes {
+        return Some((
+            FailureMode::OperationInProgress,
+            "retry-picks-latest-revision",
+            format!(
+                "retry {} of {} will sync the latest revision {} (retry.refresh)",
+                state.retry_count.unwrap_or(0),
+                short(pinned),
+                short(target)
+            ),
+        ));
+    }
+    if retry.and_then(|r| r.limit).is_some_and(|l| l < 0) {
+        let why = match retry.and_then(|r| r.refresh) {
+            Some(true) => {
+                format!("retry.refresh needs Argo CD 3.2 (this is {})", cfg.argocd_version.as_deref().unwrap_or("an unknown version"))
+            }
+            _ => "retry.refresh is off".to_owned(),
+        };
+        return Some((
+            FailureMode::OperationRunningTooLong,
+            "retries-pinned-to-old-revision",
+            format!(
+                "unlimited retries keep syncing {} although the target is now {}; {why}, so only terminating the operation lets the new revision sync",
+                short(pinned),
+                short(target)
+            ),
+        ));
+    }
+    None
 }
 
 fn pending_post_sync_hooks(app: &Application) -> usize {
@@ -222,9 +353,12 @@ fn is_transient(text: &str) -> bool {
 
 fn classify_failed_operation(app: &Application, cfg: &PolicyConfig) -> Option<Finding> {
     let state = app.status.operation_state.as_ref()?;
-    if !(state.phase == phase::FAILED || state.phase == phase::ERROR) || app.is_synced_and_healthy() {
+    if !(state.phase == phase::FAILED || state.phase == phase::ERROR) {
         return None;
     }
+    // Synced and Healthy after the failure: the workloads are fine, and only a hook that failed
+    // (a migration, a smoke test) still makes it a failed deployment.
+    let steady = app.sync_status() == sync_status::SYNCED && matches!(app.health_status(), health::HEALTHY | health::SUSPENDED);
     // A failure at an older revision is history: the app has moved on, judge its current state.
     let op_revision = state.sync_result.as_ref().map(|r| r.revision.as_str()).filter(|r| !r.is_empty());
     if op_revision.is_some_and(|r| r != app.revision()) {
@@ -246,18 +380,24 @@ fn classify_failed_operation(app: &Application, cfg: &PolicyConfig) -> Option<Fi
 
     // A hook that could not even be created (a leftover from an earlier sync) is more specific
     // than a hook that ran and failed, and Argo CD marks both with hookPhase Failed.
+    let after = if steady { " (the app is Synced and Healthy, but the deployment failed)" } else { "" };
     if let Some((i, hook)) = find(&|r| !r.hook_type.is_empty() && FailureMode::HookConflict.signalled_by(&r.message)) {
         return Some(with_resource(
-            base(FailureMode::HookConflict, format!("{} could not be created: {}", describe(hook), hook.message)),
+            base(FailureMode::HookConflict, format!("{} could not be created: {}{after}", describe(hook), hook.message))
+                .because("hook-conflict"),
             i,
             hook,
         ));
     }
     if let Some((i, hook)) = find(&|r| !r.hook_type.is_empty() && matches!(r.hook_phase.as_str(), "Failed" | "Error")) {
-        return Some(with_resource(base(FailureMode::HookFailed, format!("{} failed", describe(hook))), i, hook));
+        let f = base(FailureMode::HookFailed, format!("{} failed{after}", describe(hook))).because("hook-failed");
+        return Some(with_resource(f, i, hook));
     }
     if FailureMode::HookFailed.signalled_by(message) {
-        return Some(base(FailureMode::HookFailed, "a hook failed".into()));
+        return Some(base(FailureMode::HookFailed, format!("a hook failed{after}")).because("hook-failed-message"));
+    }
+    if steady {
+        return None;
     }
     // Resource messages first (they name the resource), then the operation message.
     let texts: Vec<(Option<(usize, &ResourceResult)>, &str)> = resources
@@ -268,8 +408,10 @@ fn classify_failed_operation(app: &Application, cfg: &PolicyConfig) -> Option<Fi
         .chain([(None, message)])
         .collect();
     let ordered = [
+        FailureMode::OwnershipConflict,
         FailureMode::PermissionDenied,
         FailureMode::DeletionStuck,
+        FailureMode::ApiNotServed,
         FailureMode::CrdNotEstablished,
         FailureMode::WebhookUnavailable,
         FailureMode::ResourceRejected,
@@ -283,29 +425,84 @@ fn classify_failed_operation(app: &Application, cfg: &PolicyConfig) -> Option<Fi
                 Some((_, r)) => format!("{}: {}", describe(r), r.message),
                 None => message.to_owned(),
             };
-            let mut f = base(mode, detail);
+            let text = resource.map_or(message, |(_, r)| r.message.as_str());
+            let served = match mode {
+                FailureMode::CrdNotEstablished => kind_not_served(app, state, text, resource.map(|(_, r)| r), cfg),
+                _ => None,
+            };
+            let mut f = match served {
+                Some(why) => base(FailureMode::ApiNotServed, format!("{detail} ({why})")).because("kind-not-served").futile_refresh(),
+                None => base(mode, detail).because(mode.id()),
+            };
             if let Some((i, r)) = resource {
                 f = with_resource(f, i, r);
             }
-            match mode {
+            match f.mode {
                 // The CRD needs a moment to become established before a re-sync can work.
-                FailureMode::CrdNotEstablished => f.hold(finished.map(|t| t + secs(cfg.settle_secs))),
+                FailureMode::CrdNotEstablished => f.because("crd-race").hold(finished.map(|t| t + secs(cfg.settle_secs))),
                 // Give the webhook's pods time to come up before re-syncing.
                 FailureMode::WebhookUnavailable => f.hold(finished.map(|t| t + secs(cfg.repo_error_grace_secs))),
                 _ => f,
             }
         }
         None if message.starts_with("ComparisonError") => return None, // judged from the condition itself
-        None if is_transient(message) || texts.iter().any(|(_, t)| is_transient(t)) => match sync_error {
-            Some(_) => base(FailureMode::AutoSyncRetriesExhausted, format!("automated sync gave up after a transient failure: {message}")),
-            None => base(FailureMode::SyncFailedTransient, message.to_owned()),
-        },
-        None => base(FailureMode::SyncFailed, message.to_owned()),
+        None if is_transient(message) || texts.iter().any(|(_, t)| is_transient(t)) => {
+            let transient = texts.iter().map(|(_, t)| *t).find(|t| is_transient(t)).unwrap_or(message);
+            match sync_error {
+                Some(_) => {
+                    base(FailureMode::AutoSyncRetriesExhausted, format!("automated sync gave up after a transient failure: {transient}"))
+                        .because("transient-retries-exhausted")
+                }
+                None => base(FailureMode::SyncFailedTransient, transient.to_owned()).because("transient"),
+            }
+        }
+        None => base(FailureMode::SyncFailed, message.to_owned()).because("unrecognised"),
     };
     Some(match sync_error {
         Some(c) => finding.with("status.conditions[type=SyncError].message", c.message.clone()),
         None => finding,
     })
+}
+
+/// Why a kind the API server did not know is not a CRD racing its resources, if it is not: a
+/// built-in API version Kubernetes removed, or a kind whose CRD the app does not ship and that
+/// `kind_not_found_retries` retries did not see appear. A CRD shipped in the same sync is a race.
+fn kind_not_served(
+    app: &Application,
+    state: &crate::app::OperationState,
+    text: &str,
+    resource: Option<&ResourceResult>,
+    cfg: &PolicyConfig,
+) -> Option<String> {
+    let group_version = quoted_after(text, "in version \"");
+    if let Some(gv) = group_version.filter(|gv| REMOVED_BUILTIN_APIS.contains(gv)) {
+        return Some(format!("Kubernetes no longer serves {gv}"));
+    }
+    let group = resource
+        .map(|r| r.group.clone())
+        .or_else(|| group_version.map(|gv| gv.rsplit_once('/').map_or("", |(g, _)| g).to_owned()))
+        .or_else(|| {
+            let rest = &text[text.find("could not find ")? + "could not find ".len()..];
+            rest.split_once('/').map(|(g, _)| g.to_owned())
+        })
+        .unwrap_or_default();
+    if app.ships_crd_for(&group) {
+        return None;
+    }
+    let retries = state.retry_count.unwrap_or(0);
+    (retries >= cfg.kind_not_found_retries)
+        .then(|| format!("the app does not ship the CRD of `{group}` and {retries} retries did not see it appear, so it is not installed"))
+}
+
+/// The text between `prefix` and the next `"`.
+fn quoted_after<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let rest = &text[text.find(prefix)? + prefix.len()..];
+    rest.split('"').next()
+}
+
+fn is_rate_limited(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    RATE_LIMIT_SIGNALS.iter().any(|s| lower.contains(s))
 }
 
 fn classify_conditions(app: &Application, cfg: &PolicyConfig) -> Option<Finding> {
@@ -316,6 +513,11 @@ fn classify_conditions(app: &Application, cfg: &PolicyConfig) -> Option<Finding>
                 .with(format!("status.conditions[type={}].message", c.kind), c.message.clone())
         };
         let found = match c.kind.as_str() {
+            // Throttling by the source host is shared by every app on it and clears by itself; a
+            // hard refresh of a cached error would only ask the throttled host again.
+            "ComparisonError" if is_rate_limited(&c.message) => {
+                Some(base(FailureMode::SourceRateLimited, "the source host is rate-limiting Argo CD".into()).because("source-rate-limited"))
+            }
             "ComparisonError" => Some(if FailureMode::CachedManifestError.signalled_by(&c.message) {
                 base(FailureMode::CachedManifestError, "the repo-server keeps serving a cached manifest generation error".into())
             } else if FailureMode::PermissionDenied.signalled_by(&c.message) && !is_transient(&c.message) {
@@ -327,6 +529,10 @@ fn classify_conditions(app: &Application, cfg: &PolicyConfig) -> Option<Finding>
                 base(FailureMode::SourceConfigError, c.message.clone())
             }),
             "InvalidSpecError" => Some(base(FailureMode::SourceConfigError, c.message.clone())),
+            "SharedResourceWarning" => Some(
+                base(FailureMode::OwnershipConflict, format!("another app claims a resource of this one: {}", c.message))
+                    .because("shared-resource"),
+            ),
             "SyncError" if FailureMode::PruneBlastRadius.signalled_by(&c.message) => {
                 Some(base(FailureMode::PruneBlastRadius, "automated sync refused to delete every resource of the app".into()))
             }
@@ -343,7 +549,7 @@ fn classify_conditions(app: &Application, cfg: &PolicyConfig) -> Option<Finding>
 }
 
 fn classify_stale_reconcile(app: &Application, now: DateTime<Utc>, cfg: &PolicyConfig) -> Option<Finding> {
-    if app.is_synced_and_healthy() || app.health_status() == health::SUSPENDED {
+    if app.is_calm() {
         return None;
     }
     let reconciled = app.status.reconciled_at;
@@ -379,7 +585,9 @@ pub fn prune_risk(app: &Application, cfg: &PolicyConfig) -> Option<String> {
 }
 
 fn classify_prune_risk(app: &Application, cfg: &PolicyConfig) -> Option<Finding> {
-    if app.sync_status() != sync_status::OUT_OF_SYNC {
+    // While an operation runs, it decides what is pruned (and Prune=confirm holds it for a human).
+    let running = app.operation.is_some() || matches!(app.operation_phase(), phase::RUNNING | phase::TERMINATING);
+    if app.sync_status() != sync_status::OUT_OF_SYNC || running {
         return None;
     }
     let why = prune_risk(app, cfg)?;
@@ -389,6 +597,31 @@ fn classify_prune_risk(app: &Application, cfg: &PolicyConfig) -> Option<Finding>
             .began(app.status.reconciled_at)
             .with("status.resources[requiresPruning]", pruning.join(", ")),
     )
+}
+
+/// Self-heal that keeps re-applying the same resources: another writer (an HPA, a mutating webhook,
+/// an operator) changes them again each time. Argo CD backs self-heal off but never stops it.
+fn classify_self_heal_loop(app: &Application, cfg: &PolicyConfig) -> Option<Finding> {
+    if app.sync_status() != sync_status::OUT_OF_SYNC || !app.auto_sync().is_some_and(|a| a.self_heal) {
+        return None;
+    }
+    let state = app.status.operation_state.as_ref()?;
+    let attempts = state.operation.as_ref()?.sync.as_ref()?.auto_heal_attempts_count?;
+    (attempts >= cfg.self_heal_loop_attempts).then(|| {
+        let resources: Vec<String> =
+            state.sync_result.iter().flat_map(|r| r.resources.iter()).map(|r| format!("{}/{}", r.kind, r.name)).collect();
+        Finding::new(
+            FailureMode::OwnershipConflict,
+            format!(
+                "self-heal has re-applied {} {attempts} times in a row and the app is OutOfSync again: another writer changes it back",
+                resources.join(", ")
+            ),
+        )
+        .because("self-heal-loop")
+        .began(state.started_at)
+        .with("status.operationState.operation.sync.autoHealAttemptsCount", attempts.to_string())
+        .with("status.sync.status", sync_status::OUT_OF_SYNC)
+    })
 }
 
 fn classify_health_and_sync(app: &Application, now: DateTime<Utc>, cfg: &PolicyConfig) -> Finding {
@@ -410,14 +643,27 @@ fn classify_health_and_sync(app: &Application, now: DateTime<Utc>, cfg: &PolicyC
             });
             let finding = match (timed_out, custom) {
                 (false, _) => Finding::new(FailureMode::RolloutProgressing, "the app is rolling out"),
-                (true, Some(r)) => Finding::new(
-                    FailureMode::CustomHealthNeverHealthy,
-                    format!("custom resource {}/{}/{} has reported Progressing since {}", r.group, r.kind, r.name, ts(&since)),
-                )
-                .with(
-                    format!("status.resources[{}/{}].health", r.kind, r.name),
-                    r.health.as_ref().map_or(String::new(), |h| format!("{} {}", h.status, h.message).trim().to_owned()),
-                ),
+                (true, Some(r)) => {
+                    let bound = cfg.custom_health_bound(&r.group, &r.kind);
+                    let past = since.is_some_and(|t| now - t > secs(bound));
+                    let f = Finding::new(
+                        FailureMode::CustomHealthNeverHealthy,
+                        format!(
+                            "custom resource {}/{}/{} has reported Progressing since {}{}",
+                            r.group,
+                            r.kind,
+                            r.name,
+                            ts(&since),
+                            if past { format!(", longer than the {} minutes its kind may take", bound / 60) } else { String::new() }
+                        ),
+                    )
+                    .with(
+                        format!("status.resources[{}/{}].health", r.kind, r.name),
+                        r.health.as_ref().map_or(String::new(), |h| format!("{} {}", h.status, h.message).trim().to_owned()),
+                    );
+                    // Past the kind's bound a refresh cannot help: the resource is stuck, not its status.
+                    if past { f.futile_refresh().because("custom-health-past-bound") } else { f.because("custom-health") }
+                }
                 (true, None) => Finding::new(
                     FailureMode::StaleProgressing,
                     format!("the app has been Progressing since {} although its last operation finished at {}", ts(&since), ts(&finished)),
@@ -463,7 +709,7 @@ pub fn sync_plan(app: &Application, cfg: &PolicyConfig) -> Result<SyncPlan, Stri
     if app.is_deleting() {
         return Err("the application is being deleted".into());
     }
-    if let Some(edit) = appset_hand_edit(app) {
+    if let Some(edit) = appset_hand_edit(app, cfg) {
         return Err(format!(
             "`{}` edited this ApplicationSet-generated app by hand; syncing would deploy an edit the ApplicationSet reverts",
             edit.manager
@@ -540,6 +786,7 @@ impl DecisionPolicy {
             app: name.clone(),
             action: Action::None,
             failure_mode: FailureMode::Healthy,
+            rule: String::new(),
             reason: String::new(),
             evidence: vec![Evidence::new("trigger", trigger.as_str())],
             retry_after_secs: None,
@@ -553,11 +800,13 @@ impl DecisionPolicy {
         };
         if !cfg.in_scope(app) {
             d.failure_mode = FailureMode::OutOfScope;
+            d.rule = "scope".into();
             d.reason = format!("project `{}` or labels are outside the configured scope", app.spec.project);
             return Ok(d);
         }
         if app.opted_out() {
             d.failure_mode = FailureMode::OptedOut;
+            d.rule = "opt-out".into();
             d.reason = format!("the app opted out with `{}`", crate::app::OPT_OUT_KEY);
             return Ok(d);
         }
@@ -566,10 +815,18 @@ impl DecisionPolicy {
         let entry = finding.mode.entry();
         d.failure_mode = finding.mode;
         d.evidence.extend(finding.evidence.iter().cloned());
+        let step = |mut d: Decision, step: &str| {
+            d.rule = format!("{} → {step}", finding.rule);
+            d
+        };
         if !finding.mode.is_trouble() {
-            d.resolves_incident = history.incident.as_ref().is_some_and(|i| i.app == name);
-            d.reason = if d.resolves_incident { format!("{}; the open incident is resolved", finding.detail) } else { finding.detail };
-            return Ok(d);
+            // Only a calm app closes the incident: a failed operation or a warning condition
+            // (shared resources) may still need the human who owns it.
+            d.resolves_incident = app.is_calm() && history.incident.as_ref().is_some_and(|i| i.app == name);
+            let label = if d.resolves_incident { "resolved" } else { "nothing-to-do" };
+            d.reason =
+                if d.resolves_incident { format!("{}; the open incident is resolved", finding.detail) } else { finding.detail.clone() };
+            return Ok(step(d, label));
         }
 
         let incident = self.incident_for(app, &finding, history);
@@ -580,7 +837,7 @@ impl DecisionPolicy {
 
         if let Some(at) = hist.escalated_at() {
             d.reason = format!("{headline}. Escalated at {}; a human owns this incident now", rfc3339(at));
-            return Ok(d);
+            return Ok(step(d, "escalated-earlier"));
         }
         // Argo CD refused the last rung for a reason that passes. Wait a bounded time, then try
         // it again under a fresh key; after `max_refusals` a human is told (below, once the
@@ -603,21 +860,21 @@ impl DecisionPolicy {
                     ));
                 } else if now < retry_at {
                     let msg = format!("{headline}. Waiting: {why} at {}; trying again after {}", rfc3339(last.at), rfc3339(retry_at));
-                    return Ok(self.wait(d, msg, (retry_at - now).num_seconds().max(1)));
+                    return Ok(step(self.wait(d, msg, (retry_at - now).num_seconds().max(1)), "refused-wait"));
                 }
             }
             let settled = last.at + secs(cfg.settle_secs);
             if now < settled {
                 let msg = format!("{headline}. Waiting for the {} at {} to take effect", last.rung.as_str(), rfc3339(last.at));
-                return Ok(self.wait(d, msg, (settled - now).num_seconds().max(1)));
+                return Ok(step(self.wait(d, msg, (settled - now).num_seconds().max(1)), "settling"));
             }
         }
         if let Some(until) = finding.hold_until.filter(|u| now < *u) {
             let msg = format!("{headline}. Waiting until {} before acting: most such cases clear on their own", rfc3339(until));
-            return Ok(self.wait(d, msg, (until - now).num_seconds().max(1)));
+            return Ok(step(self.wait(d, msg, (until - now).num_seconds().max(1)), "hold"));
         }
         if entry.ladder.is_empty() {
-            return Ok(self.wait(d, format!("{headline}. Nothing to do but look again later"), cfg.recheck_secs));
+            return Ok(step(self.wait(d, format!("{headline}. Nothing to do but look again later"), cfg.recheck_secs), "no-ladder"));
         }
 
         let offer = human_offer(app, finding.mode, cfg, hist);
@@ -630,29 +887,31 @@ impl DecisionPolicy {
             d
         };
         if let Some(why) = refusals_exhausted {
-            return Ok(escalate(d, why));
+            return Ok(step(escalate(d, why), "refusals-exhausted"));
         }
         if hist.actions_taken() >= cfg.max_actions_per_incident {
             let msg = format!("{headline}. {} actions did not resolve it; a human has to look", hist.actions_taken());
-            return Ok(escalate(d, msg));
+            return Ok(step(escalate(d, msg), "action-limit"));
         }
         let controller_refreshed = entry.controller_refresh_counts
             && matches!((app.status.reconciled_at, finding.began_at), (Some(r), Some(b)) if r > b + secs(cfg.settle_secs));
-        let skipped = |r: Rung| r == Rung::Refresh && controller_refreshed;
+        let skipped = |r: Rung| r == Rung::Refresh && (controller_refreshed || finding.refresh_futile);
         let next = entry.ladder.iter().copied().find(|r| !hist.has_taken(*r) && !skipped(*r));
         let rung = next.unwrap_or(Rung::Escalate);
         let tried: Vec<_> = hist.attempts.iter().map(|a| a.rung.as_str()).collect();
         let tried = if tried.is_empty() { String::new() } else { format!(" after {}", tried.join(", ")) };
         match rung {
             Rung::Escalate => {
-                let because = if controller_refreshed && entry.ladder.first() == Some(&Rung::Refresh) {
+                let because = if finding.refresh_futile && entry.ladder.first() == Some(&Rung::Refresh) {
+                    "a refresh cannot fix it".to_owned()
+                } else if controller_refreshed && entry.ladder.first() == Some(&Rung::Refresh) {
                     format!("Argo CD reconciled it at {} and the trouble remains", ts(&app.status.reconciled_at))
                 } else if entry.ladder == [Rung::Escalate] {
                     "Argo Medic does not fix this automatically".to_owned()
                 } else {
                     format!("the remediation ladder is used up{tried}")
                 };
-                Ok(escalate(d, format!("{headline}. Escalating: {because}")))
+                Ok(step(escalate(d, format!("{headline}. Escalating: {because}")), "ladder:escalate"))
             }
             Rung::Sync => match sync_plan(app, cfg) {
                 Ok(plan) => {
@@ -660,12 +919,12 @@ impl DecisionPolicy {
                     d.idempotency_key = Some(incident.key_for_attempt(Rung::Sync, attempt_of(hist, Rung::Sync)));
                     d.reason = format!("{headline}. Syncing once{tried}, as on record: {}", plan.intent);
                     d.sync = Some(plan);
-                    Ok(d)
+                    Ok(step(d, "ladder:sync"))
                 }
                 Err(why) => {
                     let mut d = escalate(d, format!("{headline}. A sync might fix it but is not safe to start automatically: {why}"));
                     d.evidence.push(Evidence::new("sync_gate", why));
-                    Ok(d)
+                    Ok(step(d, "sync-gate:escalate"))
                 }
             },
             Rung::Refresh | Rung::HardRefresh => {
@@ -677,7 +936,7 @@ impl DecisionPolicy {
                 d.action = rung.action();
                 d.idempotency_key = Some(incident.key_for_attempt(rung, attempt_of(hist, rung)));
                 d.reason = format!("{headline}. Requesting a {}{tried}{skip}", rung.as_str().replace('_', " "));
-                Ok(d)
+                Ok(step(d, &format!("ladder:{}", rung.as_str())))
             }
         }
     }
@@ -736,7 +995,7 @@ pub fn human_offer(app: &Application, mode: FailureMode, cfg: &PolicyConfig, his
     let running = app.operation.is_some()
         || app.status.operation_state.as_ref().is_some_and(|s| s.phase == phase::RUNNING || s.phase == phase::TERMINATING);
     let deleting = app.is_deleting();
-    let sync_forbidden = appset_hand_edit(app).is_some() || failed_hook(app).is_some() || prune_risk(app, cfg).is_some();
+    let sync_forbidden = appset_hand_edit(app, cfg).is_some() || failed_hook(app).is_some() || prune_risk(app, cfg).is_some();
     let mut actions = Vec::new();
     if entry.offers_sync && !deleting && !running && !sync_forbidden {
         actions.push(HumanAction::Sync);
@@ -767,4 +1026,26 @@ pub fn decide(
     config: &PolicyConfig,
 ) -> Result<Decision, PolicyError> {
     DecisionPolicy::new(config.clone()).decide(app, trigger, history, now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn managed_fields_become_json_pointers_and_ignored_prefixes_cover_their_children() {
+        let fields = serde_json::json!({"f:metadata": {"f:labels": {}}, "f:spec": {".": {}, "f:syncPolicy": {"f:automated": {"f:selfHeal": {}}}, "f:source": {"f:targetRevision": {}}}});
+        assert_eq!(edited_paths(&fields), ["/spec/source/targetRevision", "/spec/syncPolicy/automated/selfHeal"]);
+        let ignored = ["/spec/syncPolicy".to_owned()];
+        assert!(ignored_by_appset("/spec/syncPolicy/automated/selfHeal", &ignored));
+        assert!(!ignored_by_appset("/spec/syncPolicyX", &ignored));
+        assert!(!ignored_by_appset("/spec/source/targetRevision", &ignored));
+    }
+
+    #[test]
+    fn quoted_group_versions_are_read_from_kind_not_found_messages() {
+        let m = "no matches for kind \"PodSecurityPolicy\" in version \"policy/v1beta1\"";
+        assert_eq!(quoted_after(m, "in version \""), Some("policy/v1beta1"));
+        assert_eq!(quoted_after("nothing here", "in version \""), None);
+    }
 }

@@ -4,10 +4,15 @@
 //! The list is masked so a sweep over thousands of apps stays small; a masked item is only good for
 //! choosing candidates, never for deciding (the policy refuses partial objects).
 
-use crate::app::{Application, health, sync_status};
+use crate::app::{Application, sync_status};
 
 /// The `fields` mask for listing: only keys the List endpoint honours (argocd-api.md §1.6), and
-/// only those candidate selection reads.
+/// only those candidate selection reads. `status.operationState.phase` is what shows a failed
+/// operation (a hook that failed while the workloads stayed Synced and Healthy).
+/// `status.conditions` would be wanted too (a SharedResourceWarning on a Synced app) but Argo CD's
+/// list forwarder does not know it (v3.5.1 `pkg/apiclient/application/forwarder_overwrite.go`,
+/// `appFields`) and silently drops it, so a calm-looking item with only a warning condition is
+/// found when a notification or a person reports it, not by the sweep.
 pub const LIST_FIELDS: &[&str] = &[
     "items.metadata.name",
     "items.metadata.namespace",
@@ -22,15 +27,11 @@ pub const LIST_FIELDS: &[&str] = &[
     "items.status.operationState.finishedAt",
 ];
 
-/// True when a listed app may need attention: anything but Synced and Healthy (or Suspended, a
-/// deliberate state), an operation that is running or failed, or a deletion.
+/// True when a listed app may need attention: anything that is not calm
+/// ([`Application::is_calm`]: Synced and Healthy or Suspended, no operation running or failed, no
+/// deletion, no error or warning condition), unless its owners opted out.
 pub fn needs_look(item: &Application) -> bool {
-    if item.opted_out() {
-        return false;
-    }
-    let calm = item.sync_status() == sync_status::SYNCED && matches!(item.health_status(), health::HEALTHY | health::SUSPENDED);
-    let phase = item.status.operation_state.as_ref().map_or("", |s| s.phase.as_str());
-    !calm || matches!(phase, "Running" | "Terminating") || item.is_deleting()
+    !item.opted_out() && !item.is_calm()
 }
 
 /// A fleet-wide comparison failure: so many apps are `Unknown` at once that Git or the repo-server
@@ -68,6 +69,23 @@ mod tests {
         assert!(needs_look(&item("Synced", "Progressing", Some("Succeeded"))));
         assert!(needs_look(&item("OutOfSync", "Healthy", None)));
         assert!(needs_look(&item("Synced", "Healthy", Some("Running"))));
+        // A hook failed although the workloads are fine: a failed deployment, worth a look.
+        assert!(needs_look(&item("Synced", "Healthy", Some("Failed"))));
+        assert!(needs_look(&item("Synced", "Healthy", Some("Error"))));
+        let mut shared = item("Synced", "Healthy", Some("Succeeded"));
+        shared.status.conditions.push(crate::app::ApplicationCondition {
+            kind: "SharedResourceWarning".into(),
+            message: "ConfigMap/x is part of applications argocd/a and argocd/b".into(),
+            ..Default::default()
+        });
+        assert!(needs_look(&shared));
+        let mut orphans = item("Synced", "Healthy", Some("Succeeded"));
+        orphans.status.conditions.push(crate::app::ApplicationCondition {
+            kind: "OrphanedResourceWarning".into(),
+            message: "Application has 3 orphaned resources".into(),
+            ..Default::default()
+        });
+        assert!(!needs_look(&orphans), "orphaned resources are informational");
         let mut opted = item("Unknown", "Degraded", None);
         opted.metadata.annotations.insert(crate::app::OPT_OUT_KEY.into(), "true".into());
         assert!(!needs_look(&opted));

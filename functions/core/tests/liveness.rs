@@ -9,6 +9,14 @@ fn sample(name: &str) -> Application {
     serde_json::from_str(&std::fs::read_to_string(&path).expect("sample app")).expect("sample app parses")
 }
 
+/// The app as observed at `now`: Argo CD reconciles every few minutes, so a status that a test
+/// moves minutes ahead would otherwise look stale (and stale status is refreshed before anything).
+fn observed(app: &Application, now: DateTime<Utc>) -> Application {
+    let mut app = app.clone();
+    app.status.reconciled_at = Some(now - Duration::minutes(2));
+    app
+}
+
 fn captured() -> DateTime<Utc> {
     "2026-11-01T12:30:00Z".parse().unwrap()
 }
@@ -44,11 +52,11 @@ fn a_refused_sync_is_tried_again_under_a_fresh_key_after_the_bounded_wait_then_e
     for refusal in [Outcome::OperationInProgress, Outcome::SyncWindowBlocked, Outcome::OperationInProgress] {
         hist.attempts.push(attempt(Rung::Sync, now, keys.last().cloned(), refusal));
         // Within the bound: wait, and say until when.
-        let soon = policy().decide(&app, &trigger(), &hist, now + Duration::minutes(1)).unwrap();
+        let soon = policy().decide(&observed(&app, now + Duration::minutes(1)), &trigger(), &hist, now + Duration::minutes(1)).unwrap();
         assert_eq!(soon.action, Action::Wait, "{}", soon.reason);
         assert!(soon.retry_after_secs.unwrap() >= 1);
         now += Duration::seconds(cfg.refused_wait_secs);
-        let later = policy().decide(&app, &trigger(), &hist, now).unwrap();
+        let later = policy().decide(&observed(&app, now), &trigger(), &hist, now).unwrap();
         if hist.refusals(Rung::Sync) < cfg.max_refusals {
             assert_eq!(later.action, Action::Sync, "{}", later.reason);
             let key = later.idempotency_key.clone().unwrap();
@@ -71,12 +79,13 @@ fn an_escalation_whose_worker_died_before_telling_anyone_runs_again() {
     let key = first.idempotency_key.clone();
     // An in-progress claim (outcome `requested`): the worker was killed inside the Slack post.
     let (_, crashed) = history(&app, vec![attempt(Rung::Escalate, captured(), key.clone(), Outcome::Requested)]);
-    let again = policy().decide(&app, &trigger(), &crashed, captured() + Duration::minutes(15)).unwrap();
+    let later = captured() + Duration::minutes(15);
+    let again = policy().decide(&observed(&app, later), &trigger(), &crashed, later).unwrap();
     assert_eq!(again.action, Action::Escalate, "{}", again.reason);
     assert_eq!(again.idempotency_key, key, "the same key, so the store lets it take over the expired claim");
     // Once the escalation completed, a human owns it.
     let (_, done) = history(&app, vec![attempt(Rung::Escalate, captured(), key, Outcome::Succeeded)]);
-    let owned = policy().decide(&app, &trigger(), &done, captured() + Duration::minutes(15)).unwrap();
+    let owned = policy().decide(&observed(&app, later), &trigger(), &done, later).unwrap();
     assert_eq!(owned.action, Action::None, "{}", owned.reason);
     assert!(owned.reason.contains("a human owns this incident"), "{}", owned.reason);
 }

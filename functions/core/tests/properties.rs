@@ -111,7 +111,8 @@ prop_compose! {
         busy in prop::bool::weighted(0.15),
         conditions in prop::collection::vec((pick(CONDITIONS), 0i64..120), 0..2),
         resources in prop::collection::vec(resource(), 0..9),
-        reconciled in prop::option::of(0i64..200),
+        // Mostly fresh: a stale status is refreshed before anything else, which would hide the rest.
+        reconciled in prop::option::of(prop_oneof![3 => 0i64..10, 1 => 0i64..200]),
         transition in 0i64..200,
         appset in prop::bool::weighted(0.3),
         hand_edit in prop::option::of(0i64..60),
@@ -205,7 +206,7 @@ proptest! {
     #[test]
     fn never_syncs_an_applicationset_hand_edit(app in application(), cfg in config(), past in attempts()) {
         let (fresh, _, later) = decide_twice(&app, &cfg, past);
-        if appset_hand_edit(&app).is_some() {
+        if appset_hand_edit(&app, &PolicyConfig::default()).is_some() {
             prop_assert_ne!(fresh.action, Action::Sync);
             prop_assert_ne!(later.action, Action::Sync);
         }
@@ -289,7 +290,7 @@ proptest! {
                 continue;
             }
             let offers_sync = d.human_actions.contains(&medic_core::HumanAction::Sync);
-            if failed_hook(&app).is_some() || prune_risk(&app, &cfg).is_some() || appset_hand_edit(&app).is_some()
+            if failed_hook(&app).is_some() || prune_risk(&app, &cfg).is_some() || appset_hand_edit(&app, &cfg).is_some()
                 || app.is_deleting() || app.operation.is_some() || !d.failure_mode.entry().offers_sync
             {
                 prop_assert!(!offers_sync, "{}: Sync offered: {}", d.failure_mode, d.reason);
@@ -321,7 +322,10 @@ fn the_generator_reaches_every_action() {
         let (fresh, _, later) = decide_twice(&app, &cfg, past);
         *seen.entry(fresh.action).or_default() += 1;
         *seen.entry(later.action).or_default() += 1;
-        if prune_risk(&app, &cfg).is_some() && fresh.evidence.iter().any(|e| e.field == "sync_gate") {
+        // An OutOfSync app at prune risk is stopped by the classifier's prune-risk stage before any
+        // rung; any other app at prune risk by the sync gate. Both must be exercised.
+        let stopped = fresh.rule.starts_with("prune-risk") || fresh.evidence.iter().any(|e| e.field == "sync_gate");
+        if prune_risk(&app, &cfg).is_some() && stopped && fresh.action == Action::Escalate {
             risky_but_escalated += 1;
         }
     }

@@ -119,6 +119,13 @@ pub type LambdaWorker = Worker<
 impl LambdaWorker {
     /// Builds the worker from the function's settings (what `main` runs; tests build it the same way).
     pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, medic_adapters::lambda_env::EnvError> {
+        let argo = env.argo_client().await?;
+        // Rules that differ between Argo CD versions read it from the policy; when the call fails
+        // the version stays unknown and those rules assume the oldest behaviour.
+        let mut policy = env.policy.clone();
+        if policy.argocd_version.is_none() {
+            policy.argocd_version = argo.version().await.ok().map(|v| v.version).filter(|v| !v.is_empty());
+        }
         Ok(Worker {
             config: WorkerConfig {
                 dry_run: env.dry_run,
@@ -126,7 +133,7 @@ impl LambdaWorker {
                 work_item_key: Some(env.work_item_key().await?),
                 ..WorkerConfig::for_timeout(env.function_timeout)
             },
-            argo: env.argo_client().await?,
+            argo,
             store: env.store(),
             dedupe: env.store(),
             lock: env.store(),
@@ -134,7 +141,7 @@ impl LambdaWorker {
             escalator: env.escalator().await?,
             budget: env.worker_budget(),
             clock: medic_adapters::memory::SystemClock,
-            policy: DecisionPolicy::new(env.policy.clone()),
+            policy: DecisionPolicy::new(policy),
             metrics: Metrics::new(&env.instance_id),
         })
     }

@@ -226,3 +226,34 @@ async fn the_validator_flags_a_response_the_spec_does_not_allow() {
     assert_eq!(spec().check_response(&error).len(), 2, "message missing and 9 maps to 400");
     let _: Option<Value> = None;
 }
+
+/// Every Application of the decision-quality corpus (`events/corpus/`) has the shape Argo CD's API
+/// returns: the `v1alpha1Application` schema of the v3.5.1 spec, with no member the spec lacks.
+#[test]
+fn every_corpus_application_matches_the_v1alpha1_application_schema() {
+    fn cases(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("events/corpus is readable") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                cases(&path, out);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    cases(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../events/corpus"), &mut files);
+    assert!(files.len() >= 100, "{} corpus cases", files.len());
+    let spec = spec();
+    let mut found = Vec::new();
+    for file in &files {
+        let case: Value = serde_json::from_str(&std::fs::read_to_string(file).expect("readable")).expect("JSON");
+        let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        found.extend(spec.check_definition("v1alpha1Application", &case["app"], &name));
+    }
+    assert!(found.is_empty(), "{} violations:\n{}", found.len(), found.join("\n"));
+    let mut bad = json!({"metadata": {"name": "x"}, "status": {"reconciledAt": "yesterday", "bogus": 1}});
+    assert_eq!(spec.check_definition("v1alpha1Application", &bad, "bad").len(), 2, "the check has teeth");
+    bad["status"] = json!({});
+    assert!(spec.check_definition("v1alpha1Application", &bad, "ok").is_empty());
+}
