@@ -15,11 +15,13 @@ demo:
 venv:
 	bash scripts/python-env.sh
 
-## test: install what the tests need, lint template.yaml (cfn-lint, sam validate --lint), run every test
+## test: install what the tests need, lint template.yaml (cfn-lint, sam validate --lint), run every test,
+## then the chaos smoke run (real SIGKILLs at every boundary; about three minutes)
 test: venv
 	bash scripts/lint-template.sh
 	$(CARGO) test --workspace --locked
 	bash scripts/lambda-smoke.sh
+	$(MAKE) --no-print-directory chaos-smoke
 
 ## lint: formatting and clippy, warnings are errors
 lint:
@@ -70,4 +72,4 @@ chaos: venv
 
 ## chaos-smoke: the same run, small
 chaos-smoke: venv
-	$(CARGO) run -q -p medic-chaos -- run --events 400 --apps 25 --scale 20 --kills-per-boundary 2 --random-kills 2 --seed 1 --max-seconds 400
+	$(CARGO) run -q -p medic-chaos -- run --events 400 --apps 30 --scale 20 --kills-per-boundary 2 --random-kills 2 --seed 1 --max-seconds 420

@@ -154,6 +154,12 @@ fn templates() -> Vec<Template> {
         },
         // Nothing Argo Medic does helps: the whole ladder, then a human.
         Template { file: "custom-health-progressing.json", webhook: None, outcomes: Outcomes::default() },
+        // A sync after a failed auto-sync (the retries were exhausted).
+        Template {
+            file: "auto-sync-retries-exhausted.json",
+            webhook: Some("auto-sync-retries-exhausted.json"),
+            outcomes: o(RefreshOutcome::Noop, RefreshOutcome::Noop, SyncOutcome::Succeed),
+        },
     ]
 }
 
@@ -463,7 +469,9 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         let (visible, in_flight) = depth(&sqs, &queue_url).await;
         let quiet = visible + in_flight == 0;
         quiet_since = if quiet { quiet_since.or(Some(Instant::now())) } else { None };
-        if arming.satisfied() && quiet_since.is_some_and(|q| q.elapsed() >= bound) {
+        // Quiet for two visibility timeouts: nothing in flight, nothing coming back. Incidents
+        // younger than the ladder's bound cannot be judged stuck yet; a longer run judges them.
+        if arming.satisfied() && quiet_since.is_some_and(|q| q.elapsed() >= t.visibility * 2) {
             break;
         }
     }
@@ -614,8 +622,15 @@ impl Arming {
     fn next(&self, rng: &mut StdRng) -> Option<String> {
         let kills = self.kills.lock().unwrap();
         let wanted: Vec<&str> = BOUNDARIES.iter().copied().filter(|b| kills.get(*b).copied().unwrap_or(0) < self.per_boundary).collect();
-        // Half the invocations run unarmed, so the pipeline also makes progress.
-        if wanted.is_empty() || rng.random_bool(0.5) { None } else { Some(wanted[rng.random_range(0..wanted.len())].to_owned()) }
+        // Half the invocations run unarmed, so the pipeline also makes progress. A sync is the
+        // rarest thing a batch does, so its boundary is armed whenever it still wants kills.
+        if wanted.is_empty() || rng.random_bool(0.5) {
+            None
+        } else if wanted.contains(&"sync-in-flight") && rng.random_bool(0.5) {
+            Some("sync-in-flight".to_owned())
+        } else {
+            Some(wanted[rng.random_range(0..wanted.len())].to_owned())
+        }
     }
 
     fn killed(&self, boundary: &str) {
@@ -623,7 +638,7 @@ impl Arming {
     }
 
     fn random_kill(&self, rng: &mut StdRng) -> bool {
-        self.random_done.load(Ordering::SeqCst) < self.random && rng.random_bool(0.1)
+        self.random_done.load(Ordering::SeqCst) < self.random && rng.random_bool(0.2)
     }
 
     fn satisfied(&self) -> bool {
@@ -721,8 +736,10 @@ impl EventSource {
             let mut event = SqsEvent::default();
             event.records = messages.iter().map(record).collect();
             let arm = self.arming.next(&mut rng);
-            let random_after = (arm.is_none() && self.arming.random_kill(&mut rng))
-                .then(|| Duration::from_millis(rng.random_range(0..self.timings.timeout.as_millis() as u64)));
+            // A random moment of the invocation: most batches take a few hundred milliseconds,
+            // so the moment is drawn from those, not from the whole timeout.
+            let random_after =
+                (arm.is_none() && self.arming.random_kill(&mut rng)).then(|| Duration::from_millis(rng.random_range(0..250)));
             self.tally.lock().unwrap().invocations += 1;
             let line = serde_json::to_string(&Invocation { arm, event }).expect("serialisable") + "\n";
             if worker.stdin.write_all(line.as_bytes()).await.is_err() {
