@@ -74,6 +74,19 @@ impl Stack {
         DynamoDbStore::new(self.ddb.clone(), self.table.clone(), "test")
     }
 
+    fn sweeper(&self, sim: &ArgoSim) -> Sweeper<HttpArgoClient, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, SystemClock> {
+        Sweeper {
+            config: SweeperConfig::default(),
+            argo: client(sim),
+            store: self.store(),
+            dedupe: self.store(),
+            queue: self.queue(),
+            escalator: LogEscalator::default(),
+            clock: SystemClock,
+            metrics: Metrics::quiet("test"),
+        }
+    }
+
     fn ingest(&self, sim: &ArgoSim) -> Ingest<SqsWorkQueue, HttpArgoClient> {
         Ingest {
             config: IngestConfig { max_refresh_apps: 5, work_item_key: Some(crate::support::work_item_key()), ..IngestConfig::default() },
@@ -448,16 +461,7 @@ async fn a_signed_refresh_request_enqueues_the_named_apps_within_the_cap() {
 #[tokio::test]
 async fn the_sweeper_enqueues_what_no_notification_reported_once_per_window() {
     let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
-    let sweeper = Sweeper {
-        config: SweeperConfig::default(),
-        argo: client(&sim),
-        store: stack.store(),
-        dedupe: stack.store(),
-        queue: stack.queue(),
-        escalator: LogEscalator::default(),
-        clock: SystemClock,
-        metrics: Metrics::quiet("test"),
-    };
+    let sweeper = stack.sweeper(&sim);
     let first = sweeper.run().await.unwrap();
     assert_eq!(first.listed, 33);
     assert!(first.enqueued >= 25, "{first:?}");
@@ -473,16 +477,7 @@ async fn the_sweeper_enqueues_what_no_notification_reported_once_per_window() {
 #[tokio::test]
 async fn an_incident_of_an_app_deleted_from_argo_cd_is_closed_by_the_next_sweep_not_left_open() {
     let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
-    let sweeper = Sweeper {
-        config: SweeperConfig::default(),
-        argo: client(&sim),
-        store: stack.store(),
-        dedupe: stack.store(),
-        queue: stack.queue(),
-        escalator: LogEscalator::default(),
-        clock: SystemClock,
-        metrics: Metrics::quiet("test"),
-    };
+    let sweeper = stack.sweeper(&sim);
     // hook-failed (accounts) is escalated: an open incident that nothing Argo Medic does closes.
     let ingest = stack.ingest(&sim);
     let auth = format!("Bearer {SECRET}");

@@ -292,9 +292,14 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     .collect();
     ENV.set(env.clone()).map_err(|_| anyhow::anyhow!("the harness runs once per process"))?;
     let functions = LambdaEnv::from_lookup(lookup).await?;
-    let ingest = Arc::new(medic_ingest::LambdaIngest::from_env(&functions).await?);
-    let actions = Arc::new(medic_slack_actions::LambdaSlackActions::from_env(&functions).await?);
-    let sweeper = Arc::new(medic_sweeper::LambdaSweeper::from_env(&functions).await?);
+    // Their EMF metrics would go to stdout, which carries the run's last line here.
+    let quiet = || medic_adapters::telemetry::Metrics::quiet("chaos");
+    let ingest = Arc::new(medic_ingest::Ingest { metrics: quiet(), ..medic_ingest::LambdaIngest::from_env(&functions).await? });
+    let actions = Arc::new(medic_slack_actions::SlackActions {
+        metrics: quiet(),
+        ..medic_slack_actions::LambdaSlackActions::from_env(&functions).await?
+    });
+    let sweeper = Arc::new(medic_sweeper::Sweeper { metrics: quiet(), ..medic_sweeper::LambdaSweeper::from_env(&functions).await? });
 
     let tally: Shared = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));

@@ -115,6 +115,26 @@ impl DynamoDbStore {
         format!("DynamoDB {operation} on {}", self.table)
     }
 
+    /// Deletes the item when `attribute` still holds `value`; otherwise (someone else's now, or
+    /// gone) leaves it, without an error.
+    async fn delete_if(&self, pk: &str, sk: &str, (attribute, value): (&str, AttributeValue)) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .key("sk", s(sk))
+            .condition_expression("#a = :v")
+            .expression_attribute_names("#a", attribute)
+            .expression_attribute_values(":v", value)
+            .send()
+            .await;
+        match result {
+            Err(e) if !is_conditional_failure(&e) => Err(StoreError(describe(&self.op("DeleteItem"), &e))),
+            _ => Ok(()),
+        }
+    }
+
     async fn get(&self, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
         let out = self
             .client
@@ -372,23 +392,8 @@ impl IncidentStore for DynamoDbStore {
 
     async fn release(&self, app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
         let Some(sk) = self.find_action(app, key).await? else { return Ok(()) };
-        let result = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .key("pk", s(self.app_pk(app)))
-            .key("sk", s(sk))
-            .condition_expression("#status = :in_progress")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":in_progress", s(IN_PROGRESS))
-            .send()
-            .await;
-        match result {
-            // A completed record is kept: its action was taken.
-            Ok(_) => Ok(()),
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
-            Err(e) => Err(StoreError(describe(&self.op("DeleteItem"), &e))),
-        }
+        // A completed record is kept: its action was taken.
+        self.delete_if(&self.app_pk(app), &sk, ("status", s(IN_PROGRESS))).await
     }
 
     async fn close(&self, app: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
@@ -669,21 +674,7 @@ impl DedupeStore for DynamoDbStore {
                 _ => Ok(()),
             };
         }
-        let result = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .key("pk", s(self.dedupe_pk(dedupe_key)))
-            .key("sk", s(SINGLETON_SK))
-            .condition_expression("#owner = :owner")
-            .expression_attribute_names("#owner", "owner")
-            .expression_attribute_values(":owner", s(owner))
-            .send()
-            .await;
-        match result {
-            Err(e) if !is_conditional_failure(&e) => Err(StoreError(describe(&self.op("DeleteItem"), &e))),
-            _ => Ok(()),
-        }
+        self.delete_if(&self.dedupe_pk(dedupe_key), SINGLETON_SK, ("owner", s(owner))).await
     }
 }
 

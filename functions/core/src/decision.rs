@@ -133,11 +133,22 @@ impl Decision {
     /// without a project, and a list by name confirmed it is gone): its incident ends.
     pub fn gone(app: &str, now: DateTime<Utc>) -> Self {
         Decision {
-            app: app.to_owned(),
-            action: Action::None,
             failure_mode: FailureMode::OutOfScope,
             rule: "gone".into(),
             reason: "the app no longer exists in Argo CD (a list by name confirms it)".into(),
+            resolves_incident: true,
+            ..Self::nothing(app, now)
+        }
+    }
+
+    /// Nothing to do for `app` (yet): the decision every other one starts from.
+    pub fn nothing(app: &str, now: DateTime<Utc>) -> Self {
+        Decision {
+            app: app.to_owned(),
+            action: Action::None,
+            failure_mode: FailureMode::Healthy,
+            rule: String::new(),
+            reason: String::new(),
             evidence: Vec::new(),
             retry_after_secs: None,
             incident: None,
@@ -145,7 +156,7 @@ impl Decision {
             sync: None,
             human_actions: Vec::new(),
             recommended: None,
-            resolves_incident: true,
+            resolves_incident: false,
             decided_at: now,
         }
     }

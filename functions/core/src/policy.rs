@@ -782,22 +782,8 @@ impl DecisionPolicy {
         }
         let cfg = &self.config;
         let name = app.qualified_name();
-        let mut d = Decision {
-            app: name.clone(),
-            action: Action::None,
-            failure_mode: FailureMode::Healthy,
-            rule: String::new(),
-            reason: String::new(),
-            evidence: vec![Evidence::new("trigger", trigger.as_str())],
-            retry_after_secs: None,
-            incident: None,
-            idempotency_key: None,
-            sync: None,
-            human_actions: Vec::new(),
-            recommended: None,
-            resolves_incident: false,
-            decided_at: now,
-        };
+        let mut d = Decision::nothing(&name, now);
+        d.evidence.push(Evidence::new("trigger", trigger.as_str()));
         if !cfg.in_scope(app) {
             d.failure_mode = FailureMode::OutOfScope;
             d.rule = "scope".into();
