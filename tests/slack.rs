@@ -187,6 +187,7 @@ impl Stack {
             clock: SystemClock,
             policy: policy(),
             metrics: Metrics::quiet("test"),
+            switch: Default::default(),
         }
     }
 
