@@ -21,6 +21,7 @@ use tokio::sync::OnceCell;
 
 use crate::breaker::{BreakerSettings, CircuitBreaker};
 use crate::config::{ArgoSettings, SettingsError};
+use crate::token::TokenSource;
 
 /// grpc-gateway's error body: `{"error": ..., "code": <grpc code>, "message": ...}`.
 #[derive(Debug, Deserialize)]
@@ -80,6 +81,8 @@ pub struct HttpArgoClient {
     settings: Arc<ArgoSettings>,
     breaker: Arc<CircuitBreaker>,
     version: Arc<OnceCell<ArgoVersion>>,
+    /// The token sent (initially `settings.token`), re-read after a 401.
+    token: Arc<TokenSource>,
 }
 
 impl HttpArgoClient {
@@ -88,6 +91,12 @@ impl HttpArgoClient {
     }
 
     pub fn with_breaker(settings: ArgoSettings, breaker: BreakerSettings) -> Result<Self, ClientError> {
+        let token = TokenSource::fixed(settings.token.expose_secret());
+        Self::with_token_source(settings, breaker, token)
+    }
+
+    /// A client whose token comes from `token` (re-read after a 401) instead of the settings.
+    pub fn with_token_source(settings: ArgoSettings, breaker: BreakerSettings, token: TokenSource) -> Result<Self, ClientError> {
         let base = settings.base_url()?;
         let http = reqwest::Client::builder()
             .use_rustls_tls()
@@ -103,7 +112,13 @@ impl HttpArgoClient {
             settings: Arc::new(settings),
             breaker: Arc::new(CircuitBreaker::new(breaker)),
             version: Arc::new(OnceCell::new()),
+            token: Arc::new(token),
         })
+    }
+
+    /// Where the token comes from.
+    pub fn token_source(&self) -> &TokenSource {
+        &self.token
     }
 
     pub fn breaker(&self) -> &CircuitBreaker {
@@ -139,7 +154,27 @@ impl HttpArgoClient {
         self.call_with(effect, method, path, query, body).await
     }
 
+    /// [`Self::retrying`], and once more with a new token when Argo CD rejected the one sent
+    /// (401: nothing was done, even by a mutating call). Not on 403: Argo CD answers 403 for an
+    /// app it does not show this account (a missing one queried without its project, too).
     async fn call_with<T: DeserializeOwned>(
+        &self,
+        effect: Effect,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+    ) -> Result<T, ArgoError> {
+        let used = self.token.get();
+        match self.retrying(effect, method.clone(), path, query, body).await {
+            Err(ArgoError::Unauthenticated(_)) if self.token.renew_after_rejection(&used).await => {
+                self.retrying(effect, method, path, query, body).await
+            }
+            result => result,
+        }
+    }
+
+    async fn retrying<T: DeserializeOwned>(
         &self,
         effect: Effect,
         method: Method,
@@ -204,7 +239,7 @@ impl HttpArgoClient {
         body: Option<&serde_json::Value>,
     ) -> Result<T, ArgoError> {
         let url = self.base.join(path).map_err(|e| ArgoError::Invalid(format!("bad path `{path}`: {e}")))?;
-        let mut req = self.http.request(method.clone(), url).bearer_auth(self.settings.token.expose_secret()).query(query);
+        let mut req = self.http.request(method.clone(), url).bearer_auth(self.token.get().expose_secret()).query(query);
         if method != Method::GET {
             // Exactly this string: Argo CD compares it verbatim and answers 415 otherwise.
             req = req.header(header::CONTENT_TYPE, "application/json");

@@ -222,7 +222,23 @@ impl LambdaEnv {
             return Err(EnvError::Missing("ARGOCD_SERVER"));
         }
         let token = self.secret(self.argocd_token_secret_arn.as_deref(), "ARGOCD_AUTH_TOKEN").await?;
-        Ok(HttpArgoClient::new(self.argo_settings(token.trim()))?)
+        let source = self.token_source(token.trim(), self.argocd_token_secret_arn.as_deref());
+        Ok(HttpArgoClient::with_token_source(self.argo_settings(token.trim()), Default::default(), source)?)
+    }
+
+    /// A token read from the secret `arn` again when a server rejects it (rotation without a
+    /// redeploy); a token from the environment (no ARN) is never re-read.
+    pub fn token_source(&self, token: &str, arn: Option<&str>) -> crate::token::TokenSource {
+        let Some(arn) = arn else { return crate::token::TokenSource::fixed(token) };
+        let (client, arn) = (self.secrets_client(), arn.to_owned());
+        let refresher: crate::token::Refresher = std::sync::Arc::new(move || {
+            let (client, arn) = (client.clone(), arn.clone());
+            Box::pin(async move {
+                let out = client.get_secret_value().secret_id(&arn).send().await.map_err(|e| crate::aws::describe("GetSecretValue", &e))?;
+                out.secret_string().map(str::to_owned).ok_or_else(|| format!("the secret {arn} has no string value"))
+            })
+        });
+        crate::token::TokenSource::refreshing(token, refresher)
     }
 
     /// The Argo CD client's settings for this function: its retry budget derives from the
@@ -273,7 +289,8 @@ impl LambdaEnv {
         if let Some(ms) = (self.lookup)("SLACK_POST_INTERVAL_MS").and_then(|v| v.trim().parse::<u64>().ok()) {
             settings.post_interval = Duration::from_millis(ms);
         }
-        let slack = SlackEscalator::new(settings, token.trim(), store)
+        let source = self.token_source(token.trim(), self.slack_token_secret_arn.as_deref());
+        let slack = SlackEscalator::with_token_source(settings, source, store)
             .map_err(|e| EnvError::Invalid { name: "SLACK_API_URL", problem: e.to_string() })?;
         Ok(AnyEscalator::Slack(Box::new(slack)))
     }

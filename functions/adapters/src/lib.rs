@@ -6,6 +6,7 @@
 //! - [`memory`]: in-memory twins of the store and escalator ports, and the system clock;
 //! - [`config`]: Argo CD connection settings, the only place that reads the environment;
 //! - [`slack`]: the Slack escalator (Web API client, post-once records, fleet incidents);
+//! - [`token`]: secrets re-read from Secrets Manager when a server rejects them (rotation);
 //! - [`switch`]: the instant switch's cache (fresh for 30 s, fail closed after 2 minutes of errors).
 
 pub mod argocd;
@@ -20,3 +21,4 @@ pub mod slack;
 pub mod sqs;
 pub mod switch;
 pub mod telemetry;
+pub mod token;
