@@ -98,7 +98,18 @@ impl HttpArgoClient {
     /// A client whose token comes from `token` (re-read after a 401) instead of the settings.
     pub fn with_token_source(settings: ArgoSettings, breaker: BreakerSettings, token: TokenSource) -> Result<Self, ClientError> {
         let base = settings.base_url()?;
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if let Some(pem) = settings.ca_bundle_pem()? {
+            let certificates = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| SettingsError::CaBundle(e.to_string()))?;
+            if certificates.is_empty() {
+                return Err(SettingsError::CaBundle("no PEM certificate in it".into()).into());
+            }
+            // Added to the public roots, not instead of them.
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        let http = builder
             .use_rustls_tls()
             .danger_accept_invalid_certs(settings.insecure)
             .gzip(true)
@@ -388,6 +399,29 @@ mod tests {
 
     fn err(status: u16, body: &str) -> ArgoError {
         map_error(StatusCode::from_u16(status).unwrap(), None, body.as_bytes())
+    }
+
+    /// A throwaway self-signed CA committed for these tests only (its key was discarded).
+    const TEST_ONLY_CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/test-only-ca.pem");
+
+    fn with_ca(ca_bundle: &str) -> Result<HttpArgoClient, ClientError> {
+        let mut settings = ArgoSettings::new("argocd.example.com", "t.o.k");
+        settings.ca_bundle = Some(ca_bundle.to_owned());
+        HttpArgoClient::new(settings)
+    }
+
+    #[test]
+    fn a_private_ca_is_added_from_pem_text_a_file_or_an_escaped_line_and_a_bad_one_is_named() {
+        let pem = std::fs::read_to_string(TEST_ONLY_CA).unwrap();
+        with_ca(TEST_ONLY_CA).expect("a PEM file");
+        with_ca(&pem).expect("PEM text");
+        with_ca(&pem.replace('\n', "\\n")).expect("PEM text on one line, `\\n` for the line breaks (a stack parameter)");
+        let problem = |v: &str| with_ca(v).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(problem("/nonexistent/ca.pem").starts_with("`ARGOCD_CA_BUNDLE`: neither PEM text nor a readable file"));
+        assert!(problem(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).contains("no PEM certificate"));
+        // Valid PEM framing around bytes that are no certificate: rejected when the roots are built.
+        let not_a_certificate = "-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQ=\n-----END CERTIFICATE-----\n";
+        assert!(with_ca(not_a_certificate).is_err(), "the certificate is parsed, not just framed");
     }
 
     #[test]

@@ -42,6 +42,8 @@ pub struct LambdaEnv {
     pub argocd_insecure: bool,
     pub argocd_plaintext: bool,
     pub argocd_root_path: String,
+    /// `ARGOCD_CA_BUNDLE`: CA certificates (PEM text or a file path) trusted besides the public roots.
+    pub argocd_ca_bundle: Option<String>,
     pub argocd_token_secret_arn: Option<String>,
     pub webhook_secret_arn: Option<String>,
     pub dry_run: bool,
@@ -123,6 +125,7 @@ impl LambdaEnv {
             argocd_insecure: flag(get, "ARGOCD_INSECURE", false)?,
             argocd_plaintext: flag(get, "ARGOCD_PLAINTEXT", false)?,
             argocd_root_path: get("ARGOCD_ROOT_PATH").unwrap_or_default(),
+            argocd_ca_bundle: get("ARGOCD_CA_BUNDLE").filter(|v| !v.trim().is_empty()),
             argocd_token_secret_arn: get("ARGOCD_AUTH_TOKEN_SECRET_ARN"),
             webhook_secret_arn: get("WEBHOOK_SECRET_ARN"),
             // A deployment that says nothing acts on nothing.
@@ -248,6 +251,7 @@ impl LambdaEnv {
         settings.insecure = self.argocd_insecure;
         settings.plaintext = self.argocd_plaintext;
         settings.root_path = self.argocd_root_path.clone();
+        settings.ca_bundle = self.argocd_ca_bundle.clone();
         // One call, retries included, takes at most a third of the invocation, so a message's
         // read, act and verify fit in it and a stopped invocation is the exception.
         let third = self.function_timeout / 3;
