@@ -1,7 +1,7 @@
 # The verbs developers and CI use. Every target works on a fresh machine with the Rust toolchain.
 CARGO ?= cargo
 
-.PHONY: sweep demo venv test lint fmt catalogue ci bench lambda-build lambda-watch lambda-smoke
+.PHONY: sweep demo venv test lint fmt catalogue ci bench lambda-build lambda-watch lambda-smoke chaos chaos-smoke
 
 ## sweep: the main job on the embedded default: one sweep of the sample fleet in the simulator
 sweep:
@@ -63,3 +63,11 @@ ci: lint test
 .PHONY: lint-template
 lint-template:
 	bash scripts/lint-template.sh
+
+## chaos: the fault-injection run of docs/reliability.md (many minutes; not part of make test)
+chaos: venv
+	$(CARGO) run -q -p medic-chaos -- run --events 10000 --apps 300 --scale 10 --kills-per-boundary 20 --random-kills 20 --seed 1 --max-seconds 3600
+
+## chaos-smoke: the same run, small
+chaos-smoke: venv
+	$(CARGO) run -q -p medic-chaos -- run --events 400 --apps 25 --scale 20 --kills-per-boundary 2 --random-kills 2 --seed 1 --max-seconds 400

@@ -481,6 +481,42 @@ async fn the_sweeper_enqueues_what_no_notification_reported_once_per_window() {
     assert!(sim.counts().refresh >= 3 && sim.counts().sync >= 3, "{:?}", sim.counts());
 }
 
+#[tokio::test]
+async fn an_incident_of_an_app_deleted_from_argo_cd_is_closed_by_the_next_sweep_not_left_open() {
+    let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
+    let sweeper = Sweeper {
+        config: SweeperConfig::default(),
+        argo: client(&sim),
+        store: stack.store(),
+        dedupe: stack.store(),
+        queue: stack.queue(),
+        escalator: LogEscalator::default(),
+        clock: SystemClock,
+        metrics: Metrics::quiet("test"),
+    };
+    // hook-failed (accounts) is escalated: an open incident that nothing Argo Medic does closes.
+    let ingest = stack.ingest(&sim);
+    let auth = format!("Bearer {SECRET}");
+    let headers = [("content-type", "application/json"), ("authorization", auth.as_str())];
+    assert_eq!(ingest.handle(webhook(&sample_webhook("hook-failed.json"), &headers)).await.status(), 202);
+    let worker = stack.worker(&sim, stack.store());
+    drain(&stack, &worker).await;
+    assert!(stack.store().open_incidents().await.unwrap().contains(&"argocd/accounts".to_owned()));
+    // Someone deletes the app. The list no longer shows it; a read without its project answers 403.
+    assert!(sim.remove_app("argocd", "accounts"));
+    let run = sweeper.run().await.unwrap();
+    assert_eq!(run.unlisted, 1, "{run:?}");
+    sim.clear_requests();
+    drain(&stack, &worker).await;
+    assert!(
+        !stack.store().open_incidents().await.unwrap().contains(&"argocd/accounts".to_owned()),
+        "the incident of a deleted app is closed"
+    );
+    let confirmed =
+        sim.requests().iter().any(|r| r.path == "/api/v1/applications" && r.query.iter().any(|(k, v)| k == "name" && v == "accounts"));
+    assert!(confirmed, "absence is confirmed with a list by name before closing");
+}
+
 #[test]
 fn every_lambda_sample_parses_as_its_functions_input() {
     let dir = events_dir().join("lambda");

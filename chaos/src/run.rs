@@ -11,6 +11,7 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use chrono::Utc;
+use medic_adapters::budget::BudgetRates;
 use medic_adapters::lambda_env::LambdaEnv;
 use medic_core::PolicyConfig;
 use medic_core::app::IDEMPOTENCY_INFO_NAME;
@@ -161,7 +162,7 @@ fn events_dir() -> PathBuf {
 }
 
 /// What happened, counted.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Tally {
     kills: BTreeMap<String, usize>,
     faults: usize,
@@ -274,6 +275,10 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         ("MEDIC_FUNCTION_TIMEOUT_SECONDS", t.timeout.as_secs().to_string()),
         ("MEDIC_RECHECK_SECONDS", t.sweep_window.as_secs().to_string()),
         ("MEDIC_WORKER_MAX_CONCURRENCY", o.workers.to_string()),
+        // Budgets are rates: a time scaled down by the factor scales them up by it.
+        ("MEDIC_REFRESH_PER_MINUTE", (BudgetRates::default().refresh_per_minute as u64 * t.scale).to_string()),
+        ("MEDIC_HARD_REFRESH_PER_MINUTE", (BudgetRates::default().hard_refresh_per_minute as u64 * t.scale).to_string()),
+        ("MEDIC_SYNC_PER_MINUTE", (BudgetRates::default().sync_per_minute as u64 * t.scale).to_string()),
         ("MEDIC_POLICY_CONFIG", serde_json::to_string(&t.policy())?),
     ]
     .into_iter()
@@ -321,14 +326,16 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         })
     };
 
-    // Faults on the Argo CD and Slack side, while events flow.
+    // Faults on the Argo CD and Slack side, in a window: while events flow.
+    let faults_on = Arc::new(AtomicBool::new(true));
     let faulting = {
-        let (argo, slack, stop, tally) = (Arc::clone(&argo), Arc::clone(&slack), Arc::clone(&stop), Arc::clone(&tally));
+        let (argo, slack, stop, tally) = (Arc::clone(&argo), Arc::clone(&slack), Arc::clone(&faults_on), Arc::clone(&tally));
         let mut rng = StdRng::seed_from_u64(o.seed ^ 0x5eed);
         let request_timeout = t.timeout / 3;
         tokio::spawn(async move {
             let mut n = 0usize;
-            while !stop.load(Ordering::SeqCst) {
+            // `stop` here is the fault window.
+            while stop.load(Ordering::SeqCst) {
                 let fault = match rng.random_range(0..6) {
                     0 => Fault {
                         path_contains: None,
@@ -369,14 +376,14 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
                         slack.inject(SlackFault { method: Some("chat.postMessage".into()), kind, times: 1 });
                         n += 1;
                         tally.lock().unwrap().faults = n;
-                        tokio::time::sleep(Duration::from_millis(700)).await;
+                        tokio::time::sleep(Duration::from_millis(1500)).await;
                         continue;
                     }
                 };
                 argo.inject(fault);
                 n += 1;
                 tally.lock().unwrap().faults = n;
-                tokio::time::sleep(Duration::from_millis(700)).await;
+                tokio::time::sleep(Duration::from_millis(1500)).await;
             }
         })
     };
@@ -441,6 +448,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         tokio::time::sleep(pause).await;
     }
     eprintln!("chaos: {} events sent in {:.0?}", tally.lock().unwrap().events, started.elapsed());
+    faults_on.store(false, Ordering::SeqCst);
 
     // Settle: until every boundary has its kills and the queue is quiet for a whole ladder bound
     // (or time runs out). Buttons that appear meanwhile are clicked too.
@@ -467,7 +475,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     faulting.await.ok();
 
     // The account.
-    let tally = tally.lock().unwrap();
+    let tally = tally.lock().unwrap().clone();
     let account = account(&argo, &slack, &ddb, &table, &names, &tally, bound).await?;
     let kills: usize = tally.kills.values().sum();
     for (k, v) in &tally.kills {
@@ -477,6 +485,9 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         eprintln!("chaos: {line}");
     }
     let (dlq, _) = depth(&sqs, &dlq_url).await;
+    for line in dead_letters(&sqs, &dlq_url).await {
+        eprintln!("chaos: dead letter: {line}");
+    }
     eprintln!(
         "chaos: {} invocations, {} messages in the DLQ, {} syncs, {} Slack parents, {:.0?} in all, seed {}, time scale 1/{}",
         tally.invocations,
@@ -554,6 +565,23 @@ fn signed_click(id: &str) -> anyhow::Result<lambda_http::Request> {
         .header(medic_slack_actions::TIMESTAMP_HEADER, ts)
         .header(medic_slack_actions::SIGNATURE_HEADER, signature)
         .body(lambda_http::Body::from(body))?)
+}
+
+/// What ended in the DLQ: kind, app, and for requests what was asked.
+async fn dead_letters(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for _ in 0..20 {
+        let got = sqs.receive_message().queue_url(url).max_number_of_messages(10).visibility_timeout(600).send().await;
+        let messages = got.ok().and_then(|o| o.messages).unwrap_or_default();
+        if messages.is_empty() {
+            break;
+        }
+        for m in messages {
+            let body: serde_json::Value = serde_json::from_str(m.body().unwrap_or("{}")).unwrap_or_default();
+            out.push(format!("{} {} {}", body["kind"], body["app"]["name"], body["requestedAction"]));
+        }
+    }
+    out
 }
 
 async fn depth(sqs: &aws_sdk_sqs::Client, url: &str) -> (usize, usize) {

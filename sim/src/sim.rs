@@ -168,6 +168,11 @@ impl ArgoSim {
         Ok(count)
     }
 
+    /// Removes an app, as a finished deletion does; true when it existed.
+    pub fn remove_app(&self, namespace: &str, name: &str) -> bool {
+        self.shared.store.lock().remove(&AppKey::new(namespace, name)).is_some()
+    }
+
     /// The stored Application, as the controller has left it.
     pub fn app(&self, namespace: &str, name: &str) -> Option<Value> {
         self.shared.store.lock().get(&AppKey::new(namespace, name)).cloned()

@@ -62,6 +62,10 @@ impl Store {
         Ok(key)
     }
 
+    pub(crate) fn remove(&mut self, key: &AppKey) -> Option<Value> {
+        self.apps.remove(key)
+    }
+
     pub(crate) fn get(&self, key: &AppKey) -> Option<&Value> {
         self.apps.get(key)
     }

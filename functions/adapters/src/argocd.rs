@@ -365,6 +365,9 @@ impl ArgoApi for HttpArgoClient {
 
     async fn list_apps(&self, q: &ListQuery) -> Result<Vec<Application>, ArgoError> {
         let mut query: Vec<(&str, String)> = q.projects.iter().map(|p| ("projects", p.clone())).collect();
+        if !q.name.is_empty() {
+            query.push(("name", q.name.clone()));
+        }
         if !q.selector.is_empty() {
             query.push(("selector", q.selector.clone()));
         }

@@ -1508,16 +1508,26 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             let mut done = rec.clone();
             done.resolved = true;
             done.state = IncidentState::Resolved;
-            done.detail = "Synced and Healthy again".into();
+            let healthy = decision.failure_mode == medic_core::FailureMode::Healthy;
+            done.detail = if healthy { "Synced and Healthy again".into() } else { decision.reason.clone() };
             done.state_at = decision.decided_at;
             done.revision += 1;
             if !rec.suppressed {
                 self.show(&done).await?;
-                let text = format!(
-                    "Resolved: {} is Synced and Healthy again (seen {}). The incident is closed.",
-                    rec.facts.app(),
-                    escalation::rfc3339(decision.decided_at)
-                );
+                let text = if healthy {
+                    format!(
+                        "Resolved: {} is Synced and Healthy again (seen {}). The incident is closed.",
+                        rec.facts.app(),
+                        escalation::rfc3339(decision.decided_at)
+                    )
+                } else {
+                    format!(
+                        "Closed: {}: {} (seen {}). Argo Medic does nothing more for it.",
+                        rec.facts.app(),
+                        decision.reason,
+                        escalation::rfc3339(decision.decided_at)
+                    )
+                };
                 self.post_once(&format!("res:{incident_id}"), Some(&rec.thread_key), &escalation::note(":white_check_mark:", &text))
                     .await?;
             }

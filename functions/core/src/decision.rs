@@ -127,3 +127,26 @@ pub struct Decision {
     /// When the decision was taken.
     pub decided_at: DateTime<Utc>,
 }
+
+impl Decision {
+    /// The decision for an app that no longer exists in Argo CD (a read answered 404, or 403
+    /// without a project, and a list by name confirmed it is gone): its incident ends.
+    pub fn gone(app: &str, now: DateTime<Utc>) -> Self {
+        Decision {
+            app: app.to_owned(),
+            action: Action::None,
+            failure_mode: FailureMode::OutOfScope,
+            rule: "gone".into(),
+            reason: "the app no longer exists in Argo CD (a list by name confirms it)".into(),
+            evidence: Vec::new(),
+            retry_after_secs: None,
+            incident: None,
+            idempotency_key: None,
+            sync: None,
+            human_actions: Vec::new(),
+            recommended: None,
+            resolves_incident: true,
+            decided_at: now,
+        }
+    }
+}

@@ -802,12 +802,16 @@ impl DecisionPolicy {
             d.failure_mode = FailureMode::OutOfScope;
             d.rule = "scope".into();
             d.reason = format!("project `{}` or labels are outside the configured scope", app.spec.project);
+            // Argo Medic will do nothing more for it: an open incident ends here (its Slack
+            // thread says why) instead of lingering.
+            d.resolves_incident = history.incident.as_ref().is_some_and(|i| i.app == name);
             return Ok(d);
         }
         if app.opted_out() {
             d.failure_mode = FailureMode::OptedOut;
             d.rule = "opt-out".into();
             d.reason = format!("the app opted out with `{}`", crate::app::OPT_OUT_KEY);
+            d.resolves_incident = history.incident.as_ref().is_some_and(|i| i.app == name);
             return Ok(d);
         }
 

@@ -35,6 +35,8 @@ impl RefreshKind {
 /// Filters for listing apps. `fields` is Argo CD's response mask (`items.status.sync.status`, ...).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListQuery {
+    /// One app by name (with `app_namespace`): how absence is confirmed.
+    pub name: String,
     pub projects: Vec<String>,
     pub selector: String,
     pub repo: String,

@@ -21,7 +21,7 @@ use crate::idempotency::IdempotencyKey;
 use crate::incident::{Attempt, DecisionNote, Outcome};
 use crate::policy::DecisionPolicy;
 use crate::ports::{
-    ArgoApi, ArgoError, Budget, BudgetKind, Claim, Clock, EscalationError, Escalator, IncidentStore, RefreshKind, StoreError,
+    ArgoApi, ArgoError, Budget, BudgetKind, Claim, Clock, EscalationError, Escalator, IncidentStore, ListQuery, RefreshKind, StoreError,
 };
 use crate::switch::{Mode, Switch};
 use crate::trigger::Trigger;
@@ -116,10 +116,27 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
                 calls += 1;
                 match self.argo.get_app(app_ref, None).await {
                     Ok(app) => app,
-                    Err(ArgoError::NotFound(_)) => {
+                    Err(e @ (ArgoError::NotFound(_) | ArgoError::PermissionDenied(_))) => {
+                        // A 404 means deleted *or* in another project, and without a project Argo
+                        // CD answers 403 for an app that does not exist: only a list by name tells
+                        // that it is gone, and only then does its incident end.
+                        calls += 1;
+                        let query = ListQuery {
+                            name: app_ref.name.clone(),
+                            app_namespace: app_ref.namespace.clone(),
+                            fields: crate::sweep::LIST_FIELDS.iter().map(|f| f.to_string()).collect(),
+                            ..ListQuery::default()
+                        };
+                        let listed = self.argo.list_apps(&query).await?;
+                        if listed.iter().any(|a| a.metadata.name == app_ref.name) {
+                            return Err(e.into());
+                        }
                         let name = format!("{}/{}", app_ref.namespace, app_ref.name);
-                        self.store.close(&name, self.clock.now()).await?;
-                        return Ok(report(name, None, StepResult::NoAction, "the app no longer exists".into(), calls));
+                        let now = self.clock.now();
+                        self.store.close(&name, now).await?;
+                        let gone = Decision::gone(&name, now);
+                        let detail = gone.reason.clone();
+                        return Ok(report(name, Some(&gone), StepResult::Resolved, detail, calls));
                     }
                     Err(e) => return Err(e.into()),
                 }

@@ -89,3 +89,19 @@ fn an_escalation_whose_worker_died_before_telling_anyone_runs_again() {
     assert_eq!(owned.action, Action::None, "{}", owned.reason);
     assert!(owned.reason.contains("a human owns this incident"), "{}", owned.reason);
 }
+
+#[test]
+fn an_app_that_opts_out_or_leaves_the_scope_ends_its_open_incident() {
+    let app = sample("hook-failed.json");
+    let (_, open) = history(&app, vec![]);
+    let mut opted = app.clone();
+    opted.metadata.annotations.insert(medic_core::app::OPT_OUT_KEY.into(), "true".into());
+    let d = policy().decide(&opted, &trigger(), &open, captured()).unwrap();
+    assert!(d.resolves_incident && d.action == Action::None, "{}", d.reason);
+    let elsewhere = DecisionPolicy::new(PolicyConfig { projects: vec!["another-project".into()], ..PolicyConfig::default() });
+    let d = elsewhere.decide(&app, &trigger(), &open, captured()).unwrap();
+    assert!(d.resolves_incident && d.action == Action::None, "{}", d.reason);
+    // Without an open incident there is nothing to end.
+    let d = policy().decide(&opted, &trigger(), &History::default(), captured()).unwrap();
+    assert!(!d.resolves_incident);
+}

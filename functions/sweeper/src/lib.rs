@@ -88,6 +88,8 @@ pub struct SweepRun {
     pub enqueued: usize,
     /// Already enqueued in this window.
     pub skipped: usize,
+    /// Open incidents of apps the list no longer shows, enqueued to be closed.
+    pub unlisted: usize,
     pub outage: bool,
 }
 
@@ -172,6 +174,23 @@ where
                 run.skipped += 1;
                 continue;
             }
+            batch.push(item);
+        }
+        // Open incidents of apps the list no longer shows (deleted, moved out of scope): the
+        // worker reads each, confirms absence with a list by name, and ends the incident and its
+        // Slack thread. Without this they would stay open for ever.
+        let listed_names: BTreeSet<String> = listed.iter().map(|a| a.qualified_name()).collect();
+        for gone in open.iter().filter(|a| !listed_names.contains(*a)) {
+            let Some((namespace, name)) = gone.split_once('/') else { continue };
+            let app_ref = AppRef { name: name.to_owned(), namespace: namespace.to_owned(), project: None };
+            let item = WorkItem::for_app(WorkKind::Sweep, app_ref, trigger.clone(), &window, now);
+            if self.dedupe.first_sighting(&format!("enqueued-{}", item.dedupe_key), self.config.recheck_interval).await? == Seen::Duplicate
+            {
+                run.skipped += 1;
+                continue;
+            }
+            run.candidates += 1;
+            run.unlisted += 1;
             batch.push(item);
         }
         if let Err(e) = self.queue.enqueue_batch(&batch).await {

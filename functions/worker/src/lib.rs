@@ -354,7 +354,8 @@ where
         // The app is out of trouble: its escalations (if any) are marked resolved. Also on a
         // healthy look after the incident was closed, so a resolution whose report failed is
         // reported on the next look (the escalator does nothing when nothing is open).
-        if let Some(d) = report.decision.as_ref().filter(|d| d.failure_mode == FailureMode::Healthy) {
+        // The same when its incident ended otherwise (out of scope, opted out, deleted).
+        if let Some(d) = report.decision.as_ref().filter(|d| d.failure_mode == FailureMode::Healthy || d.resolves_incident) {
             if matches!(report.result, StepResult::Resolved | StepResult::NoAction) && self.may_post().await {
                 if let Err(e) = self.escalator.resolve(&report.app, d).await {
                     self.metrics.count("EscalationErrors", Some(("Step", "resolve")), 1.0);
