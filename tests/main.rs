@@ -5,6 +5,7 @@ mod iam;
 mod incidents;
 mod leases;
 mod pipeline;
+mod rotation;
 mod serve;
 mod slack;
 mod support;

@@ -13,7 +13,8 @@ use medic_adapters::dynamodb::{DynamoDbStore, create_table};
 use medic_adapters::memory::{LogEscalator, SystemClock};
 use medic_adapters::sqs::SqsWorkQueue;
 use medic_adapters::telemetry::Metrics;
-use medic_core::ports::IncidentStore;
+use medic_core::ports::{IncidentStore, WorkQueue};
+use medic_core::switch::{FixedSwitch, Mode, Switch, SwitchStore};
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
 use medic_sim::moto::{moto, unique};
@@ -102,6 +103,15 @@ impl Stack {
         sim: &ArgoSim,
         store: S,
     ) -> Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock> {
+        self.switched_worker(sim, store, FixedSwitch::default())
+    }
+
+    fn switched_worker<S: IncidentStore, W: Switch>(
+        &self,
+        sim: &ArgoSim,
+        store: S,
+        switch: W,
+    ) -> Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock, W> {
         Worker {
             config: WorkerConfig {
                 claim_timeout: Duration::ZERO,
@@ -124,6 +134,7 @@ impl Stack {
             clock: SystemClock,
             policy: DecisionPolicy::new(PolicyConfig { instance_id: "test".into(), settle_secs: 0, ..PolicyConfig::default() }),
             metrics: Metrics::quiet("test"),
+            switch,
         }
     }
 
@@ -133,9 +144,9 @@ impl Stack {
     }
 
     /// One poll of the event source mapping: receive, invoke, delete what did not fail.
-    async fn poll<S: IncidentStore>(
+    async fn poll<S: IncidentStore, W: Switch>(
         &self,
-        worker: &Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock>,
+        worker: &Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock, W>,
     ) -> (usize, Vec<String>) {
         let messages = self.receive().await;
         if messages.is_empty() {
@@ -203,9 +214,9 @@ fn sample_webhook(name: &str) -> String {
     std::fs::read_to_string(events_dir().join("webhook").join(name)).unwrap()
 }
 
-async fn drain<S: IncidentStore>(
+async fn drain<S: IncidentStore, W: Switch>(
     stack: &Stack,
-    worker: &Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock>,
+    worker: &Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock, W>,
 ) {
     // Until nothing is visible or in flight: a delivery that found another one handling its
     // item is reported failed and comes back after the visibility timeout.
@@ -519,4 +530,36 @@ fn every_lambda_sample_parses_as_its_functions_input() {
         let event: serde_json::Value = serde_json::from_str(&read(&f)).unwrap();
         assert_eq!(event["detail-type"], "Scheduled Event", "{}", f.display());
     }
+}
+
+#[tokio::test]
+async fn the_switch_in_the_state_table_stops_argo_cd_mutations_at_once_and_flipping_it_back_resumes_them() {
+    use medic_adapters::switch::{CachedSwitch, SwitchSettings};
+    use medic_core::event::{AppRef, WorkItem, WorkKind};
+    use medic_core::remediate::StepResult;
+
+    let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
+    // What `medic switch --table T --instance test off` writes.
+    stack.store().write_mode(Mode::Off, "test").await.unwrap();
+    // Every check reads the table (a container's cache would keep a value up to 30 s).
+    let settings = SwitchSettings { fresh_for: Duration::ZERO, ..SwitchSettings::default() };
+    let worker = stack.switched_worker(&sim, stack.store(), CachedSwitch::with_settings(stack.store(), SystemClock, settings));
+    let observability = AppRef { name: "observability".into(), namespace: "argocd".into(), project: Some("platform".into()) };
+    let look = |window: &str| {
+        WorkItem::for_app(WorkKind::Notification, observability.clone(), "on-sync-failed".parse().unwrap(), window, chrono::Utc::now())
+    };
+
+    stack.queue().enqueue(&look("switch-1"), Duration::ZERO).await.unwrap();
+    let messages = stack.receive().await;
+    assert_eq!(messages.len(), 1);
+    let handled = worker.handle_message(&crate::support::sqs_record(&messages[0])).await.unwrap();
+    assert_eq!(handled, Handled::Stepped(StepResult::DryRun), "decided, not acted on");
+    let counts = sim.counts();
+    assert_eq!((counts.sync, counts.refresh), (0, 0), "switched off: no mutating Argo CD call; {counts:?}");
+    assert!(stack.store().history("argocd/observability").await.unwrap().attempts.is_empty(), "and nothing recorded");
+
+    stack.store().write_mode(Mode::Act, "test").await.unwrap();
+    stack.queue().enqueue(&look("switch-2"), Duration::ZERO).await.unwrap();
+    drain(&stack, &worker).await;
+    assert_eq!(sim.counts().sync, 1, "switched back on: the CRD-race failure is re-synced");
 }

@@ -187,6 +187,7 @@ impl Stack {
             clock: SystemClock,
             policy: policy(),
             metrics: Metrics::quiet("test"),
+            switch: Default::default(),
         }
     }
 
@@ -561,6 +562,32 @@ async fn a_signed_click_enqueues_one_action_and_the_worker_performs_it_once_even
     let late = actions.handle(click(&sync, ALICE, now + 2, SIGNING_SECRET)).await;
     assert_eq!(late.status(), 200);
     assert_eq!(stack.depth().await, 1, "only the worker's recheck after the sync is queued");
+}
+
+#[tokio::test]
+async fn switched_off_the_worker_posts_no_escalation_and_neither_acts_on_nor_answers_a_click() {
+    use medic_core::remediate::StepResult;
+    use medic_core::switch::{FixedSwitch, Mode};
+
+    let stack = stack().await;
+    let off = Worker { switch: FixedSwitch(Mode::Off), ..stack.worker() };
+    stack.enqueue_look("storefront", "w0").await;
+    assert_eq!(stack.poll(&off).await, vec![Handled::Stepped(StepResult::DryRun)]);
+    assert!(parents(&stack.slack).is_empty(), "no escalation posted while off");
+
+    // Escalated while on; the click is handled while off.
+    let worker = stack.worker();
+    stack.enqueue_look("storefront", "w1").await;
+    stack.poll(&worker).await;
+    let parent = parents(&stack.slack).remove(0);
+    let sync = button(&parent, "Sync");
+    let clicked = stack.actions().handle(click(&sync, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await;
+    assert_eq!(clicked.status(), 200);
+    stack.argo.clear_requests();
+    assert_eq!(stack.poll(&off).await, vec![Handled::RequestedDone]);
+    assert_eq!(stack.argo.counts().sync, 0, "no sync while off");
+    assert!(stack.slack.replies(CH, &parent.ts).is_empty(), "and nothing posted in the thread");
+    assert_eq!(button(&stack.slack.message(CH, &parent.ts).unwrap(), "Sync"), sync, "the button is not spent");
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@ use medic_core::idempotency::IdempotencyKey;
 use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
 use medic_core::ports::{ArgoApi, Claim, IncidentStore, StoreError};
 use medic_core::remediate::Remediator;
+use medic_core::switch::{FixedSwitch, Mode};
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_sim::{ArgoSim, Rebase, SimConfig};
 
@@ -86,7 +87,7 @@ impl<S: IncidentStore> Parts<S> {
         argo: &'a A,
         dry_run: bool,
         claim_timeout: Duration,
-    ) -> Remediator<'a, A, S, LogEscalator, LocalBudget, SystemClock> {
+    ) -> Remediator<'a, A, S, LogEscalator, LocalBudget, SystemClock, FixedSwitch> {
         Remediator {
             argo,
             store: &self.store,
@@ -95,6 +96,7 @@ impl<S: IncidentStore> Parts<S> {
             clock: &SystemClock,
             policy: &self.policy,
             dry_run,
+            switch: &FixedSwitch(Mode::Act),
             claim_timeout,
         }
     }

@@ -43,6 +43,7 @@ pub async fn run() -> anyhow::Result<()> {
         policy: built.policy,
         // EMF lines go to stdout on Lambda; here stdout is the invocation channel.
         metrics: Metrics::quiet(&env.instance_id),
+        switch: built.switch,
     };
     let mut out = tokio::io::stdout();
     out.write_all(format!("{READY}\n").as_bytes()).await?;

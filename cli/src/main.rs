@@ -76,6 +76,11 @@ enum Command {
     /// stack's DynamoDB table with --table): rungs taken, next step, Slack thread, fleet. `show APP`
     /// prints one app's incidents in full with the evidence of the last decision.
     Incidents(IncidentsArgs),
+    /// Show or flip a deployed stack's instant switch (`act`, `dry-run` or `off`), kept in its
+    /// state table: workers see a change within 30 seconds, no stack update needed. The stack's
+    /// DryRun and KillSwitch parameters still apply: the switch can only make Argo Medic more
+    /// careful than they say.
+    Switch(SwitchArgs),
     /// Decide every sample scenario under events/ and print the decisions as a table.
     Demo {
         /// The events directory holding apps/ and scenarios/.
@@ -224,6 +229,22 @@ struct IncidentsArgs {
     output: Output,
 }
 
+#[derive(clap::Args)]
+struct SwitchArgs {
+    /// The stack's DynamoDB state table (its StateTableName output); AWS credentials and region
+    /// as the AWS CLI finds them.
+    #[arg(long)]
+    table: String,
+    /// The stack's InstanceId.
+    #[arg(long, default_value = "default")]
+    instance: String,
+    /// Another DynamoDB endpoint (moto, DynamoDB Local).
+    #[arg(long)]
+    endpoint_url: Option<String>,
+    /// The new mode: `act`, `dry-run` or `off`. Without it, the current one is shown.
+    mode: Option<String>,
+}
+
 #[derive(Subcommand)]
 enum IncidentsCommand {
     /// One app's incidents (open and recently closed) in full, with the evidence of the last decision.
@@ -338,6 +359,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
             runtime.block_on(serve(args))
+        }
+        Command::Switch(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            runtime.block_on(switch(args))
         }
         Command::Incidents(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
@@ -472,6 +497,26 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
     if let Some(sim) = sim {
         eprintln!("medic: Argo CD calls {}", medic::sweep_cmd::calls(&Default::default(), &sim.counts()));
         sim.shutdown().await;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn switch(args: SwitchArgs) -> Result<ExitCode> {
+    use medic_core::switch::{Mode, SwitchStore};
+    let mode = args.mode.as_deref().map(str::parse::<Mode>).transpose()?;
+    let sdk = medic_adapters::aws::sdk_config(args.endpoint_url.as_deref()).await;
+    let store = medic_adapters::dynamodb::DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &args.table, &args.instance);
+    if let Some(mode) = mode {
+        let by = std::env::var("USER")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .map_or_else(|| "medic switch".to_owned(), |u| format!("medic switch ({u})"));
+        store.write_mode(mode, &by).await?;
+        eprintln!("switched to {mode}; workers see it within 30 seconds");
+    }
+    match store.switch_record().await? {
+        Some(r) => println!("{} (set by {} at {})", r.mode, r.set_by, r.set_at),
+        None => println!("act (never set: the stack's DryRun and KillSwitch parameters decide)"),
     }
     Ok(ExitCode::SUCCESS)
 }

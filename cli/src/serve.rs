@@ -182,6 +182,7 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
         clock: SystemClock,
         policy: DecisionPolicy::new(opts.policy.clone()),
         metrics: Metrics::quiet(&instance),
+        switch: medic_core::switch::FixedSwitch::default(),
     });
     let sweeper = Arc::new(Sweeper {
         config: SweeperConfig {

@@ -55,8 +55,8 @@ pub enum SweepError {
 }
 
 /// Runs one sweep. `progress` is called once per finished app.
-pub async fn sweep<A, S, E, B, C>(
-    r: &Remediator<'_, A, S, E, B, C>,
+pub async fn sweep<A, S, E, B, C, W>(
+    r: &Remediator<'_, A, S, E, B, C, W>,
     opts: &SweepOptions,
     progress: impl Fn(usize, usize),
 ) -> Result<SweepSummary, SweepError>
@@ -66,6 +66,7 @@ where
     E: Escalator,
     B: Budget,
     C: Clock,
+    W: medic_core::switch::Switch,
 {
     let started = Instant::now();
     let query = ListQuery {
@@ -139,7 +140,7 @@ where
 }
 
 /// A rejected token stops the sweep and raises exactly one alert: every further call would fail.
-async fn unauthenticated<A, S, E: Escalator, B, C>(r: &Remediator<'_, A, S, E, B, C>, e: ArgoError) -> SweepError {
+async fn unauthenticated<A, S, E: Escalator, B, C, W>(r: &Remediator<'_, A, S, E, B, C, W>, e: ArgoError) -> SweepError {
     r.escalator.alert(&format!("Argo Medic cannot act: {e}. Mint a new token for its account and update the secret.")).await.ok();
     SweepError::Unauthenticated(e)
 }

@@ -139,6 +139,7 @@ pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
         clock: &SystemClock,
         policy: &policy,
         dry_run: cmd.target.dry_run,
+        switch: &medic_core::switch::FixedSwitch(medic_core::switch::Mode::Act),
         claim_timeout: Duration::from_secs(600),
     };
     let opts = SweepOptions {

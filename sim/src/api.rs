@@ -180,7 +180,8 @@ pub(crate) fn handle(shared: &Arc<Shared>, call: &Call) -> Reply {
 }
 
 fn authenticate(shared: &Shared, call: &Call) -> Result<Session, ApiError> {
-    rbac::authenticate(call.authorization.as_deref(), &shared.config.tokens, shared.started_at)
+    let tokens = shared.tokens.lock().clone();
+    rbac::authenticate(call.authorization.as_deref(), &tokens, shared.started_at)
 }
 
 fn app_project(app: &Value) -> &str {

@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     /// harness waits on it to kill a client while its request is held open.
     pub(crate) arrivals: Mutex<Vec<(String, String)>>,
     pub(crate) counts: Mutex<CallCounts>,
+    /// The bearer tokens accepted now (`config.tokens` at start; [`ArgoSim::set_tokens`] rotates them).
+    pub(crate) tokens: Mutex<Vec<crate::config::TokenGrant>>,
     /// Stands in for a token's `iat` when the token carries none.
     pub(crate) started_at: DateTime<Utc>,
     /// Controller tasks (operations finishing), aborted at shutdown.
@@ -90,6 +92,7 @@ impl ArgoSim {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
+            tokens: Mutex::new(config.tokens.clone()),
             config,
             store: Mutex::new(Store::default()),
             faults: Mutex::new(FaultQueue::default()),
@@ -211,6 +214,12 @@ impl ArgoSim {
     pub fn clear_requests(&self) {
         self.shared.log.lock().clear();
         *self.shared.counts.lock() = CallCounts::default();
+    }
+
+    /// Replaces the accepted tokens, as rotating the account's token does: requests with a token
+    /// not in `tokens` are answered 401 from now on.
+    pub fn set_tokens(&self, tokens: Vec<crate::config::TokenGrant>) {
+        *self.shared.tokens.lock() = tokens;
     }
 
     /// Calls per endpoint since start (or the last [`ArgoSim::clear_requests`]).

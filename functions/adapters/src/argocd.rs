@@ -21,6 +21,7 @@ use tokio::sync::OnceCell;
 
 use crate::breaker::{BreakerSettings, CircuitBreaker};
 use crate::config::{ArgoSettings, SettingsError};
+use crate::token::TokenSource;
 
 /// grpc-gateway's error body: `{"error": ..., "code": <grpc code>, "message": ...}`.
 #[derive(Debug, Deserialize)]
@@ -80,6 +81,8 @@ pub struct HttpArgoClient {
     settings: Arc<ArgoSettings>,
     breaker: Arc<CircuitBreaker>,
     version: Arc<OnceCell<ArgoVersion>>,
+    /// The token sent (initially `settings.token`), re-read after a 401.
+    token: Arc<TokenSource>,
 }
 
 impl HttpArgoClient {
@@ -88,8 +91,25 @@ impl HttpArgoClient {
     }
 
     pub fn with_breaker(settings: ArgoSettings, breaker: BreakerSettings) -> Result<Self, ClientError> {
+        let token = TokenSource::fixed(settings.token.expose_secret());
+        Self::with_token_source(settings, breaker, token)
+    }
+
+    /// A client whose token comes from `token` (re-read after a 401) instead of the settings.
+    pub fn with_token_source(settings: ArgoSettings, breaker: BreakerSettings, token: TokenSource) -> Result<Self, ClientError> {
         let base = settings.base_url()?;
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if let Some(pem) = settings.ca_bundle_pem()? {
+            let certificates = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| SettingsError::CaBundle(e.to_string()))?;
+            if certificates.is_empty() {
+                return Err(SettingsError::CaBundle("no PEM certificate in it".into()).into());
+            }
+            // Added to the public roots, not instead of them.
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        let http = builder
             .use_rustls_tls()
             .danger_accept_invalid_certs(settings.insecure)
             .gzip(true)
@@ -103,7 +123,13 @@ impl HttpArgoClient {
             settings: Arc::new(settings),
             breaker: Arc::new(CircuitBreaker::new(breaker)),
             version: Arc::new(OnceCell::new()),
+            token: Arc::new(token),
         })
+    }
+
+    /// Where the token comes from.
+    pub fn token_source(&self) -> &TokenSource {
+        &self.token
     }
 
     pub fn breaker(&self) -> &CircuitBreaker {
@@ -139,7 +165,27 @@ impl HttpArgoClient {
         self.call_with(effect, method, path, query, body).await
     }
 
+    /// [`Self::retrying`], and once more with a new token when Argo CD rejected the one sent
+    /// (401: nothing was done, even by a mutating call). Not on 403: Argo CD answers 403 for an
+    /// app it does not show this account (a missing one queried without its project, too).
     async fn call_with<T: DeserializeOwned>(
+        &self,
+        effect: Effect,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+    ) -> Result<T, ArgoError> {
+        let used = self.token.get();
+        match self.retrying(effect, method.clone(), path, query, body).await {
+            Err(ArgoError::Unauthenticated(_)) if self.token.renew_after_rejection(&used).await => {
+                self.retrying(effect, method, path, query, body).await
+            }
+            result => result,
+        }
+    }
+
+    async fn retrying<T: DeserializeOwned>(
         &self,
         effect: Effect,
         method: Method,
@@ -204,7 +250,7 @@ impl HttpArgoClient {
         body: Option<&serde_json::Value>,
     ) -> Result<T, ArgoError> {
         let url = self.base.join(path).map_err(|e| ArgoError::Invalid(format!("bad path `{path}`: {e}")))?;
-        let mut req = self.http.request(method.clone(), url).bearer_auth(self.settings.token.expose_secret()).query(query);
+        let mut req = self.http.request(method.clone(), url).bearer_auth(self.token.get().expose_secret()).query(query);
         if method != Method::GET {
             // Exactly this string: Argo CD compares it verbatim and answers 415 otherwise.
             req = req.header(header::CONTENT_TYPE, "application/json");
@@ -356,6 +402,29 @@ mod tests {
 
     fn err(status: u16, body: &str) -> ArgoError {
         map_error(StatusCode::from_u16(status).unwrap(), None, body.as_bytes())
+    }
+
+    /// A throwaway self-signed CA committed for these tests only (its key was discarded).
+    const TEST_ONLY_CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/test-only-ca.pem");
+
+    fn with_ca(ca_bundle: &str) -> Result<HttpArgoClient, ClientError> {
+        let mut settings = ArgoSettings::new("argocd.example.com", "t.o.k");
+        settings.ca_bundle = Some(ca_bundle.to_owned());
+        HttpArgoClient::new(settings)
+    }
+
+    #[test]
+    fn a_private_ca_is_added_from_pem_text_a_file_or_an_escaped_line_and_a_bad_one_is_named() {
+        let pem = std::fs::read_to_string(TEST_ONLY_CA).unwrap();
+        with_ca(TEST_ONLY_CA).expect("a PEM file");
+        with_ca(&pem).expect("PEM text");
+        with_ca(&pem.replace('\n', "\\n")).expect("PEM text on one line, `\\n` for the line breaks (a stack parameter)");
+        let problem = |v: &str| with_ca(v).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(problem("/nonexistent/ca.pem").starts_with("`ARGOCD_CA_BUNDLE`: neither PEM text nor a readable file"));
+        assert!(problem(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).contains("no PEM certificate"));
+        // Valid PEM framing around bytes that are no certificate: rejected when the roots are built.
+        let not_a_certificate = "-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQ=\n-----END CERTIFICATE-----\n";
+        assert!(with_ca(not_a_certificate).is_err(), "the certificate is parsed, not just framed");
     }
 
     #[test]

@@ -17,6 +17,9 @@ pub struct ArgoSettings {
     pub insecure: bool,
     /// Plain HTTP (no TLS).
     pub plaintext: bool,
+    /// CA certificates to trust besides the public roots (a private CA): PEM text, or the path
+    /// of a PEM file (`ARGOCD_CA_BUNDLE`).
+    pub ca_bundle: Option<String>,
     /// Root path when Argo CD is served under a prefix (`server.rootpath`), e.g. `/argocd`.
     pub root_path: String,
     /// Timeout of one HTTP request. A refresh blocks until the controller has processed it, so
@@ -40,6 +43,8 @@ pub enum SettingsError {
     NotBool { name: &'static str, value: String },
     #[error("`{0}` is not a valid Argo CD server address")]
     BadServer(String),
+    #[error("`ARGOCD_CA_BUNDLE`: {0}")]
+    CaBundle(String),
 }
 
 impl ArgoSettings {
@@ -49,6 +54,7 @@ impl ArgoSettings {
             token: SecretString::from(token.into()),
             insecure: false,
             plaintext: false,
+            ca_bundle: None,
             root_path: String::new(),
             request_timeout: Duration::from_secs(30),
             retry_deadline: Duration::from_secs(60),
@@ -74,11 +80,25 @@ impl ArgoSettings {
         s.insecure = flag("ARGOCD_INSECURE")?;
         s.plaintext = flag("ARGOCD_PLAINTEXT")?;
         s.root_path = get("ARGOCD_ROOT_PATH").unwrap_or_default();
+        s.ca_bundle = get("ARGOCD_CA_BUNDLE").filter(|v| !v.trim().is_empty());
         Ok(s)
     }
 
     pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// The PEM text of [`ArgoSettings::ca_bundle`]: the value itself when it holds a PEM block
+    /// (a literal `\n` stands for a line break, for values that cannot hold one, like a stack
+    /// parameter), otherwise the file it names.
+    pub fn ca_bundle_pem(&self) -> Result<Option<Vec<u8>>, SettingsError> {
+        let Some(value) = self.ca_bundle.as_deref().map(str::trim).filter(|v| !v.is_empty()) else {
+            return Ok(None);
+        };
+        if value.contains("-----BEGIN") {
+            return Ok(Some(value.replace("\\n", "\n").into_bytes()));
+        }
+        std::fs::read(value).map(Some).map_err(|e| SettingsError::CaBundle(format!("neither PEM text nor a readable file `{value}`: {e}")))
     }
 
     /// The base URL every API path is appended to, e.g. `https://argocd.example.com/argocd`.

@@ -14,6 +14,7 @@
 //! | action (idempotency record) | `APP#<instance>#<app>` | `ACTION#<incident id>#<idempotency key>` | `app`, `incident_id`, `idempotency_key`, `rung`, `at` (RFC 3339), `outcome` (serde names: `hard_refresh`, `no_effect`), `status` (`INPROGRESS` or `COMPLETED`), `in_progress_until` (epoch milliseconds, while in progress), `expires_at` (`at` + 30 days) |
 //! | dedupe record | `DEDUPE#<instance>#<dedupe key>` | `-` | `seen_at` (RFC 3339), `expires_at`; a work item's record also `status` (`INPROGRESS` while a delivery handles it, then `COMPLETED`), `owner` (the delivery: message id and receive count) and `lease_until` (epoch milliseconds, while in progress). A record without `status` (markers, and releases before leases) is done |
 //! | app lock | `LOCK#<instance>#<app>` | `-` | `owner`, `locked_at` (RFC 3339), `expires_at` |
+//! | the switch | `SWITCH#<instance>` | `-` | `mode` (`act`, `dry-run` or `off`), `set_by`, `set_at` (RFC 3339). Written by `medic switch`, read by the worker (cached 30 s per container). No expiry |
 //!
 //! An app's incident and its actions share a partition, so `history` is one `GetItem` and one
 //! `Query` (`begins_with(sk, "ACTION#<incident id>#")`).
@@ -560,6 +561,52 @@ impl IncidentLedger for DynamoDbStore {
         }
         records.sort_by(|a, b| (a.closed_at.is_some(), &a.app, a.opened_at).cmp(&(b.closed_at.is_some(), &b.app, b.opened_at)));
         Ok(records)
+    }
+}
+
+/// The switch as stored, with who set it and when (`medic switch` shows it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwitchRecord {
+    pub mode: medic_core::switch::Mode,
+    pub set_by: String,
+    pub set_at: String,
+}
+
+impl DynamoDbStore {
+    fn switch_pk(&self) -> String {
+        format!("SWITCH#{}", self.instance)
+    }
+
+    /// The switch item, if it was ever set.
+    pub async fn switch_record(&self) -> Result<Option<SwitchRecord>, StoreError> {
+        let Some(item) = self.get(&self.switch_pk(), SINGLETON_SK).await? else {
+            return Ok(None);
+        };
+        let mode = get_s(&item, "mode")?;
+        let mode = mode.parse().map_err(|e| StoreError(format!("the switch item of {}: {e}", self.table)))?;
+        let text = |a: &str| item.get(a).and_then(|v| v.as_s().ok()).cloned().unwrap_or_default();
+        Ok(Some(SwitchRecord { mode, set_by: text("set_by"), set_at: text("set_at") }))
+    }
+}
+
+impl medic_core::switch::SwitchStore for DynamoDbStore {
+    async fn read_mode(&self) -> Result<Option<medic_core::switch::Mode>, StoreError> {
+        Ok(self.switch_record().await?.map(|r| r.mode))
+    }
+
+    async fn write_mode(&self, mode: medic_core::switch::Mode, by: &str) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(self.switch_pk()))
+            .item("sk", s(SINGLETON_SK))
+            .item("mode", s(mode.as_str()))
+            .item("set_by", s(by))
+            .item("set_at", s(Utc::now().to_rfc3339()))
+            .send()
+            .await
+            .map_err(|e| StoreError(describe(&self.op("PutItem"), &e)))?;
+        Ok(())
     }
 }
 

@@ -42,6 +42,8 @@ pub struct LambdaEnv {
     pub argocd_insecure: bool,
     pub argocd_plaintext: bool,
     pub argocd_root_path: String,
+    /// `ARGOCD_CA_BUNDLE`: CA certificates (PEM text or a file path) trusted besides the public roots.
+    pub argocd_ca_bundle: Option<String>,
     pub argocd_token_secret_arn: Option<String>,
     pub webhook_secret_arn: Option<String>,
     pub dry_run: bool,
@@ -123,6 +125,7 @@ impl LambdaEnv {
             argocd_insecure: flag(get, "ARGOCD_INSECURE", false)?,
             argocd_plaintext: flag(get, "ARGOCD_PLAINTEXT", false)?,
             argocd_root_path: get("ARGOCD_ROOT_PATH").unwrap_or_default(),
+            argocd_ca_bundle: get("ARGOCD_CA_BUNDLE").filter(|v| !v.trim().is_empty()),
             argocd_token_secret_arn: get("ARGOCD_AUTH_TOKEN_SECRET_ARN"),
             webhook_secret_arn: get("WEBHOOK_SECRET_ARN"),
             // A deployment that says nothing acts on nothing.
@@ -222,7 +225,23 @@ impl LambdaEnv {
             return Err(EnvError::Missing("ARGOCD_SERVER"));
         }
         let token = self.secret(self.argocd_token_secret_arn.as_deref(), "ARGOCD_AUTH_TOKEN").await?;
-        Ok(HttpArgoClient::new(self.argo_settings(token.trim()))?)
+        let source = self.token_source(token.trim(), self.argocd_token_secret_arn.as_deref());
+        Ok(HttpArgoClient::with_token_source(self.argo_settings(token.trim()), Default::default(), source)?)
+    }
+
+    /// A token read from the secret `arn` again when a server rejects it (rotation without a
+    /// redeploy); a token from the environment (no ARN) is never re-read.
+    pub fn token_source(&self, token: &str, arn: Option<&str>) -> crate::token::TokenSource {
+        let Some(arn) = arn else { return crate::token::TokenSource::fixed(token) };
+        let (client, arn) = (self.secrets_client(), arn.to_owned());
+        let refresher: crate::token::Refresher = std::sync::Arc::new(move || {
+            let (client, arn) = (client.clone(), arn.clone());
+            Box::pin(async move {
+                let out = client.get_secret_value().secret_id(&arn).send().await.map_err(|e| crate::aws::describe("GetSecretValue", &e))?;
+                out.secret_string().map(str::to_owned).ok_or_else(|| format!("the secret {arn} has no string value"))
+            })
+        });
+        crate::token::TokenSource::refreshing(token, refresher)
     }
 
     /// The Argo CD client's settings for this function: its retry budget derives from the
@@ -232,6 +251,7 @@ impl LambdaEnv {
         settings.insecure = self.argocd_insecure;
         settings.plaintext = self.argocd_plaintext;
         settings.root_path = self.argocd_root_path.clone();
+        settings.ca_bundle = self.argocd_ca_bundle.clone();
         // One call, retries included, takes at most a third of the invocation, so a message's
         // read, act and verify fit in it and a stopped invocation is the exception.
         let third = self.function_timeout / 3;
@@ -273,7 +293,8 @@ impl LambdaEnv {
         if let Some(ms) = (self.lookup)("SLACK_POST_INTERVAL_MS").and_then(|v| v.trim().parse::<u64>().ok()) {
             settings.post_interval = Duration::from_millis(ms);
         }
-        let slack = SlackEscalator::new(settings, token.trim(), store)
+        let source = self.token_source(token.trim(), self.slack_token_secret_arn.as_deref());
+        let slack = SlackEscalator::with_token_source(settings, source, store)
             .map_err(|e| EnvError::Invalid { name: "SLACK_API_URL", problem: e.to_string() })?;
         Ok(AnyEscalator::Slack(Box::new(slack)))
     }

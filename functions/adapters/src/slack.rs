@@ -65,7 +65,7 @@ use medic_core::escalation::{
 };
 use medic_core::ports::{EscalationError, EscalationStore, Escalator, StoreError, Versioned};
 use reqwest::{StatusCode, header};
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::ExposeSecret;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -241,7 +241,8 @@ impl Pacer {
 pub struct SlackClient {
     http: reqwest::Client,
     base: String,
-    token: SecretString,
+    /// The bot token, re-read after `invalid_auth` or `token_revoked`.
+    token: std::sync::Arc<crate::token::TokenSource>,
     pacer: Pacer,
     max_retry_wait: Duration,
     /// 429s answered so far (for tests and logs).
@@ -250,6 +251,11 @@ pub struct SlackClient {
 
 impl SlackClient {
     pub fn new(settings: &SlackSettings, token: impl Into<String>) -> Result<Self, SlackError> {
+        Self::with_token_source(settings, crate::token::TokenSource::fixed(token))
+    }
+
+    /// A client whose token comes from `token` (re-read when Slack rejects it).
+    pub fn with_token_source(settings: &SlackSettings, token: crate::token::TokenSource) -> Result<Self, SlackError> {
         let http = reqwest::Client::builder()
             .timeout(settings.request_timeout)
             .user_agent(concat!("argo-medic/", env!("CARGO_PKG_VERSION")))
@@ -259,11 +265,16 @@ impl SlackClient {
         Ok(Self {
             http,
             base,
-            token: SecretString::from(token.into()),
+            token: std::sync::Arc::new(token),
             pacer: Pacer { interval: settings.post_interval, next: Mutex::new(HashMap::new()) },
             max_retry_wait: settings.max_retry_wait,
             rate_limited: std::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// Where the bot token comes from.
+    pub fn token_source(&self) -> &crate::token::TokenSource {
+        &self.token
     }
 
     /// How many 429s Slack answered this client.
@@ -283,6 +294,7 @@ impl SlackClient {
     ) -> Result<ApiReply, SlackError> {
         let url = format!("{}{method}", self.base);
         let transport = |message: String| SlackError::Transport { method: method.to_owned(), message };
+        let mut renewed = false;
         for attempt in 0..6 {
             if paced {
                 if let Err(wait) = self.pacer.wait(channel, self.max_retry_wait).await {
@@ -294,7 +306,8 @@ impl SlackClient {
                 Some(body) => self.http.post(&url).header(header::CONTENT_TYPE, "application/json; charset=utf-8").body(body.to_string()),
                 None => self.http.get(&url).query(query),
             };
-            let response = request.bearer_auth(self.token.expose_secret()).send().await.map_err(|e| transport(crate::aws::chain(&e)))?;
+            let used = self.token.get();
+            let response = request.bearer_auth(used.expose_secret()).send().await.map_err(|e| transport(crate::aws::chain(&e)))?;
             let status = response.status();
             if status == StatusCode::TOO_MANY_REQUESTS {
                 self.rate_limited.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -318,6 +331,13 @@ impl SlackClient {
             let text = response.text().await.map_err(|e| transport(crate::aws::chain(&e)))?;
             let reply: ApiReply = serde_json::from_str(&text).map_err(|e| transport(format!("HTTP {status}, unreadable answer: {e}")))?;
             if !reply.ok {
+                // A rotated token: Slack did nothing with the call; read the secret again and
+                // retry once with the new one.
+                let rejected = matches!(reply.error.as_deref(), Some("invalid_auth" | "token_revoked"));
+                if rejected && !renewed && self.token.renew_after_rejection(&used).await {
+                    renewed = true;
+                    continue;
+                }
                 let mut detail: Vec<String> =
                     reply.errors.iter().map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_owned)).collect();
                 detail.extend(reply.response_metadata.as_ref().map(|m| m.messages.clone()).unwrap_or_default());
@@ -778,7 +798,12 @@ const CAS_TRIES: usize = 50;
 
 impl<S: EscalationStore> SlackEscalator<S> {
     pub fn new(settings: SlackSettings, token: impl Into<String>, store: S) -> Result<Self, SlackError> {
-        let client = SlackClient::new(&settings, token)?;
+        Self::with_token_source(settings, crate::token::TokenSource::fixed(token), store)
+    }
+
+    /// An escalator whose bot token is re-read from `token` when Slack rejects it.
+    pub fn with_token_source(settings: SlackSettings, token: crate::token::TokenSource, store: S) -> Result<Self, SlackError> {
+        let client = SlackClient::with_token_source(&settings, token)?;
         Ok(Self { settings, client, store })
     }
 

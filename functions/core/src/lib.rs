@@ -24,6 +24,7 @@ pub mod policy;
 pub mod ports;
 pub mod remediate;
 pub mod sweep;
+pub mod switch;
 pub mod trigger;
 
 pub use app::{Application, ApplicationList};

@@ -23,6 +23,7 @@ use crate::policy::DecisionPolicy;
 use crate::ports::{
     ArgoApi, ArgoError, Budget, BudgetKind, Claim, Clock, EscalationError, Escalator, IncidentStore, ListQuery, RefreshKind, StoreError,
 };
+use crate::switch::{Mode, Switch};
 use crate::trigger::Trigger;
 
 /// Name of the `infos` entry carrying the incident id on Argo Medic's syncs.
@@ -87,20 +88,23 @@ pub enum StepError {
 }
 
 /// The step's collaborators.
-pub struct Remediator<'a, A, S, E, B, C> {
+pub struct Remediator<'a, A, S, E, B, C, W> {
     pub argo: &'a A,
     pub store: &'a S,
     pub escalator: &'a E,
     pub budget: &'a B,
     pub clock: &'a C,
     pub policy: &'a DecisionPolicy,
-    /// Decide, act on nothing.
+    /// Decide, act on nothing (the stack's parameters, `--dry-run`).
     pub dry_run: bool,
+    /// The instant switch, read right before acting: anything but `act` makes the step report
+    /// [`StepResult::DryRun`] and record nothing.
+    pub switch: &'a W,
     /// How long a claim may stay in progress before another run may take it over.
     pub claim_timeout: Duration,
 }
 
-impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator<'_, A, S, E, B, C> {
+impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch> Remediator<'_, A, S, E, B, C, W> {
     /// Runs the step for one app. `observed` is a full Application just read (saves a call);
     /// otherwise the app is read first, because a notification or a list item may be stale or
     /// partial.
@@ -149,8 +153,16 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
         }
         // Boxed: the step's future is part of every caller's (the worker's batch, serve's loop),
         // and in debug builds their sizes add up to more than a test thread's stack.
-        let result = Box::pin(self.act(app_ref, &app, &name, &decision, out)).await;
-        if let (false, Some(incident)) = (self.dry_run, &decision.incident) {
+        // The switch is read only when there is something to do, right before doing it.
+        let mode = if self.dry_run {
+            Mode::DryRun
+        } else if decision.idempotency_key.is_none() || decision.incident.is_none() {
+            Mode::Act
+        } else {
+            self.switch.mode().await
+        };
+        let result = Box::pin(self.act(app_ref, &app, &name, &decision, out, mode)).await;
+        if let (true, Some(incident)) = (mode.acts(), &decision.incident) {
             // For operators only (`medic incidents show`); the policy never reads it, so a note
             // that could not be written must not fail the step.
             let note = DecisionNote::new(&decision, &app.spec.project, trigger.as_str());
@@ -167,13 +179,17 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock> Remediator
         name: &str,
         decision: &Decision,
         mut out: StepReport,
+        mode: Mode,
     ) -> Result<StepReport, StepError> {
         let (Some(key), Some(incident)) = (decision.idempotency_key.clone(), decision.incident.clone()) else {
             out.result = if decision.action == Action::Wait { StepResult::Waiting } else { StepResult::NoAction };
             return Ok(out);
         };
-        if self.dry_run {
+        if !mode.acts() {
             out.result = StepResult::DryRun;
+            if !self.dry_run {
+                out.detail = format!("{} (not acted on: the switch is {mode})", out.detail);
+            }
             return Ok(out);
         }
         let rung = match decision.action {

@@ -26,6 +26,7 @@ use medic_core::ports::{
 };
 use medic_core::remediate::{INCIDENT_INFO_NAME, REASON_INFO_NAME};
 use medic_core::remediate::{Remediator, StepError, StepResult};
+use medic_core::switch::{FixedSwitch, Mode, Switch};
 use medic_core::{DecisionPolicy, FailureMode, Trigger};
 use tracing::Instrument;
 
@@ -90,7 +91,7 @@ impl WorkerConfig {
 }
 
 /// The worker's collaborators, built once per container.
-pub struct Worker<A, S, D, L, Q, E, B, C> {
+pub struct Worker<A, S, D, L, Q, E, B, C, W = FixedSwitch> {
     pub config: WorkerConfig,
     pub argo: A,
     pub store: S,
@@ -102,6 +103,9 @@ pub struct Worker<A, S, D, L, Q, E, B, C> {
     pub clock: C,
     pub policy: DecisionPolicy,
     pub metrics: Metrics,
+    /// The instant switch (`medic switch`), read right before every call that changes Argo CD
+    /// and every Slack post; the configuration's `dry_run` and `kill_switch` still apply.
+    pub switch: W,
 }
 
 /// The worker as the Lambda runs it, every collaborator built from the environment.
@@ -114,6 +118,7 @@ pub type LambdaWorker = Worker<
     medic_adapters::slack::AnyEscalator<medic_adapters::slack::DynamoDbEscalationStore>,
     medic_adapters::budget::LocalBudget,
     medic_adapters::memory::SystemClock,
+    medic_adapters::switch::CachedSwitch<medic_adapters::dynamodb::DynamoDbStore, medic_adapters::memory::SystemClock>,
 >;
 
 impl LambdaWorker {
@@ -143,6 +148,7 @@ impl LambdaWorker {
             clock: medic_adapters::memory::SystemClock,
             policy: DecisionPolicy::new(policy),
             metrics: Metrics::new(&env.instance_id),
+            switch: medic_adapters::switch::CachedSwitch::new(env.store(), medic_adapters::memory::SystemClock),
         })
     }
 }
@@ -192,7 +198,7 @@ fn or_dash(s: &str) -> &str {
     if s.is_empty() { "–" } else { s }
 }
 
-impl<A, S, D, L, Q, E, B, C> Worker<A, S, D, L, Q, E, B, C>
+impl<A, S, D, L, Q, E, B, C, W> Worker<A, S, D, L, Q, E, B, C, W>
 where
     A: ArgoApi,
     S: IncidentStore,
@@ -202,6 +208,7 @@ where
     E: Escalator,
     B: Budget,
     C: Clock,
+    W: Switch,
 {
     /// Handles one SQS batch; the response lists exactly the messages that failed.
     pub async fn handle_batch(&self, event: SqsEvent) -> Result<SqsBatchResponse, UnidentifiableRecord> {
@@ -209,6 +216,7 @@ where
             return Err(UnidentifiableRecord);
         }
         let results = join_all(event.records.iter().map(|r| self.handle_message(r))).await;
+        self.alert_switch().await;
         let mut response = SqsBatchResponse::default();
         for (record, result) in event.records.iter().zip(results) {
             if let Err(e) = result {
@@ -292,6 +300,7 @@ where
             clock: &self.clock,
             policy: &self.policy,
             dry_run: self.config.dry_run || self.config.kill_switch,
+            switch: &self.switch,
             claim_timeout: self.config.claim_timeout,
         };
         let started = Instant::now();
@@ -347,7 +356,7 @@ where
         // reported on the next look (the escalator does nothing when nothing is open).
         // The same when its incident ended otherwise (out of scope, opted out, deleted).
         if let Some(d) = report.decision.as_ref().filter(|d| d.failure_mode == FailureMode::Healthy || d.resolves_incident) {
-            if matches!(report.result, StepResult::Resolved | StepResult::NoAction) {
+            if matches!(report.result, StepResult::Resolved | StepResult::NoAction) && self.may_post().await {
                 if let Err(e) = self.escalator.resolve(&report.app, d).await {
                     self.metrics.count("EscalationErrors", Some(("Step", "resolve")), 1.0);
                     return Err(MessageError::Retry(e.to_string()));
@@ -385,8 +394,8 @@ where
             Some(id) if escalation::is_action_id(id) => return self.human_action(item, id).await,
             other => return Err(MessageError::Poison(format!("unsupported requested action {other:?}"))),
         };
-        if self.config.kill_switch || self.config.dry_run {
-            tracing::info!(requested_by = ?item.requested_by, "requested refresh not performed: dry run or kill switch");
+        if self.config.kill_switch || self.config.dry_run || !self.switch.mode().await.acts() {
+            tracing::info!(requested_by = ?item.requested_by, "requested refresh not performed: dry run, kill switch or the switch");
             return Ok(Handled::RequestedDone);
         }
         if let Err(e) = self.budget.acquire(budget).await {
@@ -420,8 +429,21 @@ where
             return Err(MessageError::Poison(format!("action {id} is for {}/{}, not this app", request.app.namespace, request.app.name)));
         }
         let action = escalation::human_action_name(request.action);
-        let outcome = if self.config.kill_switch || self.config.dry_run {
-            let why = if self.config.kill_switch { "the kill switch is on" } else { "Argo Medic runs in dry-run mode" };
+        // The stack's parameters first, then the switch, read right before acting.
+        let mode = if self.config.kill_switch || self.config.dry_run { Mode::Act } else { self.switch.mode().await };
+        if mode == Mode::Off {
+            // Nothing changes in Argo CD and nothing is posted; the person's click is in the log.
+            tracing::info!(audit = true, action, requested_by = %by, incident = %request.incident_id, performed = false, "human action not performed and not reported: the switch is off");
+            return Ok(Handled::RequestedDone);
+        }
+        let outcome = if self.config.kill_switch || self.config.dry_run || mode == Mode::DryRun {
+            let why = if self.config.kill_switch {
+                "the kill switch is on"
+            } else if self.config.dry_run {
+                "Argo Medic runs in dry-run mode"
+            } else {
+                "Argo Medic is switched to dry-run"
+            };
             HumanActionOutcome { performed: false, state: None, summary: format!("not performed: {why}"), snoozed_until: None }
         } else {
             match self.perform(&request).await {
@@ -571,8 +593,34 @@ where
         Ok(Handled::Requeued { delay_secs: delay.as_secs(), why: why.to_owned() })
     }
 
+    /// True when the switch allows Slack posts (everything but `off`).
+    async fn may_post(&self) -> bool {
+        let mode = self.switch.mode().await;
+        if !mode.posts() {
+            tracing::info!("not posted to Slack: the switch is off");
+        }
+        mode.posts()
+    }
+
+    /// Tells a human, once an hour across containers, that the switch cannot be read and the
+    /// worker fails closed. Posted whatever the switch says: it is about the switch itself.
+    async fn alert_switch(&self) {
+        let Some(problem) = self.switch.take_alert() else { return };
+        self.metrics.count("SwitchUnreadable", None, 1.0);
+        tracing::error!(problem = %problem, "the switch cannot be read; failing closed");
+        let key = format!("alert-switch-{}", self.clock.now().format("%Y%m%d%H"));
+        // The marker lives in the same table the switch does: when it cannot be written either,
+        // this container tells anyway (once, the switch hands its alert out once).
+        if matches!(self.dedupe.first_sighting(&key, Duration::from_secs(3600)).await, Ok(Seen::New) | Err(_)) {
+            self.escalator.alert(&problem).await.ok();
+        }
+    }
+
     /// One alert per hour about a rejected token, however many messages hit it.
     async fn alert_unauthenticated(&self, e: &ArgoError) {
+        if !self.may_post().await {
+            return;
+        }
         let key = format!("alert-unauthenticated-{}", self.clock.now().format("%Y%m%d%H"));
         if matches!(self.dedupe.first_sighting(&key, Duration::from_secs(3600)).await, Ok(Seen::New)) {
             self.escalator

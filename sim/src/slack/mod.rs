@@ -130,6 +130,8 @@ pub(crate) struct State {
     pub(crate) calls: Vec<SimCall>,
     pub(crate) posts: HashMap<String, Vec<Instant>>,
     pub(crate) last_ts_micros: i64,
+    /// The bot tokens accepted now, once [`SlackSim::set_tokens`] rotated them (`config.tokens` before).
+    pub(crate) tokens: Option<Vec<String>>,
 }
 
 impl State {
@@ -176,6 +178,12 @@ impl SlackSim {
     /// The Web API base URL, `http://127.0.0.1:PORT/api/` (methods are appended).
     pub fn api_url(&self) -> String {
         format!("http://{}/api/", self.addr)
+    }
+
+    /// Replaces the accepted bot tokens, as rotating the app's token does: a call with another
+    /// token is answered `invalid_auth` from now on.
+    pub fn set_tokens(&self, tokens: Vec<String>) {
+        self.shared.state.lock().tokens = Some(tokens);
     }
 
     /// Queues a fault.

@@ -158,7 +158,8 @@ fn handle(shared: &Shared, method: &str, args: &Args, token: Option<&str>, malfo
         return Reply { status: 404, body: json!({"ok": false, "error": "unknown_method", "req_method": method}), retry_after: None };
     }
     let Some(token) = token.filter(|t| !t.is_empty()) else { return fail("not_authed") };
-    if !shared.config.tokens.iter().any(|t| t == token) {
+    let rotated = shared.state.lock().tokens.clone();
+    if !rotated.as_ref().unwrap_or(&shared.config.tokens).iter().any(|t| t == token) {
         return fail("invalid_auth");
     }
     if method == "auth.test" {

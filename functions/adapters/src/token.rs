@@ -1,0 +1,140 @@
+//! [`TokenSource`]: a secret a client sends (the Argo CD token, the Slack bot token) that can be
+//! re-read without a redeploy. When the server rejects it (Argo CD: 401; Slack: `invalid_auth`,
+//! `token_revoked`), the client asks for a fresh one and retries the call once: rotating the
+//! secret in Secrets Manager is then enough. Re-reads are single flight and at most one per
+//! [`TokenSource::min_interval`] (a minute) per container, so a token that is really revoked
+//! costs one read a minute, not one per call.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use secrecy::{ExposeSecret, SecretString};
+
+/// Reads the secret again (Secrets Manager by ARN on AWS); the error is a description.
+pub type Refresher = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<String, String>> + Send>> + Send + Sync>;
+
+/// The current value of a secret, and how to read it again.
+pub struct TokenSource {
+    current: RwLock<SecretString>,
+    refresher: Option<Refresher>,
+    min_interval: Duration,
+    last_read: tokio::sync::Mutex<Option<Instant>>,
+    reads: AtomicUsize,
+}
+
+impl std::fmt::Debug for TokenSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenSource").field("refreshable", &self.refresher.is_some()).finish_non_exhaustive()
+    }
+}
+
+impl TokenSource {
+    /// A token that is never re-read (local runs, tests).
+    pub fn fixed(token: impl Into<String>) -> Self {
+        Self::build(token.into(), None)
+    }
+
+    /// A token re-read through `refresher` after a rejection.
+    pub fn refreshing(token: impl Into<String>, refresher: Refresher) -> Self {
+        Self::build(token.into(), Some(refresher))
+    }
+
+    fn build(token: String, refresher: Option<Refresher>) -> Self {
+        Self {
+            current: RwLock::new(SecretString::from(token.trim().to_owned())),
+            refresher,
+            min_interval: Duration::from_secs(60),
+            last_read: tokio::sync::Mutex::new(None),
+            reads: AtomicUsize::new(0),
+        }
+    }
+
+    /// The least time between two re-reads (a minute unless a test says otherwise).
+    pub fn with_min_interval(mut self, min_interval: Duration) -> Self {
+        self.min_interval = min_interval;
+        self
+    }
+
+    /// The token to send now.
+    pub fn get(&self) -> SecretString {
+        self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// How many times the secret was re-read.
+    pub fn reads(&self) -> usize {
+        self.reads.load(Ordering::SeqCst)
+    }
+
+    /// `used` was rejected: true when there is now another token to retry with (read again here,
+    /// or already by a concurrent caller). False without a refresher, within a minute of the last
+    /// read, when the read fails, or when it gives the same token.
+    pub async fn renew_after_rejection(&self, used: &SecretString) -> bool {
+        let Some(refresher) = &self.refresher else { return false };
+        let mut last = self.last_read.lock().await;
+        if self.get().expose_secret() != used.expose_secret() {
+            return true;
+        }
+        if last.is_some_and(|t| t.elapsed() < self.min_interval) {
+            return false;
+        }
+        *last = Some(Instant::now());
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        match refresher().await {
+            Ok(new) if new.trim() != used.expose_secret() && !new.trim().is_empty() => {
+                *self.current.write().unwrap_or_else(|e| e.into_inner()) = SecretString::from(new.trim().to_owned());
+                tracing::info!("the token was rejected; a new one was read from its secret");
+                true
+            }
+            Ok(_) => {
+                tracing::warn!("the token was rejected and its secret still holds the same one");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the token was rejected and its secret could not be read again");
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    fn source(values: Arc<Mutex<Vec<&'static str>>>) -> TokenSource {
+        let refresher: Refresher = Arc::new(move || {
+            let next = values.lock().unwrap().remove(0);
+            Box::pin(async move { if next == "ERR" { Err("unreachable".to_owned()) } else { Ok(next.to_owned()) } })
+        });
+        TokenSource::refreshing("old", refresher)
+    }
+
+    #[tokio::test]
+    async fn a_rejected_token_is_read_again_once_a_minute_at_most() {
+        let values = Arc::new(Mutex::new(vec!["new\n", "newer"]));
+        let s = source(Arc::clone(&values));
+        let old = s.get();
+        assert!(s.renew_after_rejection(&old).await, "a new token to retry with");
+        assert_eq!(s.get().expose_secret(), "new", "trimmed");
+        assert!(s.renew_after_rejection(&old).await, "a caller that used the old one retries with the new one, no read");
+        assert_eq!(s.reads(), 1);
+        let new = s.get();
+        assert!(!s.renew_after_rejection(&new).await, "rejected again within a minute: not read again");
+        assert_eq!((s.reads(), s.get().expose_secret().to_owned()), (1, "new".to_owned()));
+    }
+
+    #[tokio::test]
+    async fn a_failed_or_unchanged_read_gives_nothing_to_retry_with() {
+        let s = source(Arc::new(Mutex::new(vec!["ERR", "old"]))).with_min_interval(Duration::ZERO);
+        let old = s.get();
+        assert!(!s.renew_after_rejection(&old).await);
+        assert!(!s.renew_after_rejection(&old).await, "the secret still holds the rejected token");
+        assert_eq!(s.reads(), 2);
+        assert!(!TokenSource::fixed("t").renew_after_rejection(&old).await, "a fixed token is never read again");
+    }
+}

@@ -1,0 +1,103 @@
+//! Secrets rotated without a redeploy: the Argo CD token is read again from Secrets Manager (moto
+//! on 127.0.0.1) when Argo CD (the simulator) answers 401, and the call is retried once with the
+//! new token; a second rejection within a minute does not read the secret again. The same for the
+//! Slack bot token on `invalid_auth` (the Slack simulator).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use medic_adapters::lambda_env::LambdaEnv;
+use medic_adapters::slack::AnyEscalator;
+use medic_core::escalation::Rendered;
+use medic_core::ports::{ArgoApi, ArgoError};
+use medic_sim::moto::{moto, unique};
+use medic_sim::{DEFAULT_SUBJECT, SLACK_BOT_TOKEN, SLACK_CHANNEL, SimConfig, SlackSim, SlackSimConfig, TokenGrant};
+
+use crate::support::{app, default_token, sim_with_samples};
+
+static ENV: OnceLock<HashMap<&'static str, String>> = OnceLock::new();
+
+fn lookup(name: &str) -> Option<String> {
+    ENV.get().and_then(|env| env.get(name).cloned())
+}
+
+static SLACK_ENV: OnceLock<HashMap<&'static str, String>> = OnceLock::new();
+
+fn slack_lookup(name: &str) -> Option<String> {
+    SLACK_ENV.get().and_then(|env| env.get(name).cloned())
+}
+
+fn grant(token: &str) -> TokenGrant {
+    TokenGrant { token: token.into(), subject: DEFAULT_SUBJECT.into(), expired: false }
+}
+
+#[tokio::test]
+async fn a_rotated_argo_cd_token_is_read_again_after_a_401_and_the_call_succeeds() {
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
+    let arn = secrets.create_secret().name(unique("argocd-token")).secret_string(default_token()).send().await.unwrap().arn.unwrap();
+    let argo = sim_with_samples(SimConfig::default()).await;
+    ENV.set(HashMap::from([
+        ("AWS_ENDPOINT_URL", moto().url.clone()),
+        ("MEDIC_INSTANCE_ID", "rotation".to_owned()),
+        ("QUEUE_URL", "http://127.0.0.1:1/queue/unused".to_owned()),
+        ("TABLE_NAME", "unused".to_owned()),
+        ("ARGOCD_SERVER", argo.base_url()),
+        ("ARGOCD_AUTH_TOKEN_SECRET_ARN", arn.clone()),
+    ]))
+    .unwrap();
+    let env = LambdaEnv::from_lookup(lookup).await.unwrap();
+    let client = env.argo_client().await.unwrap();
+    let accounts = app("accounts", "payments");
+    client.get_app(&accounts, None).await.expect("the first token works");
+
+    // The account's token is rotated: Argo CD accepts only the new one, and the secret holds it.
+    argo.set_tokens(vec![grant("rotated.argo-cd.token")]);
+    secrets.put_secret_value().secret_id(&arn).secret_string("rotated.argo-cd.token\n").send().await.unwrap();
+    argo.clear_requests();
+    client.get_app(&accounts, None).await.expect("a 401, the secret read again, the call retried with the new token");
+    assert_eq!(client.token_source().reads(), 1);
+    assert_eq!(argo.requests().len(), 2, "the rejected call and its one retry");
+
+    // Rotated again within the minute: the secret is not read again, the 401 stands.
+    argo.set_tokens(vec![grant("rotated.again.token")]);
+    secrets.put_secret_value().secret_id(&arn).secret_string("rotated.again.token").send().await.unwrap();
+    let err = client.get_app(&accounts, None).await.unwrap_err();
+    assert!(matches!(err, ArgoError::Unauthenticated(_)), "{err:?}");
+    assert_eq!(client.token_source().reads(), 1, "at most one read a minute per container");
+}
+
+#[tokio::test]
+async fn a_rotated_slack_token_is_read_again_after_invalid_auth_and_the_post_goes_through() {
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
+    let arn = secrets.create_secret().name(unique("slack-token")).secret_string(SLACK_BOT_TOKEN).send().await.unwrap().arn.unwrap();
+    let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
+    SLACK_ENV
+        .set(HashMap::from([
+            ("AWS_ENDPOINT_URL", moto().url.clone()),
+            ("MEDIC_INSTANCE_ID", "rotation".to_owned()),
+            ("QUEUE_URL", "http://127.0.0.1:1/queue/unused".to_owned()),
+            ("TABLE_NAME", "unused".to_owned()),
+            ("SLACK_CHANNEL", SLACK_CHANNEL.to_owned()),
+            ("SLACK_TOKEN_SECRET_ARN", arn.clone()),
+            ("SLACK_API_URL", slack.api_url()),
+        ]))
+        .unwrap();
+    let env = LambdaEnv::from_lookup(slack_lookup).await.unwrap();
+    let AnyEscalator::Slack(escalator) = env.escalator().await.unwrap() else { panic!("Slack is configured") };
+    let client = &escalator.client;
+    let message = Rendered { text: "rotation test".into(), blocks: Vec::new() };
+
+    slack.set_tokens(vec!["xoxb-rotated".into()]);
+    secrets.put_secret_value().secret_id(&arn).secret_string("xoxb-rotated").send().await.unwrap();
+    client.post_message(SLACK_CHANNEL, None, &message, None).await.expect("invalid_auth, the secret read again, posted");
+    assert_eq!(client.token_source().reads(), 1);
+    assert_eq!(slack.messages(SLACK_CHANNEL).len(), 1, "posted once");
+
+    slack.set_tokens(vec!["xoxb-rotated-again".into()]);
+    secrets.put_secret_value().secret_id(&arn).secret_string("xoxb-rotated-again").send().await.unwrap();
+    let err = client.post_message(SLACK_CHANNEL, None, &message, None).await.unwrap_err();
+    assert!(err.to_string().contains("invalid_auth"), "{err}");
+    assert_eq!(client.token_source().reads(), 1, "not read again within a minute");
+}
