@@ -38,6 +38,7 @@ MEDIC_INSTANCE_ID=smoke
 QUEUE_URL=${queue_url}
 TABLE_NAME=smoke-state
 MEDIC_WEBHOOK_SECRET=local-test-secret-not-for-production
+MEDIC_WORK_ITEM_KEY=local-test-work-item-key-not-for-production
 ARGOCD_PLAINTEXT=true
 AWS_ENDPOINT_URL=${AWS_ENDPOINT_URL}
 AWS_REGION=us-east-1
@@ -49,7 +50,8 @@ ENV
 lambda_port="$(free_port)"
 cargo lambda watch -A 127.0.0.1 -P "$lambda_port" --env-file "$work/lambda.env" --ignore-changes >"$work/watch.log" 2>&1 & pids+=($!)
 wait_port "$lambda_port"
-response="$(cargo lambda invoke ingest --data-file events/lambda/ingest/webhook-sync-failed.json --invoke-address 127.0.0.1 --invoke-port "$lambda_port" --output-format json)"
+# A function that cannot start makes `invoke` wait for ever: bound it.
+response="$(timeout 180 cargo lambda invoke ingest --data-file events/lambda/ingest/webhook-sync-failed.json --invoke-address 127.0.0.1 --invoke-port "$lambda_port" --output-format json)"
 status="$(echo "$response" | .venv/bin/python -c 'import json,sys; print(json.load(sys.stdin).get("statusCode"))')"
 echo "lambda-smoke: ingest answered HTTP ${status}"
 [[ "$status" == "202" ]] || { echo "lambda-smoke: expected statusCode 202: ${response}" >&2; tail -20 "$work/watch.log" >&2; exit 1; }

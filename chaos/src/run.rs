@@ -418,45 +418,30 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         plan.push(Event::Click);
     }
     plan.shuffle(&mut rng);
+    // Events go out several at a time, as many argocd-notifications deliveries arrive at once.
+    const IN_FLIGHT: usize = 8;
     let feed_for = Duration::from_secs((plan.len() as u64 / 100).max(10));
-    let pause = feed_for / plan.len().max(1) as u32;
+    let pause = feed_for / plan.len().max(1) as u32 * IN_FLIGHT as u32;
     let mut clicked: BTreeSet<String> = BTreeSet::new();
+    let mut sending = tokio::task::JoinSet::new();
     for event in plan {
         match event {
-            Event::Webhook(body) => {
-                let request = lambda_http::http::Request::builder()
-                    .method("POST")
-                    .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/events")
-                    .header("content-type", "application/json")
-                    .header("authorization", format!("Bearer {WEBHOOK_SECRET}"))
-                    .body(lambda_http::Body::from(body))?;
-                let status = ingest.handle(request).await.status();
-                if status != 202 {
-                    eprintln!("chaos: a webhook was answered {status}; argocd-notifications would retry it");
-                }
-            }
-            Event::Refresh { name, project } => {
-                let body = serde_json::json!({
-                    "apps": [{"name": name, "namespace": "argocd", "project": project}],
-                    "requestedAt": Utc::now().to_rfc3339(),
-                    "requestedBy": "chaos",
-                })
-                .to_string();
-                let signature = medic_ingest::WebhookSecrets::new(WEBHOOK_SECRET, None).sign(body.as_bytes());
-                let request = lambda_http::http::Request::builder()
-                    .method("POST")
-                    .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/refresh")
-                    .header("content-type", "application/json")
-                    .header(medic_ingest::SIGNATURE_HEADER, signature)
-                    .body(lambda_http::Body::from(body))?;
-                if ingest.handle(request).await.status() == 202 {
-                    tally.lock().unwrap().refreshes_requested.insert(format!("argocd/{name}"));
-                }
-            }
             Event::Click => click_one(&slack, &actions, &mut clicked, &tally, &mut rng).await?,
+            event => {
+                let (ingest, tally) = (Arc::clone(&ingest), Arc::clone(&tally));
+                sending.spawn(async move { send(&ingest, event, &tally).await });
+            }
         }
         tally.lock().unwrap().events += 1;
-        tokio::time::sleep(pause).await;
+        if sending.len() >= IN_FLIGHT {
+            while let Some(sent) = sending.join_next().await {
+                sent??;
+            }
+            tokio::time::sleep(pause).await;
+        }
+    }
+    while let Some(sent) = sending.join_next().await {
+        sent??;
     }
     eprintln!("chaos: {} events sent in {:.0?}", tally.lock().unwrap().events, started.elapsed());
     faults_on.store(false, Ordering::SeqCst);
@@ -526,6 +511,44 @@ enum Event {
     Webhook(String),
     Refresh { name: String, project: String },
     Click,
+}
+
+/// Delivers a notification or a signed refresh request to ingest, as its callers would.
+async fn send(ingest: &medic_ingest::LambdaIngest, event: Event, tally: &Shared) -> anyhow::Result<()> {
+    match event {
+        Event::Webhook(body) => {
+            let request = lambda_http::http::Request::builder()
+                .method("POST")
+                .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/events")
+                .header("content-type", "application/json")
+                .header("authorization", format!("Bearer {WEBHOOK_SECRET}"))
+                .body(lambda_http::Body::from(body))?;
+            let status = ingest.handle(request).await.status();
+            if status != 202 {
+                eprintln!("chaos: a webhook was answered {status}; argocd-notifications would retry it");
+            }
+        }
+        Event::Refresh { name, project } => {
+            let body = serde_json::json!({
+                "apps": [{"name": name, "namespace": "argocd", "project": project}],
+                "requestedAt": Utc::now().to_rfc3339(),
+                "requestedBy": "chaos",
+            })
+            .to_string();
+            let signature = medic_ingest::WebhookSecrets::new(WEBHOOK_SECRET, None).sign(body.as_bytes());
+            let request = lambda_http::http::Request::builder()
+                .method("POST")
+                .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/refresh")
+                .header("content-type", "application/json")
+                .header(medic_ingest::SIGNATURE_HEADER, signature)
+                .body(lambda_http::Body::from(body))?;
+            if ingest.handle(request).await.status() == 202 {
+                tally.lock().unwrap().refreshes_requested.insert(format!("argocd/{name}"));
+            }
+        }
+        Event::Click => {}
+    }
+    Ok(())
 }
 
 /// Clicks one button not clicked yet (twice: a double click), as a person in Slack would.
