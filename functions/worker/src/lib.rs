@@ -129,7 +129,10 @@ impl LambdaWorker {
         // the version stays unknown and those rules assume the oldest behaviour.
         let mut policy = env.policy.clone();
         if policy.argocd_version.is_none() {
-            policy.argocd_version = argo.version().await.ok().map(|v| v.version).filter(|v| !v.is_empty());
+            // At most two seconds of the cold start: Lambda allows init ten, and an Argo CD that
+            // is down would otherwise hold it for the client's whole retry budget.
+            let version = tokio::time::timeout(Duration::from_secs(2), argo.version()).await.ok().and_then(Result::ok);
+            policy.argocd_version = version.map(|v| v.version).filter(|v| !v.is_empty());
         }
         Ok(Worker {
             config: WorkerConfig {
