@@ -68,6 +68,10 @@ pub struct Options {
     /// Worker processes at once (the event source's maximum concurrency).
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
+    /// Report boundaries that got fewer kills than asked instead of failing: a short run can go
+    /// quiet before every boundary was reached (the smoke in `make test`).
+    #[arg(long)]
+    pub kills_are_goals: bool,
     /// Give up waiting for the fleet to settle after this many seconds.
     #[arg(long, default_value_t = 900)]
     pub max_seconds: u64,
@@ -500,8 +504,8 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         "chaos: {} events, {kills} kills, {} faults, {} duplicate actions, {} lost incidents, {} stuck incidents",
         tally.events, tally.faults, account.duplicates, account.lost, account.stuck
     );
-    let enough = arming.satisfied();
-    if !enough {
+    let enough = arming.satisfied() || o.kills_are_goals;
+    if !arming.satisfied() {
         eprintln!("chaos: not every boundary got its kills: {:?}", tally.kills);
     }
     Ok(account.duplicates == 0 && account.lost == 0 && account.stuck == 0 && enough)
