@@ -168,7 +168,7 @@ fn templates() -> Vec<Template> {
 }
 
 fn events_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../events")
+    medic_sim::workspace_root().join("events")
 }
 
 /// What happened, counted.

@@ -33,6 +33,7 @@ mod jwt;
 mod log;
 pub mod moto;
 mod outcomes;
+mod paths;
 mod rbac;
 mod rebase;
 mod selector;
@@ -41,6 +42,7 @@ mod sim;
 pub mod slack;
 mod state;
 pub mod swagger;
+pub use paths::workspace_root;
 mod sync_request;
 
 pub use config::{DEFAULT_SUBJECT, DEFAULT_TOKEN, Policy, SimConfig, SyncWindowRule, TokenGrant};

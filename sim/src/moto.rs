@@ -38,7 +38,7 @@ fn binary() -> PathBuf {
     if let Some(path) = std::env::var_os("MOTO_SERVER") {
         return PathBuf::from(path);
     }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/moto_server")
+    crate::workspace_root().join(".venv/bin/moto_server")
 }
 
 fn free_port() -> u16 {

@@ -106,7 +106,7 @@ pub const ARGOCD_V3_5_1_SHA256: &str = "5cfd43dfd31446d875ab35244b19f2aaccc8120c
 pub fn argocd_swagger_path() -> std::path::PathBuf {
     std::env::var_os("MEDIC_ARGOCD_SWAGGER")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/argocd/swagger.json"))
+        .unwrap_or_else(|| crate::workspace_root().join("../shared/argocd/swagger.json"))
 }
 
 impl SwaggerSpec {
