@@ -5,6 +5,7 @@ mod iam;
 mod incidents;
 mod leases;
 mod pipeline;
+mod retention;
 mod rotation;
 mod serve;
 mod slack;

@@ -17,7 +17,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use medic_core::catalogue::Rung;
 use medic_core::idempotency::IdempotencyKey;
-use medic_core::incident::{Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
+use medic_core::incident::{ACTION_RETENTION, Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
 use medic_core::ports::{Claim, EscalationStore, IncidentLedger, IncidentStore, StoreError, Versioned};
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS actions (
     rung TEXT NOT NULL,
     at TEXT NOT NULL,
     outcome TEXT NOT NULL,
-    done INTEGER NOT NULL
+    done INTEGER NOT NULL,
+    expires_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS actions_by_incident ON actions (app, incident_id);
 CREATE TABLE IF NOT EXISTS closed_incidents (
@@ -102,6 +103,14 @@ impl SqliteIncidentStore {
         if !has_note {
             conn.execute_batch("ALTER TABLE open_incidents ADD COLUMN last_decision TEXT").map_err(err)?;
         }
+        // Files written before actions expired (M1): add the column (NULL: kept, its incident open).
+        let has_expiry: bool = conn
+            .query_row("SELECT COUNT(*) FROM pragma_table_info('actions') WHERE name = 'expires_at'", [], |r| r.get::<_, i64>(0))
+            .map_err(err)?
+            > 0;
+        if !has_expiry {
+            conn.execute_batch("ALTER TABLE actions ADD COLUMN expires_at INTEGER").map_err(err)?;
+        }
         Ok(Self { conn: Mutex::new(conn) })
     }
 
@@ -117,9 +126,9 @@ impl SqliteIncidentStore {
 /// The attempts of incident `incident_id` of `app`, oldest first.
 fn attempts(conn: &Connection, app: &str, incident_id: &str) -> Result<Vec<Attempt>, StoreError> {
     let mut stmt =
-        conn.prepare("SELECT key, rung, at, outcome FROM actions WHERE app = ?1 AND incident_id = ?2 ORDER BY at").map_err(err)?;
+        conn.prepare("SELECT key, rung, at, outcome FROM actions WHERE app = ?1 AND incident_id = ?2 AND (expires_at IS NULL OR expires_at > ?3) ORDER BY at").map_err(err)?;
     let rows = stmt
-        .query_map(params![app, incident_id], |r| {
+        .query_map(params![app, incident_id, Utc::now().timestamp()], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
         })
         .map_err(err)?;
@@ -158,9 +167,11 @@ impl IncidentStore for SqliteIncidentStore {
         let mut conn = self.conn();
         let tx = conn.transaction().map_err(err)?;
         let existing: Option<(String, String, bool)> = tx
-            .query_row("SELECT at, outcome, done FROM actions WHERE key = ?1", params![key.as_str()], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
+            .query_row(
+                "SELECT at, outcome, done FROM actions WHERE key = ?1 AND (expires_at IS NULL OR expires_at > ?2)",
+                params![key.as_str(), attempt.at.timestamp()],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
             .optional()
             .map_err(err)?;
         if let Some((at, outcome, done)) = existing {
@@ -174,8 +185,14 @@ impl IncidentStore for SqliteIncidentStore {
         }
         tx.execute(
             "INSERT INTO actions (key, app, incident_id, rung, at, outcome, done) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)
-             ON CONFLICT(key) DO UPDATE SET at = excluded.at, outcome = excluded.outcome, done = 0",
+             ON CONFLICT(key) DO UPDATE SET at = excluded.at, outcome = excluded.outcome, done = 0, expires_at = NULL",
             params![key.as_str(), app, incident.id(), name(&attempt.rung)?, attempt.at.to_rfc3339(), name(&Outcome::Requested)?],
+        )
+        .map_err(err)?;
+        // Opening (again): the incident's earlier actions are kept for its life.
+        tx.execute(
+            "UPDATE actions SET expires_at = NULL WHERE app = ?1 AND incident_id = ?2 AND expires_at > ?3",
+            params![app, incident.id(), attempt.at.timestamp()],
         )
         .map_err(err)?;
         tx.execute(
@@ -220,8 +237,13 @@ impl IncidentStore for SqliteIncidentStore {
             )
             .map_err(err)?;
             tx.execute("DELETE FROM open_incidents WHERE app = ?1", params![app]).map_err(err)?;
+            let retained = at + chrono::Duration::from_std(ACTION_RETENTION).unwrap_or_default();
+            tx.execute("UPDATE actions SET expires_at = ?3 WHERE app = ?1 AND incident_id = ?2", params![app, id, retained.timestamp()])
+                .map_err(err)?;
         }
         tx.execute("DELETE FROM closed_incidents WHERE expires_at <= ?1", params![Utc::now().timestamp()]).map_err(err)?;
+        // Expired actions go, as TTL deletes them in DynamoDB (against the closing's own time).
+        tx.execute("DELETE FROM actions WHERE expires_at <= ?1", params![at.timestamp()]).map_err(err)?;
         tx.commit().map_err(err)?;
         Ok(())
     }

@@ -11,7 +11,7 @@
 //! | --- | --- | --- | --- |
 //! | open incident | `APP#<instance>#<app>` | `INCIDENT` | `app`, `incident_id`, `incident` (the `IncidentKey` as JSON), `opened_at` (RFC 3339), optionally `last_decision` (the step's last `DecisionNote` as JSON: action, failure mode, project, reason, evidence, retry time, trigger, time; written by the worker after each step, read only by `medic incidents`). No expiry: deleted when the incident closes |
 //! | closed incident | `APP#<instance>#<app>` | `CLOSED#<incident id>` | `app`, `incident_id`, `incident`, `opened_at`, `last_decision` (as the open incident had them), `closed_at` (RFC 3339), `expires_at` (`closed_at` + 7 days). Written with the deletion of the open incident, in one transaction, so `medic incidents --closed` can list what closed recently; nothing in the pipeline reads it |
-//! | action (idempotency record) | `APP#<instance>#<app>` | `ACTION#<incident id>#<idempotency key>` | `app`, `incident_id`, `idempotency_key`, `rung`, `at` (RFC 3339), `outcome` (serde names: `hard_refresh`, `no_effect`), `status` (`INPROGRESS` or `COMPLETED`), `in_progress_until` (epoch milliseconds, while in progress), `expires_at` (`at` + 30 days) |
+//! | action (idempotency record) | `APP#<instance>#<app>` | `ACTION#<incident id>#<idempotency key>` | `app`, `incident_id`, `idempotency_key`, `rung`, `at` (RFC 3339), `outcome` (serde names: `hard_refresh`, `no_effect`), `status` (`INPROGRESS` or `COMPLETED`), `in_progress_until` (epoch milliseconds, while in progress); `expires_at` only once the incident has closed (`closed_at` + 30 days): while the incident is open its actions are kept, however long it lasts |
 //! | dedupe record | `DEDUPE#<instance>#<dedupe key>` | `-` | `seen_at` (RFC 3339), `expires_at`; a work item's record also `status` (`INPROGRESS` while a delivery handles it, then `COMPLETED`), `owner` (the delivery: message id and receive count) and `lease_until` (epoch milliseconds, while in progress). A record without `status` (markers, and releases before leases) is done |
 //! | app lock | `LOCK#<instance>#<app>` | `-` | `owner`, `locked_at` (RFC 3339), `expires_at` |
 //! | the switch | `SWITCH#<instance>` | `-` | `mode` (`act`, `dry-run` or `off`), `set_by`, `set_at` (RFC 3339). Written by `medic switch`, read by the worker (cached 30 s per container). No expiry |
@@ -36,6 +36,16 @@
 //! TTL deletion is lazy (it can lag by a day or two), so every condition and read compares
 //! `expires_at` or `in_progress_until` with the current time itself rather than trusting that an
 //! expired item is gone.
+//!
+//! # How long actions are kept
+//!
+//! An incident's actions are its ladder: lose them while it is open and the ladder starts again
+//! (a second escalation, a second Slack parent). So an action record carries no `expires_at`
+//! while its incident is open; closing the incident sets `closed_at + ACTION_RETENTION` on its
+//! actions in the same transaction, and reopening the same incident clears it again. Records
+//! written by releases before this one carry `at + 30 days` from the claim; `history` clears that
+//! on the open incident's actions when it meets it. The SQLite and memory stores keep the same
+//! rules.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -56,13 +66,16 @@ use crate::aws::describe;
 /// The TTL attribute (epoch seconds).
 pub const TTL_ATTRIBUTE: &str = "expires_at";
 
-/// How long action records are kept after the action.
-pub const ACTION_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+/// How long action records are kept after their incident closed (the core's rule).
+pub const ACTION_RETENTION: Duration = medic_core::incident::ACTION_RETENTION;
 
 /// How long the record of a closed incident is kept (for `medic incidents --closed`).
 pub const CLOSED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 const CLOSED_SK_PREFIX: &str = "CLOSED#";
+
+/// Items per `TransactWriteItems` (DynamoDB's limit).
+const MAX_TRANSACTION_ITEMS: usize = 100;
 
 /// The least time a work item's dedupe record is kept, whatever its lease.
 const DEDUPE_MIN_TTL: Duration = Duration::from_secs(3600);
@@ -187,10 +200,24 @@ impl DynamoDbStore {
         items.first().map(|item| get_s(item, "sk").map(str::to_owned)).transpose()
     }
 
+    /// The live action items of incident `incident_id` in partition `pk` (expired ones, which TTL
+    /// has not deleted yet, left out).
+    async fn action_items(&self, pk: &str, incident_id: &str) -> Result<Vec<Item>, StoreError> {
+        let now = Utc::now().timestamp();
+        let mut items = self.query(pk, &format!("ACTION#{incident_id}#"), None).await?;
+        items.retain(|item| !expired(item, now));
+        Ok(items)
+    }
+
     /// The attempts of incident `incident_id` in partition `pk`, oldest first.
     async fn attempts(&self, pk: &str, incident_id: &str) -> Result<Vec<Attempt>, StoreError> {
+        Self::to_attempts(self.action_items(pk, incident_id).await?)
+    }
+
+    fn to_attempts(items: Vec<Item>) -> Result<Vec<Attempt>, StoreError> {
         let mut attempts = Vec::new();
-        for item in self.query(pk, &format!("ACTION#{incident_id}#"), None).await? {
+        for item in items {
+            let pk = get_s(&item, "pk")?;
             attempts.push(Attempt {
                 rung: parse_name::<Rung>(get_s(&item, "rung")?)?,
                 at: get_s(&item, "at")?.parse::<DateTime<Utc>>().map_err(|e| StoreError(format!("{pk}: `at` is not a time: {e}")))?,
@@ -232,6 +259,9 @@ impl DynamoDbStore {
     /// the way (gone, or in progress past its expiry).
     async fn blocking_claim(&self, pk: &str, sk: &str, now_ms: i64) -> Result<Option<Claim>, StoreError> {
         let Some(item) = self.get(pk, sk).await? else { return Ok(None) };
+        if expired(&item, now_ms.div_euclid(1000)) {
+            return Ok(None);
+        }
         match get_s(&item, "status")? {
             COMPLETED => Ok(Some(Claim::AlreadyDone(parse_name(get_s(&item, "outcome")?)?))),
             _ => {
@@ -244,6 +274,35 @@ impl DynamoDbStore {
                     Ok(None)
                 }
             }
+        }
+    }
+
+    /// The update that sets an action record's expiry (`Some`: its incident closed) or removes it
+    /// (`None`: its incident is open), if the record exists.
+    fn expiry_write(&self, pk: &str, sk: &str, expires: Option<i64>) -> Result<TransactWriteItem, StoreError> {
+        let update = aws_sdk_dynamodb::types::Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .key("sk", s(sk))
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#pk", "pk")
+            .expression_attribute_names("#expires", TTL_ATTRIBUTE);
+        let update = match expires {
+            Some(at) => update.update_expression("SET #expires = :expires").expression_attribute_values(":expires", n(at)),
+            None => update.update_expression("REMOVE #expires"),
+        };
+        Ok(TransactWriteItem::builder().update(update.build().map_err(build_err)?).build())
+    }
+
+    /// [`Self::expiry_write`] on its own, where a transaction has no room left for it. A record
+    /// gone meanwhile is left gone.
+    async fn set_expiry(&self, pk: &str, sk: &str, expires: Option<i64>) -> Result<(), StoreError> {
+        let result = self.client.transact_write_items().transact_items(self.expiry_write(pk, sk, expires)?).send().await;
+        match result {
+            Err(e) if !e.as_service_error().is_some_and(|e| e.is_transaction_canceled_exception()) => {
+                Err(StoreError(describe(&self.op("TransactWriteItems"), &e)))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -298,7 +357,13 @@ impl IncidentStore for DynamoDbStore {
         let Some(item) = self.get(&pk, INCIDENT_SK).await? else { return Ok(History::default()) };
         let incident: IncidentKey = serde_json::from_str(get_s(&item, "incident")?)
             .map_err(|e| StoreError(format!("{pk} INCIDENT: `incident` is not an incident: {e}")))?;
-        let attempts = self.attempts(&pk, &incident.id()).await?;
+        let items = self.action_items(&pk, &incident.id()).await?;
+        // Actions of an open incident are kept for its life; a record written by an earlier
+        // release still carries an expiry from its claim (M1), which is removed here, once.
+        for item in items.iter().filter(|item| item.contains_key(TTL_ATTRIBUTE)) {
+            self.set_expiry(&pk, get_s(item, "sk")?, None).await?;
+        }
+        let attempts = Self::to_attempts(items)?;
         Ok(History { incident: Some(incident), attempts })
     }
 
@@ -312,11 +377,6 @@ impl IncidentStore for DynamoDbStore {
             .at
             .checked_add_signed(TimeDelta::from_std(in_progress_for).unwrap_or(TimeDelta::MAX))
             .unwrap_or(DateTime::<Utc>::MAX_UTC);
-        let expires = attempt
-            .at
-            .checked_add_signed(TimeDelta::from_std(ACTION_RETENTION).unwrap_or(TimeDelta::MAX))
-            .unwrap_or(DateTime::<Utc>::MAX_UTC);
-
         let action = Put::builder()
             .table_name(&self.table)
             .item("pk", s(&pk))
@@ -329,15 +389,19 @@ impl IncidentStore for DynamoDbStore {
             .item("outcome", s(name(&Outcome::Requested)?))
             .item("status", s(IN_PROGRESS))
             .item("in_progress_until", n(until.timestamp_millis()))
-            .item(TTL_ATTRIBUTE, n(expires.timestamp()))
-            // Free, or held by a claim whose in-progress time has run out (a crashed holder).
-            // `<=`: a claim made exactly at `until` may take over, as in the other stores.
-            .condition_expression("attribute_not_exists(#pk) OR (#status = :in_progress AND #until <= :now)")
+            // Free, held by a claim whose in-progress time has run out (a crashed holder), or
+            // expired and not yet deleted by TTL. `<=`: a claim made exactly at `until` may take
+            // over, as in the other stores.
+            .condition_expression(
+                "attribute_not_exists(#pk) OR (#status = :in_progress AND #until <= :now) OR (attribute_exists(#expires) AND #expires <= :now_s)",
+            )
             .expression_attribute_names("#pk", "pk")
             .expression_attribute_names("#status", "status")
             .expression_attribute_names("#until", "in_progress_until")
+            .expression_attribute_names("#expires", TTL_ATTRIBUTE)
             .expression_attribute_values(":in_progress", s(IN_PROGRESS))
             .expression_attribute_values(":now", n(now_ms))
+            .expression_attribute_values(":now_s", n(attempt.at.timestamp()))
             .build()
             .map_err(build_err)?;
         let action = TransactWriteItem::builder().put(action).build();
@@ -345,7 +409,24 @@ impl IncidentStore for DynamoDbStore {
         for try_no in 0..CLAIM_TRIES {
             let current = self.get(&pk, INCIDENT_SK).await?;
             let open = self.incident_write(app, &pk, incident, attempt.at, current.as_ref())?;
-            let result = self.client.transact_write_items().transact_items(action.clone()).transact_items(open).send().await;
+            let mut transaction = self.client.transact_write_items().transact_items(action.clone()).transact_items(open);
+            let opening = current.as_ref().map(|item| get_s(item, "incident_id")).transpose()? != Some(incident.id().as_str());
+            if opening {
+                // The same incident closed before and opens again: its earlier actions (which
+                // closing gave an expiry) are kept for its life again.
+                for item in self.query(&pk, &format!("ACTION#{}#", incident.id()), None).await? {
+                    let item_sk = get_s(&item, "sk")?;
+                    if item_sk == sk || !item.contains_key(TTL_ATTRIBUTE) || expired(&item, attempt.at.timestamp()) {
+                        continue;
+                    }
+                    if transaction.get_transact_items().as_ref().map_or(0, Vec::len) < MAX_TRANSACTION_ITEMS {
+                        transaction = transaction.transact_items(self.expiry_write(&pk, item_sk, None)?);
+                    } else {
+                        self.set_expiry(&pk, item_sk, None).await?;
+                    }
+                }
+            }
+            let result = transaction.send().await;
             match result {
                 Ok(_) => return Ok(Claim::Granted),
                 Err(e) if e.as_service_error().is_some_and(|e| e.is_transaction_canceled_exception()) => {
@@ -427,13 +508,25 @@ impl IncidentStore for DynamoDbStore {
                 .expression_attribute_values(":id", s(&id))
                 .build()
                 .map_err(build_err)?;
-            let result = self
+            let mut transaction = self
                 .client
                 .transact_write_items()
                 .transact_items(TransactWriteItem::builder().put(closed.build().map_err(build_err)?).build())
-                .transact_items(TransactWriteItem::builder().delete(delete).build())
-                .send()
-                .await;
+                .transact_items(TransactWriteItem::builder().delete(delete).build());
+            // Its actions are kept `ACTION_RETENTION` from now on; with the closing itself, so
+            // no crash leaves a closed incident's actions without an expiry (beyond a
+            // transaction's 100 items, which no ladder reaches, they expire separately first).
+            let retained = expiry_secs(at, ACTION_RETENTION);
+            let actions = self.query(&pk, &format!("ACTION#{id}#"), None).await?;
+            for (i, item) in actions.iter().enumerate() {
+                let item_sk = get_s(item, "sk")?;
+                if i + 2 < MAX_TRANSACTION_ITEMS {
+                    transaction = transaction.transact_items(self.expiry_write(&pk, item_sk, Some(retained))?);
+                } else {
+                    self.set_expiry(&pk, item_sk, Some(retained)).await?;
+                }
+            }
+            let result = transaction.send().await;
             match result {
                 Ok(_) => return Ok(()),
                 // Replaced or closed meanwhile, or a concurrent transaction: read it again.
@@ -845,6 +938,12 @@ pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError>
 fn expiry_secs(now: DateTime<Utc>, ttl: Duration) -> i64 {
     let end = now.checked_add_signed(TimeDelta::from_std(ttl).unwrap_or(TimeDelta::MAX)).unwrap_or(DateTime::<Utc>::MAX_UTC);
     end.timestamp() + i64::from(end.timestamp_subsec_nanos() > 0)
+}
+
+/// Whether an item's `expires_at` (epoch seconds) has passed at `now` (epoch seconds). An item
+/// without one does not expire.
+fn expired(item: &Item, now: i64) -> bool {
+    matches!(item.get(TTL_ATTRIBUTE), Some(AttributeValue::N(v)) if v.parse::<i64>().is_ok_and(|at| at <= now))
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {

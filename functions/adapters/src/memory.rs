@@ -28,6 +28,14 @@ struct Record {
     incident: IncidentKey,
     attempt: Attempt,
     done: bool,
+    /// Set when the incident closes (`ACTION_RETENTION` later), cleared when it opens again.
+    expires_at: Option<DateTime<Utc>>,
+}
+
+impl Record {
+    fn expired(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
 }
 
 #[derive(Default)]
@@ -52,8 +60,13 @@ impl IncidentStore for MemoryIncidentStore {
     async fn history(&self, app: &str) -> Result<History, StoreError> {
         let inner = self.lock();
         let Some(incident) = inner.open.get(app).cloned() else { return Ok(History::default()) };
-        let mut attempts: Vec<Attempt> =
-            inner.records.values().filter(|r| r.app == app && r.incident == incident).map(|r| r.attempt.clone()).collect();
+        let now = Utc::now();
+        let mut attempts: Vec<Attempt> = inner
+            .records
+            .values()
+            .filter(|r| r.app == app && r.incident == incident && !r.expired(now))
+            .map(|r| r.attempt.clone())
+            .collect();
         attempts.sort_by_key(|a| a.at);
         Ok(History { incident: Some(incident), attempts })
     }
@@ -62,7 +75,7 @@ impl IncidentStore for MemoryIncidentStore {
         let key =
             attempt.idempotency_key.clone().ok_or_else(|| StoreError("an attempt without an idempotency key cannot be claimed".into()))?;
         let mut inner = self.lock();
-        if let Some(existing) = inner.records.get(&key) {
+        if let Some(existing) = inner.records.get(&key).filter(|r| !r.expired(attempt.at)) {
             if existing.done {
                 return Ok(Claim::AlreadyDone(existing.attempt.outcome));
             }
@@ -71,8 +84,16 @@ impl IncidentStore for MemoryIncidentStore {
                 return Ok(Claim::Held { until });
             }
         }
-        inner.open.insert(app.to_owned(), incident.clone());
-        inner.records.insert(key, Record { app: app.to_owned(), incident: incident.clone(), attempt: attempt.clone(), done: false });
+        if inner.open.insert(app.to_owned(), incident.clone()).as_ref() != Some(incident) {
+            // Opening (again): the incident's earlier actions are kept for its life.
+            for r in inner.records.values_mut().filter(|r| r.app == app && &r.incident == incident && !r.expired(attempt.at)) {
+                r.expires_at = None;
+            }
+        }
+        inner.records.insert(
+            key,
+            Record { app: app.to_owned(), incident: incident.clone(), attempt: attempt.clone(), done: false, expires_at: None },
+        );
         Ok(Claim::Granted)
     }
 
@@ -89,8 +110,16 @@ impl IncidentStore for MemoryIncidentStore {
         Ok(())
     }
 
-    async fn close(&self, app: &str, _at: DateTime<Utc>) -> Result<(), StoreError> {
-        self.lock().open.remove(app);
+    async fn close(&self, app: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if let Some(incident) = inner.open.remove(app) {
+            let expires = at + chrono::Duration::from_std(medic_core::incident::ACTION_RETENTION).unwrap_or_default();
+            for r in inner.records.values_mut().filter(|r| r.app == app && r.incident == incident) {
+                r.expires_at = Some(expires);
+            }
+        }
+        // Expired records go, as TTL deletes them in DynamoDB.
+        inner.records.retain(|_, r| !r.expired(at));
         Ok(())
     }
 

@@ -250,7 +250,8 @@ async fn a_claim_writes_the_documented_item_layout() {
     assert_eq!(text(&action, "outcome"), "requested");
     assert_eq!(text(&action, "at").parse::<DateTime<Utc>>().unwrap(), time(0));
     assert_eq!(number(&action, "in_progress_until"), time(10).timestamp_millis());
-    assert_eq!(number(&action, "expires_at"), time(0).timestamp() + 30 * 24 * 3600);
+    // No expiry while the incident is open (M1): closing gives its actions one.
+    assert!(!action.contains_key("expires_at"), "an open incident's action does not expire: {action:?}");
 
     store.complete(APP, &key, Outcome::Succeeded).await.unwrap();
     let action = raw_item(&store, &pk, &sk).await.expect("the action item");

@@ -11,6 +11,12 @@ use serde::{Deserialize, Serialize};
 use crate::catalogue::Rung;
 use crate::idempotency::{IdempotencyKey, digest};
 
+/// How long an incident's action records are kept once it has closed. While it is open they
+/// are kept, however long it lasts: they are its ladder, and losing them would start it again
+/// (a second escalation, a second Slack parent). Every `IncidentStore` keeps this rule, and
+/// treats an expired record as absent even where its deletion lags (DynamoDB's TTL).
+pub const ACTION_RETENTION: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
 /// The identity of one incident.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct IncidentKey {
