@@ -410,6 +410,62 @@ async fn redelivery_concurrency_a_crash_after_posting_and_a_lost_answer_never_ma
     assert_eq!(keys.len(), 3, "one parent per incident key");
 }
 
+/// Every escalation record in the table: `(group, id, expires_at)`.
+async fn escalation_records(ddb: &aws_sdk_dynamodb::Client, table: &str) -> Vec<(String, String, i64)> {
+    let items = ddb.scan().table_name(table).consistent_read(true).send().await.unwrap().items.unwrap_or_default();
+    let mut out: Vec<(String, String, i64)> = items
+        .iter()
+        .filter_map(|item| {
+            let pk = item.get("pk")?.as_s().ok()?;
+            let group = pk.strip_prefix("ESC#test#")?.to_owned();
+            let expires = item.get("expires_at")?.as_n().ok()?.parse().ok()?;
+            Some((group, item.get("sk")?.as_s().ok()?.clone(), expires))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// M1: records of an open incident expired after 30 days, so an incident open longer (escalated,
+/// waiting for a person) could post a second parent. They are now kept until it resolves, and
+/// `record_ttl` from then on; buttons keep their own expiry.
+#[tokio::test]
+async fn an_open_incident_s_slack_records_outlive_the_record_ttl_and_resolving_gives_them_30_days() {
+    let stack = stack().await;
+    let worker = stack.worker();
+    stack.enqueue_look("accounts", "w1").await;
+    assert_eq!(stack.poll(&worker).await, vec![Handled::Stepped(medic_core::remediate::StepResult::Escalated)]);
+    let year = 365 * 24 * 3600;
+    let now = Utc::now().timestamp();
+    let open = escalation_records(&stack.ddb, &stack.table).await;
+    let kept: Vec<_> = open.iter().filter(|(group, _, _)| group != "action").collect();
+    assert!(kept.iter().any(|(group, _, _)| group.starts_with("app#")), "the incident's record: {open:?}");
+    assert!(kept.iter().any(|(group, id, _)| group == "msg" && id.starts_with("inc:")), "its parent's record: {open:?}");
+    for (group, id, expires) in &kept {
+        assert!(
+            *expires > now + 5 * year,
+            "{group}/{id} of an open incident expires at {expires}, {} days from now",
+            (expires - now) / 86_400
+        );
+    }
+    let buttons: Vec<_> = open.iter().filter(|(group, _, _)| group == "action").collect();
+    assert!(!buttons.is_empty() && buttons.iter().all(|(_, _, e)| *e <= now + 15 * 86_400), "buttons keep their 14 days: {buttons:?}");
+
+    let escalator = slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
+    let healthy = policy().decide(&sample_app("healthy.json"), &Trigger::sweep(), &History::default(), captured_at()).unwrap();
+    escalator.resolve("argocd/accounts", &healthy).await.unwrap();
+    let month = 30 * 24 * 3600;
+    let resolved = escalation_records(&stack.ddb, &stack.table).await;
+    for (group, id, expires) in resolved.iter().filter(|(group, _, _)| group != "action") {
+        assert!(
+            (now + month - 60..=Utc::now().timestamp() + month + 1).contains(expires),
+            "{group}/{id} of a resolved incident expires {} days from now",
+            (expires - now) / 86_400
+        );
+    }
+    assert!(resolved.iter().any(|(group, id, _)| group == "msg" && id.starts_with("res:")), "the resolution reply: {resolved:?}");
+}
+
 #[tokio::test]
 async fn an_outage_of_300_apps_makes_one_parent_with_one_reply_per_app() {
     let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();

@@ -48,6 +48,11 @@
 //! | `fleetwin` | failure mode | the open fleet window: fleet id, members in arrival order, last arrival |
 //! | `fleet` | fleet id | the fleet incident: its apps, which recovered, whether its parent is set up |
 //! | `snooze` | `namespace/name` | until when new incidents of the app are not posted, and who asked |
+//!
+//! An open incident's records (its `app#` record, its messages, its fleet's) are kept until it
+//! resolves, however long that takes: losing them would post a second parent. Resolving gives
+//! them `record_ttl` (30 days) from then on. Buttons keep their own `action_ttl`, snoozes their
+//! own end, fleet windows `record_ttl`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -105,7 +110,7 @@ pub struct SlackSettings {
     pub request_timeout: Duration,
     /// Pages (of 200 messages) read when looking for a message an earlier attempt may have posted.
     pub history_pages: usize,
-    /// How long records are kept.
+    /// How long an incident's records are kept once it has resolved (until then, for ever).
     pub record_ttl: Duration,
     /// How long a button stays valid.
     pub action_ttl: Duration,
@@ -796,6 +801,27 @@ pub struct SlackEscalator<S> {
 /// Compare-and-set retries before giving up on a contended record.
 const CAS_TRIES: usize = 50;
 
+/// The TTL of an open incident's records: as good as never (the stores cap a TTL at ten years).
+/// Resolving the incident gives them `record_ttl`.
+const UNTIL_RESOLVED: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// Records whose life follows an incident's: kept until it resolves, then `record_ttl`.
+trait Resolvable {
+    fn is_resolved(&self) -> bool;
+}
+
+impl Resolvable for IncidentRec {
+    fn is_resolved(&self) -> bool {
+        self.resolved
+    }
+}
+
+impl Resolvable for FleetRec {
+    fn is_resolved(&self) -> bool {
+        self.status().state == IncidentState::Resolved
+    }
+}
+
 impl<S: EscalationStore> SlackEscalator<S> {
     pub fn new(settings: SlackSettings, token: impl Into<String>, store: S) -> Result<Self, SlackError> {
         Self::with_token_source(settings, crate::token::TokenSource::fixed(token), store)
@@ -811,8 +837,29 @@ impl<S: EscalationStore> SlackEscalator<S> {
         json!({"event_type": METADATA_EVENT_TYPE, "event_payload": {"key": key, "instance": self.settings.instance}})
     }
 
+    /// The TTL of a record whose incident is still open.
     fn ttl(&self) -> Duration {
-        self.settings.record_ttl
+        UNTIL_RESOLVED
+    }
+
+    fn ttl_of(&self, rec: &impl Resolvable) -> Duration {
+        if rec.is_resolved() { self.settings.record_ttl } else { UNTIL_RESOLVED }
+    }
+
+    /// Gives records of a resolved incident `record_ttl` from now (a record gone is left gone).
+    async fn retire(&self, records: &[(&str, &str)]) -> Result<(), EscalationError> {
+        for (group, id) in records {
+            for try_no in 0..=CAS_TRIES {
+                let Some(v) = self.store.load(group, id).await.map_err(esc_err)? else { break };
+                if self.store.store(group, id, &v.doc, Some(v.version), self.settings.record_ttl).await.map_err(esc_err)? {
+                    break;
+                }
+                if try_no == CAS_TRIES {
+                    return Err(EscalationError(format!("{group}/{id}: too many concurrent writers; retry later")));
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn load<T: DeserializeOwned>(&self, group: &str, id: &str) -> Result<Option<(u64, T)>, EscalationError> {
@@ -835,7 +882,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
 
     /// Reads, changes and writes back a record until the write wins. `change` returns false to
     /// leave the record as it is.
-    async fn update_rec<T: Serialize + DeserializeOwned>(
+    async fn update_rec<T: Serialize + DeserializeOwned + Resolvable>(
         &self,
         group: &str,
         id: &str,
@@ -846,7 +893,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
             if !change(&mut value) {
                 return Ok(Some(value));
             }
-            if self.save(group, id, &value, Some(version), self.ttl()).await? {
+            if self.save(group, id, &value, Some(version), self.ttl_of(&value)).await? {
                 return Ok(Some(value));
             }
             tokio::time::sleep(Duration::from_millis(5 + rand::random_range(0..20))).await;
@@ -1038,7 +1085,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 // count it twice; only "past the threshold" matters).
                 rec.count.max(kept + 1)
             };
-            if self.save("fleetwin", mode.id(), &rec, expected, self.ttl()).await? {
+            if self.save("fleetwin", mode.id(), &rec, expected, self.settings.record_ttl).await? {
                 return Ok((rec.fleet_id, position));
             }
             tokio::time::sleep(Duration::from_millis(5 + rand::random_range(0..20))).await;
@@ -1233,13 +1280,13 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 }
                 f.updater = Some(me);
                 f.updating_until = Some(now + lease);
-                held = self.save("fleet", fleet_id, &f, Some(version), self.ttl()).await?;
+                held = self.save("fleet", fleet_id, &f, Some(version), self.ttl_of(&f)).await?;
                 continue;
             }
             if f.shown >= f.revision || started.elapsed() > Duration::from_secs(20) {
                 f.updater = None;
                 f.updating_until = None;
-                if self.save("fleet", fleet_id, &f, Some(version), self.ttl()).await? {
+                if self.save("fleet", fleet_id, &f, Some(version), self.ttl_of(&f)).await? {
                     return Ok(());
                 }
                 continue;
@@ -1531,6 +1578,16 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                 self.post_once(&format!("res:{incident_id}"), Some(&rec.thread_key), &escalation::note(":white_check_mark:", &text))
                     .await?;
             }
+            // The incident's records now last `record_ttl`; its `app#` record gets it when it is
+            // marked resolved just below. In this order, so a crash in between retires again.
+            // (A fleet member's message is its reply in the fleet thread; its own parent, posted
+            // before the fleet formed, may exist too.)
+            let mut messages =
+                std::collections::BTreeSet::from([format!("inc:{incident_id}"), rec.message_key.clone(), format!("res:{incident_id}")]);
+            messages.extend(rec.reported.iter().map(|id| format!("act:{id}")));
+            let mut records = vec![("incident", incident_id.as_str())];
+            records.extend(messages.iter().map(|key| ("msg", key.as_str())));
+            self.retire(&records).await?;
             self.update_rec::<IncidentRec>(&group, &incident_id, |r| {
                 if r.resolved {
                     return false;
@@ -1559,6 +1616,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                     let text = format!("All {} apps of this fleet incident are Synced and Healthy again.", f.members.len());
                     let key = format!("fleetres:{fleet_id}:{}", f.members.len());
                     self.post_once(&key, Some(&format!("fleet:{fleet_id}")), &escalation::note(":white_check_mark:", &text)).await?;
+                    self.retire(&[("msg", &format!("fleet:{fleet_id}")), ("msg", &key)]).await?;
                 }
             }
             tracing::info!(app, incident = %incident_id, "escalation resolved in Slack");
