@@ -18,6 +18,15 @@ use crate::trigger::Trigger;
 /// The schema version this build reads and writes.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The episode a notification belongs to, for its dedupe key: Argo CD's `reconciledAt` floored
+/// to this. Longer than a re-rendering retry of argocd-notifications takes, shorter than a sweep.
+pub const NOTIFICATION_EPISODE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The start of the episode `at` falls in (epoch seconds).
+fn episode_of(at: DateTime<Utc>) -> i64 {
+    at.timestamp().div_euclid(NOTIFICATION_EPISODE.as_secs() as i64) * NOTIFICATION_EPISODE.as_secs() as i64
+}
+
 /// Largest body accepted, in bytes. A rendered event is about 1 KiB; the cap leaves room for long
 /// operation messages while keeping a hostile body far from Lambda's and SQS's limits (256 KiB).
 pub const MAX_EVENT_BYTES: usize = 64 * 1024;
@@ -285,11 +294,16 @@ impl WorkItemKey {
 }
 
 impl NotificationEvent {
-    /// The dedupe key of this notification: SHA-256 over the app, the trigger and the state it
-    /// reports (sync, health, revision, operation phase and start). The same state reported twice
-    /// gives the same key; any change of state gives a new one. `resourceVersion` and
-    /// `reconciledAt` are left out on purpose: they move on every reconcile, so including them
-    /// would make every redelivery of unchanged news look new.
+    /// The dedupe key of this notification: SHA-256 over the app, the trigger, the state it
+    /// reports (sync, health, revision, operation phase and start) and its episode: the
+    /// [`NOTIFICATION_EPISODE`] in which Argo CD reconciled that state (`reconciledAt`, floored).
+    ///
+    /// The same delivery repeated (SQS, a webhook retry) and a re-rendering of the same news
+    /// (argocd-notifications renders again when a send failed) give the same key: `resourceVersion`
+    /// and the exact `reconciledAt` move on every reconcile, so they are left out. But the same
+    /// state coming back later (Degraded, Healthy, Degraded again at one revision) is new news:
+    /// without the episode it was dropped for the dedupe record's whole life (an hour) until the
+    /// sweeper looked (L6). A recurrence within one episode is still left to the sweeper.
     pub fn dedupe_key(&self) -> String {
         let s = |o: Option<&String>| o.map_or("-", String::as_str).to_owned();
         let op = self.operation.as_ref();
@@ -304,6 +318,7 @@ impl NotificationEvent {
             s(op.and_then(|o| o.phase.as_ref())),
             t(op.and_then(|o| o.started_at)),
             t(op.and_then(|o| o.finished_at)),
+            self.reconciled_at.map_or_else(|| "-".to_owned(), |at| episode_of(at).to_string()),
         ];
         let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
         format!("ev1-{}", &crate::idempotency::digest(&refs)[..32])
@@ -395,12 +410,29 @@ mod work_tests {
     #[test]
     fn the_same_news_has_one_dedupe_key_and_new_news_another() {
         let a = event("Failed");
-        let mut redelivered = a.clone();
-        redelivered.resource_version = Some("2".into());
-        redelivered.reconciled_at = None;
-        assert_eq!(a.dedupe_key(), redelivered.dedupe_key());
+        // Rendered again a few minutes later (a failed send retried): the same news.
+        let mut rerendered = a.clone();
+        rerendered.resource_version = Some("2".into());
+        rerendered.reconciled_at = Some("2026-11-01T12:04:30Z".parse().unwrap());
+        assert_eq!(a.dedupe_key(), rerendered.dedupe_key());
         assert_ne!(a.dedupe_key(), event("Error").dedupe_key());
         assert!(a.dedupe_key().starts_with("ev1-"));
+    }
+
+    /// L6: the same state reported again in a later episode (it went away and came back) was
+    /// dropped as a duplicate for an hour; it is new news.
+    #[test]
+    fn the_same_state_coming_back_later_is_new_news() {
+        let health = |reconciled: &str| {
+            let body = format!(
+                r#"{{"schemaVersion":1,"trigger":"on-health-degraded","app":{{"name":"web","namespace":"argocd","project":"p"}},
+                "sync":{{"status":"Synced","revision":"abc"}},"health":{{"status":"Degraded"}},"reconciledAt":"{reconciled}"}}"#
+            );
+            NotificationEvent::parse(body.as_bytes()).unwrap()
+        };
+        let first = health("2026-11-01T12:01:00Z");
+        assert_eq!(first.dedupe_key(), health("2026-11-01T12:09:59Z").dedupe_key(), "within one episode");
+        assert_ne!(first.dedupe_key(), health("2026-11-01T12:31:00Z").dedupe_key(), "Degraded again half an hour later");
     }
 
     #[test]
