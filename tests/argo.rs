@@ -249,6 +249,39 @@ async fn a_sync_carries_its_key_and_a_crash_before_recording_never_syncs_twice()
     assert_spec_conformance(&sim);
 }
 
+/// A clock `ahead` of the wall clock (the function's clock is off; Argo CD's is right).
+struct SkewedClock(chrono::TimeDelta);
+
+impl medic_core::ports::Clock for SkewedClock {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        chrono::Utc::now() + self.0
+    }
+}
+
+/// L4: refresh verification compared Argo CD's reconciledAt with the function's clock, so a
+/// function clock a few seconds ahead of the cluster's read every refresh as dropped: two
+/// refresh requests, "unverified", and the ladder moved on early. It now compares reconciledAt
+/// with the app as read just before (both Argo CD's clock).
+#[tokio::test]
+async fn a_refresh_is_verified_on_argo_cd_s_clock_whatever_the_function_s_clock_says() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
+    for (skew, app_name) in [(chrono::TimeDelta::seconds(90), "inventory"), (chrono::TimeDelta::seconds(-90), "pricing")] {
+        let clock = SkewedClock(skew);
+        let step = parts.step_with_clock(&c, &clock, false, Duration::from_secs(600));
+        let before = sim.counts().refresh;
+        let report = step.run(&app(app_name, "payments"), &Trigger::sweep(), None).await.unwrap();
+        assert_eq!(
+            (report.action, report.result),
+            (Some(Action::Refresh), StepResult::Refreshed),
+            "function clock {skew}: {}",
+            report.detail
+        );
+        assert_eq!(sim.counts().refresh - before, 1, "function clock {skew}: one refresh request, not a second");
+    }
+}
+
 #[tokio::test]
 async fn a_refresh_is_verified_by_reconciled_at_and_a_dropped_one_is_requested_once_more() {
     let sim = sim_with_samples(SimConfig::default()).await;

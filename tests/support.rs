@@ -88,12 +88,23 @@ impl<S: IncidentStore> Parts<S> {
         dry_run: bool,
         claim_timeout: Duration,
     ) -> Remediator<'a, A, S, LogEscalator, LocalBudget, SystemClock, FixedSwitch> {
+        self.step_with_clock(argo, &SystemClock, dry_run, claim_timeout)
+    }
+
+    /// [`Self::step`] on a clock of the test's choosing (a function whose clock is off).
+    pub fn step_with_clock<'a, A: ArgoApi, C: medic_core::ports::Clock>(
+        &'a self,
+        argo: &'a A,
+        clock: &'a C,
+        dry_run: bool,
+        claim_timeout: Duration,
+    ) -> Remediator<'a, A, S, LogEscalator, LocalBudget, C, FixedSwitch> {
         Remediator {
             argo,
             store: &self.store,
             escalator: &self.escalator,
             budget: &self.budget,
-            clock: &SystemClock,
+            clock,
             policy: &self.policy,
             dry_run,
             switch: &FixedSwitch(Mode::Act),

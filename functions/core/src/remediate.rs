@@ -267,8 +267,15 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
             let requested_at = self.clock.now().trunc_subsecs(0);
             out.argo_calls += 1;
             let after = self.argo.get_app(app_ref, Some(kind)).await?;
-            verified =
-                after.status.reconciled_at.is_some_and(|t| t >= requested_at) && after.status.reconciled_at != app.status.reconciled_at;
+            // Verified when reconciledAt moved past the app as read just before this step: both
+            // times are Argo CD's, so a function clock off from the cluster's cannot make a
+            // refresh look dropped (L4). Only an app read without reconciledAt falls back to the
+            // function's clock.
+            verified = match (after.status.reconciled_at, app.status.reconciled_at) {
+                (Some(now), Some(before)) => now > before,
+                (Some(now), None) => now >= requested_at,
+                (None, _) => false,
+            };
             healthy = after.is_synced_and_healthy();
             if verified {
                 break;
