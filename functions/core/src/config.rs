@@ -43,6 +43,11 @@ pub struct PolicyConfig {
     /// Most refusals of one rung in an incident; the next one escalates. With the wait above this
     /// bounds how long a refused incident stays open without a human: `(n + 1) × wait`.
     pub max_refusals: usize,
+    /// Seconds an incident may wait with nothing for Argo Medic to do (a sync window holding the
+    /// sync, a failure mode whose ladder is empty) before a person is told, counted from the
+    /// episode's start. Past it the incident is escalated once (an acknowledgement, never a way
+    /// around the window). Part of every ladder's time bound (`ladder_bound_secs`).
+    pub max_wait_secs: i64,
     /// Most resources one automatic sync may prune.
     pub max_prune: usize,
     /// Kinds whose pruning always needs a human.
@@ -76,6 +81,40 @@ pub struct PolicyConfig {
     pub kind_not_found_retries: i64,
 }
 
+impl PolicyConfig {
+    /// The time bound of every failure mode's ladder, in seconds: an incident that never heals is
+    /// escalated at most this long after it opened, whatever Argo CD answers to each rung, when
+    /// the app is looked at again as the policy asks (`wait`) or by the next sweep, each look
+    /// arriving up to `look_delay_secs` late (the sweep interval, the queue's delay).
+    ///
+    /// The longest threshold read against the app's own timestamps (how long an operation, a
+    /// deletion, a custom resource or a sync window may take before it counts), then every
+    /// action settled and judged, every refusal waited out, and two looks to spare:
+    /// `T + A × (settle + recheck + look) + R × (refused_wait + look) + 2 × (recheck + look)`.
+    /// `functions/core/tests/liveness.rs` checks it over every sample app and any sequence of
+    /// outcomes.
+    pub fn ladder_bound_secs(&self, look_delay_secs: i64) -> i64 {
+        let custom = self.custom_health_bounds.values().copied().max().unwrap_or(0).max(self.custom_health_bound_secs);
+        let threshold = [
+            self.stale_reconcile_secs,
+            self.progressing_timeout_secs,
+            self.repo_error_grace_secs,
+            self.operation_timeout_secs,
+            self.deletion_timeout_secs,
+            self.max_wait_secs,
+            custom,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        let look = self.recheck_secs + look_delay_secs;
+        threshold
+            + self.max_actions_per_incident as i64 * (self.settle_secs + look)
+            + self.max_refusals as i64 * (self.refused_wait_secs + look_delay_secs)
+            + 2 * look
+    }
+}
+
 impl Default for PolicyConfig {
     fn default() -> Self {
         Self {
@@ -91,6 +130,7 @@ impl Default for PolicyConfig {
             settle_secs: 2 * 60,
             refused_wait_secs: 15 * 60,
             max_refusals: 3,
+            max_wait_secs: 2 * 3600,
             max_prune: 5,
             protected_prune_kinds: ["Namespace", "CustomResourceDefinition", "PersistentVolumeClaim", "PersistentVolume"]
                 .map(String::from)

@@ -863,9 +863,6 @@ impl DecisionPolicy {
             let msg = format!("{headline}. Waiting until {} before acting: most such cases clear on their own", rfc3339(until));
             return Ok(step(self.wait(d, msg, (until - now).num_seconds().max(1)), "hold"));
         }
-        if entry.ladder.is_empty() {
-            return Ok(step(self.wait(d, format!("{headline}. Nothing to do but look again later"), cfg.recheck_secs), "no-ladder"));
-        }
 
         let offer = human_offer(app, finding.mode, cfg, hist);
         let escalate = |mut d: Decision, why: String| {
@@ -878,6 +875,19 @@ impl DecisionPolicy {
         };
         if let Some(why) = refusals_exhausted {
             return Ok(step(escalate(d, why), "refusals-exhausted"));
+        }
+        if entry.ladder.is_empty() {
+            // Nothing to do, but not for ever: past `max_wait_secs` since the episode began a
+            // person is told (a sync window closed for hours is theirs to know about).
+            if let Some(began) = finding.began_at.filter(|b| now - *b > secs(cfg.max_wait_secs)) {
+                let msg = format!(
+                    "{headline}. Escalating: waiting since {}, longer than the {}-minute bound, with nothing Argo Medic may do",
+                    rfc3339(began),
+                    cfg.max_wait_secs / 60
+                );
+                return Ok(step(escalate(d, msg), "wait-bound:escalate"));
+            }
+            return Ok(step(self.wait(d, format!("{headline}. Nothing to do but look again later"), cfg.recheck_secs), "no-ladder"));
         }
         if hist.actions_taken() >= cfg.max_actions_per_incident {
             let msg = format!("{headline}. {} actions did not resolve it; a human has to look", hist.actions_taken());

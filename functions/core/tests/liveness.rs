@@ -105,3 +105,126 @@ fn an_app_that_opts_out_or_leaves_the_scope_ends_its_open_incident() {
     let d = policy().decide(&opted, &trigger(), &History::default(), captured()).unwrap();
     assert!(!d.resolves_incident);
 }
+
+// --- the liveness property ------------------------------------------------------------------------
+
+/// How one walk of an incident through the ladder ended.
+#[derive(Debug)]
+enum Walk {
+    /// Escalated this long after the incident opened.
+    Escalated(Duration),
+    /// Still open, not escalated, at the end of the walk (the property's failure).
+    Open { decisions: Vec<String> },
+    /// The policy opened no incident for this app (nothing to be live about).
+    NoIncident,
+}
+
+/// Walks `app` (which never heals) through the policy: every Argo CD action gets the next of
+/// `outcomes`; a `wait` is looked at again when it says (plus `lag`, the pipeline's delay); a
+/// decision with nothing to do is looked at again by the next sweep (`sweep`). Stops at the first
+/// escalation or after `horizon`.
+fn walk(policy: &DecisionPolicy, app: &Application, outcomes: &[Outcome], lag: Duration, sweep: Duration, horizon: Duration) -> Walk {
+    let mut hist = History::default();
+    let mut now = captured();
+    let mut opened: Option<DateTime<Utc>> = None;
+    let mut next_outcome = outcomes.iter().cycle();
+    let mut decisions = Vec::new();
+    while now - captured() <= horizon {
+        let d = policy.decide(&observed(app, now), &trigger(), &hist, now).unwrap();
+        decisions.push(format!("{}+{}m {} ({})", d.failure_mode, (now - captured()).num_minutes(), d.action.as_str(), d.rule));
+        if let Some(incident) = &d.incident {
+            if hist.incident.as_ref() != Some(incident) {
+                hist = History { incident: Some(incident.clone()), attempts: vec![] };
+                opened = opened.or(Some(now));
+            }
+        }
+        let rung = match d.action {
+            Action::Escalate => return Walk::Escalated(now - opened.unwrap_or(now)),
+            Action::Refresh => Some(Rung::Refresh),
+            Action::HardRefresh => Some(Rung::HardRefresh),
+            Action::Sync => Some(Rung::Sync),
+            Action::Wait | Action::None => None,
+        };
+        if let Some(rung) = rung {
+            let outcome = *next_outcome.next().expect("cycle");
+            hist.attempts.push(attempt(rung, now, d.idempotency_key.clone(), outcome));
+        }
+        now += match (d.action, d.retry_after_secs) {
+            (Action::Wait, Some(secs)) => Duration::seconds(secs.max(1)) + lag,
+            _ => sweep,
+        };
+    }
+    if opened.is_none() { Walk::NoIncident } else { Walk::Open { decisions } }
+}
+
+fn samples() -> Vec<(String, Application)> {
+    let mut out: Vec<(String, Application)> = std::fs::read_dir(format!("{}/../../events/apps", env!("CARGO_MANIFEST_DIR")))
+        .unwrap()
+        .map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let app = sample(&name);
+            (name, app)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn any_outcome() -> impl proptest::strategy::Strategy<Value = Outcome> {
+    proptest::sample::select(vec![
+        Outcome::Requested,
+        Outcome::Succeeded,
+        Outcome::NoEffect,
+        Outcome::Failed,
+        Outcome::SyncWindowBlocked,
+        Outcome::OperationInProgress,
+    ])
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config { cases: 64, ..proptest::test_runner::Config::default() })]
+
+    /// Liveness: for every sample app that opens an incident and never heals, whatever Argo CD
+    /// answers to each rung and however late each look arrives (up to the sweep interval), the
+    /// incident reaches a human within `PolicyConfig::ladder_bound_secs`. Before `max_wait_secs`
+    /// an app held by a sync window waited for ever.
+    #[test]
+    fn no_sequence_of_outcomes_keeps_an_incident_open_past_its_ladder_s_bound(
+        outcomes in proptest::collection::vec(any_outcome(), 1..12),
+        lag_secs in 0i64..=300,
+        max_actions in 1usize..=4,
+        max_refusals in 0usize..=4,
+    ) {
+        let cfg = PolicyConfig { max_actions_per_incident: max_actions, max_refusals, ..PolicyConfig::default() };
+        let sweep = 300;
+        let bound = cfg.ladder_bound_secs(sweep);
+        let policy = DecisionPolicy::new(cfg);
+        for (name, app) in samples() {
+            match walk(&policy, &app, &outcomes, Duration::seconds(lag_secs), Duration::seconds(sweep), Duration::seconds(2 * bound)) {
+                Walk::Escalated(after) => proptest::prop_assert!(
+                    after.num_seconds() <= bound,
+                    "{name}: escalated {} s after opening, past the bound of {bound} s", after.num_seconds()
+                ),
+                Walk::Open { decisions } => proptest::prop_assert!(false, "{name}: still open after {} s: {:?}", 2 * bound, &decisions[decisions.len().saturating_sub(6)..]),
+                Walk::NoIncident => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn the_default_bound_is_documented_and_every_trouble_sample_opens_an_incident() {
+    // With the defaults and a 5-minute sweep: under four hours.
+    assert_eq!(PolicyConfig::default().ladder_bound_secs(300), 7200 + 3 * (120 + 600) + 3 * (900 + 300) + 2 * 600);
+    let quiet: Vec<String> = samples()
+        .into_iter()
+        .filter(|(_, app)| {
+            matches!(
+                walk(&policy(), app, &[Outcome::NoEffect], Duration::zero(), Duration::minutes(5), Duration::hours(6)),
+                Walk::NoIncident
+            )
+        })
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(quiet, ["healthy.json", "opted-out.json", "out-of-sync-manual.json"], "only apps not in trouble open no incident");
+}
