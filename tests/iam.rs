@@ -283,6 +283,7 @@ async fn run_every_function() {
         async |name: &str, value: &str| secrets.create_secret().name(unique(name)).secret_string(value).send().await.unwrap().arn.unwrap();
     let argo_arn = secret("argocd-token", &default_token()).await;
     let webhook_arn = secret("webhook", &format!(r#"{{"current":"{WEBHOOK_SECRET}"}}"#)).await;
+    let refresh_arn = secret("refresh", r#"{"current":"iam-test-refresh-signing-key"}"#).await;
     let slack_token_arn = secret("slack-token", SLACK_BOT_TOKEN).await;
     let signing_arn = secret("slack-signing", SIGNING_SECRET).await;
     let work_key_arn = secret("work-item-key", "iam-test-work-item-key-generated-by-the-stack").await;
@@ -295,6 +296,7 @@ async fn run_every_function() {
         (doomed.clone(), "WorkQueue".to_owned()),
         (argo_arn.clone(), "ArgoCdTokenSecretArn".to_owned()),
         (webhook_arn.clone(), "WebhookSecretArn".to_owned()),
+        (refresh_arn.clone(), "RefreshSecretArn".to_owned()),
         (slack_token_arn.clone(), "SlackTokenSecretArn".to_owned()),
         (signing_arn.clone(), "SlackSigningSecretArn".to_owned()),
         (work_key_arn.clone(), "WorkItemKey".to_owned()),
@@ -307,6 +309,7 @@ async fn run_every_function() {
         ("ARGOCD_SERVER", argo.base_url()),
         ("ARGOCD_AUTH_TOKEN_SECRET_ARN", argo_arn),
         ("WEBHOOK_SECRET_ARN", webhook_arn),
+        ("REFRESH_SECRET_ARN", refresh_arn),
         ("SLACK_CHANNEL", SLACK_CHANNEL.to_owned()),
         ("SLACK_TOKEN_SECRET_ARN", slack_token_arn),
         ("SLACK_API_URL", slack.api_url()),

@@ -26,6 +26,8 @@ use crate::support::{LosesCompletion, client, events_dir, sim_with_samples};
 
 /// The shared secret of the sample Function URL requests in events/lambda/ingest/.
 const SECRET: &str = "local-test-secret-not-for-production";
+/// The key signed refresh requests are checked with (not the webhook secret).
+const REFRESH_SECRET: &str = "pipeline-test-refresh-signing-key";
 
 struct Stack {
     sqs: aws_sdk_sqs::Client,
@@ -92,6 +94,7 @@ impl Stack {
         Ingest {
             config: IngestConfig { max_refresh_apps: 5, work_item_key: Some(crate::support::work_item_key()), ..IngestConfig::default() },
             secrets: WebhookSecrets::new(SECRET, Some("the-previous-secret-still-valid".into())),
+            refresh_secrets: Some(WebhookSecrets::new(REFRESH_SECRET, None)),
             queue: self.queue(),
             argo: client(sim),
             metrics: Metrics::quiet("test"),
@@ -439,8 +442,8 @@ async fn a_signed_refresh_request_enqueues_the_named_apps_within_the_cap() {
     let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
     let ingest = stack.ingest(&sim);
     let now = chrono::Utc::now().to_rfc3339();
-    let signed = |body: String| {
-        let sig = WebhookSecrets::new(SECRET, None).sign(body.as_bytes());
+    let signed_with = |secret: &str, body: String| {
+        let sig = WebhookSecrets::new(secret, None).sign(body.as_bytes());
         let mut template: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(events_dir().join("lambda/ingest/webhook-sync-failed.json")).unwrap()).unwrap();
         template["rawPath"] = "/v1/refresh".into();
@@ -449,6 +452,14 @@ async fn a_signed_refresh_request_enqueues_the_named_apps_within_the_cap() {
         template["headers"] = serde_json::json!({"content-type": "application/json", "x-argo-medic-signature": sig});
         lambda_http::request::from_str(&template.to_string()).unwrap()
     };
+    let signed = |body: String| signed_with(REFRESH_SECRET, body);
+    // L1: the webhook secret (in argocd-notifications-secret, readable by more people) does not
+    // sign refreshes; before, it was the only key.
+    let by_name = format!(r#"{{"apps":[{{"name":"inventory","namespace":"argocd"}}],"requestedAt":"{now}","requestedBy":"ci"}}"#);
+    assert_eq!(ingest.handle(signed_with(SECRET, by_name.clone())).await.status(), 403, "signed with the webhook secret");
+    // A deployment without a refresh secret has no refresh route.
+    let off = Ingest { refresh_secrets: None, ..stack.ingest(&sim) };
+    assert_eq!(off.handle(signed(by_name)).await.status(), 404, "signed refreshes are off without a refresh secret");
     let by_selector = format!(r#"{{"selector":"team=platform","requestedAt":"{now}","requestedBy":"ci"}}"#);
     let response = ingest.handle(signed(by_selector)).await;
     assert_eq!(response.status(), 202, "{:?}", response.body());

@@ -48,6 +48,7 @@ async fn serve(http: HttpLimits) -> Local {
         ServeOptions {
             listen: "127.0.0.1:0".parse().unwrap(),
             webhook_secret: WEBHOOK_SECRET.into(),
+            refresh_secret: None,
             sweep_every: Duration::from_secs(600),
             dry_run: false,
             policy: PolicyConfig { instance_id: "test".into(), ..PolicyConfig::default() },

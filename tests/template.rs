@@ -813,6 +813,7 @@ async fn every_render_is_accepted_by_the_ingest_function_and_by_the_worker_from_
     let ingest = Ingest {
         config: IngestConfig::default(),
         secrets: WebhookSecrets::new(secret, None),
+        refresh_secrets: None,
         queue: MemoryQueue::default(),
         // /v1/events never calls Argo CD.
         argo: HttpArgoClient::new(ArgoSettings::new("127.0.0.1:9", "unused")).unwrap(),

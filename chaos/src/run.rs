@@ -39,6 +39,7 @@ const SLACK_POST_INTERVAL_MS: u64 = 1000;
 const BATCH_SIZE: i32 = 10;
 
 const WEBHOOK_SECRET: &str = "chaos-webhook-secret-not-for-production";
+const REFRESH_SECRET: &str = "chaos-refresh-key-not-for-production";
 const SIGNING_SECRET: &str = "chaos-slack-signing-secret-not-for-production";
 const WORK_ITEM_KEY: &str = "chaos-work-item-key-generated-for-this-run-only";
 const CLICKER: &str = "U0CHAOS001";
@@ -274,6 +275,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         ("ARGOCD_SERVER", argo.base_url()),
         ("ARGOCD_AUTH_TOKEN", SimConfig::default().tokens[0].token.clone()),
         ("MEDIC_WEBHOOK_SECRET", WEBHOOK_SECRET.into()),
+        ("MEDIC_REFRESH_SECRET", REFRESH_SECRET.into()),
         ("MEDIC_WORK_ITEM_KEY", WORK_ITEM_KEY.into()),
         ("SLACK_CHANNEL", SLACK_CHANNEL.into()),
         ("SLACK_TOKEN", SLACK_BOT_TOKEN.into()),
@@ -539,7 +541,7 @@ async fn send(ingest: &medic_ingest::LambdaIngest, event: Event, tally: &Shared)
                 "requestedBy": "chaos",
             })
             .to_string();
-            let signature = medic_ingest::WebhookSecrets::new(WEBHOOK_SECRET, None).sign(body.as_bytes());
+            let signature = medic_ingest::WebhookSecrets::new(REFRESH_SECRET, None).sign(body.as_bytes());
             let request = lambda_http::http::Request::builder()
                 .method("POST")
                 .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/refresh")

@@ -266,6 +266,10 @@ struct ServeArgs {
     /// The shared secret webhooks must present (`Authorization: Bearer ...`); MEDIC_WEBHOOK_SECRET.
     #[arg(long, env = "MEDIC_WEBHOOK_SECRET", hide_env_values = true)]
     webhook_secret: Option<String>,
+    /// The key signed `POST /v1/refresh` requests are checked with (HMAC-SHA256, at least 16
+    /// characters); MEDIC_REFRESH_SECRET. Without it the refresh route is off.
+    #[arg(long, env = "MEDIC_REFRESH_SECRET", hide_env_values = true)]
+    refresh_secret: Option<String>,
     /// Seconds between sweeps.
     #[arg(long, default_value_t = 60)]
     sweep_every: u64,
@@ -444,6 +448,9 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
             s
         }
     };
+    if args.refresh_secret.as_ref().is_some_and(|s| s.len() < 16) {
+        anyhow::bail!("the refresh secret must be at least 16 characters");
+    }
     let store = std::sync::Arc::new(store);
     let (escalator, slack_sim) = local_escalator(args.slack_simulate, &policy.instance_id, std::sync::Arc::clone(&store)).await?;
     let slack_actions = match &escalator {
@@ -457,6 +464,7 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
             escalator: std::sync::Arc::new(escalator),
             listen: args.listen,
             webhook_secret: secret,
+            refresh_secret: args.refresh_secret,
             sweep_every: std::time::Duration::from_secs(args.sweep_every.max(1)),
             dry_run,
             policy,

@@ -79,6 +79,8 @@ pub struct SlackActionsOptions {
 pub struct ServeOptions {
     pub listen: SocketAddr,
     pub webhook_secret: String,
+    /// The key `POST /v1/refresh` requests are signed with; `None` turns the route off.
+    pub refresh_secret: Option<String>,
     pub sweep_every: Duration,
     pub dry_run: bool,
     pub policy: PolicyConfig,
@@ -153,6 +155,7 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let ingest: LocalIngest = Ingest {
         config: IngestConfig { work_item_key: work_item_key.clone(), ..IngestConfig::default() },
         secrets: WebhookSecrets::new(opts.webhook_secret.clone(), None),
+        refresh_secrets: opts.refresh_secret.clone().map(|s| WebhookSecrets::new(s, None)),
         queue: Arc::clone(&queue),
         argo: Arc::clone(&argo),
         metrics: Metrics::quiet(&instance),

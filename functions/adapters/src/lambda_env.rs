@@ -46,6 +46,8 @@ pub struct LambdaEnv {
     pub argocd_ca_bundle: Option<String>,
     pub argocd_token_secret_arn: Option<String>,
     pub webhook_secret_arn: Option<String>,
+    /// `REFRESH_SECRET_ARN`: the key signed refresh requests are checked with (ingest).
+    pub refresh_secret_arn: Option<String>,
     pub dry_run: bool,
     pub kill_switch: bool,
     pub policy: PolicyConfig,
@@ -128,6 +130,7 @@ impl LambdaEnv {
             argocd_ca_bundle: get("ARGOCD_CA_BUNDLE").filter(|v| !v.trim().is_empty()),
             argocd_token_secret_arn: get("ARGOCD_AUTH_TOKEN_SECRET_ARN"),
             webhook_secret_arn: get("WEBHOOK_SECRET_ARN"),
+            refresh_secret_arn: get("REFRESH_SECRET_ARN").filter(|v| !v.trim().is_empty()),
             // A deployment that says nothing acts on nothing.
             dry_run: flag(get, "MEDIC_DRY_RUN", true)?,
             kill_switch: flag(get, "MEDIC_KILL_SWITCH", false)?,
@@ -218,6 +221,16 @@ impl LambdaEnv {
     /// The webhook secret document (`{"current": ..., "previous": ...}`).
     pub async fn webhook_secret(&self) -> Result<String, EnvError> {
         self.secret(self.webhook_secret_arn.as_deref(), "MEDIC_WEBHOOK_SECRET").await
+    }
+
+    /// The refresh secret document (`{"current": ..., "previous": ...}`) from
+    /// `REFRESH_SECRET_ARN` or `MEDIC_REFRESH_SECRET`; `None` when neither is set (signed
+    /// refreshes are off).
+    pub async fn refresh_secret(&self) -> Result<Option<String>, EnvError> {
+        if self.refresh_secret_arn.is_none() && (self.lookup)("MEDIC_REFRESH_SECRET").is_none() {
+            return Ok(None);
+        }
+        self.secret(self.refresh_secret_arn.as_deref(), "MEDIC_REFRESH_SECRET").await.map(Some)
     }
 
     pub async fn argo_client(&self) -> Result<HttpArgoClient, EnvError> {

@@ -8,7 +8,10 @@
 //! - `POST /v1/events`: a notification (schema v1). `Authorization: Bearer <shared secret>`.
 //! - `POST /v1/refresh`: "refresh these apps", by name or label selector, capped, like Flux's
 //!   receivers. Signed: `X-Argo-Medic-Signature: sha256=<hex HMAC-SHA256 of the body>` with the
-//!   shared secret, and `requestedAt` no older than five minutes.
+//!   refresh secret, and `requestedAt` no older than five minutes. The refresh secret is not the
+//!   webhook secret: that one sits in `argocd-notifications-secret`, readable by whoever can read
+//!   the notifications controller's secrets, who must not thereby be able to order refreshes.
+//!   Without a refresh secret the route answers 404.
 
 use std::time::Duration;
 
@@ -124,7 +127,10 @@ impl Default for IngestConfig {
 /// The function's collaborators, built once at start-up.
 pub struct Ingest<Q, A> {
     pub config: IngestConfig,
+    /// Bearer tokens of `POST /v1/events`.
     pub secrets: WebhookSecrets,
+    /// HMAC keys of `POST /v1/refresh`; `None` turns the route off.
+    pub refresh_secrets: Option<WebhookSecrets>,
     pub queue: Q,
     pub argo: A,
     pub metrics: Metrics,
@@ -152,6 +158,7 @@ impl LambdaIngest {
                 ..IngestConfig::default()
             },
             secrets: WebhookSecrets::from_json(&env.webhook_secret().await?)?,
+            refresh_secrets: env.refresh_secret().await?.map(|s| WebhookSecrets::from_json(&s)).transpose()?,
             queue: env.queue(),
             argo: env.argo_client().await?,
             metrics: Metrics::new(&env.instance_id),
@@ -266,12 +273,19 @@ impl<Q: WorkQueue, A: ArgoApi> Ingest<Q, A> {
     }
 
     async fn refresh(&self, req: &Request) -> Result<Response<Body>, Rejection> {
+        let Some(secrets) = &self.refresh_secrets else {
+            return Err(reject(
+                StatusCode::NOT_FOUND,
+                "path",
+                "signed refreshes are off: this deployment has no refresh secret (RefreshSecretArn)",
+            ));
+        };
         let body = self.body(req)?;
         let Some(signature) = req.headers().get(SIGNATURE_HEADER).and_then(|v| v.to_str().ok()) else {
             return Err(reject(StatusCode::UNAUTHORIZED, "unauthenticated", format!("missing `{SIGNATURE_HEADER}: sha256=<hmac>`")));
         };
         let hex = signature.strip_prefix("sha256=").unwrap_or("");
-        if !self.secrets.verify_hmac(body, hex) {
+        if !secrets.verify_hmac(body, hex) {
             return Err(reject(StatusCode::FORBIDDEN, "forbidden", "the signature does not match the body"));
         }
         let request: RefreshRequest = serde_json::from_slice(body)
