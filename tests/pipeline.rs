@@ -478,6 +478,12 @@ async fn a_signed_refresh_request_enqueues_the_named_apps_within_the_cap() {
     let worker = stack.worker(&sim, stack.store());
     drain(&stack, &worker).await;
     assert_eq!(sim.counts().refresh, 4, "each selected app refreshed once");
+
+    // L1: an app that opted out is not refreshed, whoever asks (before, it was).
+    let opted_out = format!(r#"{{"apps":[{{"name":"ledger","namespace":"argocd"}}],"requestedAt":"{now}","requestedBy":"ci"}}"#);
+    assert_eq!(ingest.handle(signed(opted_out)).await.status(), 202, "accepted: ingest does not read the app");
+    drain(&stack, &worker).await;
+    assert_eq!(sim.counts().refresh, 4, "the opted-out app was read, not refreshed");
 }
 
 #[tokio::test]

@@ -401,6 +401,28 @@ where
             tracing::info!(requested_by = ?item.requested_by, "requested refresh not performed: dry run, kill switch or the switch");
             return Ok(Handled::RequestedDone);
         }
+        // A refresh someone asks for honours the same scope and opt-out as everything Argo Medic
+        // does (L1): read the app first (a read, not a refresh, so no budget), then refresh.
+        match self.argo.get_app(&item.app, None).await {
+            Ok(app) if app.opted_out() || !self.policy.config.in_scope(&app) => {
+                self.metrics.count("RefusedRequests", None, 1.0);
+                let why = if app.opted_out() { "the app opted out" } else { "the app is out of this deployment's scope" };
+                tracing::warn!(
+                    audit = true,
+                    app = %app.qualified_name(),
+                    action = kind.as_str(),
+                    requested_by = ?item.requested_by,
+                    "requested refresh refused: {why}; nothing done"
+                );
+                return Ok(Handled::Refused);
+            }
+            Ok(_) => {}
+            Err(ArgoError::NotFound(m)) => {
+                tracing::warn!(error = %m, "requested refresh of an app that does not exist");
+                return Ok(Handled::RequestedDone);
+            }
+            Err(e) => return Err(MessageError::Retry(e.to_string())),
+        }
         if let Err(e) = self.budget.acquire(budget).await {
             return self.requeue(item, e.retry_after, &e.to_string()).await;
         }
