@@ -121,10 +121,7 @@ pub const SKIP_LOG_ENV: &str = "MEDIC_SKIP_LOG";
 pub fn reference_spec(check: &str) -> Option<SwaggerSpec> {
     let path = argocd_swagger_path();
     if !path.exists() && std::env::var_os("CI").is_none_or(|v| v.is_empty()) {
-        let line = format!(
-            "{check}: skipped, Argo CD's swagger.json is not at {} (set MEDIC_ARGOCD_SWAGGER to run it)",
-            path.display()
-        );
+        let line = format!("{check}: skipped, Argo CD's swagger.json is not at {} (set MEDIC_ARGOCD_SWAGGER to run it)", path.display());
         eprintln!("SKIPPED {line}");
         if let Some(log) = std::env::var_os(SKIP_LOG_ENV) {
             use std::io::Write;

@@ -10,7 +10,6 @@ use sha2::{Digest, Sha256};
 
 use crate::support::{Api, app, broken_app};
 
-
 fn sample_apps() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../events/apps")
 }
