@@ -80,3 +80,42 @@ async fn a_rejected_token_stops_the_sweep_with_one_alert() {
     assert!(parts.escalator.alerts()[0].contains("Mint a new token"));
     assert_eq!(sim.requests().len(), 1, "one list call, not retried");
 }
+
+/// Storm economy (issue 10): 2,000 apps, 500 stale after an outage, the CLI's default budgets.
+/// Before, the first sweep deferred apps it had read ("budget exhausted; retry after 1s", the 5 s
+/// wait under contention) and the next sweep read them again, and every healed app was read in
+/// full once more only to close its incident: 3 calls per stale app over two sweeps. Now a sweep
+/// paces (waits for its token) and a verified refresh that reads the app healed closes the
+/// incident at once. Runs at the production refresh rate (300 a minute): about 95 s.
+#[tokio::test]
+async fn a_sweep_paces_heals_every_stale_app_in_one_pass_and_closes_without_reading_again() {
+    use medic_adapters::budget::{BudgetRates, LocalBudget};
+    let sim = ArgoSim::start(SimConfig::default()).await.unwrap();
+    for (app, outcomes) in synthetic_fleet(2000, 500, Utc::now()) {
+        let name = app["metadata"]["name"].as_str().unwrap().to_owned();
+        sim.insert_app(app);
+        sim.set_outcomes(&name, outcomes);
+    }
+    let c = client(&sim);
+    // The CLI's budgets: the default rates, and a sweep waits for its token (see BudgetArgs).
+    let budget = LocalBudget::new(BudgetRates { max_wait: Duration::from_secs(600), ..BudgetRates::default() });
+    let parts = Parts { budget, ..Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default()) };
+    let r = parts.step(&c, false, Duration::from_secs(600));
+
+    let first = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    assert_eq!((first.listed, first.candidates), (2000, 500), "{:?}", first.errors);
+    assert_eq!(first.count(StepResult::Deferred), 0, "nothing deferred");
+    assert_eq!(first.count(StepResult::Refreshed), 500, "every stale app refreshed and verified in the first pass");
+    assert!(first.reports.iter().all(|r| r.detail.ends_with("the incident is closed")), "closed on the refresh's own read");
+    let after_first = sim.counts();
+
+    let second = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    assert_eq!(second.candidates, 0, "nothing left to look at: {:?}", second.reports.first());
+    assert_eq!(mutating(&sim), 500, "the second sweep makes no mutating call");
+    let c = sim.counts();
+    assert_eq!((c.get, c.refresh), (after_first.get, after_first.refresh), "and reads no app");
+    let calls = c.list + c.get + c.refresh + c.hard_refresh + c.sync + c.version;
+    let per_app = calls as f64 / 500.0;
+    eprintln!("storm economy: {calls} Argo CD calls over two sweeps, {per_app:.3} per stale app ({} s)", first.elapsed_ms / 1000);
+    assert!(per_app <= 2.05, "{per_app:.3} calls per stale app ({c:?})");
+}

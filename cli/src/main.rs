@@ -161,7 +161,10 @@ impl BudgetArgs {
             refresh_per_minute: self.refresh_per_minute,
             hard_refresh_per_minute: self.hard_refresh_per_minute,
             sync_per_minute: self.sync_per_minute,
-            ..Default::default()
+            // Pace, never defer: a sweep that has read an app waits for its budget token (the
+            // rate bounds the whole pass) rather than dropping the app to the next sweep, which
+            // would read it again. Only a Lambda, which must not sit idle, defers (2 s).
+            max_wait: std::time::Duration::from_secs(600),
         }
     }
 }

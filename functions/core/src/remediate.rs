@@ -72,6 +72,11 @@ pub struct StepReport {
     pub argo_calls: u32,
     #[serde(skip)]
     pub decision: Option<Decision>,
+    /// The incident closed within this step: a verified refresh read the app back out of
+    /// trouble, so the policy's closing decision on that read (the one the next look would have
+    /// made) was taken at once, saving that look. Callers report it (Slack) as a resolution.
+    #[serde(skip)]
+    pub resolution: Option<Decision>,
 }
 
 /// Why a step could not finish; the caller retries it later (the message stays on the queue).
@@ -161,7 +166,7 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
         } else {
             self.switch.mode().await
         };
-        let result = Box::pin(self.act(app_ref, &app, &name, &decision, out, mode)).await;
+        let result = Box::pin(self.act(app_ref, &app, &decision, trigger, out, mode)).await;
         if let (true, Some(incident)) = (mode.acts(), &decision.incident) {
             // For operators only (`medic incidents show`); the policy never reads it, so a note
             // that could not be written must not fail the step.
@@ -176,11 +181,12 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
         &self,
         app_ref: &AppRef,
         app: &Application,
-        name: &str,
         decision: &Decision,
+        trigger: &Trigger,
         mut out: StepReport,
         mode: Mode,
     ) -> Result<StepReport, StepError> {
+        let name = &out.app.clone();
         let (Some(key), Some(incident)) = (decision.idempotency_key.clone(), decision.incident.clone()) else {
             out.result = if decision.action == Action::Wait { StepResult::Waiting } else { StepResult::NoAction };
             return Ok(out);
@@ -226,14 +232,18 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
                 return Ok(out);
             }
         }
+        let mut refreshed = None;
         let acted = match rung {
-            Rung::Refresh | Rung::HardRefresh => self.refresh(app_ref, app, rung, &mut out).await,
+            Rung::Refresh | Rung::HardRefresh => self.refresh(app_ref, app, rung, &mut out, &mut refreshed).await,
             Rung::Sync => self.sync(app_ref, app, decision, &key, &mut out).await,
             Rung::Escalate => self.escalate(app, decision, &mut out).await,
         };
         match acted {
             Ok(outcome) => {
                 self.store.complete(name, &key, outcome).await?;
+                if let Some(after) = refreshed.filter(|_| outcome == Outcome::Succeeded) {
+                    self.close_if_resolved(name, &after, decision, trigger, &mut out).await?;
+                }
                 Ok(out)
             }
             Err(e) if is_transient(&e) => {
@@ -251,7 +261,37 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
         }
     }
 
-    async fn refresh(&self, app_ref: &AppRef, app: &Application, rung: Rung, out: &mut StepReport) -> Result<Outcome, StepError> {
+    /// After a verified refresh: the app as Argo CD just compared it, decided on again with the
+    /// incident's history. When that decision closes the incident it is closed now, instead of
+    /// on the next look (which would read the app once more only to find it calm).
+    async fn close_if_resolved(
+        &self,
+        name: &str,
+        after: &Application,
+        decision: &Decision,
+        trigger: &Trigger,
+        out: &mut StepReport,
+    ) -> Result<(), StepError> {
+        let history = self.store.history(name).await?;
+        let Ok(next) = self.policy.decide(after, &Trigger::sweep(), &history, self.clock.now()) else { return Ok(()) };
+        if let (true, Some(incident)) = (next.resolves_incident && history.incident == decision.incident, &decision.incident) {
+            // The closed record keeps the note of the action that healed it, as a later close would.
+            let _ = self.store.note_decision(name, incident, &DecisionNote::new(decision, &after.spec.project, trigger.as_str())).await;
+            self.store.close(name, next.decided_at).await?;
+            out.detail = format!("{}; the incident is closed", out.detail);
+            out.resolution = Some(next);
+        }
+        Ok(())
+    }
+
+    async fn refresh(
+        &self,
+        app_ref: &AppRef,
+        app: &Application,
+        rung: Rung,
+        out: &mut StepReport,
+        refreshed: &mut Option<Application>,
+    ) -> Result<Outcome, StepError> {
         let kind = if rung == Rung::HardRefresh { RefreshKind::Hard } else { RefreshKind::Normal };
         let mut verified = false;
         let mut healthy = false;
@@ -278,6 +318,7 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
             };
             healthy = after.is_synced_and_healthy();
             if verified {
+                *refreshed = Some(after);
                 break;
             }
         }
@@ -384,5 +425,6 @@ fn report(app: String, d: Option<&Decision>, result: StepResult, detail: String,
         idempotency_key: d.and_then(|d| d.idempotency_key.clone()),
         argo_calls: calls,
         decision: d.cloned(),
+        resolution: None,
     }
 }

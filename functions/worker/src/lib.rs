@@ -358,8 +358,13 @@ where
         // healthy look after the incident was closed, so a resolution whose report failed is
         // reported on the next look (the escalator does nothing when nothing is open).
         // The same when its incident ended otherwise (out of scope, opted out, deleted).
-        if let Some(d) = report.decision.as_ref().filter(|d| d.failure_mode == FailureMode::Healthy || d.resolves_incident) {
-            if matches!(report.result, StepResult::Resolved | StepResult::NoAction) && self.may_post().await {
+        // A verified refresh that closed the incident within the step brings its own resolution.
+        let resolution = report.resolution.as_ref().map(|d| (d, true));
+        let looked = report.decision.as_ref().map(|d| (d, matches!(report.result, StepResult::Resolved | StepResult::NoAction)));
+        if let Some((d, _)) =
+            resolution.or(looked).filter(|(d, at_rest)| *at_rest && (d.failure_mode == FailureMode::Healthy || d.resolves_incident))
+        {
+            if self.may_post().await {
                 if let Err(e) = self.escalator.resolve(&report.app, d).await {
                     self.metrics.count("EscalationErrors", Some(("Step", "resolve")), 1.0);
                     return Err(MessageError::Retry(e.to_string()));
