@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make fuzz`: runs every fuzz target (or FUZZ_TARGETS) for FUZZ_SECONDS each, one at a time, and
-# prints what each did: executions, coverage (libFuzzer's final `cov:`/`ft:`), corpus size, wall
-# time and findings. Needs the nightly toolchain; installs cargo-fuzz when it is missing.
+# prints what each did: executions, coverage (libFuzzer's final `cov:`/`ft:`), the corpus libFuzzer
+# keeps (units/size), its fuzzing time and findings. Needs the nightly toolchain; installs cargo-fuzz
+# when it is missing.
 #
 #   FUZZ_SECONDS=300                      seconds per target
 #   FUZZ_SECONDS_<target>=900             per-target override (e.g. FUZZ_SECONDS_application_decide)
@@ -37,7 +38,7 @@ done
 
 mkdir -p logs
 summary=$(mktemp)
-printf '%-20s %12s %8s %8s %10s %8s %9s\n' target executions cov ft corpus wall_s findings >"$summary"
+printf '%-20s %12s %8s %8s %16s %8s %9s\n' target executions cov ft corpus fuzz_s findings >"$summary"
 failed=0
 total=0
 for t in $targets; do
@@ -50,16 +51,20 @@ for t in $targets; do
     -max_total_time="$s" -rss_limit_mb=512 -malloc_limit_mb=256 -timeout=5 \
     -dict=dict/json.dict -close_fd_mask=1 -print_final_stats=1 >"logs/$t.log" 2>&1
   rc=$?
-  wall=$(($(date +%s) - start))
+  # libFuzzer's own figures: its last status line (cov, ft, the corpus it keeps: units/size)
+  # and its time; the build that `cargo fuzz run` starts with is not counted.
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "logs/$t.log" | grep -o '[0-9]*$' | tail -1)
   last=$(grep -E '^#[0-9]+' "logs/$t.log" | tail -1)
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
-  corpus=$(find "corpus/$t" -type f | wc -l)
+  corpus=$(sed -n 's/.* corp: \([0-9]*\/[0-9]*[a-zA-Z]*\).*/\1/p' <<<"$last")
+  [ -z "$execs" ] && execs=$(sed -n 's/^#\([0-9]*\).*/\1/p' <<<"$last")
+  wall=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "logs/$t.log" | tail -1)
+  [ -z "$wall" ] && wall="$(($(date +%s) - start))*"
   findings=$(find "artifacts/$t" -type f \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' -o -name 'slow-unit-*' \) -newer "$summary" | wc -l)
   [ "$rc" -ne 0 ] && failed=1 && echo "   $t exited with $rc, see fuzz/logs/$t.log"
   total=$((total + ${execs:-0}))
-  printf '%-20s %12s %8s %8s %10s %8s %9s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$corpus" "$wall" "$findings" >>"$summary"
+  printf '%-20s %12s %8s %8s %16s %8s %9s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corpus:-?}" "$wall" "$findings" >>"$summary"
 done
 echo
 cat "$summary"
