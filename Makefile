@@ -4,7 +4,7 @@ CARGO ?= cargo
 # a line here; `make test` ends by listing them.
 SKIP_LOG := $(CURDIR)/.test-skips.log
 
-.PHONY: sweep demo venv test lint fmt catalogue ci bench lambda-build lambda-watch lambda-smoke chaos chaos-smoke
+.PHONY: sweep demo venv test lint fmt catalogue ci bench lambda-build lambda-watch lambda-smoke chaos chaos-smoke fuzz
 
 ## sweep: the main job on the embedded default: one sweep of the sample fleet in the simulator
 sweep:
@@ -81,3 +81,10 @@ chaos: venv
 ## run can go quiet before every boundary is reached)
 chaos-smoke: venv
 	$(CARGO) run -q -p medic-chaos -- run --events 400 --apps 30 --scale 20 --kills-per-boundary 2 --random-kills 2 --seed 1 --max-seconds 300 --kills-are-goals
+
+## fuzz: coverage-guided fuzzing of the parsers of untrusted input (cargo-fuzz, nightly; installed when
+## missing), every target of fuzz/ for FUZZ_SECONDS each, seeded from events/; prints executions per
+## target (many minutes; not part of make test, see docs/reliability.md)
+FUZZ_SECONDS ?= 300
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) CARGO=$(CARGO) bash fuzz/run.sh

@@ -86,6 +86,13 @@ fn secs(s: i64) -> Duration {
     Duration::seconds(s)
 }
 
+/// `t` plus `s` seconds, or the end of time when that is past chrono's range. The Application's
+/// timestamps are whatever the API returned: RFC 3339 parsing accepts years up to +262142, and
+/// plain `+` panics when a grace period carries such a time past the range.
+fn later(t: DateTime<Utc>, s: i64) -> DateTime<Utc> {
+    t.checked_add_signed(secs(s)).unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
 fn ts(t: &Option<DateTime<Utc>>) -> String {
     t.map_or_else(|| "absent".to_owned(), rfc3339)
 }
@@ -439,9 +446,9 @@ fn classify_failed_operation(app: &Application, cfg: &PolicyConfig) -> Option<Fi
             }
             match f.mode {
                 // The CRD needs a moment to become established before a re-sync can work.
-                FailureMode::CrdNotEstablished => f.because("crd-race").hold(finished.map(|t| t + secs(cfg.settle_secs))),
+                FailureMode::CrdNotEstablished => f.because("crd-race").hold(finished.map(|t| later(t, cfg.settle_secs))),
                 // Give the webhook's pods time to come up before re-syncing.
-                FailureMode::WebhookUnavailable => f.hold(finished.map(|t| t + secs(cfg.repo_error_grace_secs))),
+                FailureMode::WebhookUnavailable => f.hold(finished.map(|t| later(t, cfg.repo_error_grace_secs))),
                 _ => f,
             }
         }
@@ -524,7 +531,7 @@ fn classify_conditions(app: &Application, cfg: &PolicyConfig) -> Option<Finding>
                 base(FailureMode::PermissionDenied, c.message.clone())
             } else if FailureMode::ComparisonErrorTransient.signalled_by(&c.message) {
                 base(FailureMode::ComparisonErrorTransient, "Argo CD cannot reach Git or the repo-server".into())
-                    .hold(c.last_transition_time.map(|t| t + secs(cfg.repo_error_grace_secs)))
+                    .hold(c.last_transition_time.map(|t| later(t, cfg.repo_error_grace_secs)))
             } else {
                 base(FailureMode::SourceConfigError, c.message.clone())
             }),
@@ -678,7 +685,7 @@ fn classify_health_and_sync(app: &Application, now: DateTime<Utc>, cfg: &PolicyC
         sync_status::UNKNOWN => {
             Finding::new(FailureMode::ComparisonErrorTransient, "Argo CD cannot compare the app with Git (sync status Unknown)")
                 .began(app.status.reconciled_at)
-                .hold(app.status.reconciled_at.map(|t| t + secs(cfg.repo_error_grace_secs)))
+                .hold(app.status.reconciled_at.map(|t| later(t, cfg.repo_error_grace_secs)))
                 .with("status.sync.status", sync_status::UNKNOWN)
         }
         sync_status::OUT_OF_SYNC if app.auto_sync().is_some() => {
@@ -688,7 +695,7 @@ fn classify_health_and_sync(app: &Application, now: DateTime<Utc>, cfg: &PolicyC
                 format!("OutOfSync with automated sync on; last sync finished at {}", ts(&finished)),
             )
             .began(since)
-            .hold(since.map(|t| t + secs(cfg.progressing_timeout_secs)))
+            .hold(since.map(|t| later(t, cfg.progressing_timeout_secs)))
             .with("status.sync.status", sync_status::OUT_OF_SYNC)
             .with("spec.syncPolicy.automated", "enabled")
         }
@@ -697,7 +704,7 @@ fn classify_health_and_sync(app: &Application, now: DateTime<Utc>, cfg: &PolicyC
         _ if app.health_status() == health::MISSING || app.health_status() == health::UNKNOWN => {
             Finding::new(FailureMode::ComparisonErrorTransient, format!("health is {}", app.health_status()))
                 .began(transition)
-                .hold(transition.map(|t| t + secs(cfg.repo_error_grace_secs)))
+                .hold(transition.map(|t| later(t, cfg.repo_error_grace_secs)))
                 .with("status.health.status", app.health_status())
         }
         _ => Finding::new(FailureMode::Healthy, format!("{} and {}", app.sync_status(), app.health_status())),
@@ -841,7 +848,7 @@ impl DecisionPolicy {
                     "another operation was in progress"
                 };
                 let refused = hist.refusals(last.rung);
-                let retry_at = last.at + secs(cfg.refused_wait_secs);
+                let retry_at = later(last.at, cfg.refused_wait_secs);
                 if refused >= cfg.max_refusals {
                     let since = hist.first_refusal(last.rung).map_or_else(|| rfc3339(last.at), rfc3339);
                     refusals_exhausted = Some(format!(
@@ -853,7 +860,7 @@ impl DecisionPolicy {
                     return Ok(step(self.wait(d, msg, (retry_at - now).num_seconds().max(1)), "refused-wait"));
                 }
             }
-            let settled = last.at + secs(cfg.settle_secs);
+            let settled = later(last.at, cfg.settle_secs);
             if now < settled {
                 let msg = format!("{headline}. Waiting for the {} at {} to take effect", last.rung.as_str(), rfc3339(last.at));
                 return Ok(step(self.wait(d, msg, (settled - now).num_seconds().max(1)), "settling"));
@@ -894,7 +901,7 @@ impl DecisionPolicy {
             return Ok(step(escalate(d, msg), "action-limit"));
         }
         let controller_refreshed = entry.controller_refresh_counts
-            && matches!((app.status.reconciled_at, finding.began_at), (Some(r), Some(b)) if r > b + secs(cfg.settle_secs));
+            && matches!((app.status.reconciled_at, finding.began_at), (Some(r), Some(b)) if r > later(b, cfg.settle_secs));
         let skipped = |r: Rung| r == Rung::Refresh && (controller_refreshed || finding.refresh_futile);
         let next = entry.ladder.iter().copied().find(|r| !hist.has_taken(*r) && !skipped(*r));
         let rung = next.unwrap_or(Rung::Escalate);
@@ -1040,6 +1047,44 @@ mod tests {
         assert!(ignored_by_appset("/spec/syncPolicy/automated/selfHeal", &ignored));
         assert!(!ignored_by_appset("/spec/syncPolicyX", &ignored));
         assert!(!ignored_by_appset("/spec/source/targetRevision", &ignored));
+    }
+
+    /// Found while writing the `application_decide` fuzz target (`fuzz/`), confirmed with it: a
+    /// timestamp at the end of chrono's range (`+262142-12-31T23:59:59Z`, which RFC 3339 parsing
+    /// accepts) plus a grace period overflowed `DateTime + TimeDelta`, and `decide` panicked
+    /// instead of deciding. The crashing inputs are fuzz/seeds/application_decide/regression-*.
+    #[test]
+    fn timestamps_at_the_end_of_time_do_not_panic() {
+        fn push_to_the_end(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::Object(map) => {
+                    for (k, v) in map.iter_mut() {
+                        if matches!(k.as_str(), "finishedAt" | "startedAt" | "lastTransitionTime" | "reconciledAt") && v.is_string() {
+                            *v = "+262142-12-31T23:59:59Z".into();
+                        } else {
+                            push_to_the_end(v);
+                        }
+                    }
+                }
+                serde_json::Value::Array(items) => items.iter_mut().for_each(push_to_the_end),
+                _ => {}
+            }
+        }
+        let now: DateTime<Utc> = "2026-11-01T12:30:00Z".parse().unwrap();
+        let trigger: Trigger = "on-sync-failed".parse().unwrap();
+        for body in [
+            include_str!("../../../events/apps/webhook-unavailable.json"),
+            include_str!("../../../events/apps/crd-not-established.json"),
+            include_str!("../../../events/apps/comparison-error-transient.json"),
+            include_str!("../../../events/apps/stale-progressing.json"),
+            include_str!("../../../events/apps/custom-health-progressing.json"),
+        ] {
+            let mut v: serde_json::Value = serde_json::from_str(body).unwrap();
+            push_to_the_end(&mut v);
+            let app: Application = serde_json::from_value(v).unwrap();
+            let d = DecisionPolicy::default().decide(&app, &trigger, &History::default(), now).unwrap();
+            assert!(d.retry_after_secs.is_none_or(|s| s > 0), "{d:?}");
+        }
     }
 
     #[test]
