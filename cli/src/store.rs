@@ -95,22 +95,10 @@ impl SqliteIncidentStore {
         let conn = Connection::open(path).map_err(|e| StoreError(format!("opening {}: {e}", path.display())))?;
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;").map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
-        // Files written before decision notes: add the column (NULL reads as "no note").
-        let has_note: bool = conn
-            .query_row("SELECT COUNT(*) FROM pragma_table_info('open_incidents') WHERE name = 'last_decision'", [], |r| r.get::<_, i64>(0))
-            .map_err(err)?
-            > 0;
-        if !has_note {
-            conn.execute_batch("ALTER TABLE open_incidents ADD COLUMN last_decision TEXT").map_err(err)?;
-        }
-        // Files written before actions expired (M1): add the column (NULL: kept, its incident open).
-        let has_expiry: bool = conn
-            .query_row("SELECT COUNT(*) FROM pragma_table_info('actions') WHERE name = 'expires_at'", [], |r| r.get::<_, i64>(0))
-            .map_err(err)?
-            > 0;
-        if !has_expiry {
-            conn.execute_batch("ALTER TABLE actions ADD COLUMN expires_at INTEGER").map_err(err)?;
-        }
+        // Files written before decision notes (NULL reads as "no note") and before actions
+        // expired (M1; NULL: kept, its incident open) get the columns added.
+        add_column(&conn, "open_incidents", "last_decision", "TEXT")?;
+        add_column(&conn, "actions", "expires_at", "INTEGER")?;
         Ok(Self { conn: Mutex::new(conn) })
     }
 
@@ -121,6 +109,16 @@ impl SqliteIncidentStore {
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Adds `column` to `table` in a file written by a release that did not have it.
+fn add_column(conn: &Connection, table: &str, column: &str, decl: &str) -> Result<(), StoreError> {
+    let present: i64 =
+        conn.query_row("SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2", params![table, column], |r| r.get(0)).map_err(err)?;
+    if present == 0 {
+        conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}")).map_err(err)?;
+    }
+    Ok(())
 }
 
 /// The attempts of incident `incident_id` of `app`, oldest first.
@@ -482,18 +480,27 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_state_file_from_before_notes_gains_the_column_and_reads() {
+    async fn a_state_file_from_before_notes_and_expiry_gains_the_columns_and_reads() {
         let dir = std::env::temp_dir().join(format!("medic-store-old-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("state.db");
         let _ = std::fs::remove_file(&path);
         {
             let conn = Connection::open(&path).unwrap();
-            conn.execute_batch("CREATE TABLE open_incidents (app TEXT PRIMARY KEY, incident TEXT NOT NULL, opened_at TEXT NOT NULL);")
-                .unwrap();
+            conn.execute_batch(
+                "CREATE TABLE open_incidents (app TEXT PRIMARY KEY, incident TEXT NOT NULL, opened_at TEXT NOT NULL);
+                 CREATE TABLE actions (key TEXT PRIMARY KEY, app TEXT NOT NULL, incident_id TEXT NOT NULL, rung TEXT NOT NULL,
+                     at TEXT NOT NULL, outcome TEXT NOT NULL, done INTEGER NOT NULL);",
+            )
+            .unwrap();
             conn.execute(
                 "INSERT INTO open_incidents VALUES ('argocd/web', ?1, '2026-11-01T12:00:00+00:00')",
                 params![serde_json::to_string(&incident()).unwrap()],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO actions VALUES (?1, 'argocd/web', ?2, 'refresh', '2026-11-01T12:00:00+00:00', 'no_effect', 1)",
+                params![incident().key_for(Rung::Refresh).as_str(), incident().id()],
             )
             .unwrap();
         }
@@ -501,7 +508,9 @@ mod tests {
         let open = store.incidents(false).await.unwrap();
         assert_eq!(open.len(), 1);
         assert_eq!(open[0].last_decision, None);
-        assert_eq!(store.history("argocd/web").await.unwrap().incident, Some(incident()));
+        let history = store.history("argocd/web").await.unwrap();
+        assert_eq!(history.incident, Some(incident()));
+        assert_eq!(history.attempts.len(), 1, "an action written before expiry existed is kept (its incident is open)");
     }
 
     #[tokio::test]
