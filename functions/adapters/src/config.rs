@@ -47,6 +47,17 @@ pub enum SettingsError {
     CaBundle(String),
 }
 
+/// The one boolean grammar of every setting read from the environment (the functions' and the
+/// CLI's): `true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off`, any case, around spaces. `None` for
+/// anything else; an empty value is for the caller to treat as unset.
+pub fn parse_bool(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
 impl ArgoSettings {
     pub fn new(server: impl Into<String>, token: impl Into<String>) -> Self {
         Self {
@@ -71,9 +82,7 @@ impl ArgoSettings {
         let flag = |name: &'static str| -> Result<bool, SettingsError> {
             match get(name).as_deref().map(str::trim) {
                 None | Some("") => Ok(false),
-                Some("1" | "true" | "TRUE" | "True" | "yes") => Ok(true),
-                Some("0" | "false" | "FALSE" | "False" | "no") => Ok(false),
-                Some(other) => Err(SettingsError::NotBool { name, value: other.to_owned() }),
+                Some(v) => parse_bool(v).ok_or_else(|| SettingsError::NotBool { name, value: v.to_owned() }),
             }
         };
         let mut s = Self::new(server, token);

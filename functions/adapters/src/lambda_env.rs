@@ -88,10 +88,9 @@ fn required(get: fn(&str) -> Option<String>, name: &'static str) -> Result<Strin
 
 fn flag(get: fn(&str) -> Option<String>, name: &'static str, default: bool) -> Result<bool, EnvError> {
     match get(name).as_deref().map(str::trim) {
-        None => Ok(default),
-        Some("true" | "1" | "on" | "yes") => Ok(true),
-        Some("false" | "0" | "off" | "no") => Ok(false),
-        Some(other) => Err(EnvError::Invalid { name, problem: format!("`{other}` is not true/false (or on/off)") }),
+        None | Some("") => Ok(default),
+        Some(v) => crate::config::parse_bool(v)
+            .ok_or_else(|| EnvError::Invalid { name, problem: format!("`{v}` is not true/false (or 1/0, yes/no, on/off)") }),
     }
 }
 
@@ -353,6 +352,38 @@ mod tests {
             "MEDIC_WORKER_MAX_CONCURRENCY" => Some("4".into()),
             "MEDIC_REFRESH_PER_MINUTE" => Some("400".into()),
             _ => None,
+        }
+    }
+
+    static VALUE: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
+    fn plaintext_is(name: &str) -> Option<String> {
+        (name == "ARGOCD_PLAINTEXT").then(|| VALUE.lock().unwrap().clone())
+    }
+
+    /// One boolean grammar: ARGOCD_PLAINTEXT read by the functions and by the CLI's settings
+    /// means the same (before, `TRUE` failed one loader and `on` the other).
+    #[test]
+    fn booleans_read_the_same_in_the_functions_and_the_cli() {
+        for (value, expected) in [
+            ("TRUE", Some(true)),
+            ("True", Some(true)),
+            ("on", Some(true)),
+            ("Off", Some(false)),
+            (" yes ", Some(true)),
+            ("0", Some(false)),
+            ("maybe", None),
+        ] {
+            *VALUE.lock().unwrap() = value.to_owned();
+            let functions = flag(plaintext_is, "ARGOCD_PLAINTEXT", false).ok();
+            let cli = crate::config::ArgoSettings::from_lookup(|k| match k {
+                "ARGOCD_SERVER" => Some("argocd.example.com".into()),
+                "ARGOCD_AUTH_TOKEN" => Some("t".into()),
+                k => plaintext_is(k),
+            })
+            .ok()
+            .map(|s| s.plaintext);
+            assert_eq!((functions, cli), (expected, expected), "`{value}`");
         }
     }
 
