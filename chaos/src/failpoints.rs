@@ -2,12 +2,18 @@
 //! the real adapter and, when its boundary is armed for the current batch, tells the harness on
 //! stderr (`CHAOS-PAUSED <boundary>`) and stops making progress, so the SIGKILL that follows lands
 //! exactly there: after the effect named, before anything after it.
+//!
+//! They also report every refresh sent under a claim of a refresh rung (`CHAOS-REFRESH-SENT
+//! <key>`) and the end of that claim (`CHAOS-REFRESH-ENDED <key>`, completed or released), so the
+//! harness can tell a refresh re-sent by a claim's takeover after its first sender was killed.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use medic_core::app::{Application, ApplicationSyncRequest};
+use medic_core::catalogue::Rung;
 use medic_core::event::AppRef;
 use medic_core::idempotency::IdempotencyKey;
 use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
@@ -19,6 +25,20 @@ use medic_core::ports::{
 pub const BOUNDARIES: [&str; 5] = ["after-dedupe", "after-claim", "sync-in-flight", "before-record", "in-slack-post"];
 
 static ARMED: Mutex<Option<String>> = Mutex::new(None);
+
+/// The refresh rungs claimed in this process and not yet ended: app (`namespace/name`) → key.
+/// One per app: the worker locks an app before its step.
+static REFRESH_CLAIMS: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
+
+fn refresh_claims<R>(f: impl FnOnce(&mut HashMap<String, String>) -> R) -> R {
+    f(REFRESH_CLAIMS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new))
+}
+
+fn refresh_ended(app: &str, key: &IdempotencyKey) {
+    if refresh_claims(|c| c.remove(app)).is_some() {
+        eprintln!("CHAOS-REFRESH-ENDED {}", key.as_str());
+    }
+}
 
 /// Arms `boundary` for the next batch (`None` disarms).
 pub fn arm(boundary: Option<String>) {
@@ -64,6 +84,9 @@ impl<T: IncidentStore> IncidentStore for Failpoint<T> {
     }
     async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
         let claim = self.0.claim(app, incident, attempt, in_progress_for).await?;
+        if let (Claim::Granted, Rung::Refresh | Rung::HardRefresh, Some(key)) = (&claim, attempt.rung, &attempt.idempotency_key) {
+            refresh_claims(|c| c.insert(app.to_owned(), key.as_str().to_owned()));
+        }
         if claim == Claim::Granted {
             reached("after-claim").await;
         }
@@ -71,10 +94,14 @@ impl<T: IncidentStore> IncidentStore for Failpoint<T> {
     }
     async fn complete(&self, app: &str, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
         reached("before-record").await;
-        self.0.complete(app, key, outcome).await
+        let done = self.0.complete(app, key, outcome).await;
+        refresh_ended(app, key);
+        done
     }
     async fn release(&self, app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
-        self.0.release(app, key).await
+        let done = self.0.release(app, key).await;
+        refresh_ended(app, key);
+        done
     }
     async fn close(&self, app: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
         self.0.close(app, at).await
@@ -86,6 +113,11 @@ impl<T: IncidentStore> IncidentStore for Failpoint<T> {
 
 impl<T: ArgoApi> ArgoApi for Failpoint<T> {
     async fn get_app(&self, app: &AppRef, refresh: Option<RefreshKind>) -> Result<Application, ArgoError> {
+        if refresh.is_some() {
+            if let Some(key) = refresh_claims(|c| c.get(&format!("{}/{}", app.namespace, app.name)).cloned()) {
+                eprintln!("CHAOS-REFRESH-SENT {key}");
+            }
+        }
         self.0.get_app(app, refresh).await
     }
     async fn list_apps(&self, query: &ListQuery) -> Result<Vec<Application>, ArgoError> {

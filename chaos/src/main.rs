@@ -13,6 +13,7 @@
 //! and the exit status is non-zero unless D = L = S = 0.
 
 mod failpoints;
+mod proxy;
 mod run;
 mod worker;
 

@@ -15,7 +15,7 @@ use medic_adapters::budget::BudgetRates;
 use medic_adapters::lambda_env::LambdaEnv;
 use medic_core::PolicyConfig;
 use medic_core::app::IDEMPOTENCY_INFO_NAME;
-use medic_sim::moto::{moto, unique};
+use medic_sim::moto::{MotoServer, unique};
 use medic_sim::{
     ArgoSim, Fault, FaultKind, Outcomes, Rebase, RefreshOutcome, SLACK_BOT_TOKEN, SLACK_CHANNEL, SimConfig, SlackFault, SlackFaultKind,
     SlackSim, SlackSimConfig, SyncOutcome,
@@ -28,6 +28,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
 
 use crate::failpoints::BOUNDARIES;
+use crate::proxy::{AwsFault, AwsFaultKind, AwsProxy, Service};
 use crate::worker::{Invocation, READY};
 
 /// Production timings (template.yaml's defaults), before scaling.
@@ -37,6 +38,9 @@ const MAX_RECEIVE_COUNT: u32 = 5;
 const SWEEP_WINDOW_SECS: u64 = 900;
 const SLACK_POST_INTERVAL_MS: u64 = 1000;
 const BATCH_SIZE: i32 = 10;
+/// The work queue's `ReceiveMessageWaitTimeSeconds` (template.yaml): Lambda's poller long-polls.
+/// Not a production timing of Argo Medic's (an empty poll's wait, not a delay), so not scaled.
+const RECEIVE_WAIT_SECS: i32 = 20;
 
 const WEBHOOK_SECRET: &str = "chaos-webhook-secret-not-for-production";
 const REFRESH_SECRET: &str = "chaos-refresh-key-not-for-production";
@@ -73,6 +77,19 @@ pub struct Options {
     /// quiet before every boundary was reached (the smoke in `make test`).
     #[arg(long)]
     pub kills_are_goals: bool,
+    /// At most this many events in all, including the fresh trouble fed after the plan to reach
+    /// the boundaries still short of kills (default: `--events` and a quarter more).
+    #[arg(long)]
+    pub max_events: Option<usize>,
+    /// An experiment: the work items of the first N accepted clicks fail every time they are
+    /// received (the event source withholds them from the worker, which is how a failing handler
+    /// looks to SQS), until SQS moves them to the DLQ.
+    #[arg(long, default_value_t = 0)]
+    pub dead_letter_clicks: usize,
+    /// After settling, redrive the DLQ to the work queue once (as the runbook's
+    /// `start-message-move-task` does) and settle again.
+    #[arg(long)]
+    pub redrive: bool,
     /// Give up waiting for the fleet to settle after this many seconds.
     #[arg(long, default_value_t = 900)]
     pub max_seconds: u64,
@@ -168,6 +185,21 @@ fn templates() -> Vec<Template> {
     ]
 }
 
+/// moto_server started through `chaos/moto/launch.py` (no request log, transactions without a
+/// copy of the whole table; see the file), with the virtualenv's Python.
+fn moto_launcher() -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let moto_server = medic_sim::moto::binary();
+    let python = moto_server.parent().map(|d| d.join("python")).filter(|p| p.exists());
+    let Some(python) = python else {
+        anyhow::bail!("no Python beside {}: run `make venv`", moto_server.display());
+    };
+    let path = std::env::temp_dir().join(format!("medic-chaos-moto-{}.py", std::process::id()));
+    std::fs::write(&path, format!("#!{}\n{}", python.display(), include_str!("../moto/launch.py")))?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    Ok(path)
+}
+
 fn events_dir() -> PathBuf {
     medic_sim::workspace_root().join("events")
 }
@@ -176,9 +208,13 @@ fn events_dir() -> PathBuf {
 #[derive(Default, Clone)]
 struct Tally {
     kills: BTreeMap<String, usize>,
-    faults: usize,
+    /// Argo CD and Slack faults injected, by kind (the AWS ones are counted by the proxy as they
+    /// hit).
+    faults: BTreeMap<String, usize>,
     events: usize,
     accepted_clicks: BTreeSet<String>,
+    /// Deliveries by kind: notification, signed refresh, click (a double click is two).
+    delivered: BTreeMap<&'static str, usize>,
     refreshes_requested: BTreeSet<String>,
     invocations: usize,
 }
@@ -186,6 +222,31 @@ struct Tally {
 type Shared = Arc<Mutex<Tally>>;
 
 static ENV: OnceLock<HashMap<String, String>> = OnceLock::new();
+
+/// The worker processes' refresh reports (`CHAOS-REFRESH-SENT`/`-ENDED`), in order: process id,
+/// sent (or ended), key.
+static REFRESH_LOG: Mutex<Vec<(u32, bool, String)>> = Mutex::new(Vec::new());
+
+/// Keys of refresh rungs whose refresh was sent again by another process after its first sender
+/// died holding the claim (a takeover that re-sends without looking at `reconciledAt`).
+fn refreshes_resent_on_takeover() -> Vec<String> {
+    let log = REFRESH_LOG.lock().unwrap();
+    // key → processes that sent under it and did not end their claim.
+    let mut open: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
+    let mut resent = BTreeSet::new();
+    for (pid, sent, key) in log.iter() {
+        let holders = open.entry(key.as_str()).or_default();
+        if *sent {
+            if holders.iter().any(|p| p != pid) {
+                resent.insert(key.clone());
+            }
+            holders.insert(*pid);
+        } else {
+            holders.remove(pid);
+        }
+    }
+    resent.into_iter().collect()
+}
 
 fn lookup(name: &str) -> Option<String> {
     ENV.get().and_then(|e| e.get(name).cloned())
@@ -208,10 +269,28 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         o.workers
     );
 
-    // The stack: queue and DLQ, table, simulators.
-    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    // The stack: one moto_server for SQS and one for DynamoDB (one Python process each), the
+    // fault proxy in front of them, queue and DLQ, table, simulators. The harness's own calls go
+    // straight to moto.
+    let launcher = moto_launcher()?;
+    let (moto_sqs, moto_ddb) = tokio::task::spawn_blocking(move || {
+        std::thread::scope(|s| {
+            let sqs = s.spawn(|| MotoServer::start_program(launcher.clone()));
+            let ddb = s.spawn(|| MotoServer::start_program(launcher.clone()));
+            (sqs.join(), ddb.join())
+        })
+    })
+    .await?;
+    let (moto_sqs, moto_ddb) = (
+        moto_sqs.map_err(|_| anyhow::anyhow!("moto_server (SQS) did not start"))?,
+        moto_ddb.map_err(|_| anyhow::anyhow!("moto_server (DynamoDB) did not start"))?,
+    );
+    let proxy = Arc::new(AwsProxy::start(&moto_sqs.url, &moto_ddb.url).await?);
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto_sqs.url)).await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let ddb = aws_sdk_dynamodb::Client::new(&sdk);
+    let ddb = aws_sdk_dynamodb::Client::from_conf(aws_sdk_dynamodb::config::Builder::from(&sdk).endpoint_url(&moto_ddb.url).build());
+    // The event source polls and deletes as Lambda's poller does, through the faulty listener.
+    let sqs_polled = aws_sdk_sqs::Client::new(&medic_adapters::aws::sdk_config(Some(&proxy.url)).await);
     let dlq_url = sqs.create_queue().queue_name(unique("chaos-dlq")).send().await?.queue_url.unwrap_or_default();
     let dlq_arn = sqs
         .get_queue_attributes()
@@ -227,6 +306,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         .create_queue()
         .queue_name(unique("chaos-work"))
         .attributes(QueueAttributeName::VisibilityTimeout, t.visibility.as_secs().to_string())
+        .attributes(QueueAttributeName::ReceiveMessageWaitTimeSeconds, RECEIVE_WAIT_SECS.to_string())
         .attributes(
             QueueAttributeName::RedrivePolicy,
             format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"{MAX_RECEIVE_COUNT}"}}"#),
@@ -267,7 +347,9 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
 
     // The functions' environment, as template.yaml sets it (secrets by value, as locally).
     let env: HashMap<String, String> = [
-        ("AWS_ENDPOINT_URL", moto().url.clone()),
+        // The functions the harness runs reach moto through the proxy's clean listener; the
+        // worker processes through its faulty one (below).
+        ("AWS_ENDPOINT_URL", proxy.clean_url.clone()),
         ("AWS_EC2_METADATA_DISABLED", "true".into()),
         ("MEDIC_INSTANCE_ID", "chaos".into()),
         ("QUEUE_URL", queue_url.clone()),
@@ -297,6 +379,8 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
     ENV.set(env.clone()).map_err(|_| anyhow::anyhow!("the harness runs once per process"))?;
+    let mut worker_env = env.clone();
+    worker_env.insert("AWS_ENDPOINT_URL".into(), proxy.url.clone());
     let functions = LambdaEnv::from_lookup(lookup).await?;
     // Their EMF metrics would go to stdout, which carries the run's last line here.
     let quiet = || medic_adapters::telemetry::Metrics::quiet("chaos");
@@ -313,21 +397,49 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
 
     // The event source: one slot per concurrent worker process.
     let arming = Arc::new(Arming::new(o.kills_per_boundary, o.random_kills));
+    let withheld = Arc::new(Withheld { quota: Mutex::new(o.dead_letter_clicks), ..Withheld::default() });
     let mut slots = Vec::new();
     for slot in 0..o.workers {
         let source = EventSource {
             exe: exe.clone(),
-            env: env.clone(),
-            sqs: sqs.clone(),
+            env: worker_env.clone(),
+            sqs: sqs_polled.clone(),
             queue_url: queue_url.clone(),
             timings: t,
             tally: Arc::clone(&tally),
             arming: Arc::clone(&arming),
             stop: Arc::clone(&stop),
+            withheld: Arc::clone(&withheld),
         };
         let seed = o.seed.wrapping_add(1 + slot as u64);
         slots.push(tokio::spawn(async move { source.run(StdRng::seed_from_u64(seed)).await }));
     }
+
+    // A progress line a minute, for long runs.
+    let progress = {
+        let (tally, proxy, sqs, queue_url) = (Arc::clone(&tally), Arc::clone(&proxy), sqs.clone(), queue_url.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                let (visible, in_flight) = depth(&sqs, &queue_url).await;
+                let (events, invocations, kills) = {
+                    let t = tally.lock().unwrap();
+                    (t.events, t.invocations, t.kills.values().sum::<usize>())
+                };
+                let busiest = proxy
+                    .stats()
+                    .into_iter()
+                    .take(3)
+                    .map(|(op, s)| format!("{op} {}x{:.0?}", s.calls, s.total / s.calls.max(1) as u32))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                eprintln!(
+                    "chaos: [{:.0?}] {events} events, {invocations} invocations, {kills} kills, queue {visible} visible / {in_flight} in flight; moto: {busiest}",
+                    started.elapsed()
+                );
+            }
+        })
+    };
 
     // The sweeper, on its schedule (a few times per window).
     let sweeping = {
@@ -350,10 +462,18 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         let mut rng = StdRng::seed_from_u64(o.seed ^ 0x5eed);
         let request_timeout = t.timeout / 3;
         tokio::spawn(async move {
-            let mut n = 0usize;
             // `stop` here is the fault window.
             while stop.load(Ordering::SeqCst) {
-                let fault = match rng.random_range(0..6) {
+                let which = rng.random_range(0..6);
+                let name = [
+                    "argo 503",
+                    "argo slower than the timeout",
+                    "argo sync applied then 504",
+                    "argo sync applied then dropped",
+                    "argo refresh applied then dropped",
+                    "",
+                ][which];
+                let fault = match which {
                     0 => Fault {
                         path_contains: None,
                         method: Some("GET".into()),
@@ -385,23 +505,42 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
                         times: 1,
                     },
                     _ => {
-                        let kind = if rng.random_bool(0.5) {
-                            SlackFaultKind::RateLimited { retry_after_secs: 1 }
+                        let (kind, name) = if rng.random_bool(0.5) {
+                            (SlackFaultKind::RateLimited { retry_after_secs: 1 }, "slack 429")
                         } else {
-                            SlackFaultKind::DropAfterApplying
+                            (SlackFaultKind::DropAfterApplying, "slack post applied then dropped")
                         };
                         slack.inject(SlackFault { method: Some("chat.postMessage".into()), kind, times: 1 });
-                        n += 1;
-                        tally.lock().unwrap().faults = n;
+                        *tally.lock().unwrap().faults.entry(name.into()).or_default() += 1;
                         tokio::time::sleep(Duration::from_millis(1500)).await;
                         continue;
                     }
                 };
                 argo.inject(fault);
-                n += 1;
-                tally.lock().unwrap().faults = n;
+                *tally.lock().unwrap().faults.entry(name.into()).or_default() += 1;
                 tokio::time::sleep(Duration::from_millis(1500)).await;
             }
+        })
+    };
+    // Faults on the AWS side, in the same window: throttles, 500s and answers dropped after the
+    // write, on the worker processes' and the event source's way to moto.
+    let aws_faulting = {
+        let (proxy, window) = (Arc::clone(&proxy), Arc::clone(&faults_on));
+        let mut rng = StdRng::seed_from_u64(o.seed ^ 0xa75);
+        tokio::spawn(async move {
+            while window.load(Ordering::SeqCst) {
+                let service = if rng.random_bool(0.5) { Service::DynamoDb } else { Service::Sqs };
+                let kind = match rng.random_range(0..4) {
+                    0 => AwsFaultKind::Throttle,
+                    1 if service == Service::DynamoDb => AwsFaultKind::ProvisionedThroughput,
+                    1 => AwsFaultKind::Throttle,
+                    2 => AwsFaultKind::ServerError,
+                    _ => AwsFaultKind::DropAfterWrite,
+                };
+                proxy.inject(AwsFault { service, kind, times: rng.random_range(1..=3) });
+                tokio::time::sleep(Duration::from_millis(1000)).await;
+            }
+            proxy.clear();
         })
     };
 
@@ -409,11 +548,12 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     let mut plan: Vec<Event> = Vec::new();
     let clicks = (o.events * 3 / 100).max(2);
     let refreshes = (o.events * 3 / 100).max(2);
-    while plan.len() + clicks + refreshes < o.events && !webhooks.is_empty() {
-        for w in &webhooks {
-            for _ in 0..3 {
-                plan.push(Event::Webhook(w.clone()));
-            }
+    for w in webhooks.iter().cycle() {
+        if plan.len() + 3 + clicks + refreshes > o.events {
+            break;
+        }
+        for _ in 0..3 {
+            plan.push(Event::Webhook(w.clone()));
         }
     }
     for _ in 0..refreshes {
@@ -426,24 +566,39 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     plan.shuffle(&mut rng);
     // Events go out several at a time, as many argocd-notifications deliveries arrive at once.
     const IN_FLIGHT: usize = 8;
+    const MAX_BACKLOG: usize = 300;
     let feed_for = Duration::from_secs((plan.len() as u64 / 100).max(10));
     let pause = feed_for / plan.len().max(1) as u32 * IN_FLIGHT as u32;
     let mut clicked: BTreeSet<String> = BTreeSet::new();
+    // Clicks of the plan that found no button yet (escalations take a while): made later.
+    let mut clicks_owed = 0usize;
     let mut sending = tokio::task::JoinSet::new();
+    let (planned, mut fed) = (plan.len().max(1), 0usize);
     for event in plan {
         match event {
-            Event::Click => click_one(&slack, &actions, &mut clicked, &tally, &mut rng).await?,
+            Event::Click => {
+                if !click_one(&slack, &actions, &mut clicked, &tally, &mut rng).await? {
+                    clicks_owed += 1;
+                }
+            }
             event => {
                 let (ingest, tally) = (Arc::clone(&ingest), Arc::clone(&tally));
                 sending.spawn(async move { send(&ingest, event, &tally).await });
             }
         }
-        tally.lock().unwrap().events += 1;
+        fed += 1;
+        arming.set_progress(fed as f64 / planned as f64);
         if sending.len() >= IN_FLIGHT {
             while let Some(sent) = sending.join_next().await {
                 sent??;
             }
             tokio::time::sleep(pause).await;
+            // Back-pressure: no more than a few batches waiting. moto's SQS costs time in
+            // proportion to the queue's depth on every send and receive (it counts the messages
+            // for the queue's attributes each time), so an unbounded backlog slows everything.
+            while depth(&sqs, &queue_url).await.0 > MAX_BACKLOG {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
         }
     }
     while let Some(sent) = sending.join_next().await {
@@ -451,16 +606,52 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     }
     eprintln!("chaos: {} events sent in {:.0?}", tally.lock().unwrap().events, started.elapsed());
     faults_on.store(false, Ordering::SeqCst);
+    arming.set_progress(1.0);
 
-    // Settle: until every boundary has its kills and the queue is quiet for a whole ladder bound
-    // (or time runs out). Buttons that appear meanwhile are clicked too.
+    // Settle: until every boundary has its kills and the queue is quiet for two visibility
+    // timeouts (or time runs out). Buttons that appear meanwhile are clicked, the plan's clicks
+    // that found none first. While boundaries are short of kills and no targeted kill came for a
+    // while, fresh trouble keeps the run alive: a new app in trouble of the kind that reaches them
+    // (a sync for the action boundaries, a hook failure for the Slack post), notified three times.
     let bound = t.ladder_bound();
     let deadline = started + Duration::from_secs(o.max_seconds);
+    let max_events = o.max_events.unwrap_or(o.events + o.events / 4);
+    let stall = (t.timeout * 2).max(Duration::from_secs(4));
+    let mut fresh_at = Instant::now();
+    let mut fresh = 0usize;
     let mut quiet_since: Option<Instant> = None;
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        if tally.lock().unwrap().accepted_clicks.len() < clicks / 2 {
-            click_one(&slack, &actions, &mut clicked, &tally, &mut rng).await?;
+        if clicks_owed > 0 && click_one(&slack, &actions, &mut clicked, &tally, &mut rng).await? {
+            clicks_owed -= 1;
+        }
+        let missing = arming.missing();
+        let stalled = arming.since_last_kill() >= stall && fresh_at.elapsed() >= stall;
+        if (!missing.is_empty() || arming.random_missing()) && stalled {
+            // The Slack boundary needs an escalation; every other one a sync's ladder.
+            let mut kinds: Vec<usize> = Vec::new();
+            if missing.iter().any(|b| *b != "in-slack-post") || arming.random_missing() {
+                kinds.push(0);
+            }
+            if missing.contains(&"in-slack-post") {
+                kinds.push(1);
+            }
+            for tpl in kinds {
+                if tally.lock().unwrap().events + 3 > max_events {
+                    break;
+                }
+                let name = fresh_app(&argo, &templates[tpl], fresh).await?;
+                fresh += 1;
+                names.push(name.clone());
+                let mut body: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
+                    events_dir().join("webhook").join(templates[tpl].webhook.unwrap_or_default()),
+                )?)?;
+                body["app"]["name"] = name.0.clone().into();
+                for _ in 0..3 {
+                    send(&ingest, Event::Webhook(body.to_string()), &tally).await?;
+                }
+            }
+            fresh_at = Instant::now();
         }
         let (visible, in_flight) = depth(&sqs, &queue_url).await;
         let quiet = visible + in_flight == 0;
@@ -471,12 +662,27 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
             break;
         }
     }
+    if o.redrive {
+        let unanswered = unanswered_clicks(&slack, &tally.lock().unwrap().accepted_clicks);
+        let (in_dlq, _) = depth(&sqs, &dlq_url).await;
+        eprintln!("chaos: before the redrive: {} accepted clicks unanswered, {in_dlq} messages in the DLQ", unanswered.len());
+        let moved = redrive(&sqs, &dlq_url, &queue_url).await;
+        eprintln!("chaos: redrove {moved} messages from the DLQ to the work queue");
+        let mut quiet_since: Option<Instant> = None;
+        while Instant::now() < deadline && quiet_since.is_none_or(|q| q.elapsed() < t.visibility * 2) {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let (visible, in_flight) = depth(&sqs, &queue_url).await;
+            quiet_since = if visible + in_flight == 0 { quiet_since.or(Some(Instant::now())) } else { None };
+        }
+    }
     stop.store(true, Ordering::SeqCst);
     for s in slots {
         s.await.ok();
     }
     sweeping.await.ok();
     faulting.await.ok();
+    aws_faulting.await.ok();
+    progress.abort();
 
     // The account.
     let tally = tally.lock().unwrap().clone();
@@ -485,13 +691,48 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     for (k, v) in &tally.kills {
         eprintln!("chaos: kills at {k}: {v}");
     }
+    let mut faults = tally.faults.clone();
+    faults.extend(proxy.applied());
+    for (k, v) in &faults {
+        eprintln!("chaos: faults: {k}: {v}");
+    }
+    let fault_count: usize = faults.values().sum();
+    let resent = refreshes_resent_on_takeover();
+    for key in &resent {
+        eprintln!("chaos: refresh re-sent on a takeover: {key} (its first sender was killed holding the claim)");
+    }
+    eprintln!("chaos: {} refresh rungs re-sent on a takeover (not counted in D)", resent.len());
+    for (op, s) in proxy.stats().iter().take(12) {
+        eprintln!(
+            "chaos: moto: {op}: {} calls, {:.1?} in all, {:.1?} each, {:.1?} at most",
+            s.calls,
+            s.total,
+            s.total / s.calls.max(1) as u32,
+            s.max
+        );
+    }
     for line in &account.details {
         eprintln!("chaos: {line}");
+    }
+    if o.dead_letter_clicks > 0 {
+        let ids = withheld.ids.lock().unwrap().len();
+        eprintln!(
+            "chaos: experiment: {ids} click work items failed on every receive ({} receives)",
+            withheld.receives.load(Ordering::SeqCst)
+        );
     }
     let (dlq, _) = depth(&sqs, &dlq_url).await;
     for line in dead_letters(&sqs, &dlq_url).await {
         eprintln!("chaos: dead letter: {line}");
     }
+    let delivered = |k: &str| tally.delivered.get(k).copied().unwrap_or(0);
+    eprintln!(
+        "chaos: events: {} notifications (each three times), {} signed refreshes, {} clicks ({:.1} % refreshes and clicks); {fresh} apps of fresh trouble",
+        delivered("notification"),
+        delivered("refresh"),
+        delivered("click"),
+        100.0 * (delivered("refresh") + delivered("click")) as f64 / tally.events.max(1) as f64
+    );
     eprintln!(
         "chaos: {} invocations, {} messages in the DLQ, {} syncs, {} Slack parents, {:.0?} in all, seed {}, time scale 1/{}",
         tally.invocations,
@@ -504,7 +745,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     );
     println!(
         "chaos: {} events, {kills} kills, {} faults, {} duplicate actions, {} lost incidents, {} stuck incidents",
-        tally.events, tally.faults, account.duplicates, account.lost, account.stuck
+        tally.events, fault_count, account.duplicates, account.lost, account.stuck
     );
     let enough = arming.satisfied() || o.kills_are_goals;
     if !arming.satisfied() {
@@ -530,6 +771,11 @@ async fn send(ingest: &medic_ingest::LambdaIngest, event: Event, tally: &Shared)
                 .header("authorization", format!("Bearer {WEBHOOK_SECRET}"))
                 .body(lambda_http::Body::from(body))?;
             let status = ingest.handle(request).await.status();
+            {
+                let mut t = tally.lock().unwrap();
+                t.events += 1;
+                *t.delivered.entry("notification").or_default() += 1;
+            }
             if status != 202 {
                 eprintln!("chaos: a webhook was answered {status}; argocd-notifications would retry it");
             }
@@ -548,7 +794,13 @@ async fn send(ingest: &medic_ingest::LambdaIngest, event: Event, tally: &Shared)
                 .header("content-type", "application/json")
                 .header(medic_ingest::SIGNATURE_HEADER, signature)
                 .body(lambda_http::Body::from(body))?;
-            if ingest.handle(request).await.status() == 202 {
+            let status = ingest.handle(request).await.status();
+            {
+                let mut t = tally.lock().unwrap();
+                t.events += 1;
+                *t.delivered.entry("refresh").or_default() += 1;
+            }
+            if status == 202 {
                 tally.lock().unwrap().refreshes_requested.insert(format!("argocd/{name}"));
             }
         }
@@ -557,14 +809,15 @@ async fn send(ingest: &medic_ingest::LambdaIngest, event: Event, tally: &Shared)
     Ok(())
 }
 
-/// Clicks one button not clicked yet (twice: a double click), as a person in Slack would.
+/// Clicks one button not clicked yet (twice: a double click), as a person in Slack would; false
+/// when there is none.
 async fn click_one(
     slack: &SlackSim,
     actions: &medic_slack_actions::LambdaSlackActions,
     clicked: &mut BTreeSet<String>,
     tally: &Shared,
     rng: &mut StdRng,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     let mut buttons: Vec<String> = Vec::new();
     for m in slack.messages(SLACK_CHANNEL) {
         for block in m.blocks.as_array().into_iter().flatten().filter(|b| b["type"] == "actions") {
@@ -577,16 +830,36 @@ async fn click_one(
             }
         }
     }
-    let Some(id) = buttons.choose(rng).cloned() else { return Ok(()) };
+    let Some(id) = buttons.choose(rng).cloned() else { return Ok(false) };
     clicked.insert(id.clone());
     for _ in 0..2 {
         let response = actions.handle(signed_click(&id)?).await;
+        {
+            let mut t = tally.lock().unwrap();
+            t.events += 1;
+            *t.delivered.entry("click").or_default() += 1;
+        }
         let body: serde_json::Value = serde_json::from_slice(response.body().as_ref()).unwrap_or_default();
         if response.status() == 200 && body["accepted"] == true {
             tally.lock().unwrap().accepted_clicks.insert(id.clone());
         }
     }
-    Ok(())
+    Ok(true)
+}
+
+/// A new app in the trouble of `tpl`, loaded into the simulator with its timestamps moved to the
+/// present: its name and project.
+async fn fresh_app(argo: &ArgoSim, tpl: &Template, n: usize) -> anyhow::Result<(String, String)> {
+    let dir = std::env::temp_dir().join(unique("medic-chaos-fresh"));
+    std::fs::create_dir_all(&dir)?;
+    let mut app: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(events_dir().join("apps").join(tpl.file))?)?;
+    let name = format!("{}-fresh-{n}", app["metadata"]["name"].as_str().unwrap_or("app"));
+    app["metadata"]["name"] = name.clone().into();
+    std::fs::write(dir.join(format!("{name}.json")), serde_json::to_vec(&app)?)?;
+    argo.load_dir(&dir, Some(Rebase { captured_at: SAMPLES_CAPTURED_AT.parse()?, now: Utc::now() }))?;
+    argo.set_outcomes(&name, tpl.outcomes.clone());
+    std::fs::remove_dir_all(&dir).ok();
+    Ok((name, app["spec"]["project"].as_str().unwrap_or_default().to_owned()))
 }
 
 /// A Slack `block_actions` request for button `id`, signed as Slack signs it.
@@ -607,6 +880,34 @@ fn signed_click(id: &str) -> anyhow::Result<lambda_http::Request> {
         .header(medic_slack_actions::TIMESTAMP_HEADER, ts)
         .header(medic_slack_actions::SIGNATURE_HEADER, signature)
         .body(lambda_http::Body::from(body))?)
+}
+
+/// The accepted clicks not answered in their thread.
+fn unanswered_clicks(slack: &SlackSim, accepted: &BTreeSet<String>) -> Vec<String> {
+    let answered: BTreeSet<String> = slack
+        .messages(SLACK_CHANNEL)
+        .iter()
+        .filter_map(|m| m.payload("key").and_then(|k| k.strip_prefix("act:")).map(str::to_owned))
+        .collect();
+    accepted.iter().filter(|id| !answered.contains(*id)).cloned().collect()
+}
+
+/// Moves every message of the DLQ back to the work queue, as a redrive does.
+async fn redrive(sqs: &aws_sdk_sqs::Client, dlq: &str, queue: &str) -> usize {
+    let mut moved = 0;
+    loop {
+        let got = sqs.receive_message().queue_url(dlq).max_number_of_messages(10).visibility_timeout(600).send().await;
+        let messages = got.ok().and_then(|o| o.messages).unwrap_or_default();
+        if messages.is_empty() {
+            return moved;
+        }
+        for m in messages {
+            if sqs.send_message().queue_url(queue).message_body(m.body().unwrap_or_default()).send().await.is_ok() {
+                sqs.delete_message().queue_url(dlq).set_receipt_handle(m.receipt_handle).send().await.ok();
+                moved += 1;
+            }
+        }
+    }
 }
 
 /// What ended in the DLQ: kind, app, and for requests what was asked.
@@ -646,33 +947,75 @@ struct Arming {
     random: usize,
     kills: Mutex<BTreeMap<String, usize>>,
     random_done: AtomicUsize,
+    last_kill: Mutex<Instant>,
+    /// How far the feed is (0 to 1): the kills are spread over the run, not spent at its start.
+    progress: Mutex<f64>,
 }
 
 impl Arming {
     fn new(per_boundary: usize, random: usize) -> Self {
-        Self { per_boundary, random, kills: Mutex::default(), random_done: AtomicUsize::new(0) }
+        Self {
+            per_boundary,
+            random,
+            kills: Mutex::default(),
+            random_done: AtomicUsize::new(0),
+            last_kill: Mutex::new(Instant::now()),
+            progress: Mutex::new(0.0),
+        }
+    }
+
+    fn set_progress(&self, p: f64) {
+        *self.progress.lock().unwrap() = p.clamp(0.0, 1.0);
+    }
+
+    /// True when `done` of `goal` is ahead of the feed's progress (with one to spare).
+    fn ahead(&self, done: usize, goal: usize) -> bool {
+        done as f64 >= (goal as f64 * *self.progress.lock().unwrap()).ceil() + 1.0
     }
 
     fn next(&self, rng: &mut StdRng) -> Option<String> {
-        let kills = self.kills.lock().unwrap();
-        let wanted: Vec<&str> = BOUNDARIES.iter().copied().filter(|b| kills.get(*b).copied().unwrap_or(0) < self.per_boundary).collect();
+        let done: usize = self.kills.lock().unwrap().values().map(|k| (*k).min(self.per_boundary)).sum();
+        if self.ahead(done, self.per_boundary * BOUNDARIES.len()) {
+            return None;
+        }
+        let wanted = self.missing();
         // Half the invocations run unarmed, so the pipeline also makes progress. A sync is the
-        // rarest thing a batch does, so its boundary is armed whenever it still wants kills.
+        // rarest thing a batch does, so its boundary is armed whenever it still wants kills;
+        // otherwise the boundary furthest from its kills, or any that wants some.
         if wanted.is_empty() || rng.random_bool(0.5) {
             None
         } else if wanted.contains(&"sync-in-flight") && rng.random_bool(0.5) {
             Some("sync-in-flight".to_owned())
+        } else if rng.random_bool(0.5) {
+            let kills = self.kills.lock().unwrap();
+            wanted.iter().min_by_key(|b| kills.get(**b).copied().unwrap_or(0)).map(|b| (*b).to_owned())
         } else {
             Some(wanted[rng.random_range(0..wanted.len())].to_owned())
         }
     }
 
+    /// The boundaries still short of their kills.
+    fn missing(&self) -> Vec<&'static str> {
+        let kills = self.kills.lock().unwrap();
+        BOUNDARIES.iter().copied().filter(|b| kills.get(*b).copied().unwrap_or(0) < self.per_boundary).collect()
+    }
+
+    fn random_missing(&self) -> bool {
+        self.random_done.load(Ordering::SeqCst) < self.random
+    }
+
+    fn since_last_kill(&self) -> Duration {
+        self.last_kill.lock().unwrap().elapsed()
+    }
+
     fn killed(&self, boundary: &str) {
         *self.kills.lock().unwrap().entry(boundary.to_owned()).or_default() += 1;
+        *self.last_kill.lock().unwrap() = Instant::now();
     }
 
     fn random_kill(&self, rng: &mut StdRng) -> bool {
-        self.random_done.load(Ordering::SeqCst) < self.random && rng.random_bool(0.2)
+        let done = self.random_done.load(Ordering::SeqCst);
+        done < self.random && !self.ahead(done, self.random) && rng.random_bool(0.2)
     }
 
     fn satisfied(&self) -> bool {
@@ -704,11 +1047,16 @@ impl WorkerProcess {
         let mut stdout = BufReader::new(child.stdout.take().expect("piped")).lines();
         let stderr = BufReader::new(child.stderr.take().expect("piped"));
         let (tx, paused) = mpsc::unbounded_channel();
+        let pid = child.id().unwrap_or_default();
         tokio::spawn(async move {
             let mut lines = stderr.lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 if let Some(b) = line.strip_prefix("CHAOS-PAUSED ") {
                     tx.send(b.to_owned()).ok();
+                } else if let Some(key) = line.strip_prefix("CHAOS-REFRESH-SENT ") {
+                    REFRESH_LOG.lock().unwrap().push((pid, true, key.to_owned()));
+                } else if let Some(key) = line.strip_prefix("CHAOS-REFRESH-ENDED ") {
+                    REFRESH_LOG.lock().unwrap().push((pid, false, key.to_owned()));
                 } else if std::env::var_os("MEDIC_CHAOS_VERBOSE").is_some() {
                     eprintln!("worker: {line}");
                 }
@@ -740,6 +1088,40 @@ struct EventSource {
     tally: Shared,
     arming: Arc<Arming>,
     stop: Arc<AtomicBool>,
+    withheld: Arc<Withheld>,
+}
+
+/// The clicks' work items the `--dead-letter-clicks` experiment makes fail.
+#[derive(Default)]
+struct Withheld {
+    quota: Mutex<usize>,
+    ids: Mutex<BTreeSet<String>>,
+    receives: AtomicUsize,
+}
+
+impl Withheld {
+    /// True when `m` is to fail: one already chosen, or a click's item while the quota lasts.
+    fn takes(&self, m: &aws_sdk_sqs::types::Message) -> bool {
+        let id = m.message_id().unwrap_or_default().to_owned();
+        let mut ids = self.ids.lock().unwrap();
+        let chosen = ids.contains(&id) || {
+            let body: serde_json::Value = serde_json::from_str(m.body().unwrap_or("{}")).unwrap_or_default();
+            let click =
+                body["kind"] == "requested" && body["requestedAction"].as_str().is_some_and(|a| a != "refresh" && a != "hard_refresh");
+            let mut quota = self.quota.lock().unwrap();
+            let take = click && *quota > 0;
+            if take {
+                *quota -= 1;
+                eprintln!("chaos: experiment: the work item of a click ({}) will fail until it dead-letters", body["requestedAction"]);
+                ids.insert(id);
+            }
+            take
+        };
+        if chosen {
+            self.receives.fetch_add(1, Ordering::SeqCst);
+        }
+        chosen
+    }
 }
 
 enum Ended {
@@ -762,7 +1144,10 @@ impl EventSource {
                     }
                 },
             };
-            let messages = self.receive().await;
+            let mut messages = self.receive().await;
+            // Withheld: neither handled nor deleted, so they come back after the visibility
+            // timeout with one more receive, as after a failed invocation.
+            messages.retain(|m| !self.withheld.takes(m));
             if messages.is_empty() {
                 process = Some(worker);
                 continue;
@@ -822,7 +1207,7 @@ impl EventSource {
             .receive_message()
             .queue_url(&self.queue_url)
             .max_number_of_messages(BATCH_SIZE)
-            .wait_time_seconds(1)
+            .wait_time_seconds(RECEIVE_WAIT_SECS)
             .message_system_attribute_names(MessageSystemAttributeName::All)
             .send()
             .await
@@ -940,12 +1325,7 @@ async fn account(
         }
     }
     // Every accepted click is answered in its thread.
-    let answered: BTreeSet<String> = slack
-        .messages(SLACK_CHANNEL)
-        .iter()
-        .filter_map(|m| m.payload("key").and_then(|k| k.strip_prefix("act:")).map(str::to_owned))
-        .collect();
-    for id in tally.accepted_clicks.iter().filter(|id| !answered.contains(*id)) {
+    for id in unanswered_clicks(slack, &tally.accepted_clicks) {
         details.push(format!("lost: the click on {id} was accepted and never answered"));
         lost += 1;
     }

@@ -34,7 +34,7 @@ impl Drop for MotoServer {
 }
 
 /// The moto_server of the virtualenv, or `MOTO_SERVER` if set.
-fn binary() -> PathBuf {
+pub fn binary() -> PathBuf {
     if let Some(path) = std::env::var_os("MOTO_SERVER") {
         return PathBuf::from(path);
     }
@@ -61,7 +61,12 @@ fn answers(port: u16) -> bool {
 impl MotoServer {
     /// Starts a server and waits until it answers; panics with its output if it does not.
     pub fn start() -> Self {
-        let binary = binary();
+        Self::start_program(binary())
+    }
+
+    /// Starts `binary` (moto_server, or a launcher taking the same `-H`/`-p` arguments) and
+    /// waits until it answers; panics with its output if it does not.
+    pub fn start_program(binary: PathBuf) -> Self {
         assert!(
             binary.is_file(),
             "moto_server not found at {}: run `make venv` (scripts/python-env.sh) to install it into .venv; \
