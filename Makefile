@@ -73,14 +73,15 @@ ci: lint test
 lint-template:
 	bash scripts/lint-template.sh
 
-## chaos: the fault-injection run of docs/reliability.md (many minutes; not part of make test)
+## chaos: the fault-injection run of docs/reliability.md (release build, about half an hour; not part of
+## make test); five workers, the template's default WorkerMaxConcurrency
 chaos: venv
-	$(CARGO) run -q -p medic-chaos -- run --events 10000 --apps 300 --scale 10 --kills-per-boundary 20 --random-kills 20 --seed 1 --max-seconds 3600
+	$(CARGO) run --release -q -p medic-chaos -- run --events 10000 --apps 300 --scale 10 --kills-per-boundary 20 --random-kills 20 --workers 5 --seed 1 --max-seconds 3600
 
-## chaos-smoke: the same run, small; D = L = S = 0 is required, the kills per boundary are goals (a short
-## run can go quiet before every boundary is reached)
+## chaos-smoke: the same run, small; D = L = S = 0 and every boundary's kills are required (fresh trouble
+## keeps the run alive until they happen, within 500 events)
 chaos-smoke: venv
-	$(CARGO) run -q -p medic-chaos -- run --events 400 --apps 30 --scale 20 --kills-per-boundary 2 --random-kills 2 --seed 1 --max-seconds 300 --kills-are-goals
+	$(CARGO) run -q -p medic-chaos -- run --events 400 --max-events 500 --apps 30 --scale 20 --kills-per-boundary 2 --random-kills 2 --seed 1 --max-seconds 300
 
 ## fuzz: coverage-guided fuzzing of the parsers of untrusted input (cargo-fuzz, nightly; installed when
 ## missing), every target of fuzz/ for FUZZ_SECONDS each, seeded from events/; prints executions per
