@@ -564,6 +564,44 @@ async fn the_longest_evidence_stays_within_every_block_kit_limit_and_slack_accep
     );
 }
 
+/// A click whose action keeps failing (Argo CD down through every receive) used to end in the
+/// DLQ with the person never told (the chaos run's one lost click). On the last receive it is
+/// now answered in its thread, carefully, and the message is done; before the last receive it is
+/// retried as before.
+#[tokio::test]
+async fn a_click_still_failing_on_its_last_receive_is_answered_in_its_thread_not_dead_lettered() {
+    let stack = stack().await;
+    let worker = stack.worker();
+    stack.enqueue_look("storefront", "w1").await;
+    stack.poll(&worker).await;
+    let parent = parents(&stack.slack).remove(0);
+    let sync = button(&parent, "Sync");
+    assert_eq!(stack.actions().handle(click(&sync, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
+    stack.argo.inject(medic_sim::Fault {
+        path_contains: Some("/api/v1/applications".into()),
+        method: None,
+        kind: medic_sim::FaultKind::Status { code: 503, retry_after_secs: None },
+        times: 1000,
+    });
+    let messages = stack.receive().await;
+    assert_eq!(messages.len(), 1, "the click's work item");
+    let mut record = crate::support::sqs_record(&messages[0]);
+    let replies_before = stack.slack.replies(CH, &parent.ts).len();
+
+    record.attributes.insert("ApproximateReceiveCount".into(), "2".into());
+    assert!(worker.handle_message(&record).await.is_err(), "not the last receive: retried");
+    assert_eq!(stack.slack.replies(CH, &parent.ts).len(), replies_before, "nothing said yet");
+
+    record.attributes.insert("ApproximateReceiveCount".into(), WorkerConfig::default().max_receive_count.to_string());
+    let last = worker.handle_message(&record).await;
+    assert!(matches!(last, Ok(Handled::RequestedDone)), "{last:?}");
+    let replies = stack.slack.replies(CH, &parent.ts);
+    let answer = replies.last().map(text_of).unwrap_or_default();
+    assert_eq!(replies.len(), replies_before + 1, "one answer");
+    assert!(answer.contains("could not be confirmed after 5 tries") && answer.contains("check the app before clicking again"), "{answer}");
+    assert_eq!(stack.argo.counts().sync, 0, "nothing was synced");
+}
+
 #[tokio::test]
 async fn a_signed_click_enqueues_one_action_and_the_worker_performs_it_once_even_when_double_clicked() {
     let stack = stack().await;

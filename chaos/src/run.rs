@@ -367,6 +367,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         ("SLACK_ALLOWED_USERS", format!(r#"{{"*": ["{CLICKER}"]}}"#)),
         ("MEDIC_DRY_RUN", "false".into()),
         ("MEDIC_FUNCTION_TIMEOUT_SECONDS", t.timeout.as_secs().to_string()),
+        ("MEDIC_MAX_RECEIVE_COUNT", MAX_RECEIVE_COUNT.to_string()),
         ("MEDIC_RECHECK_SECONDS", t.sweep_window.as_secs().to_string()),
         ("MEDIC_WORKER_MAX_CONCURRENCY", o.workers.to_string()),
         // Budgets are rates: a time scaled down by the factor scales them up by it.

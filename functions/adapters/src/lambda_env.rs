@@ -55,6 +55,8 @@ pub struct LambdaEnv {
     pub rates: BudgetRates,
     pub recheck_secs: u64,
     pub max_body_bytes: usize,
+    /// `MEDIC_MAX_RECEIVE_COUNT`: the work queue's `maxReceiveCount` (the template's MaxReceiveCount).
+    pub max_receive_count: u32,
     /// The function's timeout (`MEDIC_FUNCTION_TIMEOUT_SECONDS`, the template's value): every
     /// lease and the Argo CD client's retry budget derive from it.
     pub function_timeout: Duration,
@@ -143,6 +145,7 @@ impl LambdaEnv {
             },
             recheck_secs: number(get, "MEDIC_RECHECK_SECONDS", 900u64)?,
             max_body_bytes: number(get, "MEDIC_MAX_BODY_BYTES", medic_core::event::MAX_EVENT_BYTES)?,
+            max_receive_count: number(get, "MEDIC_MAX_RECEIVE_COUNT", 5u32)?.max(1),
             function_timeout: Duration::from_secs(number(get, "MEDIC_FUNCTION_TIMEOUT_SECONDS", 60u64)?.max(1)),
             slack_channel: get("SLACK_CHANNEL"),
             slack_token_secret_arn: get("SLACK_TOKEN_SECRET_ARN"),

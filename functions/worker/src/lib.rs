@@ -54,6 +54,10 @@ pub struct WorkerConfig {
     /// The key `requested` items are signed with by the functions that authenticated their
     /// person (ingest, slack-actions). Without it no requested item is acted on.
     pub work_item_key: Option<medic_core::event::WorkItemKey>,
+    /// Receives of one message before SQS moves it to the dead-letter queue (the queue's
+    /// `maxReceiveCount`): on the last one a person's click that still fails is answered in its
+    /// thread instead of vanishing into the DLQ.
+    pub max_receive_count: u32,
 }
 
 /// Lambda's default worker timeout (template.yaml's `WorkerTimeout`).
@@ -86,6 +90,7 @@ impl WorkerConfig {
             busy_delay: Duration::from_secs(30),
             snooze: Duration::from_secs(4 * 3600),
             work_item_key: None,
+            max_receive_count: 5,
         }
     }
 }
@@ -139,6 +144,7 @@ impl LambdaWorker {
                 dry_run: env.dry_run,
                 kill_switch: env.kill_switch,
                 work_item_key: Some(env.work_item_key().await?),
+                max_receive_count: env.max_receive_count,
                 ..WorkerConfig::for_timeout(env.function_timeout)
             },
             argo,
@@ -270,7 +276,14 @@ where
                     return Err(MessageError::Retry(format!("another delivery is handling it until {until}")));
                 }
             }
-            let result = self.locked(&item, &app, &message_id).await;
+            let result = match self.locked(&item, &app, &message_id).await {
+                // The last receive of a person's click that still fails: answered in its thread
+                // rather than left unanswered in the DLQ (nobody re-offers a request from there).
+                Err(MessageError::Retry(why)) if receives.parse::<u32>().is_ok_and(|n| n >= self.config.max_receive_count) => {
+                    self.answer_failed_click(&item, receives, &why).await.unwrap_or(Err(MessageError::Retry(why)))
+                }
+                other => other,
+            };
             // Done, or given up so a redelivery is handled at once rather than after the lease.
             if let Err(e) = self.dedupe.end(&item.dedupe_key, &owner, result.is_ok(), self.config.dedupe_ttl).await {
                 tracing::warn!(error = %e, "could not record the end of handling; its lease expires by itself");
@@ -279,6 +292,30 @@ where
         }
         .instrument(span)
         .await
+    }
+
+    /// On a click's last receive: tells its thread the action could not be confirmed, so the
+    /// person is not left waiting. `None` when the item is no click (or its button is unknown),
+    /// or nothing may be posted: the message then goes to the DLQ as before. Only reached by the
+    /// delivery that holds the item (no other delivery is performing it), and the report is
+    /// careful: an earlier, killed delivery may have started the action.
+    async fn answer_failed_click(&self, item: &WorkItem, receives: &str, why: &str) -> Option<Result<Handled, MessageError>> {
+        let id = item.requested_action.as_deref().filter(|id| escalation::is_action_id(id))?;
+        if item.kind != WorkKind::Requested || !self.may_post().await {
+            return None;
+        }
+        let request = self.escalator.human_action(id).await.ok()??;
+        let by = item.requested_by.clone().unwrap_or_else(|| "unknown".into());
+        let outcome = HumanActionOutcome {
+            performed: false,
+            state: None,
+            summary: format!("could not be confirmed after {receives} tries ({why}); check the app before clicking again"),
+            snoozed_until: None,
+        };
+        let reported = self.escalator.record_human_action(&request, &by, &outcome).await;
+        tracing::warn!(audit = true, action_id = id, requested_by = %by, error = why, answered = reported.is_ok(), "a click failed on its last receive");
+        self.metrics.count("ClicksGivenUp", None, 1.0);
+        Some(reported.map(|()| Handled::RequestedDone).map_err(|e| MessageError::Retry(e.to_string())))
     }
 
     async fn locked(&self, item: &WorkItem, app: &str, owner: &str) -> Result<Handled, MessageError> {
