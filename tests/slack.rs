@@ -209,6 +209,13 @@ impl Stack {
         self.queue().enqueue(&item, Duration::ZERO).await.unwrap();
     }
 
+    /// The parent message of `app`'s escalation: a sweep look at it, handled by `worker`.
+    async fn escalated(&self, worker: &SlackWorker, app: &str) -> SimMessage {
+        self.enqueue_look(app, "w1").await;
+        self.poll(worker).await;
+        parents(&self.slack).remove(0)
+    }
+
     /// Messages visible now.
     async fn receive(&self) -> Vec<aws_sdk_sqs::types::Message> {
         crate::support::receive(&self.sqs, &self.queue_url).await
@@ -572,9 +579,7 @@ async fn the_longest_evidence_stays_within_every_block_kit_limit_and_slack_accep
 async fn a_click_still_failing_on_its_last_receive_is_answered_in_its_thread_not_dead_lettered() {
     let stack = stack().await;
     let worker = stack.worker();
-    stack.enqueue_look("storefront", "w1").await;
-    stack.poll(&worker).await;
-    let parent = parents(&stack.slack).remove(0);
+    let parent = stack.escalated(&worker, "storefront").await;
     let sync = button(&parent, "Sync");
     assert_eq!(stack.actions().handle(click(&sync, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
     stack.argo.inject(medic_sim::Fault {
@@ -606,9 +611,7 @@ async fn a_click_still_failing_on_its_last_receive_is_answered_in_its_thread_not
 async fn a_signed_click_enqueues_one_action_and_the_worker_performs_it_once_even_when_double_clicked() {
     let stack = stack().await;
     let worker = stack.worker();
-    stack.enqueue_look("storefront", "w1").await;
-    stack.poll(&worker).await;
-    let parent = parents(&stack.slack).remove(0);
+    let parent = stack.escalated(&worker, "storefront").await;
     let sync = button(&parent, "Sync");
     assert!(escalation::is_action_id(&sync) && !sync.contains("storefront"), "the button says nothing about the app: {sync}");
 
@@ -671,9 +674,7 @@ async fn switched_off_the_worker_posts_no_escalation_and_neither_acts_on_nor_ans
 
     // Escalated while on; the click is handled while off.
     let worker = stack.worker();
-    stack.enqueue_look("storefront", "w1").await;
-    stack.poll(&worker).await;
-    let parent = parents(&stack.slack).remove(0);
+    let parent = stack.escalated(&worker, "storefront").await;
     let sync = button(&parent, "Sync");
     let clicked = stack.actions().handle(click(&sync, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await;
     assert_eq!(clicked.status(), 200);
@@ -830,9 +831,7 @@ async fn a_429_is_honoured_and_posts_to_a_channel_are_paced_about_one_per_second
 async fn a_snooze_from_slack_mutes_new_incidents_of_the_app_until_it_ends() {
     let stack = stack().await;
     let worker = stack.worker();
-    stack.enqueue_look("accounts", "w1").await;
-    stack.poll(&worker).await;
-    let parent = parents(&stack.slack).remove(0);
+    let parent = stack.escalated(&worker, "accounts").await;
     let snooze = button(&parent, "Snooze");
     assert_eq!(stack.actions().handle(click(&snooze, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
     stack.poll(&worker).await;
