@@ -1,6 +1,7 @@
 //! `medic sweep` against the simulator: one pass acts on what needs it within the call budget,
 //! a second pass makes no mutating call, a dry run changes nothing, a fleet-wide outage raises one
-//! alert instead of hundreds of actions, and a rejected token stops the sweep with one alert.
+//! alert instead of hundreds of actions, a rejected token stops the sweep with one alert, and the
+//! incident of an app deleted between sweeps ends.
 
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ use chrono::Utc;
 use medic::store::SqliteIncidentStore;
 use medic::sweep::{SweepOptions, sweep};
 use medic_core::PolicyConfig;
+use medic_core::ports::IncidentStore;
 use medic_core::remediate::StepResult;
 use medic_sim::{ArgoSim, SimConfig, synthetic_fleet};
 
@@ -43,6 +45,29 @@ async fn a_sweep_acts_once_and_a_second_sweep_repeats_no_action() {
     assert_eq!(mutating(&sim), acted, "the second sweep makes no mutating call");
     assert_eq!(parts.escalator.escalations().len(), escalated, "and escalates nothing twice");
     assert!(second.reports.iter().all(|r| !matches!(r.result, StepResult::Refreshed | StepResult::Synced | StepResult::Escalated)));
+}
+
+/// One sweep plan for the CLI and the sweeper function: before, only the function looked at open
+/// incidents of apps the list no longer shows, so `medic sweep` kept a deleted app's incident open
+/// for ever.
+#[tokio::test]
+async fn a_sweep_ends_the_incident_of_an_app_deleted_since_the_last_sweep() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    let parts = Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default());
+    let r = parts.step(&c, false, Duration::from_secs(600));
+    sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    let open = || async { parts.store.open_incidents().await.unwrap() };
+    assert!(open().await.contains(&"argocd/accounts".to_owned()), "the hook failure opened an incident: {:?}", open().await);
+
+    assert!(sim.remove_app("argocd", "accounts"));
+    let second = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    assert_eq!(second.listed, 32);
+    let accounts = second.reports.iter().find(|r| r.app == "argocd/accounts").expect("the unlisted app is looked at");
+    assert_eq!(accounts.result, StepResult::Resolved, "{}", accounts.detail);
+    assert!(!open().await.contains(&"argocd/accounts".to_owned()));
+    let third = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    assert!(third.reports.iter().all(|r| r.app != "argocd/accounts"), "a closed incident is not looked at again");
 }
 
 #[tokio::test]

@@ -32,6 +32,7 @@ use medic_adapters::slack::AnyEscalator;
 use medic_adapters::telemetry::Metrics;
 use medic_core::event::WorkItem;
 use medic_core::ports::WorkQueue;
+use medic_core::sweep::SweepScope;
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
 use medic_slack_actions::{ActionsConfig, AllowList, SigningSecret, SlackActions};
@@ -189,8 +190,7 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     });
     let sweeper = Arc::new(Sweeper {
         config: SweeperConfig {
-            projects: opts.policy.projects.clone(),
-            selector: opts.policy.selector.clone(),
+            scope: SweepScope { projects: opts.policy.projects.clone(), selector: opts.policy.selector.clone(), ..SweepScope::default() },
             ..SweeperConfig::default()
         },
         argo: Arc::clone(&argo),

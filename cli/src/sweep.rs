@@ -1,5 +1,6 @@
-//! `medic sweep`: one pass over a fleet. List the apps field-masked, pick the candidates, and run
-//! the per-app step (re-read in full → decide → act within budgets → record) on each.
+//! `medic sweep`: one pass over a fleet. List the apps field-masked, plan the sweep
+//! ([`medic_core::sweep::plan`], the sweeper function's plan too), and run the per-app step
+//! (re-read in full → decide → act within budgets → record) on everything it looks at.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -7,27 +8,23 @@ use std::time::{Duration, Instant};
 use futures::stream::{self, StreamExt};
 use medic_core::Trigger;
 use medic_core::event::AppRef;
-use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, Escalator, IncidentStore, ListQuery};
+use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, Escalator, IncidentStore};
 use medic_core::remediate::{Remediator, StepError, StepReport, StepResult};
-use medic_core::sweep::{LIST_FIELDS, detect_outage, needs_look};
+use medic_core::sweep::{SweepScope, plan, unauthenticated_alert};
 use serde::Serialize;
 
 /// What to sweep and how.
 #[derive(Debug, Clone)]
 pub struct SweepOptions {
-    pub projects: Vec<String>,
-    pub selector: String,
+    /// What the sweep covers (shared with the sweeper function).
+    pub scope: SweepScope,
     /// Apps handled at once.
     pub concurrency: usize,
-    /// An outage is declared when at least this many apps...
-    pub outage_min_apps: usize,
-    /// ...and this share (percent) of the fleet are `Unknown`.
-    pub outage_min_percent: usize,
 }
 
 impl Default for SweepOptions {
     fn default() -> Self {
-        Self { projects: Vec::new(), selector: String::new(), concurrency: 8, outage_min_apps: 10, outage_min_percent: 20 }
+        Self { scope: SweepScope::default(), concurrency: 8 }
     }
 }
 
@@ -69,36 +66,19 @@ where
     W: medic_core::switch::Switch,
 {
     let started = Instant::now();
-    let query = ListQuery {
-        projects: opts.projects.clone(),
-        selector: opts.selector.clone(),
-        fields: LIST_FIELDS.iter().map(|f| f.to_string()).collect(),
-        ..ListQuery::default()
-    };
-    let listed = match r.argo.list_apps(&query).await {
+    let listed = match r.argo.list_apps(&opts.scope.list_query()).await {
         Ok(items) => items,
         Err(e @ ArgoError::Unauthenticated(_)) => return Err(unauthenticated(r, e).await),
         Err(e) => return Err(SweepError::List(e)),
     };
-
-    // Apps with an open incident are looked at even when they now look calm, so it gets closed.
     let open: BTreeSet<String> = r.store.open_incidents().await?.into_iter().collect();
-    let outage = detect_outage(&listed, opts.outage_min_apps, opts.outage_min_percent);
-    if let Some(o) = &outage {
-        let msg = format!(
-            "{} of {} apps cannot be compared with Git (sync status Unknown): a Git or repo-server outage is likely. Per-app actions on those apps are suspended; they are picked up again once Argo CD compares them.",
-            o.unknown, o.listed
-        );
+    let plan = plan(&listed, &open, &opts.scope);
+    if let Some(o) = &plan.outage {
         if !r.dry_run {
-            r.escalator.alert(&msg).await.ok();
+            r.escalator.alert(&o.alert()).await.ok();
         }
     }
-    let candidates: Vec<AppRef> = listed
-        .iter()
-        .filter(|a| needs_look(a) || open.contains(&a.qualified_name()))
-        .filter(|a| outage.is_none() || a.sync_status() != "Unknown")
-        .map(|a| AppRef { name: a.metadata.name.clone(), namespace: a.metadata.namespace.clone(), project: Some(a.spec.project.clone()) })
-        .collect();
+    let candidates: Vec<AppRef> = plan.looks().cloned().collect();
     let total = candidates.len();
     let trigger = Trigger::sweep();
     let results: Vec<(AppRef, Result<StepReport, StepError>)> = stream::iter(candidates)
@@ -130,18 +110,18 @@ where
     reports.sort_by(|a, b| a.app.cmp(&b.app));
     errors.sort();
     Ok(SweepSummary {
-        listed: listed.len(),
+        listed: plan.listed,
         candidates: total,
         reports,
         errors,
-        outage: outage.map(|o| format!("{} of {} apps Unknown", o.unknown, o.listed)),
+        outage: plan.outage.map(|o| format!("{} of {} apps Unknown", o.unknown, o.listed)),
         elapsed_ms: started.elapsed().as_millis(),
     })
 }
 
 /// A rejected token stops the sweep and raises exactly one alert: every further call would fail.
 async fn unauthenticated<A, S, E: Escalator, B, C, W>(r: &Remediator<'_, A, S, E, B, C, W>, e: ArgoError) -> SweepError {
-    r.escalator.alert(&format!("Argo Medic cannot act: {e}. Mint a new token for its account and update the secret.")).await.ok();
+    r.escalator.alert(&unauthenticated_alert(&e)).await.ok();
     SweepError::Unauthenticated(e)
 }
 

@@ -13,6 +13,7 @@ use medic_adapters::budget::{BudgetRates, LocalBudget};
 use medic_adapters::config::ArgoSettings;
 use medic_adapters::memory::{LogEscalator, SystemClock};
 use medic_core::remediate::{Remediator, StepResult};
+use medic_core::sweep::SweepScope;
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_sim::{ArgoSim, CallCounts, Rebase, SimConfig};
 
@@ -143,10 +144,8 @@ pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
         claim_timeout: Duration::from_secs(600),
     };
     let opts = SweepOptions {
-        projects: cmd.projects.clone(),
-        selector: cmd.selector.clone(),
+        scope: SweepScope { projects: cmd.projects.clone(), selector: cmd.selector.clone(), ..SweepScope::default() },
         concurrency: cmd.concurrency,
-        ..SweepOptions::default()
     };
 
     let mut failed = false;

@@ -61,6 +61,17 @@ pub struct AppRef {
     pub project: Option<String>,
 }
 
+impl From<&crate::app::Application> for AppRef {
+    /// The app as Argo CD shows it; an empty project (a partial object) is no project.
+    fn from(app: &crate::app::Application) -> Self {
+        AppRef {
+            name: app.metadata.name.clone(),
+            namespace: app.metadata.namespace.clone(),
+            project: Some(app.spec.project.clone()).filter(|p| !p.is_empty()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EventSync {
     #[serde(default)]

@@ -1,5 +1,5 @@
 //! The sweeper function: the safety net under argocd-notifications, which delivers at most once
-//! (peers.md §0.3). On a schedule it lists the fleet field-masked and enqueues every app that
+//! (docs/argo-cd-behaviour.md §4.1). On a schedule it lists the fleet field-masked and enqueues every app that
 //! needs a look — stale, failed, stuck, or with an open incident — whether or not a notification
 //! reported it. It enqueues an app at most once per re-check window, and an app whose message
 //! ended in the DLQ is simply enqueued again in the next window, because it still needs a look.
@@ -10,31 +10,23 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use medic_adapters::telemetry::Metrics;
 use medic_core::Trigger;
-use medic_core::event::{AppRef, WorkItem, WorkKind};
-use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, Escalator, IncidentStore, ListQuery, Seen, WorkQueue};
-use medic_core::sweep::{LIST_FIELDS, detect_outage, needs_look};
+use medic_core::event::{WorkItem, WorkKind};
+use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, Escalator, IncidentStore, Seen, WorkQueue};
+use medic_core::sweep::{SweepScope, plan, unauthenticated_alert};
 use serde::Serialize;
 
 /// Sweeper settings.
 #[derive(Debug, Clone)]
 pub struct SweeperConfig {
-    pub projects: Vec<String>,
-    pub selector: String,
+    /// What the sweep covers (shared with `medic sweep`).
+    pub scope: SweepScope,
     /// One app is enqueued at most once per window of this length.
     pub recheck_interval: Duration,
-    pub outage_min_apps: usize,
-    pub outage_min_percent: usize,
 }
 
 impl Default for SweeperConfig {
     fn default() -> Self {
-        Self {
-            projects: Vec::new(),
-            selector: String::new(),
-            recheck_interval: Duration::from_secs(900),
-            outage_min_apps: 10,
-            outage_min_percent: 20,
-        }
+        Self { scope: SweepScope::default(), recheck_interval: Duration::from_secs(900) }
     }
 }
 
@@ -64,10 +56,8 @@ impl LambdaSweeper {
     pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, medic_adapters::lambda_env::EnvError> {
         Ok(Sweeper {
             config: SweeperConfig {
-                projects: env.policy.projects.clone(),
-                selector: env.policy.selector.clone(),
+                scope: SweepScope { projects: env.policy.projects.clone(), selector: env.policy.selector.clone(), ..SweepScope::default() },
                 recheck_interval: Duration::from_secs(env.recheck_secs),
-                ..SweeperConfig::default()
             },
             argo: env.argo_client().await?,
             store: env.store(),
@@ -84,11 +74,12 @@ impl LambdaSweeper {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SweepRun {
     pub listed: usize,
+    /// Apps the plan looks at ([`medic_core::sweep::SweepPlan::looks`]).
     pub candidates: usize,
     pub enqueued: usize,
-    /// Already enqueued in this window.
+    /// Candidates already enqueued in this window.
     pub skipped: usize,
-    /// Open incidents of apps the list no longer shows, enqueued to be closed.
+    /// Candidates that are open incidents of apps the list no longer shows (enqueued to be closed).
     pub unlisted: usize,
     pub outage: bool,
 }
@@ -122,75 +113,42 @@ where
     pub async fn run(&self) -> Result<SweepRun, SweeperError> {
         let now = self.clock.now();
         let window = window(now, self.config.recheck_interval);
-        let query = ListQuery {
-            projects: self.config.projects.clone(),
-            selector: self.config.selector.clone(),
-            fields: LIST_FIELDS.iter().map(|f| f.to_string()).collect(),
-            ..ListQuery::default()
-        };
-        let listed = match self.argo.list_apps(&query).await {
+        let listed = match self.argo.list_apps(&self.config.scope.list_query()).await {
             Ok(items) => items,
             Err(e @ ArgoError::Unauthenticated(_)) => {
                 self.metrics.count("ArgoUnauthenticated", None, 1.0);
                 if self.once(&format!("alert-unauthenticated-{}", now.format("%Y%m%d%H")), Duration::from_secs(3600)).await {
-                    self.escalator
-                        .alert(&format!("Argo Medic cannot act: {e}. Mint a new token for its account and update the secret."))
-                        .await
-                        .ok();
+                    self.escalator.alert(&unauthenticated_alert(&e)).await.ok();
                 }
                 return Err(e.into());
             }
             Err(e) => return Err(e.into()),
         };
         let open: BTreeSet<String> = self.store.open_incidents().await?.into_iter().collect();
-        let outage = detect_outage(&listed, self.config.outage_min_apps, self.config.outage_min_percent);
-        if let Some(o) = &outage {
+        let plan = plan(&listed, &open, &self.config.scope);
+        if let Some(o) = &plan.outage {
             self.metrics.count("Outages", None, 1.0);
             if self.once(&format!("alert-outage-{window}"), self.config.recheck_interval).await {
-                let msg = format!(
-                    "{} of {} apps cannot be compared with Git (sync status Unknown): a Git or repo-server outage is likely. Those apps are not enqueued until Argo CD compares them again.",
-                    o.unknown, o.listed
-                );
-                self.escalator.alert(&msg).await.ok();
+                self.escalator.alert(&o.alert()).await.ok();
             }
         }
         let trigger = Trigger::sweep();
-        let mut run = SweepRun { listed: listed.len(), outage: outage.is_some(), ..SweepRun::default() };
+        let mut run = SweepRun {
+            listed: plan.listed,
+            candidates: plan.looks().count(),
+            unlisted: plan.unlisted.len(),
+            outage: plan.outage.is_some(),
+            ..SweepRun::default()
+        };
         let mut batch = Vec::new();
-        for app in listed.iter().filter(|a| needs_look(a) || open.contains(&a.qualified_name())) {
-            if outage.is_some() && app.sync_status() == "Unknown" {
-                continue;
-            }
-            run.candidates += 1;
-            let app_ref = AppRef {
-                name: app.metadata.name.clone(),
-                namespace: app.metadata.namespace.clone(),
-                project: Some(app.spec.project.clone()).filter(|p| !p.is_empty()),
-            };
-            let item = WorkItem::for_app(WorkKind::Sweep, app_ref, trigger.clone(), &window, now);
+        for app_ref in plan.looks() {
+            let item = WorkItem::for_app(WorkKind::Sweep, app_ref.clone(), trigger.clone(), &window, now);
             // The sweeper's own marker: the worker dedupes on the item's key itself.
             if self.dedupe.first_sighting(&format!("enqueued-{}", item.dedupe_key), self.config.recheck_interval).await? == Seen::Duplicate
             {
                 run.skipped += 1;
                 continue;
             }
-            batch.push(item);
-        }
-        // Open incidents of apps the list no longer shows (deleted, moved out of scope): the
-        // worker reads each, confirms absence with a list by name, and ends the incident and its
-        // Slack thread. Without this they would stay open for ever.
-        let listed_names: BTreeSet<String> = listed.iter().map(|a| a.qualified_name()).collect();
-        for gone in open.iter().filter(|a| !listed_names.contains(*a)) {
-            let Some((namespace, name)) = gone.split_once('/') else { continue };
-            let app_ref = AppRef { name: name.to_owned(), namespace: namespace.to_owned(), project: None };
-            let item = WorkItem::for_app(WorkKind::Sweep, app_ref, trigger.clone(), &window, now);
-            if self.dedupe.first_sighting(&format!("enqueued-{}", item.dedupe_key), self.config.recheck_interval).await? == Seen::Duplicate
-            {
-                run.skipped += 1;
-                continue;
-            }
-            run.candidates += 1;
-            run.unlisted += 1;
             batch.push(item);
         }
         if let Err(e) = self.queue.enqueue_batch(&batch).await {

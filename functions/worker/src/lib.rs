@@ -690,10 +690,7 @@ where
         }
         let key = format!("alert-unauthenticated-{}", self.clock.now().format("%Y%m%d%H"));
         if matches!(self.dedupe.first_sighting(&key, Duration::from_secs(3600)).await, Ok(Seen::New)) {
-            self.escalator
-                .alert(&format!("Argo Medic cannot act: {e}. Mint a new token for its account and update the secret."))
-                .await
-                .ok();
+            self.escalator.alert(&medic_core::sweep::unauthenticated_alert(e)).await.ok();
         }
     }
 }
