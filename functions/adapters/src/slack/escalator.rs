@@ -1,0 +1,556 @@
+//! [`SlackEscalator`]: post-once messages, incident parents updated in place, thread replies, and
+//! the `Escalator` port.
+
+use super::client::*;
+use super::records::*;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use medic_core::Application;
+use medic_core::decision::{Decision, HumanAction};
+use medic_core::escalation::{
+    self, Button, HumanActionOutcome, HumanActionRequest, IncidentFacts, IncidentState, METADATA_EVENT_TYPE, Rendered,
+};
+use medic_core::ports::{EscalationError, EscalationStore, Escalator};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// The `Escalator` port on Slack (see the module documentation).
+pub struct SlackEscalator<S> {
+    pub settings: SlackSettings,
+    pub client: SlackClient,
+    pub store: S,
+}
+
+impl<S: EscalationStore> SlackEscalator<S> {
+    pub fn new(settings: SlackSettings, token: impl Into<String>, store: S) -> Result<Self, SlackError> {
+        Self::with_token_source(settings, crate::token::TokenSource::fixed(token), store)
+    }
+
+    /// An escalator whose bot token is re-read from `token` when Slack rejects it.
+    pub fn with_token_source(settings: SlackSettings, token: crate::token::TokenSource, store: S) -> Result<Self, SlackError> {
+        let client = SlackClient::with_token_source(&settings, token)?;
+        Ok(Self { settings, client, store })
+    }
+
+    pub(super) fn metadata(&self, key: &str) -> Value {
+        json!({"event_type": METADATA_EVENT_TYPE, "event_payload": {"key": key, "instance": self.settings.instance}})
+    }
+
+    /// The TTL of a record whose incident is still open.
+    pub(super) fn ttl(&self) -> Duration {
+        UNTIL_RESOLVED
+    }
+
+    pub(super) fn ttl_of(&self, rec: &impl Resolvable) -> Duration {
+        if rec.is_resolved() { self.settings.record_ttl } else { UNTIL_RESOLVED }
+    }
+
+    /// Gives records of a resolved incident `record_ttl` from now (a record gone is left gone).
+    pub(super) async fn retire(&self, records: &[(&str, &str)]) -> Result<(), EscalationError> {
+        for (group, id) in records {
+            for try_no in 0..=CAS_TRIES {
+                let Some(v) = self.store.load(group, id).await.map_err(esc_err)? else { break };
+                if self.store.store(group, id, &v.doc, Some(v.version), self.settings.record_ttl).await.map_err(esc_err)? {
+                    break;
+                }
+                if try_no == CAS_TRIES {
+                    return Err(EscalationError(format!("{group}/{id}: too many concurrent writers; retry later")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn load<T: DeserializeOwned>(&self, group: &str, id: &str) -> Result<Option<(u64, T)>, EscalationError> {
+        match self.store.load(group, id).await.map_err(esc_err)? {
+            Some(v) => Ok(Some((v.version, parse(&v, &format!("{group}/{id}"))?))),
+            None => Ok(None),
+        }
+    }
+
+    pub(super) async fn save<T: Serialize>(
+        &self,
+        group: &str,
+        id: &str,
+        value: &T,
+        expected: Option<u64>,
+        ttl: Duration,
+    ) -> Result<bool, EscalationError> {
+        self.store.store(group, id, &to_doc(value), expected, ttl).await.map_err(esc_err)
+    }
+
+    /// Reads, changes and writes back a record until the write wins. `change` returns false to
+    /// leave the record as it is.
+    pub(super) async fn update_rec<T: Serialize + DeserializeOwned + Resolvable>(
+        &self,
+        group: &str,
+        id: &str,
+        mut change: impl FnMut(&mut T) -> bool,
+    ) -> Result<Option<T>, EscalationError> {
+        for _ in 0..CAS_TRIES {
+            let Some((version, mut value)) = self.load::<T>(group, id).await? else { return Ok(None) };
+            if !change(&mut value) {
+                return Ok(Some(value));
+            }
+            if self.save(group, id, &value, Some(version), self.ttl_of(&value)).await? {
+                return Ok(Some(value));
+            }
+            tokio::time::sleep(Duration::from_millis(5 + rand::random_range(0..20))).await;
+        }
+        Err(EscalationError(format!("{group}/{id}: too many concurrent writers; retry later")))
+    }
+
+    /// The `ts` of a posted message.
+    pub(super) async fn ts_of(&self, key: &str) -> Result<Option<String>, EscalationError> {
+        Ok(self.load::<MessageRec>("msg", key).await?.and_then(|(_, m)| m.ts))
+    }
+
+    /// Waits up to `busy_wait` for another worker's message to get its `ts`.
+    pub(super) async fn wait_ts(&self, key: &str) -> Result<String, EscalationError> {
+        let deadline = Instant::now() + self.settings.busy_wait;
+        loop {
+            if let Some(ts) = self.ts_of(key).await? {
+                return Ok(ts);
+            }
+            if Instant::now() >= deadline {
+                return Err(EscalationError(format!("message {key} is not posted yet; retry later")));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Posts `message` once for `key` (in the thread of message `thread_key`, if any); returns
+    /// its `ts`. See the module documentation for how a crash at any point posts no second copy.
+    pub async fn post_once(&self, key: &str, thread_key: Option<&str>, message: &Rendered) -> Result<String, EscalationError> {
+        let thread_ts = match thread_key {
+            Some(k) => Some(self.wait_ts(k).await?),
+            None => None,
+        };
+        let channel = self.settings.channel.clone();
+        let deadline = Instant::now() + self.settings.busy_wait;
+        let lease = TimeDelta::from_std(self.settings.lease).unwrap_or(TimeDelta::seconds(60));
+        let (version, rec) = loop {
+            let now = Utc::now();
+            match self.load::<MessageRec>("msg", key).await? {
+                Some((_, rec)) if rec.ts.is_some() => return Ok(rec.ts.expect("checked")),
+                Some((_, rec)) if rec.lease_until.is_some_and(|u| u > now) => {
+                    if Instant::now() >= deadline {
+                        return Err(EscalationError(format!("another worker is posting {key}; retry later")));
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Some((version, mut rec)) => {
+                    // An earlier attempt stopped between its intent and recording the ts: it may
+                    // have posted. Take the lease, then look before posting.
+                    rec.lease_until = Some(now + lease);
+                    rec.tries += 1;
+                    if !self.save("msg", key, &rec, Some(version), self.ttl()).await? {
+                        continue;
+                    }
+                    let since = rec.first_intent - TimeDelta::minutes(10);
+                    let oldest = since.timestamp() as f64;
+                    let found = self
+                        .client
+                        .messages(&rec.channel, rec.thread_ts.as_deref(), oldest, self.settings.history_pages)
+                        .await
+                        .map_err(esc_err)?
+                        .into_iter()
+                        .find(|m| {
+                            m.metadata.as_ref().is_some_and(|md| {
+                                md.get("event_type").and_then(Value::as_str) == Some(METADATA_EVENT_TYPE)
+                                    && md.pointer("/event_payload/key").and_then(Value::as_str) == Some(key)
+                            })
+                        });
+                    if let Some(m) = found {
+                        tracing::info!(key, ts = %m.ts, "found the message an earlier attempt posted; not posting again");
+                        rec.ts = Some(m.ts.clone());
+                        rec.lease_until = None;
+                        self.save("msg", key, &rec, Some(version + 1), self.ttl()).await?;
+                        return Ok(m.ts);
+                    }
+                    break (version + 1, rec);
+                }
+                None => {
+                    let rec = MessageRec {
+                        channel: channel.clone(),
+                        thread_ts: thread_ts.clone(),
+                        ts: None,
+                        lease_until: Some(now + lease),
+                        first_intent: now,
+                        tries: 1,
+                    };
+                    if self.save("msg", key, &rec, None, self.ttl()).await? {
+                        break (1, rec);
+                    }
+                }
+            }
+        };
+        match self.client.post_message(&rec.channel, rec.thread_ts.as_deref(), message, Some(&self.metadata(key))).await {
+            Ok(ts) => {
+                let posted = MessageRec { ts: Some(ts.clone()), lease_until: None, ..rec };
+                if !self.save("msg", key, &posted, Some(version), self.ttl()).await? {
+                    tracing::warn!(key, "the message record changed while posting (lease too short?)");
+                }
+                Ok(ts)
+            }
+            Err(e) => {
+                if e.not_applied() {
+                    // Certainly not posted: free the lease so a retry need not wait for it.
+                    let released = MessageRec { lease_until: None, ..rec };
+                    self.save("msg", key, &released, Some(version), self.ttl()).await.ok();
+                }
+                Err(esc_err(e))
+            }
+        }
+    }
+
+    /// Rewrites the message posted for `key`.
+    pub(super) async fn update_message(&self, key: &str, message: &Rendered) -> Result<(), EscalationError> {
+        let Some((_, rec)) = self.load::<MessageRec>("msg", key).await? else {
+            return Err(EscalationError(format!("no message {key} to update")));
+        };
+        let Some(ts) = rec.ts else { return Err(EscalationError(format!("message {key} is not posted yet; retry later"))) };
+        self.client.update(&rec.channel, &ts, message).await.map_err(esc_err)
+    }
+
+    pub(super) fn render_incident(&self, rec: &IncidentRec) -> Rendered {
+        let buttons = escalation::buttons(&rec.facts, rec.generation);
+        if rec.member {
+            escalation::fleet_member(&rec.facts, &rec.status(), &buttons, rec.revision, self.settings.render_options())
+        } else {
+            escalation::incident_parent(&rec.facts, &rec.status(), &buttons, rec.revision, self.settings.render_options())
+        }
+    }
+
+    /// Stores what the buttons of `rec`'s current generation stand for.
+    pub(super) async fn store_actions(
+        &self,
+        rec: &IncidentRec,
+        app: &Application,
+        decision: Option<&Decision>,
+    ) -> Result<(), EscalationError> {
+        let sync = decision.map(|d| escalation::human_sync_plan(app, d));
+        self.store_buttons(&rec.facts, &escalation::buttons(&rec.facts, rec.generation), sync, Utc::now()).await
+    }
+
+    pub(super) async fn store_buttons(
+        &self,
+        facts: &IncidentFacts,
+        buttons: &[Button],
+        sync: Option<medic_core::decision::SyncPlan>,
+        at: DateTime<Utc>,
+    ) -> Result<(), EscalationError> {
+        for b in buttons {
+            let request = HumanActionRequest {
+                id: b.id.clone(),
+                action: b.action,
+                incident_id: facts.incident_id.clone(),
+                app: facts.app_ref(),
+                failure_mode: facts.failure_mode,
+                sync: if b.action == HumanAction::Sync { sync.clone() } else { None },
+                idempotency_key: escalation::human_action_key(&b.id),
+                offered_at: at,
+            };
+            // Created once; a retry finds it there (same content).
+            self.save("action", &b.id, &request, None, self.settings.action_ttl).await?;
+        }
+        Ok(())
+    }
+
+    pub(super) async fn snoozed(&self, app: &str) -> Result<Option<SnoozeRec>, EscalationError> {
+        Ok(self.load::<SnoozeRec>("snooze", app).await?.map(|(_, s)| s).filter(|s| s.until > Utc::now()))
+    }
+
+    /// The record of an incident, wherever its app (the app is part of the group name).
+    pub(super) async fn find_incident(&self, incident_id: &str) -> Result<Option<(String, IncidentRec)>, EscalationError> {
+        let Some((_, pointer)) = self.load::<String>("incident", incident_id).await? else { return Ok(None) };
+        Ok(self.load::<IncidentRec>(&app_group(&pointer), incident_id).await?.map(|(_, r)| (pointer, r)))
+    }
+
+    /// Rewrites the message that shows `rec` (parent or fleet reply).
+    pub(super) async fn show(&self, rec: &IncidentRec) -> Result<(), EscalationError> {
+        if rec.suppressed {
+            return Ok(());
+        }
+        self.update_message(&rec.message_key, &self.render_incident(rec)).await
+    }
+}
+
+impl<S: EscalationStore> Escalator for SlackEscalator<S> {
+    async fn escalate(&self, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
+        let Some(incident) = decision.incident.as_ref() else {
+            return Err(EscalationError(format!("{}: an escalation without an incident", decision.app)));
+        };
+        let incident_id = incident.id();
+        let name = app.qualified_name();
+        let group = app_group(&name);
+        let facts = IncidentFacts::new(app, decision, self.settings.argocd_url.as_deref());
+        let existing = self.load::<IncidentRec>(&group, &incident_id).await?;
+        let rec = match existing {
+            Some((_, rec)) => rec,
+            None => {
+                let snooze = self.snoozed(&name).await?;
+                let (window_fleet, position) = if self.settings.fleet_threshold > 0 && snooze.is_none() {
+                    let (fleet, position) = self.join_window(decision.failure_mode, &incident_id).await?;
+                    (Some(fleet), position)
+                } else {
+                    (None, 0)
+                };
+                let rec = IncidentRec {
+                    facts: facts.clone(),
+                    state: IncidentState::NeedsHuman,
+                    detail: String::new(),
+                    state_at: decision.decided_at,
+                    generation: 0,
+                    revision: 0,
+                    message_key: format!("inc:{incident_id}"),
+                    member: false,
+                    thread_key: format!("inc:{incident_id}"),
+                    window_fleet,
+                    position,
+                    fleet: None,
+                    suppressed: snooze.is_some(),
+                    resolved: false,
+                    reported: vec![],
+                    snoozed_until: snooze.as_ref().map(|s| s.until),
+                };
+                self.save("incident", &incident_id, &name, None, self.ttl()).await?;
+                if !self.save(&group, &incident_id, &rec, None, self.ttl()).await? {
+                    // Another worker created it first: continue with theirs.
+                    self.load::<IncidentRec>(&group, &incident_id)
+                        .await?
+                        .map(|(_, r)| r)
+                        .ok_or_else(|| esc_err("incident record vanished"))?
+                } else {
+                    rec
+                }
+            }
+        };
+        if rec.suppressed {
+            tracing::info!(app = %name, incident = %incident_id, "escalation not posted: the app is snoozed (or beyond its fleet's reply limit)");
+            return Ok(());
+        }
+        self.store_actions(&rec, app, Some(decision)).await?;
+        let threshold = self.settings.fleet_threshold;
+        let fleet = match (&rec.fleet, &rec.window_fleet) {
+            // Already moved into a fleet (this is a retry): make sure its reply is there.
+            (Some(fleet_id), _) => Some(fleet_id.clone()),
+            // This incident makes (or joins) a fleet. The fleet record names the incidents that
+            // came before it in the window, whose parents are taken into the fleet.
+            (None, Some(fleet_id)) if threshold > 0 && rec.position >= threshold => {
+                let earlier: Vec<String> = match self.load::<WindowRec>("fleetwin", decision.failure_mode.id()).await? {
+                    Some((_, w)) if &w.fleet_id == fleet_id => w.members.iter().take(threshold - 1).cloned().collect(),
+                    _ => vec![],
+                };
+                let now = Utc::now();
+                let fleet = FleetRec {
+                    fleet_id: fleet_id.clone(),
+                    failure_mode: decision.failure_mode,
+                    opened_at: now,
+                    last_at: now,
+                    earlier,
+                    members: vec![],
+                    more: 0,
+                    more_projects: BTreeMap::new(),
+                    more_clusters: BTreeMap::new(),
+                    resolved: vec![],
+                    adopt: None,
+                    established: false,
+                    migrated: false,
+                    revision: 1,
+                    shown: 0,
+                    updater: None,
+                    updating_until: None,
+                };
+                // The first to get here creates it; the others use that one.
+                self.save("fleet", fleet_id, &fleet, None, self.ttl()).await?;
+                Some(fleet_id.clone())
+            }
+            // An early member whose fleet formed while it was on its way (or after it crashed).
+            (None, Some(fleet_id)) if self.load::<FleetRec>("fleet", fleet_id).await?.is_some() => Some(fleet_id.clone()),
+            _ => None,
+        };
+        match fleet {
+            Some(fleet_id) => {
+                self.ensure_fleet(&fleet_id).await?;
+                self.join_fleet(&fleet_id, &rec.facts).await?;
+            }
+            None => {
+                self.post_once(&rec.message_key, None, &self.render_incident(&rec)).await?;
+            }
+        }
+        tracing::info!(app = %name, incident = %incident_id, failure_mode = %decision.failure_mode, "escalated to Slack");
+        Ok(())
+    }
+
+    async fn alert(&self, summary: &str) -> Result<(), EscalationError> {
+        tracing::error!(summary, "service alert");
+        let message = escalation::note(":warning:", &format!("Argo Medic ({}): {summary}", self.settings.instance));
+        self.client.post_message(&self.settings.channel, None, &message, None).await.map(|_| ()).map_err(esc_err)
+    }
+
+    async fn resolve(&self, app: &str, decision: &Decision) -> Result<(), EscalationError> {
+        let group = app_group(app);
+        for (incident_id, v) in self.store.list(&group).await.map_err(esc_err)? {
+            let rec: IncidentRec = parse(&v, &incident_id)?;
+            if rec.resolved {
+                continue;
+            }
+            let mut done = rec.clone();
+            done.resolved = true;
+            done.state = IncidentState::Resolved;
+            let healthy = decision.failure_mode == medic_core::FailureMode::Healthy;
+            done.detail = if healthy { "Synced and Healthy again".into() } else { decision.reason.clone() };
+            done.state_at = decision.decided_at;
+            done.revision += 1;
+            if !rec.suppressed {
+                self.show(&done).await?;
+                let text = if healthy {
+                    format!(
+                        "Resolved: {} is Synced and Healthy again (seen {}). The incident is closed.",
+                        rec.facts.app(),
+                        escalation::rfc3339(decision.decided_at)
+                    )
+                } else {
+                    format!(
+                        "Closed: {}: {} (seen {}). Argo Medic does nothing more for it.",
+                        rec.facts.app(),
+                        decision.reason,
+                        escalation::rfc3339(decision.decided_at)
+                    )
+                };
+                self.post_once(&format!("res:{incident_id}"), Some(&rec.thread_key), &escalation::note(":white_check_mark:", &text))
+                    .await?;
+            }
+            // The incident's records now last `record_ttl`; its `app#` record gets it when it is
+            // marked resolved just below. In this order, so a crash in between retires again.
+            // (A fleet member's message is its reply in the fleet thread; its own parent, posted
+            // before the fleet formed, may exist too.)
+            let mut messages =
+                std::collections::BTreeSet::from([format!("inc:{incident_id}"), rec.message_key.clone(), format!("res:{incident_id}")]);
+            messages.extend(rec.reported.iter().map(|id| format!("act:{id}")));
+            let mut records = vec![("incident", incident_id.as_str())];
+            records.extend(messages.iter().map(|key| ("msg", key.as_str())));
+            self.retire(&records).await?;
+            self.update_rec::<IncidentRec>(&group, &incident_id, |r| {
+                if r.resolved {
+                    return false;
+                }
+                r.resolved = true;
+                r.state = IncidentState::Resolved;
+                r.detail = done.detail.clone();
+                r.state_at = done.state_at;
+                r.revision = r.revision.max(done.revision);
+                true
+            })
+            .await?;
+            if let Some(fleet_id) = &rec.fleet {
+                let fleet = self
+                    .update_rec::<FleetRec>("fleet", fleet_id, |f| {
+                        if f.resolved.contains(&incident_id) {
+                            return false;
+                        }
+                        f.resolved.push(incident_id.clone());
+                        f.revision += 1;
+                        true
+                    })
+                    .await?;
+                self.refresh_fleet(fleet_id).await?;
+                if let Some(f) = fleet.filter(|f| f.status().state == IncidentState::Resolved) {
+                    let text = format!("All {} apps of this fleet incident are Synced and Healthy again.", f.members.len());
+                    let key = format!("fleetres:{fleet_id}:{}", f.members.len());
+                    self.post_once(&key, Some(&format!("fleet:{fleet_id}")), &escalation::note(":white_check_mark:", &text)).await?;
+                    self.retire(&[("msg", &format!("fleet:{fleet_id}")), ("msg", &key)]).await?;
+                }
+            }
+            tracing::info!(app, incident = %incident_id, "escalation resolved in Slack");
+        }
+        Ok(())
+    }
+
+    async fn human_action(&self, id: &str) -> Result<Option<HumanActionRequest>, EscalationError> {
+        if !escalation::is_action_id(id) {
+            return Ok(None);
+        }
+        Ok(self.load::<HumanActionRequest>("action", id).await?.map(|(_, r)| r))
+    }
+
+    async fn record_human_action(
+        &self,
+        request: &HumanActionRequest,
+        by: &str,
+        outcome: &HumanActionOutcome,
+    ) -> Result<(), EscalationError> {
+        let app = format!("{}/{}", request.app.namespace, request.app.name);
+        let group = app_group(&app);
+        let Some((_, rec)) = self.load::<IncidentRec>(&group, &request.incident_id).await? else {
+            tracing::warn!(app, incident = %request.incident_id, "a human action for an incident with no record; nothing to report");
+            return Ok(());
+        };
+        if rec.reported.contains(&request.id) {
+            return Ok(());
+        }
+        let user = by.strip_prefix("slack:").unwrap_or(by);
+        let who = escalation::mention(user);
+        let verb = match request.action {
+            HumanAction::Sync => "sync",
+            HumanAction::HardRefresh => "hard refresh",
+            HumanAction::TerminateOperation => "terminate operation",
+            HumanAction::Snooze => "snooze",
+            HumanAction::Acknowledge => "acknowledge",
+        };
+        let mut next = rec.clone();
+        if let Some(state) = outcome.state.filter(|_| !rec.resolved) {
+            next.state = state;
+            next.state_at = Utc::now();
+            next.detail = format!("{verb} by {who}");
+        }
+        if outcome.performed {
+            next.generation += 1;
+        }
+        if let Some(until) = outcome.snoozed_until {
+            next.snoozed_until = Some(until);
+            let snooze = SnoozeRec { until, by: user.to_owned() };
+            let ttl = (until - Utc::now()).to_std().unwrap_or_default() + Duration::from_secs(60);
+            match self.load::<SnoozeRec>("snooze", &app).await? {
+                Some((v, _)) => self.save("snooze", &app, &snooze, Some(v), ttl).await?,
+                None => self.save("snooze", &app, &snooze, None, ttl).await?,
+            };
+        }
+        next.revision += 1;
+        if next.generation != rec.generation {
+            self.store_buttons(&next.facts, &escalation::buttons(&next.facts, next.generation), request.sync.clone(), Utc::now()).await?;
+        }
+        if !rec.suppressed {
+            self.show(&next).await?;
+            let reply = escalation::action_note(user, verb, &outcome.summary);
+            self.post_once(&format!("act:{}", request.id), Some(&rec.thread_key), &reply).await?;
+        }
+        let id = request.id.clone();
+        self.update_rec::<IncidentRec>(&group, &request.incident_id, |r| {
+            if r.reported.contains(&id) {
+                return false;
+            }
+            if !r.resolved {
+                r.state = next.state;
+                r.state_at = next.state_at;
+                r.detail = next.detail.clone();
+            }
+            r.generation = r.generation.max(next.generation);
+            r.revision = r.revision.max(next.revision);
+            r.snoozed_until = next.snoozed_until.or(r.snoozed_until);
+            r.reported.push(id.clone());
+            true
+        })
+        .await?;
+        tracing::info!(audit = true, app, action = verb, by = user, summary = %outcome.summary, "human action reported in Slack");
+        Ok(())
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Either escalator, chosen at start-up
+// ------------------------------------------------------------------------------------------------

@@ -1,0 +1,275 @@
+//! Fleet incidents: apps failing the same way within a window share one parent, each app one reply
+//! in its thread.
+
+use super::escalator::*;
+use super::records::*;
+use std::time::{Duration, Instant};
+
+use chrono::{TimeDelta, Utc};
+use medic_core::catalogue::FailureMode;
+use medic_core::escalation::{self, IncidentFacts};
+use medic_core::ports::{EscalationError, EscalationStore};
+
+impl<S: EscalationStore> SlackEscalator<S> {
+    /// Joins the open fleet window of `mode` (idempotent): the fleet id and this incident's
+    /// position in it.
+    pub(super) async fn join_window(&self, mode: FailureMode, incident_id: &str) -> Result<(String, usize), EscalationError> {
+        let kept = self.settings.fleet_threshold.max(1);
+        let window = TimeDelta::from_std(self.settings.fleet_window).unwrap_or(TimeDelta::minutes(15));
+        for _ in 0..CAS_TRIES {
+            let now = Utc::now();
+            let current = self.load::<WindowRec>("fleetwin", mode.id()).await?;
+            let (expected, mut rec) = match current {
+                Some((v, rec)) if now < rec.last_at + window || rec.members.iter().any(|m| m == incident_id) => (Some(v), rec),
+                Some((v, _)) => (
+                    Some(v),
+                    WindowRec { fleet_id: new_fleet_id(&self.settings.instance, mode, now), last_at: now, members: vec![], count: 0 },
+                ),
+                None => (
+                    None,
+                    WindowRec { fleet_id: new_fleet_id(&self.settings.instance, mode, now), last_at: now, members: vec![], count: 0 },
+                ),
+            };
+            if let Some(i) = rec.members.iter().position(|m| m == incident_id) {
+                return Ok((rec.fleet_id, i + 1));
+            }
+            rec.count = rec.count.max(rec.members.len()) + 1;
+            rec.last_at = now;
+            let position = if rec.members.len() < kept {
+                rec.members.push(incident_id.to_owned());
+                rec.members.len()
+            } else {
+                // Past the first few: a fleet member whatever the exact position (a retry may
+                // count it twice; only "past the threshold" matters).
+                rec.count.max(kept + 1)
+            };
+            if self.save("fleetwin", mode.id(), &rec, expected, self.settings.record_ttl).await? {
+                return Ok((rec.fleet_id, position));
+            }
+            tokio::time::sleep(Duration::from_millis(5 + rand::random_range(0..20))).await;
+        }
+        Err(EscalationError(format!("fleet window of {mode}: too many concurrent writers; retry later")))
+    }
+
+    /// Makes sure the fleet parent of `fleet_id` exists and the incidents that arrived before the
+    /// fleet was recognised are in its thread; returns the fleet parent's key.
+    pub(super) async fn ensure_fleet(&self, fleet_id: &str) -> Result<String, EscalationError> {
+        let fleet_key = format!("fleet:{fleet_id}");
+        let Some((_, fleet)) = self.load::<FleetRec>("fleet", fleet_id).await? else {
+            return Err(EscalationError(format!("fleet {fleet_id} has no record")));
+        };
+        if !fleet.established {
+            // Adopt the first incident's parent as the fleet parent, so the channel keeps one
+            // message for the whole outage; a new one only if that incident has no record yet
+            // (it then joins the fleet itself when its worker gets there). Decided once.
+            let choice = match fleet.adopt.clone() {
+                Some(choice) => choice,
+                None => {
+                    let candidate = match fleet.earlier.first() {
+                        Some(first) => match self.find_incident(first).await? {
+                            Some((_, r)) if !r.suppressed && r.fleet.is_none() => Some(first.clone()),
+                            _ => None,
+                        },
+                        None => None,
+                    };
+                    let decided = self
+                        .update_rec::<FleetRec>("fleet", fleet_id, |f| {
+                            if f.adopt.is_some() {
+                                return false;
+                            }
+                            f.adopt = Some(candidate.clone());
+                            true
+                        })
+                        .await?;
+                    decided.and_then(|f| f.adopt).unwrap_or(None)
+                }
+            };
+            let summary = fleet.summary(&self.settings.instance);
+            let rendered = escalation::fleet_parent(&summary, &fleet.status());
+            match choice {
+                Some(first) => {
+                    let Some((_, r)) = self.find_incident(&first).await? else {
+                        return Err(EscalationError(format!("incident {first} vanished")));
+                    };
+                    // Its parent exists, is being posted, or was never posted (its worker
+                    // stopped): post_once gives its ts in every case, posting at most once.
+                    let ts = self.post_once(&format!("inc:{first}"), None, &self.render_incident(&r)).await?;
+                    let rec = MessageRec {
+                        channel: self.settings.channel.clone(),
+                        thread_ts: None,
+                        ts: Some(ts),
+                        lease_until: None,
+                        first_intent: Utc::now(),
+                        tries: 0,
+                    };
+                    self.save("msg", &fleet_key, &rec, None, self.ttl()).await?;
+                    self.update_message(&fleet_key, &rendered).await?;
+                }
+                None => {
+                    self.post_once(&fleet_key, None, &rendered).await?;
+                }
+            }
+            self.update_rec::<FleetRec>("fleet", fleet_id, |f| {
+                let change = !f.established;
+                f.established = true;
+                change
+            })
+            .await?;
+        }
+        if !fleet.migrated {
+            let first = fleet.earlier.first().cloned();
+            for incident_id in &fleet.earlier {
+                let Some((_, rec)) = self.find_incident(incident_id).await? else { continue };
+                if rec.fleet.is_some() {
+                    continue;
+                }
+                if !rec.suppressed && first.as_deref() != Some(incident_id.as_str()) {
+                    self.update_message(&rec.message_key, &escalation::folded(&rec.facts, fleet.failure_mode)).await?;
+                }
+                self.join_fleet(fleet_id, &rec.facts).await?;
+            }
+            self.update_rec::<FleetRec>("fleet", fleet_id, |f| {
+                let change = !f.migrated;
+                f.migrated = true;
+                change
+            })
+            .await?;
+        }
+        Ok(fleet_key)
+    }
+
+    /// Adds the incident to fleet `fleet_id`: its reply in the fleet thread, and its record.
+    pub(super) async fn join_fleet(&self, fleet_id: &str, facts: &IncidentFacts) -> Result<(), EscalationError> {
+        let fleet_key = format!("fleet:{fleet_id}");
+        let member_key = format!("fm:{fleet_id}:{}", facts.incident_id);
+        let group = app_group(&facts.app());
+        let Some((_, current)) = self.load::<IncidentRec>(&group, &facts.incident_id).await? else {
+            return Err(EscalationError(format!("incident {} has no record", facts.incident_id)));
+        };
+        let listed = |f: &FleetRec| f.members.iter().any(|m| m.incident_id == facts.incident_id);
+        let room = match self.load::<FleetRec>("fleet", fleet_id).await? {
+            Some((_, f)) => listed(&f) || f.members.len() < self.settings.max_fleet_replies,
+            None => true,
+        };
+        // Beyond the reply limit an app is only counted in the parent: thousands of replies
+        // would take an hour at one post per second, and nobody fixes an outage app by app.
+        let quiet = current.suppressed || (current.fleet.is_none() && !room);
+        let mut as_member = current.clone();
+        as_member.member = true;
+        as_member.fleet = Some(fleet_id.to_owned());
+        as_member.message_key = member_key.clone();
+        as_member.thread_key = fleet_key.clone();
+        if !quiet {
+            self.post_once(&member_key, Some(&fleet_key), &self.render_incident(&as_member)).await?;
+        }
+        let mut joined_now = false;
+        self.update_rec::<IncidentRec>(&group, &facts.incident_id, |r| {
+            let change = r.fleet.is_none();
+            joined_now = change;
+            r.member = true;
+            r.fleet = Some(fleet_id.to_owned());
+            r.message_key = member_key.clone();
+            r.thread_key = fleet_key.clone();
+            r.suppressed = r.suppressed || quiet;
+            change
+        })
+        .await?;
+        let member = FleetMember {
+            incident_id: facts.incident_id.clone(),
+            app: facts.app(),
+            project: facts.project.clone(),
+            destination: if facts.destination_name.is_empty() { facts.destination_server.clone() } else { facts.destination_name.clone() },
+        };
+        self.update_rec::<FleetRec>("fleet", fleet_id, |f| {
+            if listed(f) {
+                return false;
+            }
+            if quiet {
+                if !joined_now {
+                    return false;
+                }
+                f.more += 1;
+                *f.more_projects.entry(member.project.clone()).or_default() += 1;
+                *f.more_clusters.entry(member.destination.clone()).or_default() += 1;
+            } else {
+                f.members.push(member.clone());
+            }
+            f.last_at = Utc::now();
+            f.revision += 1;
+            true
+        })
+        .await?;
+        if quiet && joined_now {
+            tracing::info!(app = %facts.app(), fleet = fleet_id, "fleet reply limit reached: the app is counted in the fleet parent only");
+        }
+        self.refresh_fleet(fleet_id).await
+    }
+
+    /// Brings the fleet parent up to date. One worker at a time does it (a lease in the fleet
+    /// record), and it re-renders until what it showed is the latest, so concurrent changes never
+    /// leave an older count on screen; changes arriving meanwhile are coalesced, at most one
+    /// update per `fleet_update_interval`.
+    pub(super) async fn refresh_fleet(&self, fleet_id: &str) -> Result<(), EscalationError> {
+        let me: u64 = rand::random();
+        let lease = TimeDelta::seconds(30);
+        let started = Instant::now();
+        let mut held = false;
+        let mut last_update: Option<Instant> = None;
+        for _ in 0..CAS_TRIES * 4 {
+            let Some((version, mut f)) = self.load::<FleetRec>("fleet", fleet_id).await? else { return Ok(()) };
+            let now = Utc::now();
+            if !held {
+                if f.shown >= f.revision || !f.established {
+                    return Ok(());
+                }
+                if f.updater.is_some_and(|u| u != me) && f.updating_until.is_some_and(|t| t > now) {
+                    // The holder re-checks after its update and shows this change too.
+                    return Ok(());
+                }
+                f.updater = Some(me);
+                f.updating_until = Some(now + lease);
+                held = self.save("fleet", fleet_id, &f, Some(version), self.ttl_of(&f)).await?;
+                continue;
+            }
+            if f.shown >= f.revision || started.elapsed() > Duration::from_secs(20) {
+                f.updater = None;
+                f.updating_until = None;
+                if self.save("fleet", fleet_id, &f, Some(version), self.ttl_of(&f)).await? {
+                    return Ok(());
+                }
+                continue;
+            }
+            // Changes keep coming: at most one update per interval, the latest each time.
+            if let Some(at) = last_update {
+                let next = at + self.settings.fleet_update_interval;
+                if next > Instant::now() {
+                    tokio::time::sleep_until(next.into()).await;
+                    continue;
+                }
+            }
+            let showing = f.revision;
+            let rendered = escalation::fleet_parent(&f.summary(&self.settings.instance), &f.status());
+            last_update = Some(Instant::now());
+            if let Err(e) = self.update_message(&format!("fleet:{fleet_id}"), &rendered).await {
+                self.update_rec::<FleetRec>("fleet", fleet_id, |f| {
+                    let mine = f.updater == Some(me);
+                    if mine {
+                        f.updater = None;
+                        f.updating_until = None;
+                    }
+                    mine
+                })
+                .await
+                .ok();
+                return Err(e);
+            }
+            self.update_rec::<FleetRec>("fleet", fleet_id, |f| {
+                let change = f.shown < showing;
+                f.shown = f.shown.max(showing);
+                change
+            })
+            .await?;
+        }
+        Err(EscalationError(format!("fleet {fleet_id}: too many concurrent writers; retry later")))
+    }
+}

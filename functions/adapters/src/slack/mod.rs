@@ -1,0 +1,68 @@
+//! Slack escalation: [`SlackEscalator`] implements the core's `Escalator` port with the Slack Web
+//! API (a bot token, `chat.postMessage`, `chat.update`, threads), and [`SlackClient`] is the
+//! minimal Web API client it uses. The messages come from `medic_core::escalation`.
+//!
+//! # One parent per incident, whatever crashes
+//!
+//! `chat.postMessage` has no idempotency key, so every message is posted through
+//! [`SlackEscalator::post_once`], keyed by what the message is (`inc:<incident id>`,
+//! `fm:<fleet id>:<incident id>`, `res:<incident id>`, ...):
+//!
+//! 1. a record of the intent is written first (`EscalationStore`, compare-and-set), holding a lease
+//!    (`lease`, longer than a post can take);
+//! 2. the message is posted with Slack message metadata carrying the key
+//!    (`event_type` [`METADATA_EVENT_TYPE`], `event_payload.key`);
+//! 3. its `ts` is recorded.
+//!
+//! A retry that finds a recorded `ts` posts nothing. One that finds an intent without a `ts`
+//! (the earlier attempt crashed, or lost the answer) waits out the lease and then looks for the
+//! message in the channel (`conversations.history`, or `conversations.replies` for a thread reply,
+//! with `include_all_metadata`, from shortly before the first intent) and adopts it when found;
+//! only when nothing carries the key does it post. A live lease held by another worker makes the
+//! caller wait briefly and then fail (the queue retries it), never post.
+//!
+//! # Threads, states, fleets
+//!
+//! The parent is updated in place (`chat.update`) as the incident moves (needs a human →
+//! investigating when acknowledged → remediating when a person's action is under way → resolved),
+//! and each step is a thread reply. When `fleet_threshold` incidents of one failure mode arrive
+//! within `fleet_window` of each other, they become one fleet incident: the first one's parent is
+//! rewritten into the fleet parent, the others (up to the threshold) are folded into a one-line
+//! pointer, and every app gets one reply with its facts and buttons in the fleet thread. With the
+//! default threshold of 2, an outage of hundreds of apps posts exactly one parent.
+//!
+//! # Rate limits
+//!
+//! Posts and updates to one channel are paced `post_interval` apart (Slack allows about one
+//! message per second per channel), and an HTTP 429 is honoured: the client sleeps `Retry-After`
+//! (when it is at most `max_retry_wait`) and tries again; a longer one fails the call, which the
+//! queue retries later. A 429 means nothing was posted, so retrying it cannot duplicate.
+//!
+//! # Records (`EscalationStore`)
+//!
+//! | group | id | what |
+//! | --- | --- | --- |
+//! | `msg` | message key | channel, thread, `ts` once posted, lease, first intent |
+//! | `app#<namespace/name>` | incident id | the incident's facts, state, button generation, where it is shown, reported actions |
+//! | `action` | button id | the [`HumanActionRequest`] behind a button (expires after `action_ttl`) |
+//! | `fleetwin` | failure mode | the open fleet window: fleet id, members in arrival order, last arrival |
+//! | `fleet` | fleet id | the fleet incident: its apps, which recovered, whether its parent is set up |
+//! | `snooze` | `namespace/name` | until when new incidents of the app are not posted, and who asked |
+//!
+//! An open incident's records (its `app#` record, its messages, its fleet's) are kept until it
+//! resolves, however long that takes: losing them would post a second parent. Resolving gives
+//! them `record_ttl` (30 days) from then on. Buttons keep their own `action_ttl`, snoozes their
+//! own end, fleet windows `record_ttl`.
+
+mod any;
+mod client;
+mod escalator;
+mod fleet;
+mod records;
+mod store;
+
+pub use any::AnyEscalator;
+pub use client::{DEFAULT_API_URL, HistoryMessage, SlackClient, SlackError, SlackSettings};
+pub use escalator::SlackEscalator;
+pub use records::{FleetView, SlackIncidentView, incident_view, load_action};
+pub use store::{DynamoDbEscalationStore, MemoryEscalationStore};

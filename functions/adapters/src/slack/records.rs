@@ -1,0 +1,319 @@
+//! The records the escalator keeps per message, incident, fleet window, fleet and snooze, how long
+//! they live, and the read-only views `medic incidents` and slack-actions use.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use medic_core::catalogue::FailureMode;
+use medic_core::escalation::{self, FleetSummary, HumanActionRequest, IncidentFacts, IncidentState, Status};
+use medic_core::ports::{EscalationError, EscalationStore, StoreError, Versioned};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A message posted once (group `msg`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct MessageRec {
+    pub(super) channel: String,
+    #[serde(default)]
+    pub(super) thread_ts: Option<String>,
+    #[serde(default)]
+    pub(super) ts: Option<String>,
+    #[serde(default)]
+    pub(super) lease_until: Option<DateTime<Utc>>,
+    pub(super) first_intent: DateTime<Utc>,
+    #[serde(default)]
+    pub(super) tries: u32,
+}
+
+/// One escalated incident (group `app#<app>`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct IncidentRec {
+    pub(super) facts: IncidentFacts,
+    pub(super) state: IncidentState,
+    #[serde(default)]
+    pub(super) detail: String,
+    pub(super) state_at: DateTime<Utc>,
+    /// Button generation: bumped when a person's action is performed.
+    #[serde(default)]
+    pub(super) generation: u32,
+    /// Update counter (new actions block id on every update).
+    #[serde(default)]
+    pub(super) revision: u32,
+    /// The message that shows this incident, and whether it is a fleet member's reply.
+    pub(super) message_key: String,
+    #[serde(default)]
+    pub(super) member: bool,
+    /// The message whose thread gets this incident's replies.
+    pub(super) thread_key: String,
+    /// The fleet window this incident joined, and its position in it (1-based).
+    #[serde(default)]
+    pub(super) window_fleet: Option<String>,
+    #[serde(default)]
+    pub(super) position: usize,
+    /// Set once it is (or became) part of a fleet incident.
+    #[serde(default)]
+    pub(super) fleet: Option<String>,
+    /// Snoozed at escalation: nothing was posted.
+    #[serde(default)]
+    pub(super) suppressed: bool,
+    #[serde(default)]
+    pub(super) resolved: bool,
+    /// Human actions already reported.
+    #[serde(default)]
+    pub(super) reported: Vec<String>,
+    #[serde(default)]
+    pub(super) snoozed_until: Option<DateTime<Utc>>,
+}
+
+impl IncidentRec {
+    pub(super) fn status(&self) -> Status {
+        Status { state: self.state, detail: self.detail.clone(), at: self.state_at, snoozed_until: self.snoozed_until }
+    }
+}
+
+/// The open fleet window of one failure mode (group `fleetwin`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct WindowRec {
+    pub(super) fleet_id: String,
+    pub(super) last_at: DateTime<Utc>,
+    /// The first incidents, in arrival order (as many as the fleet threshold: later ones join the
+    /// fleet whatever their position, so only the first need remembering).
+    pub(super) members: Vec<String>,
+    /// Arrivals in this window.
+    #[serde(default)]
+    pub(super) count: usize,
+}
+
+/// A fleet member as the fleet parent lists it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub(super) struct FleetMember {
+    pub(super) incident_id: String,
+    pub(super) app: String,
+    pub(super) project: String,
+    pub(super) destination: String,
+}
+
+/// A fleet incident (group `fleet`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct FleetRec {
+    pub(super) fleet_id: String,
+    pub(super) failure_mode: FailureMode,
+    pub(super) opened_at: DateTime<Utc>,
+    pub(super) last_at: DateTime<Utc>,
+    /// The incidents that arrived before the fleet was recognised (individual parents first).
+    pub(super) earlier: Vec<String>,
+    /// The apps with a reply of their own (at most `max_fleet_replies`).
+    pub(super) members: Vec<FleetMember>,
+    /// Apps beyond that: counted in the parent, no reply.
+    #[serde(default)]
+    pub(super) more: usize,
+    /// Those apps per project and per destination cluster, for the parent's "most affected".
+    #[serde(default)]
+    pub(super) more_projects: BTreeMap<String, usize>,
+    #[serde(default)]
+    pub(super) more_clusters: BTreeMap<String, usize>,
+    #[serde(default)]
+    pub(super) resolved: Vec<String>,
+    /// Whether the fleet parent is the first incident's parent, rewritten (`Some(Some(id))`), or
+    /// a new message (`Some(None)`); decided once, by whoever gets there first.
+    #[serde(default)]
+    pub(super) adopt: Option<Option<String>>,
+    /// The fleet parent exists.
+    #[serde(default)]
+    pub(super) established: bool,
+    /// The earlier incidents were moved into the fleet thread.
+    #[serde(default)]
+    pub(super) migrated: bool,
+    /// Bumped by every change the parent shows; `shown` is the revision on screen.
+    #[serde(default)]
+    pub(super) revision: u32,
+    #[serde(default)]
+    pub(super) shown: u32,
+    /// The one worker updating the parent now (so updates cannot land out of order), until when.
+    #[serde(default)]
+    pub(super) updater: Option<u64>,
+    #[serde(default)]
+    pub(super) updating_until: Option<DateTime<Utc>>,
+}
+
+impl FleetRec {
+    pub(super) fn summary(&self, instance: &str) -> FleetSummary {
+        // Every app counts, with a reply of its own or beyond the reply limit.
+        let mut projects = self.more_projects.clone();
+        let mut clusters = self.more_clusters.clone();
+        for m in &self.members {
+            *projects.entry(m.project.clone()).or_default() += 1;
+            *clusters.entry(m.destination.clone()).or_default() += 1;
+        }
+        FleetSummary {
+            fleet_id: self.fleet_id.clone(),
+            instance: instance.to_owned(),
+            failure_mode: self.failure_mode,
+            apps: self.members.iter().map(|m| m.app.clone()).collect(),
+            total: self.members.len() + self.more,
+            resolved: self.resolved.len(),
+            projects: projects.into_iter().collect(),
+            clusters: clusters.into_iter().collect(),
+            first_at: self.opened_at,
+            last_at: self.last_at,
+        }
+    }
+
+    pub(super) fn status(&self) -> Status {
+        let total = self.members.len() + self.more;
+        let all = total > 0 && self.resolved.len() >= total && self.members.iter().all(|m| self.resolved.contains(&m.incident_id));
+        Status {
+            state: if all { IncidentState::Resolved } else { IncidentState::NeedsHuman },
+            detail: String::new(),
+            at: self.last_at,
+            snoozed_until: None,
+        }
+    }
+}
+
+/// Who snoozed an app, until when (group `snooze`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct SnoozeRec {
+    pub(super) until: DateTime<Utc>,
+    pub(super) by: String,
+}
+
+pub(super) fn esc_err(e: impl std::fmt::Display) -> EscalationError {
+    EscalationError(e.to_string())
+}
+
+pub(super) fn parse<T: DeserializeOwned>(v: &Versioned, what: &str) -> Result<T, EscalationError> {
+    serde_json::from_value(v.doc.clone()).map_err(|e| EscalationError(format!("{what}: unreadable record: {e}")))
+}
+
+pub(super) fn to_doc<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).expect("records serialise")
+}
+
+// ------------------------------------------------------------------------------------------------
+// The escalator
+// ------------------------------------------------------------------------------------------------
+
+/// Compare-and-set retries before giving up on a contended record.
+pub(super) const CAS_TRIES: usize = 50;
+
+/// The TTL of an open incident's records: as good as never (the stores cap a TTL at ten years).
+/// Resolving the incident gives them `record_ttl`.
+pub(super) const UNTIL_RESOLVED: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// Records whose life follows an incident's: kept until it resolves, then `record_ttl`.
+pub(super) trait Resolvable {
+    fn is_resolved(&self) -> bool;
+}
+
+impl Resolvable for IncidentRec {
+    fn is_resolved(&self) -> bool {
+        self.resolved
+    }
+}
+
+impl Resolvable for FleetRec {
+    fn is_resolved(&self) -> bool {
+        self.status().state == IncidentState::Resolved
+    }
+}
+
+/// What the button with opaque id `id` stands for, read straight from the store (the
+/// slack-actions function, which holds no Slack token, uses this). `None` when unknown or expired.
+pub async fn load_action<S: EscalationStore>(store: &S, id: &str) -> Result<Option<HumanActionRequest>, StoreError> {
+    if !escalation::is_action_id(id) {
+        return Ok(None);
+    }
+    match store.load("action", id).await? {
+        Some(v) => serde_json::from_value(v.doc).map(Some).map_err(|e| StoreError(format!("action {id}: unreadable record: {e}"))),
+        None => Ok(None),
+    }
+}
+
+/// What the Slack records say about one incident, for operators (`medic incidents`): its state
+/// in Slack, where its thread is, and the fleet incident it belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlackIncidentView {
+    pub state: IncidentState,
+    /// Who moved it there (`acknowledge by <@U…>`), when set.
+    pub detail: String,
+    /// Not posted: the app was snoozed when it escalated.
+    pub suppressed: bool,
+    pub project: String,
+    pub failure_mode: FailureMode,
+    /// The channel of its messages, once posted.
+    pub channel: Option<String>,
+    /// The `ts` of the thread's parent (where its replies go): its own parent, or the fleet's.
+    pub thread_ts: Option<String>,
+    /// The `ts` of the message that shows it (its parent, or its reply in a fleet thread).
+    pub message_ts: Option<String>,
+    pub fleet: Option<FleetView>,
+}
+
+/// A fleet incident as [`SlackIncidentView`] names it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FleetView {
+    pub fleet_id: String,
+    pub failure_mode: FailureMode,
+    /// Apps in it (with a reply of their own or counted), and how many recovered.
+    pub apps: usize,
+    pub resolved: usize,
+    pub opened_at: DateTime<Utc>,
+}
+
+/// The Slack records of incident `incident_id` of `app` (`namespace/name`), read straight from
+/// the store (no Slack call); `None` when it was never escalated (or its records expired).
+pub async fn incident_view<S: EscalationStore>(store: &S, app: &str, incident_id: &str) -> Result<Option<SlackIncidentView>, StoreError> {
+    let read = |e: EscalationError| StoreError(e.0);
+    let Some(v) = store.load(&app_group(app), incident_id).await? else { return Ok(None) };
+    let rec: IncidentRec = parse(&v, incident_id).map_err(read)?;
+    let message = |key: String| async move {
+        match store.load("msg", &key).await? {
+            Some(v) => parse::<MessageRec>(&v, &key).map(Some).map_err(read),
+            None => Ok(None),
+        }
+    };
+    let thread = message(rec.thread_key.clone()).await?;
+    let shown = message(rec.message_key.clone()).await?;
+    let fleet = match &rec.fleet {
+        Some(id) => match store.load("fleet", id).await? {
+            Some(v) => {
+                let f: FleetRec = parse(&v, id).map_err(read)?;
+                Some(FleetView {
+                    fleet_id: f.fleet_id.clone(),
+                    failure_mode: f.failure_mode,
+                    apps: f.members.len() + f.more,
+                    resolved: f.resolved.len(),
+                    opened_at: f.opened_at,
+                })
+            }
+            None => None,
+        },
+        None => None,
+    };
+    Ok(Some(SlackIncidentView {
+        state: rec.state,
+        detail: rec.detail.clone(),
+        suppressed: rec.suppressed,
+        project: rec.facts.project.clone(),
+        failure_mode: rec.facts.failure_mode,
+        channel: thread.as_ref().or(shown.as_ref()).map(|m| m.channel.clone()),
+        thread_ts: thread.and_then(|m| m.ts),
+        message_ts: shown.and_then(|m| m.ts),
+        fleet,
+    }))
+}
+
+pub(super) fn app_group(app: &str) -> String {
+    format!("app#{app}")
+}
+
+pub(super) fn new_fleet_id(instance: &str, mode: FailureMode, at: DateTime<Utc>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(format!("argo-medic/fleet/v1\0{instance}\0{}\0{}", mode.id(), at.timestamp_micros()));
+    let hex: String = h.finalize().iter().take(10).map(|b| format!("{b:02x}")).collect();
+    format!("flt-{hex}")
+}
