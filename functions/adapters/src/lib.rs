@@ -1,13 +1,20 @@
 //! Argo Medic's adapters: every piece of I/O behind the core's ports.
 //!
 //! - [`argocd`]: the Argo CD REST client (reqwest + rustls), with retries and the circuit breaker;
+//! - [`aws`]: the AWS SDK configuration shared by the AWS adapters, and error descriptions;
 //! - [`breaker`]: the circuit breaker that stops calls while Argo CD is failing;
 //! - [`budget`]: per-instance token buckets for refresh, hard refresh and sync;
-//! - [`memory`]: in-memory twins of the store and escalator ports, and the system clock;
-//! - [`config`]: Argo CD connection settings, the only place that reads the environment;
+//! - [`config`]: Argo CD connection settings and the one boolean grammar of every setting;
+//! - [`dynamodb`]: the incident store, the dedupe store, the per-app lock and the switch on one table;
+//! - [`lambda_env`]: the functions' settings and secrets, read once at init (the composition root);
+//! - [`memory`]: in-memory twins of the store, queue and escalator ports, and the system clock;
 //! - [`slack`]: the Slack escalator (Web API client, post-once records, fleet incidents);
-//! - [`token`]: secrets re-read from Secrets Manager when a server rejects them (rotation);
-//! - [`switch`]: the instant switch's cache (fresh for 30 s, fail closed after 2 minutes of errors).
+//! - [`sqs`]: the work queue on SQS;
+//! - [`switch`]: the instant switch's cache (fresh for 30 s, fail closed after 2 minutes of errors);
+//! - [`telemetry`]: CloudWatch Embedded Metric Format metrics;
+//! - [`token`]: secrets re-read from Secrets Manager when a server rejects them (rotation).
+//!
+//! The environment is read by [`config`] and [`lambda_env`] (and by the CLI's own flags), nowhere else.
 
 pub mod argocd;
 pub mod aws;

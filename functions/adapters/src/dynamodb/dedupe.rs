@@ -1,0 +1,170 @@
+//! The dedupe store (in-progress leases and done records) and the per-app lock on the state table.
+
+use super::*;
+
+impl DedupeStore for DynamoDbStore {
+    async fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> Result<Seen, StoreError> {
+        let now = Utc::now();
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(self.dedupe_pk(dedupe_key)))
+            .item("sk", s(SINGLETON_SK))
+            .item("seen_at", s(now.to_rfc3339()))
+            .item(TTL_ATTRIBUTE, n(expiry_secs(now, ttl)))
+            .condition_expression("attribute_not_exists(#pk) OR #expires <= :now")
+            .expression_attribute_names("#pk", "pk")
+            .expression_attribute_names("#expires", TTL_ATTRIBUTE)
+            .expression_attribute_values(":now", n(now.timestamp()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Seen::New),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(Seen::Duplicate),
+            Err(e) => Err(StoreError(describe(&self.op("PutItem"), &e))),
+        }
+    }
+
+    async fn forget(&self, dedupe_key: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(self.dedupe_pk(dedupe_key)))
+            .key("sk", s(SINGLETON_SK))
+            .send()
+            .await
+            .map_err(|e| StoreError(describe(&self.op("DeleteItem"), &e)))?;
+        Ok(())
+    }
+
+    async fn begin(&self, dedupe_key: &str, owner: &str, lease: Duration) -> Result<Begun, StoreError> {
+        let now = Utc::now();
+        let lease_until = now + TimeDelta::from_std(lease).unwrap_or(TimeDelta::MAX);
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(self.dedupe_pk(dedupe_key)))
+            .item("sk", s(SINGLETON_SK))
+            .item("seen_at", s(now.to_rfc3339()))
+            .item("status", s(IN_PROGRESS))
+            .item("owner", s(owner))
+            .item("lease_until", n(lease_until.timestamp_millis()))
+            // Kept at least as long as the lease, so the record cannot vanish while held.
+            .item(TTL_ATTRIBUTE, n(expiry_secs(now, lease.max(DEDUPE_MIN_TTL))))
+            // New, expired, a dead holder's lease run out, or this delivery's own earlier write (an
+            // SDK retry after a lost answer). A record without `status` was written by a release
+            // before leases: it is done.
+            .condition_expression(
+                "attribute_not_exists(#pk) OR #expires <= :now OR (#status = :inprogress AND #lease <= :now_ms) OR #owner = :owner",
+            )
+            .expression_attribute_names("#pk", "pk")
+            .expression_attribute_names("#expires", TTL_ATTRIBUTE)
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#lease", "lease_until")
+            .expression_attribute_names("#owner", "owner")
+            .expression_attribute_values(":now", n(now.timestamp()))
+            .expression_attribute_values(":now_ms", n(now.timestamp_millis()))
+            .expression_attribute_values(":inprogress", s(IN_PROGRESS))
+            .expression_attribute_values(":owner", s(owner))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Begun::Owned),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                let Some(item) = self.get(&self.dedupe_pk(dedupe_key), SINGLETON_SK).await? else {
+                    // Removed in between (its holder gave up): the next delivery takes it.
+                    return Ok(Begun::InProgress { until: now });
+                };
+                if item.get("status").and_then(|v| v.as_s().ok()).map(String::as_str) == Some(IN_PROGRESS) {
+                    let until = get_n(&item, "lease_until").ok().and_then(DateTime::from_timestamp_millis).unwrap_or(now);
+                    Ok(Begun::InProgress { until })
+                } else {
+                    Ok(Begun::Done)
+                }
+            }
+            Err(e) => Err(StoreError(describe(&self.op("PutItem"), &e))),
+        }
+    }
+
+    async fn end(&self, dedupe_key: &str, owner: &str, handled: bool, ttl: Duration) -> Result<(), StoreError> {
+        if handled {
+            let now = Utc::now();
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .key("pk", s(self.dedupe_pk(dedupe_key)))
+                .key("sk", s(SINGLETON_SK))
+                .update_expression("SET #status = :completed, #expires = :expires REMOVE #lease")
+                .condition_expression("#owner = :owner")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_names("#expires", TTL_ATTRIBUTE)
+                .expression_attribute_names("#lease", "lease_until")
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_values(":completed", s(COMPLETED))
+                .expression_attribute_values(":expires", n(expiry_secs(now, ttl)))
+                .expression_attribute_values(":owner", s(owner))
+                .send()
+                .await;
+            return match result {
+                Err(e) if !is_conditional_failure(&e) => Err(StoreError(describe(&self.op("UpdateItem"), &e))),
+                _ => Ok(()),
+            };
+        }
+        self.delete_if(&self.dedupe_pk(dedupe_key), SINGLETON_SK, ("owner", s(owner))).await
+    }
+}
+
+impl AppLock for DynamoDbStore {
+    async fn try_lock(&self, app: &str, owner: &str, ttl: Duration) -> Result<bool, StoreError> {
+        let now = Utc::now();
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(self.lock_pk(app)))
+            .item("sk", s(SINGLETON_SK))
+            .item("owner", s(owner))
+            .item("locked_at", s(now.to_rfc3339()))
+            .item(TTL_ATTRIBUTE, n(expiry_secs(now, ttl)))
+            // Free, expired (a crashed holder), or already ours (extended).
+            .condition_expression("attribute_not_exists(#pk) OR #expires <= :now OR #owner = :owner")
+            .expression_attribute_names("#pk", "pk")
+            .expression_attribute_names("#expires", TTL_ATTRIBUTE)
+            .expression_attribute_names("#owner", "owner")
+            .expression_attribute_values(":now", n(now.timestamp()))
+            .expression_attribute_values(":owner", s(owner))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e) => Err(StoreError(describe(&self.op("PutItem"), &e))),
+        }
+    }
+
+    async fn unlock(&self, app: &str, owner: &str) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(self.lock_pk(app)))
+            .key("sk", s(SINGLETON_SK))
+            .condition_expression("#owner = :owner")
+            .expression_attribute_names("#owner", "owner")
+            .expression_attribute_values(":owner", s(owner))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // Not ours (any more): it expired and someone else took it, or it is gone. Leave it.
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                tracing::warn!(app, owner, "unlock: the lock is not held by this owner (it expired or was taken over); left as it is");
+                Ok(())
+            }
+            Err(e) => Err(StoreError(describe(&self.op("DeleteItem"), &e))),
+        }
+    }
+}
