@@ -192,7 +192,7 @@ fn app_namespace(call: &Call) -> &str {
     call.param("appNamespace").filter(|ns| !ns.is_empty()).unwrap_or(CONTROL_PLANE_NAMESPACE)
 }
 
-/// `getAppEnforceRBAC` (argocd-api.md §1.5): without a project a missing app and a forbidden app
+/// `getAppEnforceRBAC` (docs/argo-cd-behaviour.md §1.5): without a project a missing app and a forbidden app
 /// look the same (403); with a project, RBAC is checked on the project first and a missing app
 /// or an app of another project is a real 404.
 fn enforce_app(shared: &Shared, store: &Store, session: &Session, action: &str, project: &str, key: &AppKey) -> Result<(), ApiError> {
@@ -236,7 +236,7 @@ fn version(shared: &Shared, call: &Call) -> Value {
     })
 }
 
-/// `GET /api/v1/applications` (argocd-api.md §1.6).
+/// `GET /api/v1/applications` (docs/argo-cd-behaviour.md §1.6).
 fn list(shared: &Shared, call: &Call) -> Result<Value, ApiError> {
     let session = authenticate(shared, call)?;
     let selector = selector::parse(call.param("selector").unwrap_or_default())
@@ -270,7 +270,7 @@ fn uses_repo(app: &Value, repo: &str) -> bool {
         || lookup(app, "spec.sources").and_then(Value::as_array).is_some_and(|s| s.iter().any(|src| str_at(src, "repoURL") == Some(repo)))
 }
 
-/// `GET /api/v1/applications/{name}`, with `refresh` (argocd-api.md §1.5).
+/// `GET /api/v1/applications/{name}`, with `refresh` (docs/argo-cd-behaviour.md §1.5).
 fn get(shared: &Shared, call: &Call, name: &str) -> Result<Value, ApiError> {
     let session = authenticate(shared, call)?;
     let projects: Vec<&str> = call.params(&["project", "projects"]).collect();
@@ -298,7 +298,7 @@ fn get(shared: &Shared, call: &Call, name: &str) -> Result<Value, ApiError> {
     store.get(&key).cloned().ok_or_else(|| ApiError::app_not_found(name))
 }
 
-/// `POST /api/v1/applications/{name}/sync`, checks in the order of argocd-api.md §1.7.
+/// `POST /api/v1/applications/{name}/sync`, checks in the order of docs/argo-cd-behaviour.md §1.7.
 fn sync(shared: &Arc<Shared>, call: &Call, name: &str) -> Result<Value, ApiError> {
     // The gateway decodes the body before the gRPC auth interceptor runs.
     let request = sync_request::decode(&call.body)?;
@@ -372,7 +372,7 @@ fn sync(shared: &Arc<Shared>, call: &Call, name: &str) -> Result<Value, ApiError
     Ok(answer)
 }
 
-/// `DELETE /api/v1/applications/{name}/operation` (argocd-api.md §1.8).
+/// `DELETE /api/v1/applications/{name}/operation` (docs/argo-cd-behaviour.md §1.8).
 fn terminate(shared: &Arc<Shared>, call: &Call, name: &str) -> Result<Value, ApiError> {
     let session = authenticate(shared, call)?;
     let key = AppKey::new(app_namespace(call), name);

@@ -1,5 +1,5 @@
 //! What Argo CD's application controller would do to an app: refreshes and the sync operation
-//! lifecycle (argocd-api.md §3.2, §3.3, §3.5), applied to the raw JSON.
+//! lifecycle (docs/argo-cd-behaviour.md §3), applied to the raw JSON.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};

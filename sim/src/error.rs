@@ -2,7 +2,7 @@
 //!
 //! Argo CD's handlers return gRPC statuses; the gateway turns each into an HTTP status with the
 //! fixed table of `runtime/errors.go` and a body `{"error":msg,"code":n,"message":msg}` (the
-//! `details` array is omitted when empty). See `shared/research/argocd-api.md` §1.9.
+//! `details` array is omitted when empty). See docs/argo-cd-behaviour.md §1.9.
 
 use serde_json::{Value, json};
 

@@ -1,4 +1,4 @@
-//! The `fields` query parameter of List (argocd-api.md §1.6).
+//! The `fields` query parameter of List (docs/argo-cd-behaviour.md §1.6).
 //!
 //! List does not filter JSON generically: Argo CD's list forwarder
 //! (`pkg/apiclient/application/forwarder_overwrite.go`, `appFields`) knows a fixed whitelist and

@@ -4,7 +4,7 @@
 //!
 //! It speaks raw JSON, as the wire does, and depends on nothing of Argo Medic's own: the client
 //! is tested against the protocol, not against shared types. Behaviour follows
-//! `shared/research/argocd-api.md`: grpc-gateway v1 error bodies and status mapping, RBAC and the
+//! docs/argo-cd-behaviour.md: grpc-gateway v1 error bodies and status mapping, RBAC and the
 //! project rules that decide 403 versus 404, refresh and sync semantics, the `fields` whitelist of
 //! List, the 415 on a wrong content type. The controller is scripted per app ([`Outcomes`]), and
 //! faults an ingress or network could cause are injected on demand ([`Fault`]).

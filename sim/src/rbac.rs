@@ -1,4 +1,4 @@
-//! Authentication and RBAC as Argo CD's API server applies them (argocd-api.md §1.2, §1.3).
+//! Authentication and RBAC as Argo CD's API server applies them (docs/argo-cd-behaviour.md §1.2, §1.3).
 
 use chrono::{DateTime, Utc};
 

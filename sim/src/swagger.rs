@@ -17,7 +17,7 @@
 //! `properties`, `additionalProperties`, `items`, query/path/body parameters) fits in this file,
 //! without dependencies and without network access.
 //!
-//! # Known wire differences, handled deliberately (argocd-api.md §2)
+//! # Known wire differences, handled deliberately (docs/argo-cd-behaviour.md §2)
 //!
 //! - **int64 is a JSON number.** Argo CD encodes with Go's `encoding/json`, not protobuf JSON:
 //!   every `format: int64`/`int32` value is a number even where the spec says `type: string`

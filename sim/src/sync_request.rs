@@ -1,7 +1,7 @@
 //! Decoding `ApplicationSyncRequest` bodies the way Argo CD's gateway does.
 //!
 //! grpc-gateway v1 decodes request bodies with Go's `encoding/json` into the generated Go struct
-//! (argocd-api.md §1.1): unknown fields are ignored, field names match case-insensitively, `null`
+//! (docs/argo-cd-behaviour.md §1.1): unknown fields are ignored, field names match case-insensitively, `null`
 //! leaves a field unset, an empty body is an empty request, and a value of the wrong JSON type is
 //! a 400 (InvalidArgument) whose message is Go's decode error, e.g.
 //! `json: cannot unmarshal string into Go struct field ApplicationSyncRequest.prune of type bool`.

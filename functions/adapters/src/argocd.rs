@@ -1,6 +1,6 @@
 //! The Argo CD REST client: `HttpArgoClient` implements the core's `ArgoApi` port.
 //!
-//! Exact about the wire (argocd-api.md §1): bearer token, `Content-Type: application/json` on every
+//! Exact about the wire (docs/argo-cd-behaviour.md §1): bearer token, `Content-Type: application/json` on every
 //! non-GET request (Argo CD answers 415 to anything else, DELETE included), `project` and
 //! `appNamespace` passed so a missing app is a real 404, grpc-gateway error bodies mapped to
 //! [`ArgoError`] by what to do. Polite: retries with exponential backoff and jitter inside a

@@ -5,7 +5,7 @@
 //! at first 1 call in `ramp_steps` passes, one more in each window of `ramp_steps` calls after
 //! every success, and any failure opens it again. Written here rather than taken from a crate:
 //! the ramp (not a single half-open probe) is the behaviour Argo CD's repo-server needs after an
-//! outage (peers.md §4.4), and the state machine is small.
+//! outage (docs/argo-cd-behaviour.md §5), and the state machine is small.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

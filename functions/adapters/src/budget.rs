@@ -9,7 +9,7 @@ use std::time::Duration;
 use governor::{Jitter, Quota, RateLimiter, clock::DefaultClock, state::InMemoryState, state::NotKeyed};
 use medic_core::ports::{Budget, BudgetExhausted, BudgetKind};
 
-/// Rates per instance. Defaults follow peers.md §4.4: refreshes at about the controller's own
+/// Rates per instance. Defaults follow docs/argo-cd-behaviour.md §5: refreshes at about the controller's own
 /// pace, hard refreshes scarce (they bypass the repo-server's cache), syncs few.
 #[derive(Debug, Clone, Copy)]
 pub struct BudgetRates {

@@ -1,7 +1,7 @@
 //! The parts of Argo CD's `v1alpha1Application` that Argo Medic reads.
 //!
-//! Shapes follow `../shared/argocd/swagger.json` (Argo CD v3.5.1) with the wire differences noted in
-//! `shared/research/argocd-api.md` §2: int64 values are JSON numbers, every field may be absent
+//! Shapes follow Argo CD's own `assets/swagger.json` (v3.5.1) with the wire differences noted in
+//! docs/argo-cd-behaviour.md §2: int64 values are JSON numbers, every field may be absent
 //! (Go `omitempty`), and unknown fields are ignored. Every struct therefore defaults every field, so
 //! a field-masked list item deserialises too; [`Application::is_complete`] tells such an item apart
 //! from a full object, because an absent field proves nothing.
@@ -520,7 +520,7 @@ impl Application {
 
 /// The body of `POST /api/v1/applications/{name}/sync` (`applicationApplicationSyncRequest`),
 /// restricted to the fields Argo Medic sends. Field names and shapes follow the wire, not the
-/// swagger where they differ (argocd-api.md §1.7).
+/// swagger where they differ (docs/argo-cd-behaviour.md §1.7).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationSyncRequest {

@@ -3,8 +3,10 @@
 //!
 //! This is the only place the literal Argo CD messages live (`signals`); the classifier in
 //! [`crate::policy`] matches them and the escalation message quotes the diagnosis and runbook.
-//! Messages come from `shared/research/argocd-api.md` §5 and `shared/research/peers.md` §2; the
-//! runbook follows the operator checklist in `shared/seeds/000_598a06fb43dd49f8.txt` §7.
+//! Each signal is Argo CD's (or Kubernetes') literal text; the corpus case that carries it in
+//! `events/corpus/` names the file of Argo CD v3.5.1 or the public issue it comes from
+//! (`events/corpus/README.md`), and docs/argo-cd-behaviour.md §3.5 has the lifecycle facts the
+//! ladders rest on.
 
 use std::fmt;
 
