@@ -807,7 +807,7 @@ def versions():
 def modes():
     case("modes", "healthy", app("healthy-web", dest_ns="web", n_extra=30), ["none"], "Synced and Healthy with 38 resources and a succeeded history: nothing to do.", mode="healthy")
     case("modes", "suspended-by-design", app("cron-suspended", dest_ns="batch", health="Suspended"), ["none"], "Suspended is a deliberate state (a suspended CronJob or Rollout).", mode="healthy")
-    case("modes", "out-of-scope", app("legacy-crm", project="legacy", dest_ns="crm", sync="OutOfSync", health="Degraded"), ["none"], "spec.project `legacy` is outside the configured projects: Argo Medic leaves the app alone (README, Configuration).",
+    case("modes", "out-of-scope", app("legacy-crm", project="legacy", dest_ns="crm", sync="OutOfSync", health="Degraded"), ["none"], "spec.project `legacy` is outside the configured projects: Argo Medic leaves the app alone (docs/configuration.md).",
          mode="out-of-scope", config={"projects": ["team-a", "team-b"]})
     case("modes", "opted-out", app("experiments", dest_ns="lab", sync="OutOfSync", health="Degraded", annotations={"argo-medic.io/opt-out": "true"}), ["none"], "The owners set `argo-medic.io/opt-out: \"true\"`; even a Degraded app is theirs to handle.",
          mode="opted-out")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Renders the README's example escalation (the chat.postMessage body between
+"""Renders the example escalation of docs/slack.md (the chat.postMessage body between
 <!-- slack-example:start --> and <!-- slack-example:end -->) to docs/slack-example.png.
 
 The picture is that JSON drawn by a small HTML approximation of Slack's message layout (header,
@@ -9,7 +9,7 @@ Chromium. It is not a screenshot of Slack.
     python3 scripts/render-slack-example.py [docs/slack-example.png]
 
 Regenerate the JSON first when the rendering changes (tests/slack.rs,
-the_readme_shows_the_message_argo_medic_renders_for_the_sample_hook_failure, with
+the_slack_doc_shows_the_message_argo_medic_renders_for_the_sample_hook_failure, with
 SLACK_EXAMPLE_OUT=<file>). Needs only Python 3 and Chromium (CHROMIUM=/path overrides).
 """
 
@@ -27,7 +27,7 @@ WIDTH = 800
 
 
 def example():
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "docs", "slack.md"), encoding="utf-8") as f:
         readme = f.read()
     section = readme.split("<!-- slack-example:start -->")[1].split("<!-- slack-example:end -->")[0]
     text = section.split("```json\n", 1)[1].split("\n```\n", 1)[0]

@@ -874,9 +874,9 @@ async fn the_sample_slack_interaction_is_a_signed_function_url_request_that_is_s
     assert_eq!(stack.depth().await, 0);
 }
 
-/// The example message in the README: the parent Argo Medic posts for the sample hook failure,
+/// The example message in docs/slack.md: the parent Argo Medic posts for the sample hook failure,
 /// as the body of its `chat.postMessage` (without the channel).
-fn readme_example() -> Value {
+fn slack_doc_example() -> Value {
     use medic_core::escalation::{IncidentFacts, IncidentState, RenderOptions, Status};
     let app = sample_app("hook-failed.json");
     let d = DecisionPolicy::new(PolicyConfig { instance_id: "prod".into(), ..PolicyConfig::default() })
@@ -893,21 +893,21 @@ fn readme_example() -> Value {
 }
 
 #[test]
-fn the_readme_shows_the_message_argo_medic_renders_for_the_sample_hook_failure() {
-    let expected = readme_example();
+fn the_slack_doc_shows_the_message_argo_medic_renders_for_the_sample_hook_failure() {
+    let expected = slack_doc_example();
     if let Some(out) = std::env::var_os("SLACK_EXAMPLE_OUT") {
         std::fs::write(out, serde_json::to_string_pretty(&expected).unwrap()).unwrap();
     }
-    let readme = std::fs::read_to_string(events_dir().join("../README.md")).unwrap();
-    let section = readme
+    let doc = std::fs::read_to_string(events_dir().join("../docs/slack.md")).unwrap();
+    let section = doc
         .split("<!-- slack-example:start -->")
         .nth(1)
         .and_then(|s| s.split("<!-- slack-example:end -->").next())
-        .expect("README has the Slack example markers");
+        .expect("docs/slack.md has the Slack example markers");
     // Up to the fence on a line of its own (the JSON's strings hold ``` of their own).
     let json_text = section.split("```json\n").nth(1).and_then(|s| s.split("\n```\n").next()).expect("a json block between the markers");
-    let shown: Value = serde_json::from_str(json_text).expect("the README's example is JSON");
-    assert_eq!(shown, expected, "README's Slack example is out of date: rerun with SLACK_EXAMPLE_OUT=<file> and paste it");
+    let shown: Value = serde_json::from_str(json_text).expect("the example in docs/slack.md is JSON");
+    assert_eq!(shown, expected, "docs/slack.md's Slack example is out of date: rerun with SLACK_EXAMPLE_OUT=<file> and paste it");
     let blocks = shown["blocks"].as_array().unwrap();
     assert!(escalation::violations(shown["text"].as_str().unwrap(), blocks).is_empty());
     assert!(std::path::Path::new(&events_dir().join("../docs/slack-example.png")).is_file(), "the rendered picture is there");

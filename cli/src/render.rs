@@ -90,7 +90,7 @@ pub fn catalogue_table() -> String {
     table(&["FAILURE MODE", "DEFAULT", "LADDER", "TITLE"], &rows)
 }
 
-/// The catalogue as the Markdown table the README embeds (a test keeps the two identical).
+/// The catalogue as the Markdown table docs/decisions.md embeds (a test keeps the two identical).
 pub fn catalogue_markdown() -> String {
     let mut out = String::from("| failure mode | what it is | first action | ladder |\n|---|---|---|---|\n");
     for e in CATALOGUE {

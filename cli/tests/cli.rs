@@ -157,12 +157,12 @@ fn catalogue_prints_every_mode_as_a_table_and_as_json() {
 }
 
 #[test]
-fn the_readme_failure_mode_table_is_the_catalogue() {
+fn the_failure_mode_table_in_docs_is_the_catalogue() {
     let markdown = stdout(&medic(&["catalogue", "-o", "markdown"], None));
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root().join("docs/decisions.md")).unwrap();
     let start = readme.find("<!-- catalogue:start -->\n").expect("start marker") + "<!-- catalogue:start -->\n".len();
     let end = readme.find("<!-- catalogue:end -->").expect("end marker");
-    assert_eq!(&readme[start..end], markdown, "README's table is stale: regenerate it with `medic catalogue -o markdown`");
+    assert_eq!(&readme[start..end], markdown, "docs/decisions.md's table is stale: regenerate it with `medic catalogue -o markdown`");
 }
 
 #[test]
