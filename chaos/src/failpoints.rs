@@ -109,6 +109,9 @@ impl<T: IncidentStore> IncidentStore for Failpoint<T> {
     async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
         self.0.open_incidents().await
     }
+    async fn note_decision(&self, app: &str, incident: &IncidentKey, note: &medic_core::incident::DecisionNote) -> Result<(), StoreError> {
+        self.0.note_decision(app, incident, note).await
+    }
 }
 
 impl<T: ArgoApi> ArgoApi for Failpoint<T> {

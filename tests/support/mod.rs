@@ -138,6 +138,9 @@ impl<S: IncidentStore> IncidentStore for LosesCompletion<S> {
     async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
         self.0.open_incidents().await
     }
+    async fn note_decision(&self, app: &str, incident: &IncidentKey, note: &medic_core::incident::DecisionNote) -> Result<(), StoreError> {
+        self.0.note_decision(app, incident, note).await
+    }
 }
 
 /// Receives what is visible now on `queue_url` (up to 10), as Lambda's event source mapping would.

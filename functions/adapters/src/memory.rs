@@ -128,6 +128,16 @@ impl IncidentStore for MemoryIncidentStore {
         apps.sort();
         Ok(apps)
     }
+
+    /// Kept nowhere: notes are for `medic incidents`, which reads SQLite or DynamoDB, never this.
+    async fn note_decision(
+        &self,
+        _app: &str,
+        _incident: &IncidentKey,
+        _note: &medic_core::incident::DecisionNote,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// An escalator that logs what it was asked to escalate, and remembers it unless built with
@@ -169,6 +179,26 @@ impl Escalator for LogEscalator {
         if !self.forgetful {
             self.alerts.lock().unwrap_or_else(|e| e.into_inner()).push(summary.to_owned());
         }
+        Ok(())
+    }
+
+    async fn resolve(&self, app: &str, decision: &Decision) -> Result<(), EscalationError> {
+        tracing::info!(app, reason = %decision.reason, "resolved");
+        Ok(())
+    }
+
+    /// A log line offers no buttons, so no id stands for anything.
+    async fn human_action(&self, _id: &str) -> Result<Option<medic_core::escalation::HumanActionRequest>, EscalationError> {
+        Ok(None)
+    }
+
+    async fn record_human_action(
+        &self,
+        request: &medic_core::escalation::HumanActionRequest,
+        by: &str,
+        outcome: &medic_core::escalation::HumanActionOutcome,
+    ) -> Result<(), EscalationError> {
+        tracing::info!(app = %format!("{}/{}", request.app.namespace, request.app.name), by, summary = %outcome.summary, "human action");
         Ok(())
     }
 }
@@ -293,6 +323,12 @@ impl medic_core::ports::WorkQueue for MemoryQueue {
         }
         let at = Utc::now() + chrono::Duration::from_std(delay).unwrap_or_default();
         self.items.lock().unwrap_or_else(|e| e.into_inner()).push((at, item.clone()));
+        Ok(())
+    }
+
+    async fn enqueue_batch(&self, items: &[medic_core::event::WorkItem]) -> Result<(), medic_core::ports::QueueError> {
+        let now = Utc::now();
+        self.items.lock().unwrap_or_else(|e| e.into_inner()).extend(items.iter().map(|i| (now, i.clone())));
         Ok(())
     }
 }

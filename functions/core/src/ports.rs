@@ -149,11 +149,8 @@ pub trait IncidentStore: Send + Sync {
     fn open_incidents(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
     /// Keeps `note` (the step's last decision) on the app's open incident, if that incident is
     /// `incident`; does nothing otherwise (no incident is opened by a note). For operators only
-    /// (`medic incidents show`): the policy never reads it. The default keeps nothing.
-    fn note_decision(&self, app: &str, incident: &IncidentKey, note: &DecisionNote) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let _ = (app, incident, note);
-        async { Ok(()) }
-    }
+    /// (`medic incidents show`): the policy never reads it.
+    fn note_decision(&self, app: &str, incident: &IncidentKey, note: &DecisionNote) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// The operator's read of a store's incidents (`medic incidents`): open ones, and with
@@ -169,8 +166,8 @@ pub struct EscalationError(pub String);
 
 /// Where humans are told (Slack, or a log).
 ///
-/// `escalate` and `alert` are required. The rest have defaults that do nothing, for escalators
-/// that keep no state and offer no buttons (the log).
+/// Every method is required, with no default: a forwarding or wrapping escalator that forgot
+/// one would silently do nothing (an `Arc` forwarder once dropped `resolve` that way).
 pub trait Escalator: Send + Sync {
     /// One incident that needs a human. Called again for the same incident after a crash or a
     /// redelivery: it must not tell twice (Slack: never a second parent message).
@@ -179,15 +176,9 @@ pub trait Escalator: Send + Sync {
     fn alert(&self, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send;
     /// The app (`namespace/name`) is out of trouble (`decision` says why): every open escalation
     /// of it is marked resolved. Idempotent; cheap when nothing is open.
-    fn resolve(&self, app: &str, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send {
-        let _ = (app, decision);
-        async { Ok(()) }
-    }
+    fn resolve(&self, app: &str, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send;
     /// What the button with opaque id `id` stands for; `None` when unknown or expired.
-    fn human_action(&self, id: &str) -> impl Future<Output = Result<Option<HumanActionRequest>, EscalationError>> + Send {
-        let _ = id;
-        async { Ok(None) }
-    }
+    fn human_action(&self, id: &str) -> impl Future<Output = Result<Option<HumanActionRequest>, EscalationError>> + Send;
     /// Reports how a human action requested by `by` (a Slack user id) turned out, in the
     /// incident's thread, and moves the incident's state. Idempotent per request.
     fn record_human_action(
@@ -195,10 +186,7 @@ pub trait Escalator: Send + Sync {
         request: &HumanActionRequest,
         by: &str,
         outcome: &HumanActionOutcome,
-    ) -> impl Future<Output = Result<(), EscalationError>> + Send {
-        let _ = (request, by, outcome);
-        async { Ok(()) }
-    }
+    ) -> impl Future<Output = Result<(), EscalationError>> + Send;
 }
 
 /// A record of an [`EscalationStore`], with the version its next write must name.
@@ -268,17 +256,9 @@ pub trait WorkQueue: Send + Sync {
     /// Enqueues one item, delivered after `delay` (SQS allows at most 15 minutes).
     fn enqueue(&self, item: &crate::event::WorkItem, delay: Duration) -> impl Future<Output = Result<(), QueueError>> + Send;
 
-    /// Enqueues many items at once, without delay (the sweeper's fleet). Adapters with a batch
-    /// API override it; an error may leave some items enqueued, which is harmless because the
-    /// worker dedupes.
-    fn enqueue_batch(&self, items: &[crate::event::WorkItem]) -> impl Future<Output = Result<(), QueueError>> + Send {
-        async move {
-            for item in items {
-                self.enqueue(item, Duration::ZERO).await?;
-            }
-            Ok(())
-        }
-    }
+    /// Enqueues many items at once, without delay (the sweeper's fleet). An error may leave some
+    /// items enqueued, which is harmless because the worker dedupes.
+    fn enqueue_batch(&self, items: &[crate::event::WorkItem]) -> impl Future<Output = Result<(), QueueError>> + Send;
 }
 
 /// The answer to "is this news new?".
