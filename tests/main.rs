@@ -1,4 +1,5 @@
 mod argo;
+mod contracts;
 mod dashboard;
 mod golden;
 mod iam;

@@ -928,36 +928,6 @@ fn the_slack_app_manifest_asks_only_for_the_scopes_the_escalator_uses_and_turns_
     assert_eq!(manifest["settings"]["socket_mode_enabled"], false, "buttons go to the slack-actions Function URL");
 }
 
-/// The contract both escalation stores keep: create only once, write only at the version read,
-/// list a group, forget what expired.
-async fn store_contract<S: EscalationStore>(store: &S) {
-    let doc = json!({"a": 1});
-    let day = Duration::from_secs(86_400);
-    assert!(store.store("g", "x", &doc, None, day).await.unwrap(), "created");
-    assert!(!store.store("g", "x", &json!({"a": 2}), None, day).await.unwrap(), "only once");
-    let v = store.load("g", "x").await.unwrap().unwrap();
-    assert_eq!((v.version, v.doc.clone()), (1, doc.clone()));
-    assert!(store.store("g", "x", &json!({"a": 3}), Some(1), day).await.unwrap(), "at the version read");
-    assert!(!store.store("g", "x", &json!({"a": 4}), Some(1), day).await.unwrap(), "a stale version loses");
-    assert_eq!(store.load("g", "x").await.unwrap().unwrap().doc, json!({"a": 3}));
-    assert!(store.store("g", "y", &doc, None, day).await.unwrap());
-    assert!(store.store("other", "z", &doc, None, day).await.unwrap());
-    let mut ids: Vec<String> = store.list("g").await.unwrap().into_iter().map(|(id, _)| id).collect();
-    ids.sort();
-    assert_eq!(ids, vec!["x", "y"]);
-    assert!(store.store("g", "short", &doc, None, Duration::ZERO).await.unwrap());
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert_eq!(store.load("g", "short").await.unwrap(), None, "expired records are gone for readers");
-    assert!(store.store("g", "short", &doc, None, day).await.unwrap(), "and may be created again");
-    assert_eq!(store.load("missing", "x").await.unwrap(), None);
-}
-
-#[tokio::test]
-async fn both_escalation_stores_keep_the_same_compare_and_set_contract() {
-    store_contract(&medic_adapters::slack::MemoryEscalationStore::default()).await;
-    store_contract(&escalation_store().await).await;
-}
-
 #[tokio::test]
 async fn past_the_reply_limit_fleet_apps_are_counted_in_the_parent_without_a_reply_of_their_own() {
     let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();

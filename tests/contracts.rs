@@ -1,0 +1,247 @@
+//! One contract per port, run against every implementation of it: the in-memory twins `medic
+//! serve` and the handler tests use, the CLI's SQLite store, and the adapters on DynamoDB and SQS
+//! (moto_server on 127.0.0.1). A twin that drifts from its production adapter would make every test
+//! built on it prove the wrong thing; these keep them saying the same.
+//!
+//! Leases and expiries are real (whole seconds, as DynamoDB keeps them); nothing here sets a
+//! clock to zero.
+
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+use medic::store::SqliteIncidentStore;
+use medic_adapters::dynamodb::{DynamoDbStore, create_table};
+use medic_adapters::memory::{MemoryDedupe, MemoryIncidentStore, MemoryLock, MemoryQueue};
+use medic_adapters::slack::{DynamoDbEscalationStore, MemoryEscalationStore};
+use medic_adapters::sqs::SqsWorkQueue;
+use medic_core::Rung;
+use medic_core::event::{AppRef, WorkItem, WorkKind};
+use medic_core::incident::{Attempt, DecisionNote, IncidentKey, Outcome};
+use medic_core::ports::{AppLock, Begun, Claim, DedupeStore, EscalationStore, IncidentStore, Seen, WorkQueue};
+use medic_core::{Decision, Trigger};
+use medic_sim::moto::{moto, unique};
+use serde_json::json;
+
+async fn table() -> (aws_sdk_dynamodb::Client, String) {
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let ddb = aws_sdk_dynamodb::Client::new(&sdk);
+    let table = unique("contract");
+    create_table(&ddb, &table).await.unwrap();
+    (ddb, table)
+}
+
+async fn dynamodb() -> DynamoDbStore {
+    let (ddb, table) = table().await;
+    DynamoDbStore::new(ddb, table, "contract")
+}
+
+// --- IncidentStore ---------------------------------------------------------------------------
+
+const APP: &str = "argocd/contract";
+const LEASE: Duration = Duration::from_secs(600);
+
+fn incident() -> IncidentKey {
+    IncidentKey {
+        instance: "contract".into(),
+        app: APP.into(),
+        revision: "0f3c2a1".into(),
+        began_at: Some(Utc.with_ymd_and_hms(2026, 11, 1, 8, 0, 0).unwrap()),
+    }
+}
+
+fn at(minutes: i64) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 1, 9, 0, 0).unwrap() + TimeDelta::minutes(minutes)
+}
+
+fn attempt(rung: Rung, minutes: i64) -> Attempt {
+    Attempt { rung, at: at(minutes), idempotency_key: Some(incident().key_for(rung)), outcome: Outcome::Requested }
+}
+
+async fn incident_store_contract<S: IncidentStore>(store: &S, label: &str) {
+    assert!(store.history(APP).await.unwrap().incident.is_none(), "{label}: nothing open at first");
+    assert!(store.open_incidents().await.unwrap().is_empty(), "{label}");
+
+    // A note never opens an incident.
+    let d = Decision::gone(APP, at(0));
+    store.note_decision(APP, &incident(), &DecisionNote::new(&d, "payments", "sweep")).await.unwrap();
+    assert!(store.open_incidents().await.unwrap().is_empty(), "{label}: a note opened an incident");
+
+    // A claim opens the incident and holds the rung for its lease.
+    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Refresh, 0), LEASE).await.unwrap(), Claim::Granted, "{label}");
+    assert_eq!(store.open_incidents().await.unwrap(), vec![APP.to_owned()], "{label}");
+    assert_eq!(
+        store.claim(APP, &incident(), &attempt(Rung::Refresh, 5), LEASE).await.unwrap(),
+        Claim::Held { until: at(10) },
+        "{label}: held within the lease"
+    );
+    // Past the lease the holder is presumed dead and the rung is taken over.
+    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Refresh, 11), LEASE).await.unwrap(), Claim::Granted, "{label}: taken over");
+    store.complete(APP, &incident().key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
+    assert_eq!(
+        store.claim(APP, &incident(), &attempt(Rung::Refresh, 60), LEASE).await.unwrap(),
+        Claim::AlreadyDone(Outcome::NoEffect),
+        "{label}: done is done, whenever asked"
+    );
+
+    // A released claim may be taken again at once.
+    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Sync, 61), LEASE).await.unwrap(), Claim::Granted, "{label}");
+    store.release(APP, &incident().key_for(Rung::Sync)).await.unwrap();
+    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Sync, 62), LEASE).await.unwrap(), Claim::Granted, "{label}: after release");
+    store.complete(APP, &incident().key_for(Rung::Sync), Outcome::Succeeded).await.unwrap();
+
+    let history = store.history(APP).await.unwrap();
+    assert_eq!(history.incident.as_ref(), Some(&incident()), "{label}");
+    let rungs: Vec<(Rung, Outcome)> = history.attempts.iter().map(|a| (a.rung, a.outcome)).collect();
+    assert_eq!(rungs, vec![(Rung::Refresh, Outcome::NoEffect), (Rung::Sync, Outcome::Succeeded)], "{label}: the ladder in order");
+
+    store.close(APP, at(70)).await.unwrap();
+    assert!(store.history(APP).await.unwrap().incident.is_none(), "{label}: closed");
+    assert!(store.open_incidents().await.unwrap().is_empty(), "{label}");
+    store.close(APP, at(71)).await.unwrap();
+}
+
+#[tokio::test]
+async fn every_incident_store_keeps_the_same_claim_contract() {
+    incident_store_contract(&MemoryIncidentStore::default(), "memory").await;
+    incident_store_contract(&SqliteIncidentStore::in_memory().unwrap(), "sqlite").await;
+    incident_store_contract(&dynamodb().await, "dynamodb").await;
+}
+
+// --- DedupeStore -----------------------------------------------------------------------------
+
+async fn dedupe_contract<D: DedupeStore>(store: &D, label: &str) {
+    let hour = Duration::from_secs(3600);
+    let marker = unique("marker");
+    assert_eq!(store.first_sighting(&marker, hour).await.unwrap(), Seen::New, "{label}");
+    assert_eq!(store.first_sighting(&marker, hour).await.unwrap(), Seen::Duplicate, "{label}");
+    store.forget(&marker).await.unwrap();
+    assert_eq!(store.first_sighting(&marker, hour).await.unwrap(), Seen::New, "{label}: forgotten");
+
+    // One delivery owns a work item; another waits; the owner's own retry still owns it.
+    let item = unique("item");
+    assert_eq!(store.begin(&item, "m1#1", hour).await.unwrap(), Begun::Owned, "{label}");
+    assert!(matches!(store.begin(&item, "m1#2", hour).await.unwrap(), Begun::InProgress { .. }), "{label}: another delivery waits");
+    assert_eq!(store.begin(&item, "m1#1", hour).await.unwrap(), Begun::Owned, "{label}: an SDK retry recognises its own write");
+    store.end(&item, "m1#1", true, hour).await.unwrap();
+    assert_eq!(store.begin(&item, "m1#3", hour).await.unwrap(), Begun::Done, "{label}: handled once");
+
+    // Given up: the next delivery handles it at once.
+    let failed = unique("failed");
+    assert_eq!(store.begin(&failed, "m2#1", hour).await.unwrap(), Begun::Owned, "{label}");
+    store.end(&failed, "m2#1", false, hour).await.unwrap();
+    assert_eq!(store.begin(&failed, "m2#2", hour).await.unwrap(), Begun::Owned, "{label}: a failure is retried");
+
+    // A killed holder's lease runs out and the record is taken over; the dead holder's late end
+    // then changes nothing.
+    let killed = unique("killed");
+    assert_eq!(store.begin(&killed, "m3#1", Duration::from_secs(1)).await.unwrap(), Begun::Owned, "{label}");
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(store.begin(&killed, "m3#2", hour).await.unwrap(), Begun::Owned, "{label}: taken over after the lease");
+    store.end(&killed, "m3#1", false, hour).await.unwrap();
+    assert!(
+        matches!(store.begin(&killed, "m3#3", hour).await.unwrap(), Begun::InProgress { .. }),
+        "{label}: the late end of the dead holder"
+    );
+}
+
+#[tokio::test]
+async fn every_dedupe_store_keeps_the_same_lease_contract() {
+    dedupe_contract(&MemoryDedupe::default(), "memory").await;
+    dedupe_contract(&dynamodb().await, "dynamodb").await;
+}
+
+// --- AppLock ---------------------------------------------------------------------------------
+
+async fn lock_contract<L: AppLock>(lock: &L, label: &str) {
+    let app = unique("argocd/locked");
+    let long = Duration::from_secs(120);
+    assert!(lock.try_lock(&app, "a", long).await.unwrap(), "{label}");
+    assert!(!lock.try_lock(&app, "b", long).await.unwrap(), "{label}: held");
+    assert!(lock.try_lock(&app, "a", long).await.unwrap(), "{label}: the holder extends it");
+    lock.unlock(&app, "b").await.unwrap();
+    assert!(!lock.try_lock(&app, "b", long).await.unwrap(), "{label}: only the holder unlocks");
+    lock.unlock(&app, "a").await.unwrap();
+    assert!(lock.try_lock(&app, "b", Duration::from_secs(1)).await.unwrap(), "{label}: free after unlock");
+    // A crashed holder's lock expires (DynamoDB keeps whole seconds: up to two).
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert!(lock.try_lock(&app, "c", long).await.unwrap(), "{label}: expired");
+}
+
+#[tokio::test]
+async fn every_app_lock_keeps_the_same_contract() {
+    lock_contract(&MemoryLock::default(), "memory").await;
+    lock_contract(&dynamodb().await, "dynamodb").await;
+}
+
+// --- EscalationStore -------------------------------------------------------------------------
+
+/// Create only once, write only at the version read, list a group, forget what expired.
+async fn escalation_store_contract<S: EscalationStore>(store: &S, label: &str) {
+    let doc = json!({"a": 1});
+    let day = Duration::from_secs(86_400);
+    assert!(store.store("g", "x", &doc, None, day).await.unwrap(), "{label}: created");
+    assert!(!store.store("g", "x", &json!({"a": 2}), None, day).await.unwrap(), "{label}: only once");
+    let v = store.load("g", "x").await.unwrap().unwrap();
+    assert_eq!((v.version, v.doc.clone()), (1, doc.clone()), "{label}");
+    assert!(store.store("g", "x", &json!({"a": 3}), Some(1), day).await.unwrap(), "{label}: at the version read");
+    assert!(!store.store("g", "x", &json!({"a": 4}), Some(1), day).await.unwrap(), "{label}: a stale version loses");
+    assert_eq!(store.load("g", "x").await.unwrap().unwrap().doc, json!({"a": 3}), "{label}");
+    assert!(store.store("g", "y", &doc, None, day).await.unwrap(), "{label}");
+    assert!(store.store("other", "z", &doc, None, day).await.unwrap(), "{label}");
+    let mut ids: Vec<String> = store.list("g").await.unwrap().into_iter().map(|(id, _)| id).collect();
+    ids.sort();
+    assert_eq!(ids, vec!["x", "y"], "{label}");
+    assert!(store.store("g", "short", &doc, None, Duration::ZERO).await.unwrap(), "{label}");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(store.load("g", "short").await.unwrap(), None, "{label}: expired records are gone for readers");
+    assert!(store.store("g", "short", &doc, None, day).await.unwrap(), "{label}: and may be created again");
+    assert_eq!(store.load("missing", "x").await.unwrap(), None, "{label}");
+}
+
+#[tokio::test]
+async fn every_escalation_store_keeps_the_same_compare_and_set_contract() {
+    escalation_store_contract(&MemoryEscalationStore::default(), "memory").await;
+    escalation_store_contract(&SqliteIncidentStore::in_memory().unwrap(), "sqlite").await;
+    let (ddb, table) = table().await;
+    escalation_store_contract(&DynamoDbEscalationStore::new(ddb, table, "contract"), "dynamodb").await;
+}
+
+// --- WorkQueue -------------------------------------------------------------------------------
+
+fn item(name: &str) -> WorkItem {
+    let app = AppRef { name: name.into(), namespace: "argocd".into(), project: None };
+    WorkItem::for_app(WorkKind::Sweep, app, Trigger::sweep(), "w1", Utc::now())
+}
+
+/// What either queue hands the worker: the same items, intact; a delay past SQS's 15 minutes is
+/// refused rather than shortened.
+async fn queue_contract<Q: WorkQueue>(queue: &Q, take: impl AsyncFn() -> Vec<WorkItem>, label: &str) {
+    queue.enqueue(&item("one"), Duration::ZERO).await.unwrap();
+    queue.enqueue_batch(&[item("two"), item("three")]).await.unwrap();
+    queue.enqueue_batch(&[]).await.unwrap();
+    assert!(queue.enqueue(&item("late"), Duration::from_secs(901)).await.is_err(), "{label}: over 15 minutes");
+    let mut names: Vec<String> = take().await.into_iter().map(|i| i.app.name).collect();
+    names.sort();
+    assert_eq!(names, ["one", "three", "two"], "{label}");
+}
+
+#[tokio::test]
+async fn both_work_queues_deliver_the_same_items_and_refuse_the_same_delays() {
+    let memory = MemoryQueue::default();
+    queue_contract(&memory, async || memory.take_ready(10), "memory").await;
+
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let url = sqs.create_queue().queue_name(unique("contract")).send().await.unwrap().queue_url.unwrap();
+    let queue = SqsWorkQueue::new(sqs.clone(), url.clone());
+    let take = async || {
+        let mut items = Vec::new();
+        for _ in 0..3 {
+            for m in crate::support::receive(&sqs, &url).await {
+                items.push(WorkItem::parse(m.body.unwrap_or_default().as_bytes(), Utc::now()).unwrap());
+            }
+        }
+        items
+    };
+    queue_contract(&queue, take, "sqs").await;
+}
