@@ -4,6 +4,7 @@ mod dashboard;
 mod golden;
 mod iam;
 mod incidents;
+mod item_layouts;
 mod leases;
 mod pipeline;
 mod retention;

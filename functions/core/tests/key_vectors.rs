@@ -1,0 +1,88 @@
+//! Golden vectors: every key Argo Medic derives, pinned byte for byte.
+//!
+//! Deployed versions have written these keys into DynamoDB, Argo CD's `operation.info`, SQS and
+//! Slack's message metadata. A change to a derivation would orphan every record already written:
+//! an open incident would start its ladder again, a sync already started would be started again,
+//! a Slack parent would be posted twice. So a change here is never a refactoring; it needs a new
+//! scheme (a new prefix or version string) that still reads the old one.
+
+use chrono::{DateTime, TimeZone, Utc};
+use medic_core::decision::HumanAction;
+use medic_core::escalation::action_id;
+use medic_core::event::{AppRef, WorkItem, WorkItemKey, WorkKind};
+use medic_core::{IdempotencyKey, IncidentKey, NotificationEvent, Rung, Trigger};
+
+fn began() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 1, 12, 0, 0).unwrap()
+}
+
+fn incident() -> IncidentKey {
+    IncidentKey {
+        instance: "prod".into(),
+        app: "argocd/payments".into(),
+        revision: "34a1021526089c57744ab3e25ec2f81ca02d37c5".into(),
+        began_at: Some(began()),
+    }
+}
+
+#[test]
+fn incident_ids_are_pinned() {
+    assert_eq!(incident().id(), "inc-0b119947ea18bfc0d15d");
+    assert_eq!(IncidentKey { began_at: None, ..incident() }.id(), "inc-e34f0d77b365c45b4163");
+}
+
+#[test]
+fn idempotency_keys_are_pinned() {
+    let keys: Vec<String> =
+        [Rung::Refresh, Rung::HardRefresh, Rung::Sync, Rung::Escalate].into_iter().map(|r| incident().key_for(r).to_string()).collect();
+    assert_eq!(
+        keys,
+        [
+            "am1-646d72e8d8d026493073ed0ea818f2d9",
+            "am1-c327a471f923282a2f619d6b814489be",
+            "am1-cc0b610c1e4982573f7e48095f440bfb",
+            "am1-a7b48a83e482a66926e76c5ce9a6d047"
+        ]
+    );
+    assert_eq!(incident().key_for_attempt(Rung::Sync, 1), incident().key_for(Rung::Sync), "the first try keeps the original key");
+    assert_eq!(incident().key_for_attempt(Rung::Sync, 2).as_str(), "am1-dc60d601854b77c5cc25222aeaccaed7");
+    assert_eq!(IdempotencyKey::for_human_action("amact-0123456789abcdef0123456789abcdef").as_str(), "am1-2bab65e7cef58b9df709d298d05957fd");
+}
+
+#[test]
+fn button_ids_are_pinned() {
+    let id = incident().id();
+    assert_eq!(action_id(&id, HumanAction::Sync, 0), "amact-5c880e8b4ca2835a91295771ad99ad75");
+    assert_eq!(action_id(&id, HumanAction::Acknowledge, 3), "amact-333ff990dd2f4c7889bdf445861b62e0");
+}
+
+#[test]
+fn work_item_dedupe_keys_are_pinned() {
+    let app = AppRef { name: "payments".into(), namespace: "argocd".into(), project: Some("payments".into()) };
+    let key =
+        |kind, trigger: &str, window: &str| WorkItem::for_app(kind, app.clone(), trigger.parse().unwrap(), window, began()).dedupe_key;
+    assert_eq!(key(WorkKind::Sweep, "sweep", "2026-11-01T12:00:00+00:00"), "sw1-a0da5884c26ad252632740c3e1e1c625");
+    assert_eq!(key(WorkKind::Recheck, "sweep", "recheck-1"), "rc1-4b92aa592fb81416ce212df8b1aa0d31");
+    assert_eq!(key(WorkKind::Requested, "slack-action", "amact-1"), "rq1-0046657271f13a2bf93978564f89bb30");
+    assert_eq!(key(WorkKind::Requested, "requested-refresh", "2026-11-01T12:00:00+00:00"), "rq1-6a1eec131bd94f17863f7ea9d81d773a");
+}
+
+#[test]
+fn notification_dedupe_keys_are_pinned() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../events/webhook/");
+    let key = |file: &str| NotificationEvent::parse(&std::fs::read(format!("{dir}{file}")).unwrap()).unwrap().dedupe_key();
+    assert_eq!(key("hook-failed.json"), "ev1-8bdb6c078c9510343567df7a20a26669");
+    assert_eq!(key("healthy.json"), "ev1-9cb200f6f54cf81b11925b3494cee876");
+}
+
+#[test]
+fn work_item_signatures_are_pinned() {
+    let key = WorkItemKey::new("a-fixed-test-key-of-at-least-thirty-two-bytes").unwrap();
+    let app = AppRef { name: "payments".into(), namespace: "argocd".into(), project: Some("payments".into()) };
+    let mut item = WorkItem::for_app(WorkKind::Requested, app, "slack-action".parse::<Trigger>().unwrap(), "amact-1", began());
+    item.requested_action = Some("amact-0123".into());
+    item.requested_by = Some("slack:U0ALICE001".into());
+    key.sign(&mut item);
+    assert_eq!(item.signature.as_deref(), Some("baaa82972d242bec8fffa8b89dc7f29c8870c6484d0162049e5e2d405b090f97"));
+    assert!(key.verifies(&item));
+}
