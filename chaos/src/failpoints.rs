@@ -15,8 +15,8 @@ use chrono::{DateTime, Utc};
 use medic_core::app::{Application, ApplicationSyncRequest};
 use medic_core::catalogue::Rung;
 use medic_core::event::AppRef;
-use medic_core::idempotency::IdempotencyKey;
 use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
+use medic_core::keys::IdempotencyKey;
 use medic_core::ports::{
     ArgoApi, ArgoError, Begun, Claim, DedupeStore, EscalationStore, IncidentStore, ListQuery, RefreshKind, Seen, StoreError, Versioned,
 };

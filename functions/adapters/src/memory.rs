@@ -8,8 +8,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use medic_core::Application;
 use medic_core::decision::Decision;
-use medic_core::idempotency::IdempotencyKey;
 use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
+use medic_core::keys::IdempotencyKey;
 use medic_core::ports::{Claim, Clock, EscalationError, Escalator, IncidentStore, StoreError};
 
 /// The wall clock.

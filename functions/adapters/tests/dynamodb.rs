@@ -10,8 +10,8 @@ use chrono::{DateTime, TimeZone, Utc};
 use common::{dynamodb, unique};
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
 use medic_core::Rung;
-use medic_core::idempotency::IdempotencyKey;
 use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
+use medic_core::keys::IdempotencyKey;
 use medic_core::ports::{AppLock, Claim, DedupeStore, IncidentStore, Seen};
 
 const APP: &str = "argocd/web";

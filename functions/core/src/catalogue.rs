@@ -12,38 +12,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::decision::{Action, HumanAction};
-
-/// A step of the remediation ladder. An incident climbs its mode's ladder one rung at a time and
-/// never takes the same rung twice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Rung {
-    Refresh,
-    HardRefresh,
-    Sync,
-    Escalate,
-}
-
-impl Rung {
-    pub fn action(self) -> Action {
-        match self {
-            Rung::Refresh => Action::Refresh,
-            Rung::HardRefresh => Action::HardRefresh,
-            Rung::Sync => Action::Sync,
-            Rung::Escalate => Action::Escalate,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rung::Refresh => "refresh",
-            Rung::HardRefresh => "hard_refresh",
-            Rung::Sync => "sync",
-            Rung::Escalate => "escalate",
-        }
-    }
-}
+pub use crate::ladder::Rung;
+use crate::ladder::{Action, HumanAction};
 
 macro_rules! failure_modes {
     ($($variant:ident => $id:literal),+ $(,)?) => {

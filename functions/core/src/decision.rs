@@ -1,55 +1,12 @@
 //! What the policy decides: one action, with the failure mode, the reason and the evidence.
 
-use std::fmt;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::catalogue::FailureMode;
-use crate::idempotency::IdempotencyKey;
-use crate::incident::IncidentKey;
-
-/// The one thing Argo Medic does about an app now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Action {
-    /// Nothing to do.
-    None,
-    /// `GET /api/v1/applications/{name}?refresh=normal`.
-    Refresh,
-    /// `GET /api/v1/applications/{name}?refresh=hard`.
-    HardRefresh,
-    /// `POST /api/v1/applications/{name}/sync` with the plan in [`Decision::sync`].
-    Sync,
-    /// Hand the incident to a human.
-    Escalate,
-    /// Look again after [`Decision::retry_after_secs`].
-    Wait,
-}
-
-impl Action {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::None => "none",
-            Action::Refresh => "refresh",
-            Action::HardRefresh => "hard_refresh",
-            Action::Sync => "sync",
-            Action::Escalate => "escalate",
-            Action::Wait => "wait",
-        }
-    }
-
-    /// True for the actions that call Argo CD to change something.
-    pub fn mutates_argo(self) -> bool {
-        matches!(self, Action::Refresh | Action::HardRefresh | Action::Sync)
-    }
-}
-
-impl fmt::Display for Action {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::keys::IdempotencyKey;
+use crate::keys::IncidentKey;
+pub use crate::ladder::{Action, HumanAction};
 
 /// A fact the decision rests on: which field said what.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,17 +32,6 @@ pub struct SyncPlan {
     /// Why a sync is wanted at all: automated sync policy, or the operator who started the failed
     /// operation.
     pub intent: String,
-}
-
-/// Buttons a human may press on an escalation for this mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HumanAction {
-    Sync,
-    HardRefresh,
-    TerminateOperation,
-    Snooze,
-    Acknowledge,
 }
 
 /// The policy's answer for one app at one moment.

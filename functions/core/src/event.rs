@@ -320,7 +320,6 @@ impl NotificationEvent {
         let op = self.operation.as_ref();
         let t = |o: Option<DateTime<Utc>>| o.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339());
         let parts = [
-            "argo-medic/notification/v1".to_owned(),
             self.qualified_name(),
             self.trigger.as_str().to_owned(),
             s(self.sync.as_ref().and_then(|x| x.status.as_ref())),
@@ -332,7 +331,7 @@ impl NotificationEvent {
             self.reconciled_at.map_or_else(|| "-".to_owned(), |at| episode_of(at).to_string()),
         ];
         let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-        format!("ev1-{}", &crate::idempotency::digest(&refs)[..32])
+        crate::keys::notification_dedupe_key(&refs)
     }
 
     /// The work item that carries this notification to the worker.
@@ -380,16 +379,13 @@ impl WorkItem {
     /// A work item for an app the sweeper (or a recheck) wants looked at. The dedupe key names
     /// the kind and a time window, so the sweeper enqueues one app at most once per window.
     pub fn for_app(kind: WorkKind, app: AppRef, trigger: Trigger, window: &str, now: DateTime<Utc>) -> Self {
-        let dedupe_key = format!(
-            "{}-{}",
-            match kind {
-                WorkKind::Notification => "ev1",
-                WorkKind::Sweep => "sw1",
-                WorkKind::Recheck => "rc1",
-                WorkKind::Requested => "rq1",
-            },
-            &crate::idempotency::digest(&["argo-medic/work/v1", &app.namespace, &app.name, trigger.as_str(), window])[..32]
-        );
+        let prefix = match kind {
+            WorkKind::Notification => "ev1",
+            WorkKind::Sweep => "sw1",
+            WorkKind::Recheck => "rc1",
+            WorkKind::Requested => "rq1",
+        };
+        let dedupe_key = crate::keys::work_dedupe_key(prefix, &app.namespace, &app.name, trigger.as_str(), window);
         WorkItem {
             schema_version: SCHEMA_VERSION,
             kind,

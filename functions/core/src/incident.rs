@@ -5,51 +5,18 @@
 //! the moment the episode began, so the same episode seen twice (a redelivered notification, the
 //! sweeper and a webhook racing) maps to the same incident, and a new episode to a new one.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::catalogue::Rung;
-use crate::idempotency::{IdempotencyKey, digest};
+use crate::keys::IdempotencyKey;
+pub use crate::keys::IncidentKey;
+use crate::ladder::Rung;
 
 /// How long an incident's action records are kept once it has closed. While it is open they
 /// are kept, however long it lasts: they are its ladder, and losing them would start it again
 /// (a second escalation, a second Slack parent). Every `IncidentStore` keeps this rule, and
 /// treats an expired record as absent even where its deletion lags (DynamoDB's TTL).
 pub const ACTION_RETENTION: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
-
-/// The identity of one incident.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct IncidentKey {
-    /// The Argo CD instance id from the configuration.
-    pub instance: String,
-    /// `namespace/name`.
-    pub app: String,
-    /// The revision the app was at when the episode began.
-    pub revision: String,
-    /// When the episode began: the failed operation's start, or the health/sync transition.
-    /// `None` when the Application carries no timestamp for it.
-    pub began_at: Option<DateTime<Utc>>,
-}
-
-impl IncidentKey {
-    /// A short stable id, `inc-` and 20 hex digits of SHA-256 over the four parts.
-    pub fn id(&self) -> String {
-        let began = self.began_at.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339_opts(SecondsFormat::Secs, true));
-        format!("inc-{}", &digest(&["argo-medic/incident/v1", &self.instance, &self.app, &self.revision, &began])[..20])
-    }
-
-    /// The idempotency key of taking `rung` in this incident.
-    pub fn key_for(&self, rung: Rung) -> IdempotencyKey {
-        IdempotencyKey::derive(self, rung)
-    }
-
-    /// The idempotency key of the `attempt`-th try of `rung` in this incident (1 for the first):
-    /// a rung Argo CD refused (another operation running, a sync window) is tried again under a
-    /// fresh key, since its first key is on record as done.
-    pub fn key_for_attempt(&self, rung: Rung, attempt: u32) -> IdempotencyKey {
-        IdempotencyKey::derive_attempt(self, rung, attempt)
-    }
-}
 
 /// How an attempted action turned out, as the actor recorded it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -13,24 +13,9 @@ use crate::app::{Application, ApplicationSyncRequest};
 use crate::decision::Decision;
 use crate::escalation::{HumanActionOutcome, HumanActionRequest};
 use crate::event::AppRef;
-use crate::idempotency::IdempotencyKey;
 use crate::incident::{Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
-
-/// Normal or hard refresh (`?refresh=normal|hard`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RefreshKind {
-    Normal,
-    Hard,
-}
-
-impl RefreshKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RefreshKind::Normal => "normal",
-            RefreshKind::Hard => "hard",
-        }
-    }
-}
+use crate::keys::IdempotencyKey;
+pub use crate::ladder::{BudgetKind, RefreshKind};
 
 /// Filters for listing apps. `fields` is Argo CD's response mask (`items.status.sync.status`, ...).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -217,14 +202,6 @@ pub trait EscalationStore: Send + Sync {
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
     /// Every live record of a group, as `(id, record)`.
     fn list(&self, group: &str) -> impl Future<Output = Result<Vec<(String, Versioned)>, StoreError>> + Send;
-}
-
-/// Which budget an action draws from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BudgetKind {
-    Refresh,
-    HardRefresh,
-    Sync,
 }
 
 /// Out of budget for now.

@@ -17,8 +17,8 @@ use crate::catalogue::{FailureMode, Rung};
 use crate::decision::{Action, Decision};
 use crate::error::PolicyError;
 use crate::event::AppRef;
-use crate::idempotency::IdempotencyKey;
 use crate::incident::{Attempt, DecisionNote, Outcome};
+use crate::keys::IdempotencyKey;
 use crate::policy::DecisionPolicy;
 use crate::ports::{
     ArgoApi, ArgoError, Budget, BudgetKind, Claim, Clock, EscalationError, Escalator, IncidentStore, ListQuery, RefreshKind, StoreError,
@@ -198,20 +198,12 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
             }
             return Ok(out);
         }
-        let rung = match decision.action {
-            Action::Refresh => Rung::Refresh,
-            Action::HardRefresh => Rung::HardRefresh,
-            Action::Sync => Rung::Sync,
-            Action::Escalate => Rung::Escalate,
-            Action::None | Action::Wait => unreachable!("none and wait carry no idempotency key"),
+        // Only rungs carry a key, so a decision with one names a rung.
+        let Some(rung) = Rung::of(decision.action) else {
+            out.result = StepResult::NoAction;
+            return Ok(out);
         };
-        let budget = match rung {
-            Rung::Refresh => Some(BudgetKind::Refresh),
-            Rung::HardRefresh => Some(BudgetKind::HardRefresh),
-            Rung::Sync => Some(BudgetKind::Sync),
-            Rung::Escalate => None,
-        };
-        if let Some(kind) = budget {
+        if let Some(kind) = rung.budget() {
             if let Err(e) = self.budget.acquire(kind).await {
                 out.result = StepResult::Deferred;
                 out.detail = e.to_string();
@@ -292,13 +284,13 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
         out: &mut StepReport,
         refreshed: &mut Option<Application>,
     ) -> Result<Outcome, StepError> {
-        let kind = if rung == Rung::HardRefresh { RefreshKind::Hard } else { RefreshKind::Normal };
+        let kind = rung.refresh().unwrap_or(RefreshKind::Normal);
         let mut verified = false;
         let mut healthy = false;
         // A refresh can be silently dropped (argoproj/argo-cd#28392): verify that reconciledAt
         // moved past the request, and re-request once, with a budget token of its own (one
         // token buys one refresh request; without one left, the refresh stays unverified).
-        let budget = if rung == Rung::HardRefresh { BudgetKind::HardRefresh } else { BudgetKind::Refresh };
+        let budget = rung.budget().unwrap_or(BudgetKind::Refresh);
         for request in 0..2 {
             if request > 0 && self.budget.acquire(budget).await.is_err() {
                 break;

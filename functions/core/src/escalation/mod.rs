@@ -40,7 +40,8 @@ use crate::app::{Application, phase};
 use crate::catalogue::FailureMode;
 use crate::decision::{Decision, Evidence, HumanAction, SyncPlan};
 use crate::event::AppRef;
-use crate::idempotency::{IdempotencyKey, digest};
+use crate::keys::IdempotencyKey;
+pub use crate::keys::{ACTION_ID_PREFIX, action_id};
 
 /// Block Kit limits (Slack's reference pages; docs/argo-cd-behaviour.md §6.1).
 pub mod limits {
@@ -79,9 +80,6 @@ pub mod limits {
 
 /// The `event_type` of the metadata on every message Argo Medic posts.
 pub const METADATA_EVENT_TYPE: &str = "argo_medic_escalation";
-
-/// Prefix of button ids.
-pub const ACTION_ID_PREFIX: &str = "amact-";
 
 /// How far an incident has come, as its parent message shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -291,13 +289,6 @@ pub fn app_url(base: &str, namespace: &str, name: &str) -> String {
     format!("{base}/applications/{namespace}/{name}")
 }
 
-/// The opaque id of the button for `action` in `incident_id`, generation `generation`:
-/// `amact-` and 32 hex digits of SHA-256. Nothing can be read back from it.
-pub fn action_id(incident_id: &str, action: HumanAction, generation: u32) -> String {
-    let action = human_action_name(action);
-    format!("{ACTION_ID_PREFIX}{}", &digest(&["argo-medic/slack-action/v1", incident_id, action, &generation.to_string()])[..32])
-}
-
 /// True when `s` has the shape of an id [`action_id`] makes.
 pub fn is_action_id(s: &str) -> bool {
     s.strip_prefix(ACTION_ID_PREFIX).is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -309,15 +300,9 @@ pub fn human_action_key(action_id: &str) -> IdempotencyKey {
     IdempotencyKey::for_human_action(action_id)
 }
 
-/// The serde name of a human action (`hard_refresh`, ...).
+/// The serde name of a human action (`hard_refresh`, ...): [`HumanAction::as_str`].
 pub fn human_action_name(action: HumanAction) -> &'static str {
-    match action {
-        HumanAction::Sync => "sync",
-        HumanAction::HardRefresh => "hard_refresh",
-        HumanAction::TerminateOperation => "terminate_operation",
-        HumanAction::Snooze => "snooze",
-        HumanAction::Acknowledge => "acknowledge",
-    }
+    action.as_str()
 }
 
 /// What a button stands for, stored under its id.

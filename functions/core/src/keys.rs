@@ -1,6 +1,12 @@
-//! Idempotency keys: the only place they are derived.
+//! Every key Argo Medic derives, and the only place each is derived: incident ids, idempotency
+//! keys, the dedupe keys of notifications and work items, and button ids. All are SHA-256 over
+//! NUL-terminated parts that start with a scheme name and version (`argo-medic/action/v1`), so
+//! no two kinds of key can collide. Deployed versions have written these into DynamoDB, Argo
+//! CD's `operation.info`, SQS and Slack, so `functions/core/tests/key_vectors.rs` pins each byte
+//! for byte: a change is a new scheme, never a refactoring. Nothing here depends on the rest of
+//! the core but the ladder's names.
 //!
-//! A key is `am1-` followed by the first 32 hex digits of SHA-256 over
+//! An idempotency key is `am1-` followed by the first 32 hex digits of SHA-256 over
 //! `argo-medic/action/v1`, the incident id and the ladder rung, each part terminated by a NUL byte.
 //! The incident id in turn hashes the instance, `namespace/name`, the revision and the moment the
 //! episode began (RFC 3339, seconds). Consequences:
@@ -17,8 +23,68 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::catalogue::Rung;
-use crate::incident::IncidentKey;
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use crate::ladder::{HumanAction, Rung};
+
+/// The identity of one incident.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct IncidentKey {
+    /// The Argo CD instance id from the configuration.
+    pub instance: String,
+    /// `namespace/name`.
+    pub app: String,
+    /// The revision the app was at when the episode began.
+    pub revision: String,
+    /// When the episode began: the failed operation's start, or the health/sync transition.
+    /// `None` when the Application carries no timestamp for it.
+    pub began_at: Option<DateTime<Utc>>,
+}
+
+impl IncidentKey {
+    /// A short stable id, `inc-` and 20 hex digits of SHA-256 over the four parts.
+    pub fn id(&self) -> String {
+        let began = self.began_at.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339_opts(SecondsFormat::Secs, true));
+        format!("inc-{}", &digest(&["argo-medic/incident/v1", &self.instance, &self.app, &self.revision, &began])[..20])
+    }
+
+    /// The idempotency key of taking `rung` in this incident.
+    pub fn key_for(&self, rung: Rung) -> IdempotencyKey {
+        IdempotencyKey::derive(self, rung)
+    }
+
+    /// The idempotency key of the `attempt`-th try of `rung` in this incident (1 for the first):
+    /// a rung Argo CD refused (another operation running, a sync window) is tried again under a
+    /// fresh key, since its first key is on record as done.
+    pub fn key_for_attempt(&self, rung: Rung, attempt: u32) -> IdempotencyKey {
+        IdempotencyKey::derive_attempt(self, rung, attempt)
+    }
+}
+
+/// The dedupe key of a notification (`ev1-`): the state it reports and its episode, hashed
+/// (see `NotificationEvent::dedupe_key` for which parts and why).
+pub fn notification_dedupe_key(parts: &[&str]) -> String {
+    let mut all = Vec::with_capacity(parts.len() + 1);
+    all.push("argo-medic/notification/v1");
+    all.extend_from_slice(parts);
+    format!("ev1-{}", &digest(&all)[..32])
+}
+
+/// The dedupe key of a work item that is no notification: `prefix` names its kind (`sw1` sweep,
+/// `rc1` recheck, `rq1` requested, `ev1` a notification looked at again), `window` the time
+/// window or request it belongs to, so one app is enqueued at most once per window.
+pub fn work_dedupe_key(prefix: &str, namespace: &str, name: &str, trigger: &str, window: &str) -> String {
+    format!("{prefix}-{}", &digest(&["argo-medic/work/v1", namespace, name, trigger, window])[..32])
+}
+
+/// The prefix of every button id.
+pub const ACTION_ID_PREFIX: &str = "amact-";
+
+/// The opaque id of the button for `action` in `incident_id`, generation `generation`:
+/// `amact-` and 32 hex digits. Nothing can be read back from it.
+pub fn action_id(incident_id: &str, action: HumanAction, generation: u32) -> String {
+    format!("{ACTION_ID_PREFIX}{}", &digest(&["argo-medic/slack-action/v1", incident_id, action.as_str(), &generation.to_string()])[..32])
+}
 
 /// The key that makes one action of one incident happen at most once.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -67,7 +133,7 @@ impl fmt::Display for IdempotencyKey {
 }
 
 /// Lower-case hex SHA-256 over NUL-terminated parts (so `("ab","c")` and `("a","bc")` differ).
-pub(crate) fn digest(parts: &[&str]) -> String {
+fn digest(parts: &[&str]) -> String {
     let mut h = Sha256::new();
     for p in parts {
         h.update(p.as_bytes());

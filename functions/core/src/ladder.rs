@@ -1,0 +1,183 @@
+//! The remediation ladder's vocabulary, in one place: what the policy may decide ([`Action`]),
+//! the rungs an incident climbs ([`Rung`]), which budget and which refresh each rung takes
+//! ([`BudgetKind`], [`RefreshKind`]), and what a person may press ([`HumanAction`]). One name
+//! table each; nothing here depends on the rest of the core.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The one thing Argo Medic does about an app now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Nothing to do.
+    None,
+    /// `GET /api/v1/applications/{name}?refresh=normal`.
+    Refresh,
+    /// `GET /api/v1/applications/{name}?refresh=hard`.
+    HardRefresh,
+    /// `POST /api/v1/applications/{name}/sync` with the plan in [`Decision::sync`].
+    Sync,
+    /// Hand the incident to a human.
+    Escalate,
+    /// Look again after [`Decision::retry_after_secs`].
+    Wait,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::None => "none",
+            Action::Refresh => "refresh",
+            Action::HardRefresh => "hard_refresh",
+            Action::Sync => "sync",
+            Action::Escalate => "escalate",
+            Action::Wait => "wait",
+        }
+    }
+
+    /// True for the actions that call Argo CD to change something.
+    pub fn mutates_argo(self) -> bool {
+        matches!(self, Action::Refresh | Action::HardRefresh | Action::Sync)
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A step of the remediation ladder. An incident climbs its mode's ladder one rung at a time and
+/// never takes the same rung twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rung {
+    Refresh,
+    HardRefresh,
+    Sync,
+    Escalate,
+}
+
+impl Rung {
+    pub fn action(self) -> Action {
+        match self {
+            Rung::Refresh => Action::Refresh,
+            Rung::HardRefresh => Action::HardRefresh,
+            Rung::Sync => Action::Sync,
+            Rung::Escalate => Action::Escalate,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rung::Refresh => "refresh",
+            Rung::HardRefresh => "hard_refresh",
+            Rung::Sync => "sync",
+            Rung::Escalate => "escalate",
+        }
+    }
+}
+
+impl Rung {
+    /// The rung an action climbs; `None` for the actions that are no rung (`none`, `wait`).
+    pub fn of(action: Action) -> Option<Rung> {
+        match action {
+            Action::Refresh => Some(Rung::Refresh),
+            Action::HardRefresh => Some(Rung::HardRefresh),
+            Action::Sync => Some(Rung::Sync),
+            Action::Escalate => Some(Rung::Escalate),
+            Action::None | Action::Wait => None,
+        }
+    }
+
+    /// The budget taking this rung draws from; an escalation draws from none.
+    pub fn budget(self) -> Option<BudgetKind> {
+        match self {
+            Rung::Refresh => Some(BudgetKind::Refresh),
+            Rung::HardRefresh => Some(BudgetKind::HardRefresh),
+            Rung::Sync => Some(BudgetKind::Sync),
+            Rung::Escalate => None,
+        }
+    }
+
+    /// The refresh this rung requests, if it is one.
+    pub fn refresh(self) -> Option<RefreshKind> {
+        match self {
+            Rung::Refresh => Some(RefreshKind::Normal),
+            Rung::HardRefresh => Some(RefreshKind::Hard),
+            Rung::Sync | Rung::Escalate => None,
+        }
+    }
+}
+
+/// Normal or hard refresh (`?refresh=normal|hard`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RefreshKind {
+    Normal,
+    Hard,
+}
+
+impl RefreshKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefreshKind::Normal => "normal",
+            RefreshKind::Hard => "hard",
+        }
+    }
+}
+
+/// Which budget an action draws from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BudgetKind {
+    Refresh,
+    HardRefresh,
+    Sync,
+}
+
+/// Buttons a human may press on an escalation for this mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HumanAction {
+    Sync,
+    HardRefresh,
+    TerminateOperation,
+    Snooze,
+    Acknowledge,
+}
+
+impl HumanAction {
+    /// The serde name (`hard_refresh`, ...), also part of a button's id.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HumanAction::Sync => "sync",
+            HumanAction::HardRefresh => "hard_refresh",
+            HumanAction::TerminateOperation => "terminate_operation",
+            HumanAction::Snooze => "snooze",
+            HumanAction::Acknowledge => "acknowledge",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rung_is_its_action_and_back_and_names_agree_with_serde() {
+        for rung in [Rung::Refresh, Rung::HardRefresh, Rung::Sync, Rung::Escalate] {
+            assert_eq!(Rung::of(rung.action()), Some(rung));
+            assert_eq!(rung.as_str(), rung.action().as_str());
+            assert_eq!(serde_json::to_value(rung).unwrap(), rung.as_str());
+            assert_eq!(rung.budget().is_some(), rung.action().mutates_argo());
+        }
+        assert_eq!(Rung::of(Action::None), None);
+        assert_eq!(Rung::of(Action::Wait), None);
+        for a in
+            [HumanAction::Sync, HumanAction::HardRefresh, HumanAction::TerminateOperation, HumanAction::Snooze, HumanAction::Acknowledge]
+        {
+            assert_eq!(serde_json::to_value(a).unwrap(), a.as_str());
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The core's modules form no import circle: vocabulary (`ladder`, `keys`, `app`) at the bottom,
+//! the catalogue and decisions above it, the policy and the per-app step on top. A circle is how
+//! scattered vocabulary shows (it once ran catalogue → decision → idempotency → incident →
+//! catalogue); this test reads the sources and fails on any.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Module name → the modules of the crate it refers to (`crate::<module>`), comments ignored.
+fn imports() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut graph = BTreeMap::new();
+    for entry in walk(&src) {
+        let rel = entry.strip_prefix(&src).unwrap();
+        let module = rel.iter().next().unwrap().to_string_lossy().trim_end_matches(".rs").to_owned();
+        if module == "lib" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&entry).unwrap();
+        let deps: &mut BTreeSet<String> = graph.entry(module.clone()).or_default();
+        for line in text.lines().map(str::trim_start).filter(|l| !l.starts_with("//")) {
+            for part in line.split("crate::").skip(1) {
+                let name: String = part.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                if !name.is_empty() && name != module && name.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {
+                    deps.insert(name);
+                }
+            }
+        }
+    }
+    graph
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// A circle through `start`, if any (depth-first search over the graph).
+fn circle(graph: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<String>> {
+    fn visit(
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        node: &str,
+        path: &mut Vec<String>,
+        start: &str,
+        seen: &mut BTreeSet<String>,
+    ) -> bool {
+        for next in graph.get(node).into_iter().flatten() {
+            if next == start {
+                path.push(next.clone());
+                return true;
+            }
+            if seen.insert(next.clone()) {
+                path.push(next.clone());
+                if visit(graph, next, path, start, seen) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    let mut path = vec![start.to_owned()];
+    visit(graph, start, &mut path, start, &mut BTreeSet::new()).then_some(path)
+}
+
+#[test]
+fn the_core_modules_import_no_circle() {
+    let graph = imports();
+    assert!(graph.contains_key("policy") && graph.contains_key("keys"), "the walk found the modules: {:?}", graph.keys());
+    for module in graph.keys() {
+        if let Some(c) = circle(&graph, module) {
+            panic!("import circle: {}", c.join(" → "));
+        }
+    }
+    assert!(graph["ladder"].is_empty(), "the ladder's vocabulary depends on nothing: {:?}", graph["ladder"]);
+    assert_eq!(graph["keys"], BTreeSet::from(["ladder".to_owned()]), "key derivations depend on the ladder's names only");
+}
