@@ -637,6 +637,14 @@ async fn a_signed_click_enqueues_one_action_and_the_worker_performs_it_once_even
         sync_body["infos"].as_array().unwrap().iter().any(|i| i["value"] == key.as_str()),
         "the sync carries its idempotency key: {sync_body}"
     );
+    // The same infos as an automatic sync, the incident's start among them: without it, a failed
+    // sync would open a new incident (a new ladder, a second Slack parent).
+    let names: Vec<&str> = sync_body["infos"].as_array().unwrap().iter().filter_map(|i| i["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        ["argo-medic.io/idempotency-key", "argo-medic.io/incident", "argo-medic.io/failure-mode", "argo-medic.io/incident-began"],
+        "{sync_body}"
+    );
     assert_eq!(sync_body["prune"], false);
     let parent_now = stack.slack.message(CH, &parent.ts).unwrap();
     assert!(text_of(&parent_now).contains("Remediating"), "{}", text_of(&parent_now));

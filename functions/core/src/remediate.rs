@@ -337,25 +337,15 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
             return Ok(Outcome::Succeeded);
         }
         let plan = decision.sync.as_ref().expect("a sync decision carries its plan");
-        let incident = decision.incident.as_ref().map(|i| i.id()).unwrap_or_default();
-        let began = decision.incident.as_ref().and_then(|i| i.began_at).map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-        let request = ApplicationSyncRequest {
-            name: app.metadata.name.clone(),
-            revision: plan.revision.clone(),
-            prune: plan.prune,
-            sync_options: (!plan.sync_options.is_empty()).then(|| SyncOptions { items: plan.sync_options.clone() }),
-            infos: vec![
-                Info { name: IDEMPOTENCY_INFO_NAME.into(), value: key.to_string() },
-                Info { name: INCIDENT_INFO_NAME.into(), value: incident },
-                Info { name: REASON_INFO_NAME.into(), value: decision.failure_mode.to_string() },
-            ]
-            .into_iter()
-            .chain(began.map(|value| Info { name: INCIDENT_BEGAN_INFO_NAME.into(), value }))
-            .collect(),
-            project: app.spec.project.clone(),
-            app_namespace: app.metadata.namespace.clone(),
-            ..ApplicationSyncRequest::default()
-        };
+        let incident = decision.incident.as_ref();
+        let request = sync_request(
+            app,
+            plan,
+            key,
+            &incident.map(|i| i.id()).unwrap_or_default(),
+            incident.and_then(|i| i.began_at),
+            decision.failure_mode,
+        );
         out.argo_calls += 1;
         match self.argo.sync(app_ref, &request).await {
             Ok(_) => {
@@ -396,6 +386,39 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
         self.escalator.escalate(app, decision).await?;
         out.result = StepResult::Escalated;
         Ok(Outcome::Succeeded)
+    }
+}
+
+/// The sync request for `plan`, the only place one is built: automatic syncs and a person's sync
+/// from an escalation carry the same `infos`: the idempotency key (how a retry finds the sync it
+/// already started), the incident, the failure mode, and when the incident began (how the
+/// incident survives the operation the sync creates; without it a failed sync would open a new
+/// incident, with a new ladder and a second Slack parent).
+pub fn sync_request(
+    app: &Application,
+    plan: &crate::decision::SyncPlan,
+    key: &IdempotencyKey,
+    incident_id: &str,
+    incident_began: Option<chrono::DateTime<chrono::Utc>>,
+    failure_mode: crate::catalogue::FailureMode,
+) -> ApplicationSyncRequest {
+    let began = incident_began.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    ApplicationSyncRequest {
+        name: app.metadata.name.clone(),
+        revision: plan.revision.clone(),
+        prune: plan.prune,
+        sync_options: (!plan.sync_options.is_empty()).then(|| SyncOptions { items: plan.sync_options.clone() }),
+        infos: [
+            Info { name: IDEMPOTENCY_INFO_NAME.into(), value: key.to_string() },
+            Info { name: INCIDENT_INFO_NAME.into(), value: incident_id.to_owned() },
+            Info { name: REASON_INFO_NAME.into(), value: failure_mode.to_string() },
+        ]
+        .into_iter()
+        .chain(began.map(|value| Info { name: INCIDENT_BEGAN_INFO_NAME.into(), value }))
+        .collect(),
+        project: app.spec.project.clone(),
+        app_namespace: app.metadata.namespace.clone(),
+        ..ApplicationSyncRequest::default()
     }
 }
 

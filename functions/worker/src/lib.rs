@@ -17,14 +17,12 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use chrono::Utc;
 use futures::future::join_all;
 use medic_adapters::telemetry::Metrics;
-use medic_core::app::{ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, Info, SyncOptions};
 use medic_core::decision::HumanAction;
 use medic_core::escalation::{self, HumanActionOutcome, HumanActionRequest, IncidentState};
 use medic_core::event::{WorkItem, WorkKind};
 use medic_core::ports::{
     AppLock, ArgoApi, ArgoError, Begun, Budget, BudgetKind, Clock, DedupeStore, Escalator, IncidentStore, RefreshKind, Seen, WorkQueue,
 };
-use medic_core::remediate::{INCIDENT_INFO_NAME, REASON_INFO_NAME};
 use medic_core::remediate::{Remediator, StepError, StepResult};
 use medic_core::switch::{FixedSwitch, Mode, Switch};
 use medic_core::{DecisionPolicy, FailureMode, Trigger};
@@ -604,20 +602,14 @@ where
                 let Some(plan) = request.sync.clone() else {
                     return Ok(refused("not performed: this button carries no sync plan".into()));
                 };
-                let sync = ApplicationSyncRequest {
-                    name: current.metadata.name.clone(),
-                    revision: plan.revision.clone(),
-                    prune: plan.prune,
-                    sync_options: (!plan.sync_options.is_empty()).then(|| SyncOptions { items: plan.sync_options.clone() }),
-                    infos: vec![
-                        Info { name: IDEMPOTENCY_INFO_NAME.into(), value: request.idempotency_key.to_string() },
-                        Info { name: INCIDENT_INFO_NAME.into(), value: request.incident_id.clone() },
-                        Info { name: REASON_INFO_NAME.into(), value: request.failure_mode.to_string() },
-                    ],
-                    project: current.spec.project.clone(),
-                    app_namespace: current.metadata.namespace.clone(),
-                    ..ApplicationSyncRequest::default()
-                };
+                let sync = medic_core::remediate::sync_request(
+                    &current,
+                    &plan,
+                    &request.idempotency_key,
+                    &request.incident_id,
+                    request.incident_began,
+                    request.failure_mode,
+                );
                 let revision = if plan.revision.is_empty() { "the target revision".to_owned() } else { plan.revision.clone() };
                 match self.argo.sync(app, &sync).await {
                     Ok(_) => done(IncidentState::Remediating, format!("sync started to {revision}, prune {}", plan.prune)),

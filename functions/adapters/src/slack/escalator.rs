@@ -253,6 +253,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 sync: if b.action == HumanAction::Sync { sync.clone() } else { None },
                 idempotency_key: escalation::human_action_key(&b.id),
                 offered_at: at,
+                incident_began: facts.incident_began,
             };
             // Created once; a retry finds it there (same content).
             self.save("action", &b.id, &request, None, self.settings.action_ttl).await?;

@@ -656,6 +656,7 @@ mod tests {
         IncidentFacts {
             instance: "prod".into(),
             incident_id: "inc-0123456789abcdef0123".into(),
+            incident_began: None,
             name: "payments".into(),
             namespace: "argocd".into(),
             project: "payments".into(),

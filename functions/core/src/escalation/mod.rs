@@ -157,6 +157,10 @@ pub struct IncidentFacts {
     pub operation_phase: String,
     #[serde(default)]
     pub operation_started_at: Option<DateTime<Utc>>,
+    /// When the incident's episode began (the incident id hashes it): a person's sync carries it
+    /// in `infos`, so the incident survives the operation that sync creates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incident_began: Option<DateTime<Utc>>,
     pub reason: String,
     #[serde(default)]
     pub evidence: Vec<Evidence>,
@@ -230,6 +234,7 @@ impl IncidentFacts {
         Self {
             instance,
             incident_id,
+            incident_began: decision.incident.as_ref().and_then(|i| i.began_at),
             name: app.metadata.name.clone(),
             namespace: app.metadata.namespace.clone(),
             project: app.spec.project.clone(),
@@ -320,6 +325,10 @@ pub struct HumanActionRequest {
     /// Carried by the sync in Argo CD's `infos`.
     pub idempotency_key: IdempotencyKey,
     pub offered_at: DateTime<Utc>,
+    /// When the incident's episode began (see [`IncidentFacts::incident_began`]); absent on
+    /// buttons offered by earlier releases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incident_began: Option<DateTime<Utc>>,
 }
 
 /// How a human action turned out, for the incident's thread and state.
