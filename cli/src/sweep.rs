@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
 use medic_core::Trigger;
+use medic_core::alerts;
 use medic_core::event::AppRef;
 use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, Escalator, IncidentStore};
 use medic_core::remediate::{Remediator, StepError, StepReport, StepResult};
-use medic_core::sweep::{SweepScope, plan, unauthenticated_alert};
+use medic_core::sweep::{SweepScope, plan};
 use serde::Serialize;
 
 /// What to sweep and how.
@@ -75,7 +76,7 @@ where
     let plan = plan(&listed, &open, &opts.scope);
     if let Some(o) = &plan.outage {
         if !r.dry_run {
-            r.escalator.alert(&o.alert()).await.ok();
+            r.escalator.alert(&alerts::outage(o)).await.ok();
         }
     }
     let candidates: Vec<AppRef> = plan.looks().cloned().collect();
@@ -121,7 +122,7 @@ where
 
 /// A rejected token stops the sweep and raises exactly one alert: every further call would fail.
 async fn unauthenticated<A, S, E: Escalator, B, C, W>(r: &Remediator<'_, A, S, E, B, C, W>, e: ArgoError) -> SweepError {
-    r.escalator.alert(&unauthenticated_alert(&e)).await.ok();
+    r.escalator.alert(&alerts::unauthenticated(&e)).await.ok();
     SweepError::Unauthenticated(e)
 }
 

@@ -1,5 +1,6 @@
 //! Argo Medic's pure core.
 //!
+//! - [`alerts`]: alerts about the service itself, worded once and told once;
 //! - [`app`]: the Argo CD Application types we read (tolerant of absent and unknown fields);
 //! - [`catalogue`]: the failure-mode catalogue, the single home of Argo CD's literal messages;
 //! - [`policy`]: classification and the decision policy, a pure function of its inputs;
@@ -14,6 +15,7 @@
 //! This crate does no I/O and reads no clock; its Cargo.toml admits no async, HTTP, AWS or Lambda
 //! crate, so the compiler keeps it that way.
 
+pub mod alerts;
 pub mod app;
 pub mod catalogue;
 pub mod config;

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use crate::app::{Application, sync_status};
 use crate::event::AppRef;
-use crate::ports::{ArgoError, ListQuery};
+use crate::ports::ListQuery;
 
 /// The `fields` mask for listing: only keys the List endpoint honours (docs/argo-cd-behaviour.md §1.6), and
 /// only those candidate selection reads. `status.operationState.phase` is what shows a failed
@@ -45,16 +45,6 @@ pub fn needs_look(item: &Application) -> bool {
 pub struct Outage {
     pub unknown: usize,
     pub listed: usize,
-}
-
-impl Outage {
-    /// The one alert an outage raises.
-    pub fn alert(&self) -> String {
-        format!(
-            "{} of {} apps cannot be compared with Git (sync status Unknown): a Git or repo-server outage is likely. Per-app actions on those apps are suspended until Argo CD compares them again.",
-            self.unknown, self.listed
-        )
-    }
 }
 
 /// Detects an outage: at least `min_apps` apps and `min_percent` of the fleet `Unknown`.
@@ -137,12 +127,6 @@ pub fn plan(listed: &[Application], open: &BTreeSet<String>, scope: &SweepScope)
         .map(|(namespace, name)| AppRef { name: name.to_owned(), namespace: namespace.to_owned(), project: None })
         .collect();
     SweepPlan { listed: listed.len(), outage, candidates, unlisted, suspended }
-}
-
-/// The alert for a token Argo CD rejects: every further call would fail, so the sweep (or the
-/// worker) stops and says so once.
-pub fn unauthenticated_alert(e: &ArgoError) -> String {
-    format!("Argo Medic cannot act: {e}. Mint a new token for its account and update the secret.")
 }
 
 #[cfg(test)]
@@ -233,7 +217,7 @@ mod tests {
         assert_eq!(p.outage, Some(Outage { unknown: 30, listed: 40 }));
         assert_eq!(p.suspended, 30);
         assert_eq!(p.candidates.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["degraded"]);
-        assert!(p.outage.unwrap().alert().starts_with("30 of 40 apps cannot be compared with Git"));
+        assert!(crate::alerts::outage(&p.outage.unwrap()).starts_with("30 of 40 apps cannot be compared with Git"));
     }
 
     #[test]

@@ -10,9 +10,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use medic_adapters::telemetry::Metrics;
 use medic_core::Trigger;
+use medic_core::alerts::{self, WhenUnsure};
 use medic_core::event::{WorkItem, WorkKind};
 use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, Escalator, IncidentStore, Seen, WorkQueue};
-use medic_core::sweep::{SweepScope, plan, unauthenticated_alert};
+use medic_core::sweep::{SweepScope, plan};
 use serde::Serialize;
 
 /// Sweeper settings.
@@ -117,9 +118,16 @@ where
             Ok(items) => items,
             Err(e @ ArgoError::Unauthenticated(_)) => {
                 self.metrics.count("ArgoUnauthenticated", None, 1.0);
-                if self.once(&format!("alert-unauthenticated-{}", now.format("%Y%m%d%H")), Duration::from_secs(3600)).await {
-                    self.escalator.alert(&unauthenticated_alert(&e)).await.ok();
-                }
+                let key = alerts::hourly("unauthenticated", now);
+                alerts::once(
+                    &self.dedupe,
+                    &self.escalator,
+                    &key,
+                    Duration::from_secs(3600),
+                    &alerts::unauthenticated(&e),
+                    WhenUnsure::Skip,
+                )
+                .await;
                 return Err(e.into());
             }
             Err(e) => return Err(e.into()),
@@ -128,9 +136,8 @@ where
         let plan = plan(&listed, &open, &self.config.scope);
         if let Some(o) = &plan.outage {
             self.metrics.count("Outages", None, 1.0);
-            if self.once(&format!("alert-outage-{window}"), self.config.recheck_interval).await {
-                self.escalator.alert(&o.alert()).await.ok();
-            }
+            let key = format!("alert-outage-{window}");
+            alerts::once(&self.dedupe, &self.escalator, &key, self.config.recheck_interval, &alerts::outage(o), WhenUnsure::Skip).await;
         }
         let trigger = Trigger::sweep();
         let mut run = SweepRun {
@@ -170,10 +177,6 @@ where
             "sweep done"
         );
         Ok(run)
-    }
-
-    async fn once(&self, key: &str, ttl: Duration) -> bool {
-        matches!(self.dedupe.first_sighting(key, ttl).await, Ok(Seen::New))
     }
 }
 

@@ -17,11 +17,12 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use chrono::Utc;
 use futures::future::join_all;
 use medic_adapters::telemetry::Metrics;
+use medic_core::alerts::{self, WhenUnsure};
 use medic_core::decision::HumanAction;
 use medic_core::escalation::{self, HumanActionOutcome, HumanActionRequest, IncidentState};
 use medic_core::event::{WorkItem, WorkKind};
 use medic_core::ports::{
-    AppLock, ArgoApi, ArgoError, Begun, Budget, BudgetKind, Clock, DedupeStore, Escalator, IncidentStore, RefreshKind, Seen, WorkQueue,
+    AppLock, ArgoApi, ArgoError, Begun, Budget, BudgetKind, Clock, DedupeStore, Escalator, IncidentStore, RefreshKind, WorkQueue,
 };
 use medic_core::remediate::{Remediator, StepError, StepResult};
 use medic_core::switch::{FixedSwitch, Mode, Switch};
@@ -667,12 +668,10 @@ where
         let Some(problem) = self.switch.take_alert() else { return };
         self.metrics.count("SwitchUnreadable", None, 1.0);
         tracing::error!(problem = %problem, "the switch cannot be read; failing closed");
-        let key = format!("alert-switch-{}", self.clock.now().format("%Y%m%d%H"));
+        let key = alerts::hourly("switch", self.clock.now());
         // The marker lives in the same table the switch does: when it cannot be written either,
         // this container tells anyway (once, the switch hands its alert out once).
-        if matches!(self.dedupe.first_sighting(&key, Duration::from_secs(3600)).await, Ok(Seen::New) | Err(_)) {
-            self.escalator.alert(&problem).await.ok();
-        }
+        alerts::once(&self.dedupe, &self.escalator, &key, Duration::from_secs(3600), &problem, WhenUnsure::Tell).await;
     }
 
     /// One alert per hour about a rejected token, however many messages hit it.
@@ -680,9 +679,7 @@ where
         if !self.may_post().await {
             return;
         }
-        let key = format!("alert-unauthenticated-{}", self.clock.now().format("%Y%m%d%H"));
-        if matches!(self.dedupe.first_sighting(&key, Duration::from_secs(3600)).await, Ok(Seen::New)) {
-            self.escalator.alert(&medic_core::sweep::unauthenticated_alert(e)).await.ok();
-        }
+        let key = alerts::hourly("unauthenticated", self.clock.now());
+        alerts::once(&self.dedupe, &self.escalator, &key, Duration::from_secs(3600), &alerts::unauthenticated(e), WhenUnsure::Skip).await;
     }
 }

@@ -1,0 +1,71 @@
+//! Alerts about the service itself (not about an app): what they say, and telling each once
+//! across every container, with a marker in the dedupe store. The worker, the sweeper and
+//! `medic sweep` raise them; this is the only place that words them or decides "once".
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::ports::{ArgoError, DedupeStore, Escalator, Seen};
+use crate::sweep::Outage;
+
+/// A token Argo CD rejects: every further call would fail until someone replaces it.
+pub fn unauthenticated(e: &ArgoError) -> String {
+    format!("Argo Medic cannot act: {e}. Mint a new token for its account and update the secret.")
+}
+
+/// A fleet-wide `Unknown`: Git or the repo-server is likely down.
+pub fn outage(o: &Outage) -> String {
+    format!(
+        "{} of {} apps cannot be compared with Git (sync status Unknown): a Git or repo-server outage is likely. Per-app actions on those apps are suspended until Argo CD compares them again.",
+        o.unknown, o.listed
+    )
+}
+
+/// The marker of an alert told at most once an hour (`alert-<kind>-<YYYYMMDDHH>`).
+pub fn hourly(kind: &str, now: DateTime<Utc>) -> String {
+    format!("alert-{kind}-{}", now.format("%Y%m%d%H"))
+}
+
+/// What to do when the marker cannot be written (the store is down).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenUnsure {
+    /// Tell anyway: the alert is about the store itself, and silence would be worse than a repeat.
+    Tell,
+    /// Stay silent: a repeat is likely, since every message meeting the problem would tell.
+    Skip,
+}
+
+/// Tells `text` unless the marker `key` was set within `ttl`; true when it was told. An escalator
+/// error is logged by the escalator and not retried: the next marker period tells again.
+pub async fn once<D: DedupeStore, E: Escalator>(
+    dedupe: &D,
+    escalator: &E,
+    key: &str,
+    ttl: Duration,
+    text: &str,
+    unsure: WhenUnsure,
+) -> bool {
+    let tell = match dedupe.first_sighting(key, ttl).await {
+        Ok(Seen::New) => true,
+        Ok(Seen::Duplicate) => false,
+        Err(_) => unsure == WhenUnsure::Tell,
+    };
+    if tell {
+        escalator.alert(text).await.ok();
+    }
+    tell
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn hourly_markers_change_on_the_hour() {
+        let t = Utc.with_ymd_and_hms(2026, 11, 30, 23, 59, 59).unwrap();
+        assert_eq!(hourly("switch", t), "alert-switch-2026113023");
+        assert_ne!(hourly("switch", t), hourly("switch", t + chrono::Duration::seconds(1)));
+    }
+}
