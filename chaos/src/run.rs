@@ -370,6 +370,8 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         ("MEDIC_MAX_RECEIVE_COUNT", MAX_RECEIVE_COUNT.to_string()),
         ("MEDIC_RECHECK_SECONDS", t.sweep_window.as_secs().to_string()),
         ("MEDIC_WORKER_MAX_CONCURRENCY", o.workers.to_string()),
+        // Read by the chaos worker process only: the worker's waits that no setting reaches.
+        (crate::worker::SCALE_VAR, t.scale.to_string()),
         // Budgets are rates: a time scaled down by the factor scales them up by it.
         ("MEDIC_REFRESH_PER_MINUTE", (BudgetRates::default().refresh_per_minute as u64 * t.scale).to_string()),
         ("MEDIC_HARD_REFRESH_PER_MINUTE", (BudgetRates::default().hard_refresh_per_minute as u64 * t.scale).to_string()),

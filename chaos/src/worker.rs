@@ -20,6 +20,20 @@ pub struct Invocation {
     pub event: SqsEvent,
 }
 
+/// The time scale of the run, for the worker's own waits that no setting reaches.
+pub const SCALE_VAR: &str = "MEDIC_CHAOS_SCALE";
+
+/// The worker's waits that `LambdaWorker::from_env` takes from code, not from settings, divided
+/// by the run's scale like every other timing: the retry after "another worker is acting on this
+/// app" (30 s), how long a handled item is remembered (1 h) and a snooze (4 h).
+fn scaled(mut config: medic_worker::WorkerConfig, scale: u32) -> medic_worker::WorkerConfig {
+    let s = |d: std::time::Duration| (d / scale.max(1)).max(std::time::Duration::from_secs(1));
+    config.busy_delay = s(config.busy_delay);
+    config.dedupe_ttl = s(config.dedupe_ttl).max(config.dedupe_lease);
+    config.snooze = s(config.snooze);
+    config
+}
+
 /// The line a worker prints once it is initialised (Lambda's first `/next`).
 pub const READY: &str = "CHAOS-READY";
 
@@ -30,8 +44,9 @@ pub async fn run() -> anyhow::Result<()> {
         .init();
     let env = LambdaEnv::load().await?;
     let built = LambdaWorker::from_env(&env).await?;
+    let scale = std::env::var(SCALE_VAR).ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let worker = Worker {
-        config: built.config,
+        config: scaled(built.config, scale),
         argo: Failpoint(built.argo),
         store: Failpoint(built.store),
         dedupe: Failpoint(built.dedupe),
