@@ -68,4 +68,9 @@ mod tests {
         assert_eq!(hourly("switch", t), "alert-switch-2026113023");
         assert_ne!(hourly("switch", t), hourly("switch", t + chrono::Duration::seconds(1)));
     }
+
+    #[test]
+    fn an_outage_alert_names_the_count_and_the_fleet() {
+        assert!(outage(&Outage { unknown: 30, listed: 40 }).starts_with("30 of 40 apps cannot be compared with Git"));
+    }
 }
