@@ -117,6 +117,22 @@ async fn dedupe_contract<D: DedupeStore>(store: &D, label: &str) {
     store.forget(&marker).await.unwrap();
     assert_eq!(store.first_sighting(&marker, hour).await.unwrap(), Seen::New, "{label}: forgotten");
 
+    // Which markers are set, many at once (more than one DynamoDB batch), expired ones not.
+    let many: Vec<String> = (0..150).map(|i| format!("{marker}-{i}")).collect();
+    for k in many.iter().step_by(3) {
+        store.first_sighting(k, hour).await.unwrap();
+    }
+    store.first_sighting(&format!("{marker}-short"), Duration::from_secs(1)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let mut asked = many.clone();
+    asked.push(format!("{marker}-short"));
+    asked.push(marker.clone());
+    let found = store.marked(&asked).await.unwrap();
+    let mut expected: std::collections::BTreeSet<String> = many.iter().step_by(3).cloned().collect();
+    expected.insert(marker.clone());
+    assert_eq!(found, expected, "{label}: set and unexpired markers only");
+    assert!(store.marked(&[]).await.unwrap().is_empty(), "{label}");
+
     // One delivery owns a work item; another waits; the owner's own retry still owns it.
     let item = unique("item");
     assert_eq!(store.begin(&item, "m1#1", hour).await.unwrap(), Begun::Owned, "{label}");

@@ -135,6 +135,14 @@ impl Intercept for CallLog {
                     }
                     return Ok(());
                 }
+                // Batch reads name their tables as the keys of `RequestItems`: one call, one
+                // authorisation per table.
+                if let Some(b) = input.downcast_ref::<batch_get_item::BatchGetItemInput>() {
+                    for table in b.request_items().into_iter().flat_map(|items| items.keys()) {
+                        self.record("dynamodb:BatchGetItem".into(), Some(table));
+                    }
+                    return Ok(());
+                }
                 let table = table_of!(
                     get_item::GetItemInput,
                     put_item::PutItemInput,

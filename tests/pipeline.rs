@@ -502,6 +502,28 @@ async fn the_sweeper_enqueues_what_no_notification_reported_once_per_window() {
     assert!(sim.counts().refresh >= 3 && sim.counts().sync >= 3, "{:?}", sim.counts());
 }
 
+/// MissedNotifications (issue 10): the apps in trouble that no notification reported are what
+/// the sweeper exists for, and it counts them, each once a day. A notified app is not counted,
+/// even when, as here (a dry run), handling it opened no incident.
+#[tokio::test]
+async fn the_sweeper_counts_the_apps_in_trouble_no_notification_reported_once_a_day() {
+    let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
+    let mut worker = stack.worker(&sim, stack.store());
+    worker.config.dry_run = true;
+    let ingest = stack.ingest(&sim);
+    assert_eq!(ingest.handle(lambda_request("webhook-sync-failed.json")).await.status(), 202);
+    assert_eq!(stack.poll(&worker).await, (1, vec![]));
+    assert!(stack.store().open_incidents().await.unwrap().is_empty(), "a dry run opens no incident");
+
+    let sweeper = stack.sweeper(&sim);
+    let first = sweeper.run().await.unwrap();
+    assert!(first.candidates > 10, "{first:?}");
+    assert_eq!(first.missed_notifications, first.candidates - 1, "every app in trouble but the notified one: {first:?}");
+    assert_eq!(sweeper.metrics.total("MissedNotifications"), first.missed_notifications as f64);
+    let second = sweeper.run().await.unwrap();
+    assert_eq!(second.missed_notifications, 0, "each app once a day: {second:?}");
+}
+
 #[tokio::test]
 async fn an_incident_of_an_app_deleted_from_argo_cd_is_closed_by_the_next_sweep_not_left_open() {
     let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);

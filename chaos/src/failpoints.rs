@@ -76,6 +76,9 @@ impl<T: DedupeStore> DedupeStore for Failpoint<T> {
     async fn end(&self, key: &str, owner: &str, handled: bool, ttl: Duration) -> Result<(), StoreError> {
         self.0.end(key, owner, handled, ttl).await
     }
+    async fn marked(&self, keys: &[String]) -> Result<std::collections::BTreeSet<String>, StoreError> {
+        self.0.marked(keys).await
+    }
 }
 
 impl<T: IncidentStore> IncidentStore for Failpoint<T> {

@@ -261,6 +261,12 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
         }
         Ok(())
     }
+
+    async fn marked(&self, keys: &[String]) -> Result<std::collections::BTreeSet<String>, StoreError> {
+        let now = Utc::now();
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(keys.iter().filter(|k| seen.get(k.as_str()).is_some_and(|expires| *expires > now)).cloned().collect())
+    }
 }
 
 /// Per-app locks in a map, with expiry.

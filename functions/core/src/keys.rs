@@ -77,6 +77,18 @@ pub fn work_dedupe_key(prefix: &str, namespace: &str, name: &str, trigger: &str,
     format!("{prefix}-{}", &digest(&["argo-medic/work/v1", namespace, name, trigger, window])[..32])
 }
 
+/// The marker the worker sets when a notification reports `app` (`namespace/name`), one per
+/// hour: the sweeper reads this hour's and the previous one's to tell which apps in trouble no
+/// notification reported (`MissedNotifications`).
+pub fn notified_marker(app: &str, at: DateTime<Utc>) -> String {
+    format!("notified-{app}-{}", at.format("%Y%m%d%H"))
+}
+
+/// The marker that counts an app as missed by notifications at most once a day.
+pub fn missed_marker(app: &str, at: DateTime<Utc>) -> String {
+    format!("missed-{app}-{}", at.format("%Y%m%d"))
+}
+
 /// The prefix of every button id.
 pub const ACTION_ID_PREFIX: &str = "amact-";
 

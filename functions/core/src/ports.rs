@@ -278,6 +278,9 @@ pub trait DedupeStore: Send + Sync {
     /// duplicates); otherwise the record is removed so a redelivery is handled at once. Does
     /// nothing when another delivery has taken the record over.
     fn end(&self, dedupe_key: &str, owner: &str, handled: bool, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Which of `keys` are marked now (by [`DedupeStore::first_sighting`], not expired). Reads
+    /// only, many keys per call: the sweeper asks about every app in trouble at once.
+    fn marked(&self, keys: &[String]) -> impl Future<Output = Result<std::collections::BTreeSet<String>, StoreError>> + Send;
 }
 
 /// A per-app lock so no two workers act on one app at the same time.
@@ -414,6 +417,9 @@ impl<T: DedupeStore> DedupeStore for Arc<T> {
     }
     fn end(&self, dedupe_key: &str, owner: &str, handled: bool, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).end(dedupe_key, owner, handled, ttl)
+    }
+    fn marked(&self, keys: &[String]) -> impl Future<Output = Result<std::collections::BTreeSet<String>, StoreError>> + Send {
+        (**self).marked(keys)
     }
 }
 

@@ -59,6 +59,10 @@ pub struct WorkerConfig {
     pub max_receive_count: u32,
 }
 
+/// How long a notification's marker lives: the hour it was set in and the next, the two hours
+/// the sweeper reads.
+pub const NOTIFIED_MEMORY: Duration = Duration::from_secs(2 * 3600);
+
 /// Lambda's default worker timeout (template.yaml's `WorkerTimeout`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -273,6 +277,14 @@ where
                     // Never dropped: the queue offers it again, and once the holder's lease has
                     // run out (it was killed) this delivery takes over.
                     return Err(MessageError::Retry(format!("another delivery is handling it until {until}")));
+                }
+            }
+            if item.kind == WorkKind::Notification {
+                // For the sweeper's MissedNotifications: this app was reported. Best effort: a
+                // marker that could not be written only makes the metric count one app too many.
+                let marker = medic_core::keys::notified_marker(&app, self.clock.now());
+                if let Err(e) = self.dedupe.first_sighting(&marker, NOTIFIED_MEMORY).await {
+                    tracing::warn!(error = %e, "could not mark the app as notified");
                 }
             }
             let result = match self.locked(&item, &app, &message_id).await {

@@ -26,6 +26,53 @@ impl DedupeStore for DynamoDbStore {
         }
     }
 
+    /// `BatchGetItem` in chunks of 100 keys (DynamoDB's limit); keys DynamoDB leaves unprocessed
+    /// (throttling) are asked again, a few times, then the read fails rather than answer wrongly.
+    async fn marked(&self, keys: &[String]) -> Result<std::collections::BTreeSet<String>, StoreError> {
+        use aws_sdk_dynamodb::types::KeysAndAttributes;
+        let now = Utc::now().timestamp();
+        let by_pk: HashMap<String, &String> = keys.iter().map(|k| (self.dedupe_pk(k), k)).collect();
+        let pks: Vec<&String> = by_pk.keys().collect();
+        let mut found = std::collections::BTreeSet::new();
+        for chunk in pks.chunks(100) {
+            let key_items: Vec<Item> =
+                chunk.iter().map(|pk| Item::from([("pk".to_owned(), s(*pk)), ("sk".to_owned(), s(SINGLETON_SK))])).collect();
+            let mut request = KeysAndAttributes::builder()
+                .set_keys(Some(key_items))
+                .projection_expression("pk, #expires")
+                .expression_attribute_names("#expires", TTL_ATTRIBUTE)
+                .build()
+                .map_err(build_err)?;
+            for attempt in 0..5 {
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, request.clone())
+                    .send()
+                    .await
+                    .map_err(|e| StoreError(describe(&self.op("BatchGetItem"), &e)))?;
+                for item in out.responses.unwrap_or_default().remove(&self.table).unwrap_or_default() {
+                    if !expired(&item, now) {
+                        if let Some(key) = item.get("pk").and_then(|v| v.as_s().ok()).and_then(|pk| by_pk.get(pk)) {
+                            found.insert((*key).clone());
+                        }
+                    }
+                }
+                match out.unprocessed_keys.and_then(|mut u| u.remove(&self.table)).filter(|u| !u.keys.is_empty()) {
+                    None => break,
+                    Some(_) if attempt == 4 => {
+                        return Err(StoreError(format!("{}: keys left unprocessed after 5 tries", self.op("BatchGetItem"))));
+                    }
+                    Some(left) => {
+                        request = left;
+                        tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
+
     async fn forget(&self, dedupe_key: &str) -> Result<(), StoreError> {
         self.client
             .delete_item()
