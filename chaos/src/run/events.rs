@@ -1,0 +1,132 @@
+//! The events fed to the stack: notifications through ingest, signed refreshes, Slack clicks,
+//! and fresh trouble.
+
+use super::*;
+
+pub(super) enum Event {
+    Webhook(String),
+    Refresh { name: String, project: String },
+    Click,
+}
+
+/// Delivers a notification or a signed refresh request to ingest, as its callers would.
+pub(super) async fn send(ingest: &medic_ingest::LambdaIngest, event: Event, tally: &Shared) -> anyhow::Result<()> {
+    match event {
+        Event::Webhook(body) => {
+            let request = lambda_http::http::Request::builder()
+                .method("POST")
+                .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/events")
+                .header("content-type", "application/json")
+                .header("authorization", format!("Bearer {WEBHOOK_SECRET}"))
+                .body(lambda_http::Body::from(body))?;
+            let status = ingest.handle(request).await.status();
+            {
+                let mut t = tally.lock().unwrap();
+                t.events += 1;
+                *t.delivered.entry("notification").or_default() += 1;
+            }
+            if status != 202 {
+                eprintln!("chaos: a webhook was answered {status}; argocd-notifications would retry it");
+            }
+        }
+        Event::Refresh { name, project } => {
+            let body = serde_json::json!({
+                "apps": [{"name": name, "namespace": "argocd", "project": project}],
+                "requestedAt": Utc::now().to_rfc3339(),
+                "requestedBy": "chaos",
+            })
+            .to_string();
+            let signature = medic_ingest::WebhookSecrets::new(REFRESH_SECRET, None).sign(body.as_bytes());
+            let request = lambda_http::http::Request::builder()
+                .method("POST")
+                .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/refresh")
+                .header("content-type", "application/json")
+                .header(medic_ingest::SIGNATURE_HEADER, signature)
+                .body(lambda_http::Body::from(body))?;
+            let status = ingest.handle(request).await.status();
+            {
+                let mut t = tally.lock().unwrap();
+                t.events += 1;
+                *t.delivered.entry("refresh").or_default() += 1;
+            }
+            if status == 202 {
+                tally.lock().unwrap().refreshes_requested.insert(format!("argocd/{name}"));
+            }
+        }
+        Event::Click => {}
+    }
+    Ok(())
+}
+
+/// Clicks one button not clicked yet (twice: a double click), as a person in Slack would; false
+/// when there is none.
+pub(super) async fn click_one(
+    slack: &SlackSim,
+    actions: &medic_slack_actions::LambdaSlackActions,
+    clicked: &mut BTreeSet<String>,
+    tally: &Shared,
+    rng: &mut StdRng,
+) -> anyhow::Result<bool> {
+    let mut buttons: Vec<String> = Vec::new();
+    for m in slack.messages(SLACK_CHANNEL) {
+        for block in m.blocks.as_array().into_iter().flatten().filter(|b| b["type"] == "actions") {
+            for e in block["elements"].as_array().into_iter().flatten() {
+                let label = e["text"]["text"].as_str().unwrap_or_default();
+                let id = e["value"].as_str().unwrap_or_default();
+                if ["Acknowledge", "Hard refresh", "Sync"].iter().any(|l| label.starts_with(l)) && !clicked.contains(id) {
+                    buttons.push(id.to_owned());
+                }
+            }
+        }
+    }
+    let Some(id) = buttons.choose(rng).cloned() else { return Ok(false) };
+    clicked.insert(id.clone());
+    for _ in 0..2 {
+        let response = actions.handle(signed_click(&id)?).await;
+        {
+            let mut t = tally.lock().unwrap();
+            t.events += 1;
+            *t.delivered.entry("click").or_default() += 1;
+        }
+        let body: serde_json::Value = serde_json::from_slice(response.body().as_ref()).unwrap_or_default();
+        if response.status() == 200 && body["accepted"] == true {
+            tally.lock().unwrap().accepted_clicks.insert(id.clone());
+        }
+    }
+    Ok(true)
+}
+
+/// A new app in the trouble of `tpl`, loaded into the simulator with its timestamps moved to the
+/// present: its name and project.
+pub(super) async fn fresh_app(argo: &ArgoSim, tpl: &Template, n: usize) -> anyhow::Result<(String, String)> {
+    let dir = std::env::temp_dir().join(unique("medic-chaos-fresh"));
+    std::fs::create_dir_all(&dir)?;
+    let mut app: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(events_dir().join("apps").join(tpl.file))?)?;
+    let name = format!("{}-fresh-{n}", app["metadata"]["name"].as_str().unwrap_or("app"));
+    app["metadata"]["name"] = name.clone().into();
+    std::fs::write(dir.join(format!("{name}.json")), serde_json::to_vec(&app)?)?;
+    argo.load_dir(&dir, Some(Rebase { captured_at: SAMPLES_CAPTURED_AT.parse()?, now: Utc::now() }))?;
+    argo.set_outcomes(&name, tpl.outcomes.clone());
+    std::fs::remove_dir_all(&dir).ok();
+    Ok((name, app["spec"]["project"].as_str().unwrap_or_default().to_owned()))
+}
+
+/// A Slack `block_actions` request for button `id`, signed as Slack signs it.
+pub(super) fn signed_click(id: &str) -> anyhow::Result<lambda_http::Request> {
+    let payload = serde_json::json!({
+        "type": "block_actions",
+        "user": {"id": CLICKER, "username": "chaos"},
+        "team": {"id": "T0CHAOS"},
+        "actions": [{"action_id": id, "value": id, "type": "button"}],
+    });
+    let body: String = form_urlencoded::Serializer::new(String::new()).append_pair("payload", &payload.to_string()).finish();
+    let ts = Utc::now().timestamp().to_string();
+    let signature = medic_slack_actions::SigningSecret::new(SIGNING_SECRET, None).sign(&ts, body.as_bytes());
+    Ok(lambda_http::http::Request::builder()
+        .method("POST")
+        .uri("https://actions.lambda-url.us-east-1.on.aws/")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header(medic_slack_actions::TIMESTAMP_HEADER, ts)
+        .header(medic_slack_actions::SIGNATURE_HEADER, signature)
+        .body(lambda_http::Body::from(body))?)
+}
