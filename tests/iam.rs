@@ -388,7 +388,7 @@ async fn run_every_function() {
     // A person clicks a button on an escalation; the worker performs it.
     let parent = slack.parents(SLACK_CHANNEL).into_iter().next().expect("an escalation was posted");
     let ack = button_of(&parent, "Acknowledge");
-    let clicked = actions.handle(crate::slack::click(&ack, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await;
+    let clicked = actions.handle(crate::support::slack::click(&ack, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await;
     assert_eq!(clicked.status(), 200);
     poll().await;
 
@@ -419,7 +419,7 @@ async fn run_every_function() {
     assert!(failed.is_err(), "a sweep whose queue is gone fails: {failed:?}");
     let failing_actions = LambdaSlackActions::from_env(&broken(&logs["slack-actions"]).await).await.unwrap();
     let snooze = button_of(&parent, "Snooze");
-    let refused = failing_actions.handle(crate::slack::click(&snooze, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await;
+    let refused = failing_actions.handle(crate::support::slack::click(&snooze, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await;
     assert_ne!(refused.status(), 200, "a click that could not be queued is not acknowledged as done");
 
     let calls: BTreeMap<&str, BTreeSet<Call>> = logs.iter().map(|(f, log)| (*f, log.calls())).collect();

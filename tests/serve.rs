@@ -98,7 +98,7 @@ fn post(path: &str, headers: &[(String, String)], body: &[u8]) -> Vec<u8> {
 
 /// A signed click as Slack sends it (the sample interaction of `tests/slack.rs`), as raw HTTP.
 fn click(action_id: &str, user: &str, timestamp: i64) -> Vec<u8> {
-    let request = crate::slack::click(action_id, user, timestamp, SIGNING_SECRET);
+    let request = crate::support::slack::click(action_id, user, timestamp, SIGNING_SECRET);
     let headers: Vec<(String, String)> = ["content-type", "x-slack-request-timestamp", "x-slack-signature"]
         .iter()
         .map(|h| (h.to_string(), request.headers()[*h].to_str().unwrap().to_owned()))

@@ -1,6 +1,7 @@
 //! Shared helpers: the Argo CD simulator loaded with the sample apps, and clients pointed at it.
 
 pub mod gotemplate;
+pub mod slack;
 
 use std::path::PathBuf;
 use std::time::Duration;

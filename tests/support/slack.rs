@@ -1,0 +1,279 @@
+//! The Slack test stack: the sample fixtures, the Slack and Argo CD simulators, a work queue and
+//! state table in moto, the worker with the Slack escalator and the slack-actions handler, and a
+//! signed button click as Slack sends it. Used by `tests/slack.rs`, `tests/iam.rs` and
+//! `tests/serve.rs`.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use medic_adapters::argocd::HttpArgoClient;
+use medic_adapters::budget::{BudgetRates, LocalBudget};
+use medic_adapters::dynamodb::{DynamoDbStore, create_table};
+use medic_adapters::memory::SystemClock;
+use medic_adapters::slack::{DynamoDbEscalationStore, SlackEscalator, SlackSettings};
+use medic_adapters::sqs::SqsWorkQueue;
+use medic_adapters::telemetry::Metrics;
+use medic_core::event::{AppRef, WorkItem, WorkKind};
+use medic_core::ports::{EscalationStore, WorkQueue};
+use medic_core::{Application, Decision, DecisionPolicy, History, PolicyConfig, Trigger};
+use medic_sim::moto::{moto, unique};
+use medic_sim::{ArgoSim, SLACK_BOT_TOKEN, SLACK_CHANNEL, SimConfig, SimMessage, SlackSim, SlackSimConfig};
+use medic_slack_actions::{ActionsConfig, AllowList, SigningSecret, SlackActions};
+use medic_worker::{Handled, Worker, WorkerConfig};
+use serde_json::Value;
+
+use crate::support::{client, events_dir, sim_with_samples};
+
+/// The signing secret of the sample in events/lambda/slack-actions/ (a test value, nothing else).
+pub(crate) const SIGNING_SECRET: &str = "local-test-slack-signing-secret-not-for-production";
+/// On the allow-list of project `payments` (every sample app used here is in it).
+pub(crate) const ALICE: &str = "U0ALICE001";
+/// On no allow-list.
+pub(crate) const MALLORY: &str = "U0MALLORY1";
+
+pub(crate) const CH: &str = SLACK_CHANNEL;
+
+// --- fixtures ---------------------------------------------------------------------------------
+
+pub(crate) fn sample_app(file: &str) -> Application {
+    let text = std::fs::read_to_string(events_dir().join("apps").join(file)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+pub(crate) fn captured_at() -> DateTime<Utc> {
+    medic::scenario::SAMPLES_CAPTURED_AT.parse().unwrap()
+}
+
+pub(crate) fn policy() -> DecisionPolicy {
+    DecisionPolicy::new(PolicyConfig { instance_id: "test".into(), settle_secs: 0, ..PolicyConfig::default() })
+}
+
+/// The sample app's decision at capture time; it must be an escalation.
+pub(crate) fn escalation_of(app: &Application) -> Decision {
+    let d = policy().decide(app, &Trigger::sweep(), &History::default(), captured_at()).unwrap();
+    assert_eq!(d.action, medic_core::Action::Escalate, "{}: {}", d.app, d.reason);
+    d
+}
+
+pub(crate) fn settings(slack: &SlackSim) -> SlackSettings {
+    let mut s = SlackSettings::new(CH, "test");
+    s.api_url = slack.api_url();
+    s.argocd_url = Some("https://argocd.example.com".into());
+    s.fleet_threshold = 0;
+    s.fleet_update_interval = Duration::ZERO;
+    s.post_interval = Duration::ZERO;
+    s.lease = Duration::from_secs(1);
+    s.busy_wait = Duration::from_secs(5);
+    s.max_retry_wait = Duration::from_secs(5);
+    s.request_timeout = Duration::from_secs(5);
+    s
+}
+
+pub(crate) async fn ddb() -> (aws_sdk_dynamodb::Client, String) {
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let ddb = aws_sdk_dynamodb::Client::new(&sdk);
+    let table = unique("slack");
+    create_table(&ddb, &table).await.unwrap();
+    (ddb, table)
+}
+
+pub(crate) async fn escalation_store() -> DynamoDbEscalationStore {
+    let (ddb, table) = ddb().await;
+    DynamoDbEscalationStore::new(ddb, table, "test")
+}
+
+pub(crate) fn slack_escalator<S: EscalationStore>(slack: &SlackSim, settings: SlackSettings, store: S) -> SlackEscalator<S> {
+    let _ = slack;
+    SlackEscalator::new(settings, SLACK_BOT_TOKEN, store).unwrap()
+}
+
+/// Top-level messages that carry an escalation key (what a person sees in the channel).
+pub(crate) fn parents(slack: &SlackSim) -> Vec<SimMessage> {
+    slack.parents(CH).into_iter().filter(|m| m.payload("key").is_some()).collect()
+}
+
+pub(crate) fn text_of(m: &SimMessage) -> String {
+    m.blocks.to_string()
+}
+
+/// The opaque id of the button labelled `label` in a message.
+pub(crate) fn button(m: &SimMessage, label: &str) -> String {
+    let blocks = m.blocks.as_array().unwrap();
+    let actions = blocks.iter().find(|b| b["type"] == "actions").unwrap_or_else(|| panic!("no buttons in {}", m.blocks));
+    let b = actions["elements"].as_array().unwrap().iter().find(|e| e["text"]["text"].as_str().unwrap().starts_with(label)).unwrap();
+    assert_eq!(b["value"], b["action_id"], "a button carries only its opaque id");
+    b["value"].as_str().unwrap().to_owned()
+}
+
+// --- the serverless stack: queue, table, worker, slack-actions ------------------------------------
+
+pub(crate) struct Stack {
+    pub(crate) sqs: aws_sdk_sqs::Client,
+    pub(crate) queue_url: String,
+    pub(crate) ddb: aws_sdk_dynamodb::Client,
+    pub(crate) table: String,
+    pub(crate) slack: SlackSim,
+    pub(crate) argo: ArgoSim,
+}
+
+pub(crate) type SlackWorker = Worker<
+    HttpArgoClient,
+    DynamoDbStore,
+    DynamoDbStore,
+    DynamoDbStore,
+    SqsWorkQueue,
+    SlackEscalator<DynamoDbEscalationStore>,
+    LocalBudget,
+    SystemClock,
+>;
+pub(crate) type Actions = SlackActions<SqsWorkQueue, DynamoDbStore, DynamoDbEscalationStore>;
+
+pub(crate) async fn stack() -> Stack {
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(unique("slack-work"))
+        .attributes(aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout, "1")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let (ddb, table) = ddb().await;
+    let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
+    let argo = sim_with_samples(SimConfig::default()).await;
+    Stack { sqs, queue_url, ddb, table, slack, argo }
+}
+
+impl Stack {
+    pub(crate) fn queue(&self) -> SqsWorkQueue {
+        SqsWorkQueue::new(self.sqs.clone(), self.queue_url.clone())
+    }
+
+    pub(crate) fn store(&self) -> DynamoDbStore {
+        DynamoDbStore::new(self.ddb.clone(), self.table.clone(), "test")
+    }
+
+    pub(crate) fn escalations(&self) -> DynamoDbEscalationStore {
+        DynamoDbEscalationStore::new(self.ddb.clone(), self.table.clone(), "test")
+    }
+
+    pub(crate) fn worker(&self) -> SlackWorker {
+        Worker {
+            config: WorkerConfig {
+                claim_timeout: Duration::ZERO,
+                busy_delay: Duration::from_secs(1),
+                work_item_key: Some(crate::support::work_item_key()),
+                ..WorkerConfig::default()
+            },
+            argo: client(&self.argo),
+            store: self.store(),
+            dedupe: self.store(),
+            lock: self.store(),
+            queue: self.queue(),
+            escalator: slack_escalator(&self.slack, settings(&self.slack), self.escalations()),
+            budget: LocalBudget::new(BudgetRates {
+                refresh_per_minute: 6000,
+                hard_refresh_per_minute: 600,
+                sync_per_minute: 600,
+                max_wait: Duration::from_secs(1),
+            }),
+            clock: SystemClock,
+            policy: policy(),
+            metrics: Metrics::quiet("test"),
+            switch: Default::default(),
+        }
+    }
+
+    pub(crate) fn actions(&self) -> Actions {
+        SlackActions {
+            config: ActionsConfig { work_item_key: Some(crate::support::work_item_key()), ..ActionsConfig::default() },
+            secret: SigningSecret::new(SIGNING_SECRET, None),
+            allow: AllowList::from_json(&format!(r#"{{"payments": ["{ALICE}"], "platform": ["U0BOB00001"]}}"#)).unwrap(),
+            queue: self.queue(),
+            dedupe: self.store(),
+            actions: self.escalations(),
+            metrics: Metrics::quiet("test"),
+        }
+    }
+
+    pub(crate) async fn enqueue_look(&self, name: &str, window: &str) {
+        let app = AppRef { name: name.into(), namespace: "argocd".into(), project: Some("payments".into()) };
+        let item = WorkItem::for_app(WorkKind::Sweep, app, Trigger::sweep(), window, Utc::now());
+        self.queue().enqueue(&item, Duration::ZERO).await.unwrap();
+    }
+
+    /// The parent message of `app`'s escalation: a sweep look at it, handled by `worker`.
+    pub(crate) async fn escalated(&self, worker: &SlackWorker, app: &str) -> SimMessage {
+        self.enqueue_look(app, "w1").await;
+        self.poll(worker).await;
+        parents(&self.slack).remove(0)
+    }
+
+    /// Messages visible now.
+    pub(crate) async fn receive(&self) -> Vec<aws_sdk_sqs::types::Message> {
+        crate::support::receive(&self.sqs, &self.queue_url).await
+    }
+
+    /// One poll of the event source mapping: receive, invoke, delete what did not fail.
+    pub(crate) async fn poll(&self, worker: &SlackWorker) -> Vec<Handled> {
+        let messages = self.receive().await;
+        let mut handled = Vec::new();
+        for m in &messages {
+            let record = crate::support::sqs_record(m);
+            match worker.handle_message(&record).await {
+                Ok(h) => {
+                    handled.push(h);
+                    self.sqs
+                        .delete_message()
+                        .queue_url(&self.queue_url)
+                        .receipt_handle(m.receipt_handle.clone().unwrap())
+                        .send()
+                        .await
+                        .unwrap();
+                }
+                Err(e) => panic!("message failed: {e}"),
+            }
+        }
+        handled
+    }
+
+    /// Work items waiting on the queue (visible, in flight or delayed).
+    pub(crate) async fn depth(&self) -> usize {
+        let attrs = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&self.queue_url)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::All)
+            .send()
+            .await
+            .unwrap()
+            .attributes
+            .unwrap_or_default();
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        [A::ApproximateNumberOfMessages, A::ApproximateNumberOfMessagesNotVisible, A::ApproximateNumberOfMessagesDelayed]
+            .iter()
+            .map(|a| attrs.get(a).and_then(|v| v.parse::<usize>().ok()).unwrap_or(0))
+            .sum()
+    }
+}
+
+/// A button click as Slack sends it to the Function URL: the sample request with this button,
+/// this user and this timestamp, signed with `secret`.
+pub(crate) fn click(action_id: &str, user: &str, timestamp: i64, secret: &str) -> lambda_http::Request {
+    let mut event: Value =
+        serde_json::from_str(&std::fs::read_to_string(events_dir().join("lambda/slack-actions/block-actions-sync.json")).unwrap()).unwrap();
+    let body = event["body"].as_str().unwrap().to_owned();
+    let payload = form_urlencoded::parse(body.as_bytes()).find(|(k, _)| k == "payload").unwrap().1.into_owned();
+    let mut payload: Value = serde_json::from_str(&payload).unwrap();
+    payload["actions"][0]["action_id"] = action_id.into();
+    payload["actions"][0]["value"] = action_id.into();
+    payload["user"]["id"] = user.into();
+    let body: String = form_urlencoded::Serializer::new(String::new()).append_pair("payload", &payload.to_string()).finish();
+    let ts = timestamp.to_string();
+    event["body"] = body.clone().into();
+    event["headers"]["x-slack-request-timestamp"] = ts.clone().into();
+    event["headers"]["x-slack-signature"] = SigningSecret::new(secret, None).sign(&ts, body.as_bytes()).into();
+    lambda_http::request::from_str(&event.to_string()).unwrap()
+}
