@@ -219,9 +219,6 @@ pub struct WorkItem {
     /// retries, the sweeper racing a notification, SQS redelivery) is handled once.
     pub dedupe_key: String,
     pub enqueued_at: DateTime<Utc>,
-    /// The notification this item came from, if any (informational: the worker re-reads the app).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub event: Option<NotificationEvent>,
     /// For `requested` items: what the person asked for (`refresh`, `hard_refresh`, `sync`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_action: Option<String>,
@@ -237,6 +234,43 @@ pub struct WorkItem {
     /// worker accepts. Absent on other items and on items of earlier releases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+}
+
+/// What a `requested` item asks for. On the wire it stays the string of
+/// [`WorkItem::requested_action`] (items in flight and signatures depend on it); this is its
+/// meaning, parsed in one place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request<'a> {
+    /// A refresh from the signed refresh endpoint (`refresh` or `hard_refresh`).
+    Refresh(crate::ladder::RefreshKind),
+    /// The action behind a Slack button, by its opaque id (`amact-...`).
+    Button(&'a str),
+}
+
+impl WorkItem {
+    /// What this item asks for; `None` when it asks for nothing, or for something no release
+    /// understands (the worker refuses those as poison).
+    pub fn request(&self) -> Option<Request<'_>> {
+        match self.requested_action.as_deref()? {
+            "refresh" => Some(Request::Refresh(crate::ladder::RefreshKind::Normal)),
+            "hard_refresh" => Some(Request::Refresh(crate::ladder::RefreshKind::Hard)),
+            id if id
+                .strip_prefix(crate::keys::ACTION_ID_PREFIX)
+                .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit())) =>
+            {
+                Some(Request::Button(id))
+            }
+            _ => None,
+        }
+    }
+
+    /// The wire form of a refresh request.
+    pub fn refresh_request(kind: crate::ladder::RefreshKind) -> &'static str {
+        match kind {
+            crate::ladder::RefreshKind::Normal => "refresh",
+            crate::ladder::RefreshKind::Hard => "hard_refresh",
+        }
+    }
 }
 
 /// The key work items are signed with (see [`WorkItem::signature`]).
@@ -343,7 +377,6 @@ impl NotificationEvent {
             trigger: self.trigger.clone(),
             dedupe_key: self.dedupe_key(),
             enqueued_at: now,
-            event: Some(self),
             requested_action: None,
             requested_by: None,
             rechecks: 0,
@@ -393,7 +426,6 @@ impl WorkItem {
             trigger,
             dedupe_key,
             enqueued_at: now,
-            event: None,
             requested_action: None,
             requested_by: None,
             rechecks: 0,
@@ -509,9 +541,38 @@ mod work_tests {
         let item = WorkItem::parse(old.as_bytes(), "2026-11-01T12:00:01Z".parse::<DateTime<Utc>>().unwrap()).unwrap();
         assert_eq!(item.signature, None);
         assert!(!WorkItemKey::new(KEY).unwrap().verifies(&item));
+        assert_eq!(item.request(), None, "a made-up button id is no request");
+        // A notification item of releases that embedded the whole event (nothing read it).
+        let with_event = r#"{"schemaVersion":1,"kind":"notification","app":{"name":"web","namespace":"argocd"},"trigger":"on-sync-failed",
+            "dedupeKey":"ev1-0123","enqueuedAt":"2026-11-01T12:00:00Z","event":{"schemaVersion":1,"app":{"name":"web","namespace":"argocd"},"trigger":"on-sync-failed"}}"#;
+        let parsed = WorkItem::parse(with_event.as_bytes(), "2026-11-01T12:00:01Z".parse::<DateTime<Utc>>().unwrap()).unwrap();
+        assert_eq!((parsed.kind, parsed.dedupe_key.as_str()), (WorkKind::Notification, "ev1-0123"));
         // And a sweep item, which never needed one.
         let sweep = r#"{"schemaVersion":1,"kind":"sweep","app":{"name":"web","namespace":"argocd"},"trigger":"sweep",
             "dedupeKey":"sw1-0123","enqueuedAt":"2026-11-01T12:00:00Z","rechecks":2}"#;
         assert_eq!(WorkItem::parse(sweep.as_bytes(), "2026-11-01T12:00:01Z".parse::<DateTime<Utc>>().unwrap()).unwrap().rechecks, 2);
+    }
+
+    #[test]
+    fn a_request_is_a_refresh_or_a_button_and_nothing_else() {
+        let mut item = WorkItem::for_app(
+            WorkKind::Requested,
+            AppRef { name: "web".into(), namespace: "argocd".into(), project: None },
+            Trigger::sweep(),
+            "w",
+            "2026-11-01T12:00:00Z".parse::<DateTime<Utc>>().unwrap(),
+        );
+        assert_eq!(item.request(), None);
+        for kind in [crate::ladder::RefreshKind::Normal, crate::ladder::RefreshKind::Hard] {
+            item.requested_action = Some(WorkItem::refresh_request(kind).into());
+            assert_eq!(item.request(), Some(Request::Refresh(kind)));
+        }
+        let id = crate::keys::action_id("inc-0", crate::ladder::HumanAction::Sync, 0);
+        item.requested_action = Some(id.clone());
+        assert_eq!(item.request(), Some(Request::Button(&id)));
+        for odd in ["sync", "amact-", "amact-xyz", "REFRESH"] {
+            item.requested_action = Some(odd.into());
+            assert_eq!(item.request(), None, "{odd}");
+        }
     }
 }

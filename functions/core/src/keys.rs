@@ -92,6 +92,11 @@ pub fn missed_marker(app: &str, at: DateTime<Utc>) -> String {
 /// The prefix of every button id.
 pub const ACTION_ID_PREFIX: &str = "amact-";
 
+/// True when `s` has the shape of an id [`action_id`] makes.
+pub fn is_action_id(s: &str) -> bool {
+    s.strip_prefix(ACTION_ID_PREFIX).is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// The opaque id of the button for `action` in `incident_id`, generation `generation`:
 /// `amact-` and 32 hex digits. Nothing can be read back from it.
 pub fn action_id(incident_id: &str, action: HumanAction, generation: u32) -> String {

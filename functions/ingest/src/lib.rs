@@ -22,7 +22,7 @@ use lambda_http::{Body, Request, Response};
 use medic_adapters::telemetry::Metrics;
 use medic_core::Trigger;
 use medic_core::event::{AppRef, EventError, NotificationEvent, WorkItem, WorkKind};
-use medic_core::ports::{ArgoApi, ListQuery, WorkQueue};
+use medic_core::ports::{ArgoApi, ListQuery, RefreshKind, WorkQueue};
 use medic_core::sweep::LIST_FIELDS;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
@@ -304,7 +304,7 @@ impl<Q: WorkQueue, A: ArgoApi> Ingest<Q, A> {
             return Err(reject(StatusCode::BAD_REQUEST, "malformed", "`requestedBy` must name the caller (1-128 characters)"));
         }
         let apps = self.resolve(&request).await?;
-        let action = if request.hard { "hard_refresh" } else { "refresh" };
+        let action = WorkItem::refresh_request(if request.hard { RefreshKind::Hard } else { RefreshKind::Normal });
         let window = request.requested_at.to_rfc3339();
         let trigger: Trigger = "requested-refresh".parse().expect("constant is a valid trigger");
         for app in &apps {

@@ -20,7 +20,7 @@ use medic_adapters::telemetry::Metrics;
 use medic_core::alerts::{self, WhenUnsure};
 use medic_core::decision::HumanAction;
 use medic_core::escalation::{self, HumanActionOutcome, HumanActionRequest, IncidentState};
-use medic_core::event::{WorkItem, WorkKind};
+use medic_core::event::{Request, WorkItem, WorkKind};
 use medic_core::ports::{
     AppLock, ArgoApi, ArgoError, Begun, Budget, BudgetKind, Clock, DedupeStore, Escalator, IncidentStore, RefreshKind, WorkQueue,
 };
@@ -311,7 +311,7 @@ where
     /// delivery that holds the item (no other delivery is performing it), and the report is
     /// careful: an earlier, killed delivery may have started the action.
     async fn answer_failed_click(&self, item: &WorkItem, receives: &str, why: &str) -> Option<Result<Handled, MessageError>> {
-        let id = item.requested_action.as_deref().filter(|id| escalation::is_action_id(id))?;
+        let Some(Request::Button(id)) = item.request() else { return None };
         if item.kind != WorkKind::Requested || !self.may_post().await {
             return None;
         }
@@ -444,11 +444,11 @@ where
             );
             return Ok(Handled::Refused);
         }
-        let (kind, budget) = match item.requested_action.as_deref() {
-            Some("refresh") => (RefreshKind::Normal, BudgetKind::Refresh),
-            Some("hard_refresh") => (RefreshKind::Hard, BudgetKind::HardRefresh),
-            Some(id) if escalation::is_action_id(id) => return self.human_action(item, id).await,
-            other => return Err(MessageError::Poison(format!("unsupported requested action {other:?}"))),
+        let (kind, budget) = match item.request() {
+            Some(Request::Refresh(RefreshKind::Normal)) => (RefreshKind::Normal, BudgetKind::Refresh),
+            Some(Request::Refresh(RefreshKind::Hard)) => (RefreshKind::Hard, BudgetKind::HardRefresh),
+            Some(Request::Button(id)) => return self.human_action(item, id).await,
+            None => return Err(MessageError::Poison(format!("unsupported requested action {:?}", item.requested_action))),
         };
         if self.config.kill_switch || self.config.dry_run || !self.switch.mode().await.acts() {
             tracing::info!(requested_by = ?item.requested_by, "requested refresh not performed: dry run, kill switch or the switch");

@@ -41,7 +41,7 @@ use crate::catalogue::FailureMode;
 use crate::decision::{Decision, Evidence, HumanAction, SyncPlan};
 use crate::event::AppRef;
 use crate::keys::IdempotencyKey;
-pub use crate::keys::{ACTION_ID_PREFIX, action_id};
+pub use crate::keys::{ACTION_ID_PREFIX, action_id, is_action_id};
 
 /// Block Kit limits (Slack's reference pages; docs/argo-cd-behaviour.md §6.1).
 pub mod limits {
@@ -292,11 +292,6 @@ pub fn app_url(base: &str, namespace: &str, name: &str) -> String {
     let base = base.trim().trim_end_matches('/');
     let base = if base.starts_with("http://") || base.starts_with("https://") { base.to_owned() } else { format!("https://{base}") };
     format!("{base}/applications/{namespace}/{name}")
-}
-
-/// True when `s` has the shape of an id [`action_id`] makes.
-pub fn is_action_id(s: &str) -> bool {
-    s.strip_prefix(ACTION_ID_PREFIX).is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// The idempotency key of performing the action behind button `action_id` (derived, like every
