@@ -4,7 +4,7 @@ CARGO ?= cargo
 # a line here; `make test` ends by listing them.
 SKIP_LOG := $(CURDIR)/.test-skips.log
 
-.PHONY: sweep demo venv test lint fmt catalogue ci bench lambda-build lambda-watch lambda-smoke chaos chaos-smoke fuzz
+.PHONY: sweep demo venv test test-unit lint fmt catalogue ci bench lambda-build lambda-watch lambda-smoke chaos chaos-smoke fuzz
 
 ## sweep: the main job on the embedded default: one sweep of the sample fleet in the simulator
 sweep:
@@ -29,6 +29,12 @@ test: venv
 	@if [ -s $(SKIP_LOG) ]; then \
 		echo "make test: $$(wc -l < $(SKIP_LOG)) check(s) did NOT run:"; sed 's/^/  /' $(SKIP_LOG); \
 	else echo "make test: every check ran"; fi
+
+## test-unit: the fast loop: every crate's unit tests and the core's own tests (policy, corpus,
+## keys, layering), no Python, moto or simulator processes; make test runs all of it and more
+test-unit:
+	$(CARGO) test --workspace --lib --locked
+	$(CARGO) test -p medic-core --locked
 
 ## lint: formatting and clippy, warnings are errors; the core checked alone, because workspace
 ## feature unification would hide a clock or I/O feature only the core must not have
