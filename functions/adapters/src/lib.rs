@@ -5,6 +5,7 @@
 //! - [`breaker`]: the circuit breaker that stops calls while Argo CD is failing;
 //! - [`budget`]: per-instance token buckets for refresh, hard refresh and sync;
 //! - [`config`]: Argo CD connection settings and the one boolean grammar of every setting;
+//! - [`edge`]: secrets that rotate without a redeploy, compared in constant time, and HMACs (ingest, slack-actions);
 //! - [`dynamodb`]: the incident store, the dedupe store, the per-app lock and the switch on one table;
 //! - [`lambda_env`]: the functions' settings and secrets, read once at init (the composition root);
 //! - [`memory`]: in-memory twins of the store, queue and escalator ports, and the system clock;
@@ -22,6 +23,7 @@ pub mod breaker;
 pub mod budget;
 pub mod config;
 pub mod dynamodb;
+pub mod edge;
 pub mod lambda_env;
 pub mod memory;
 pub mod slack;

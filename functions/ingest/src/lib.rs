@@ -16,7 +16,6 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use hmac::{Hmac, Mac};
 use lambda_http::http::{Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 use medic_adapters::telemetry::Metrics;
@@ -24,79 +23,41 @@ use medic_core::Trigger;
 use medic_core::event::{AppRef, EventError, NotificationEvent, WorkItem, WorkKind};
 use medic_core::ports::{ArgoApi, ListQuery, RefreshKind, WorkQueue};
 use medic_core::sweep::LIST_FIELDS;
-use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::json;
-use subtle::ConstantTimeEq;
 
 /// The header carrying a signed request's HMAC.
 pub const SIGNATURE_HEADER: &str = "x-argo-medic-signature";
 
-/// The shared secret, and the previous one while a rotation is under way.
-pub struct WebhookSecrets {
-    current: SecretString,
-    previous: Option<SecretString>,
-}
+use medic_adapters::edge::RotatingSecret;
+pub use medic_adapters::edge::SecretFormatError;
 
-/// A malformed secret document.
-#[derive(Debug, thiserror::Error)]
-#[error("the webhook secret must be JSON {{\"current\": \"...\", \"previous\": \"...\"}} with a non-empty current: {0}")]
-pub struct SecretFormatError(String);
+/// The shared secret, and the previous one while a rotation is under way.
+pub struct WebhookSecrets(RotatingSecret);
 
 impl WebhookSecrets {
     pub fn new(current: impl Into<String>, previous: Option<String>) -> Self {
-        Self { current: SecretString::from(current.into()), previous: previous.filter(|p| !p.is_empty()).map(SecretString::from) }
+        Self(RotatingSecret::new(current, previous))
     }
 
-    /// Reads the Secrets Manager document `{"current": "...", "previous": "..."}`, or a plain
-    /// secret string (no rotation in progress).
+    /// Reads the Secrets Manager value: the secret, or `{"current": "...", "previous": "..."}`.
     pub fn from_json(text: &str) -> Result<Self, SecretFormatError> {
-        if !text.trim_start().starts_with('{') {
-            let secret = text.trim();
-            if secret.len() < 16 {
-                return Err(SecretFormatError("the secret must be at least 16 characters".into()));
-            }
-            return Ok(Self::new(secret, None));
-        }
-        #[derive(Deserialize)]
-        struct Doc {
-            current: String,
-            #[serde(default)]
-            previous: Option<String>,
-        }
-        let doc: Doc = serde_json::from_str(text).map_err(|e| SecretFormatError(e.to_string()))?;
-        if doc.current.len() < 16 {
-            return Err(SecretFormatError("`current` must be at least 16 characters".into()));
-        }
-        Ok(Self::new(doc.current, doc.previous))
+        RotatingSecret::parse(text, "the webhook secret").map(Self)
     }
 
-    fn all(&self) -> impl Iterator<Item = &SecretString> {
-        std::iter::once(&self.current).chain(self.previous.iter())
-    }
-
-    /// True when `presented` equals one of the secrets. Compares in constant time and checks
-    /// every secret, so timing reveals neither the secret nor which one matched.
+    /// True when `presented` equals one of the secrets (constant time, every secret checked).
     pub fn matches(&self, presented: &[u8]) -> bool {
-        self.all().fold(false, |ok, s| ok | bool::from(s.expose_secret().as_bytes().ct_eq(presented)))
+        self.0.matches(presented)
     }
 
-    /// True when `signature_hex` is the HMAC-SHA256 of `body` under one of the secrets
-    /// (`Mac::verify_slice` compares in constant time).
+    /// True when `signature_hex` is the HMAC-SHA256 of `body` under one of the secrets.
     pub fn verify_hmac(&self, body: &[u8], signature_hex: &str) -> bool {
-        let Ok(signature) = hex::decode(signature_hex.trim()) else { return false };
-        self.all().fold(false, |ok, s| {
-            let mut mac = Hmac::<sha2::Sha256>::new_from_slice(s.expose_secret().as_bytes()).expect("HMAC takes keys of any length");
-            mac.update(body);
-            ok | mac.verify_slice(&signature).is_ok()
-        })
+        hex::decode(signature_hex.trim()).is_ok_and(|tag| self.0.verifies(&[body], &tag))
     }
 
     /// The signature header value a client sends for `body` (used by tests and the docs).
     pub fn sign(&self, body: &[u8]) -> String {
-        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(self.current.expose_secret().as_bytes()).expect("HMAC takes keys of any length");
-        mac.update(body);
-        format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+        format!("sha256={}", self.0.sign_hex(&[body]))
     }
 }
 

@@ -32,7 +32,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use chrono::Utc;
-use hmac::{Hmac, Mac};
 use lambda_http::http::{Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 use medic_adapters::slack::load_action;
@@ -41,7 +40,6 @@ use medic_core::Trigger;
 use medic_core::escalation::{self, HumanActionRequest};
 use medic_core::event::{WorkItem, WorkKind};
 use medic_core::ports::{Begun, DedupeStore, EscalationStore, Seen, WorkQueue};
-use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -51,65 +49,32 @@ pub const SIGNATURE_HEADER: &str = "x-slack-signature";
 /// Slack's timestamp header (seconds since the epoch).
 pub const TIMESTAMP_HEADER: &str = "x-slack-request-timestamp";
 
-/// The app's signing secret, and the previous one while a rotation is under way.
-pub struct SigningSecret {
-    current: SecretString,
-    previous: Option<SecretString>,
-}
+use medic_adapters::edge::RotatingSecret;
+pub use medic_adapters::edge::SecretFormatError;
 
-/// A malformed signing secret.
-#[derive(Debug, thiserror::Error)]
-#[error("the Slack signing secret must be the secret itself, or JSON {{\"current\": \"...\", \"previous\": \"...\"}}: {0}")]
-pub struct SecretFormatError(String);
+/// Slack's signing secret, and the previous one while a rotation is under way.
+pub struct SigningSecret(RotatingSecret);
 
 impl SigningSecret {
     pub fn new(current: impl Into<String>, previous: Option<String>) -> Self {
-        Self { current: SecretString::from(current.into()), previous: previous.filter(|p| !p.is_empty()).map(SecretString::from) }
+        Self(RotatingSecret::new(current, previous))
     }
 
     /// Reads the secret's value: the signing secret itself, or `{"current": ..., "previous": ...}`.
     pub fn from_secret(text: &str) -> Result<Self, SecretFormatError> {
-        #[derive(Deserialize)]
-        struct Doc {
-            current: String,
-            #[serde(default)]
-            previous: Option<String>,
-        }
-        let text = text.trim();
-        let (current, previous) = if text.starts_with('{') {
-            let doc: Doc = serde_json::from_str(text).map_err(|e| SecretFormatError(e.to_string()))?;
-            (doc.current, doc.previous)
-        } else {
-            (text.to_owned(), None)
-        };
-        if current.len() < 16 {
-            return Err(SecretFormatError("the secret is shorter than 16 characters".into()));
-        }
-        Ok(Self::new(current, previous))
-    }
-
-    fn mac(secret: &SecretString, timestamp: &str, body: &[u8]) -> Hmac<Sha256> {
-        let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose_secret().as_bytes()).expect("HMAC takes keys of any length");
-        mac.update(b"v0:");
-        mac.update(timestamp.as_bytes());
-        mac.update(b":");
-        mac.update(body);
-        mac
+        RotatingSecret::parse(text, "the Slack signing secret").map(Self)
     }
 
     /// The `X-Slack-Signature` Slack sends for this timestamp and body (tests, the sample event).
     pub fn sign(&self, timestamp: &str, body: &[u8]) -> String {
-        format!("v0={}", hex::encode(Self::mac(&self.current, timestamp, body).finalize().into_bytes()))
+        format!("v0={}", self.0.sign_hex(&[b"v0:", timestamp.as_bytes(), b":", body]))
     }
 
-    /// True when `signature` is `v0=<hex>` of this timestamp and body under one of the secrets.
-    /// Constant time (`verify_slice`), and every secret is tried, so timing tells nothing.
+    /// True when `signature` is `v0=<hex>` of this timestamp and body under one of the secrets
+    /// (Slack's v0 scheme: HMAC-SHA256 over `v0:<timestamp>:<raw body>`).
     pub fn verify(&self, timestamp: &str, body: &[u8], signature: &str) -> bool {
         let Some(hex) = signature.trim().strip_prefix("v0=") else { return false };
-        let Ok(signature) = hex::decode(hex) else { return false };
-        std::iter::once(&self.current)
-            .chain(self.previous.iter())
-            .fold(false, |ok, s| ok | Self::mac(s, timestamp, body).verify_slice(&signature).is_ok())
+        hex::decode(hex).is_ok_and(|tag| self.0.verifies(&[b"v0:", timestamp.as_bytes(), b":", body], &tag))
     }
 }
 
