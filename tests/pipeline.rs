@@ -6,22 +6,19 @@
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use aws_sdk_sqs::types::QueueAttributeName;
 use medic_adapters::argocd::HttpArgoClient;
-use medic_adapters::budget::{BudgetRates, LocalBudget};
-use medic_adapters::dynamodb::{DynamoDbStore, create_table};
+use medic_adapters::dynamodb::DynamoDbStore;
 use medic_adapters::memory::{LogEscalator, SystemClock};
 use medic_adapters::sqs::SqsWorkQueue;
 use medic_adapters::telemetry::Metrics;
 use medic_core::ports::{IncidentStore, WorkQueue};
 use medic_core::switch::{FixedSwitch, Mode, Switch, SwitchStore};
-use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
-use medic_sim::moto::{moto, unique};
 use medic_sim::{ArgoSim, Fault, FaultKind, SimConfig};
 use medic_sweeper::{Sweeper, SweeperConfig};
-use medic_worker::{Handled, Worker, WorkerConfig};
+use medic_worker::Handled;
 
+use crate::support::stack::{AwsStack, TestWorker};
 use crate::support::{LosesCompletion, client, events_dir, sim_with_samples};
 
 /// The shared secret of the sample Function URL requests in events/lambda/ingest/.
@@ -29,54 +26,15 @@ const SECRET: &str = "local-test-secret-not-for-production";
 /// The key signed refresh requests are checked with (not the webhook secret).
 const REFRESH_SECRET: &str = "pipeline-test-refresh-signing-key";
 
-struct Stack {
-    sqs: aws_sdk_sqs::Client,
-    queue_url: String,
-    dlq_url: String,
-    ddb: aws_sdk_dynamodb::Client,
-    table: String,
-}
+/// The pipeline's stack: a work queue with a DLQ after two receives and a 1 s visibility timeout,
+/// and a state table; the handlers below are wired to it.
+type Stack = AwsStack;
 
-/// A work queue with a DLQ after two receives and a short visibility timeout, and a state table.
 async fn stack() -> Stack {
-    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let ddb = aws_sdk_dynamodb::Client::new(&sdk);
-    let dlq_url = sqs.create_queue().queue_name(unique("dlq")).send().await.unwrap().queue_url.unwrap();
-    let dlq_arn = sqs
-        .get_queue_attributes()
-        .queue_url(&dlq_url)
-        .attribute_names(QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .unwrap()
-        .attributes
-        .unwrap()[&QueueAttributeName::QueueArn]
-        .clone();
-    let queue_url = sqs
-        .create_queue()
-        .queue_name(unique("work"))
-        .attributes(QueueAttributeName::VisibilityTimeout, "1")
-        .attributes(QueueAttributeName::RedrivePolicy, format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"2"}}"#))
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
-    let table = unique("state");
-    create_table(&ddb, &table).await.unwrap();
-    Stack { sqs, queue_url, dlq_url, ddb, table }
+    AwsStack::new("work", 1, 2).await
 }
 
-impl Stack {
-    fn queue(&self) -> SqsWorkQueue {
-        SqsWorkQueue::new(self.sqs.clone(), self.queue_url.clone())
-    }
-
-    fn store(&self) -> DynamoDbStore {
-        DynamoDbStore::new(self.ddb.clone(), self.table.clone(), "test")
-    }
-
+impl AwsStack {
     fn sweeper(&self, sim: &ArgoSim) -> Sweeper<HttpArgoClient, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, SystemClock> {
         Sweeper {
             config: SweeperConfig::default(),
@@ -101,93 +59,26 @@ impl Stack {
         }
     }
 
-    fn worker<S: IncidentStore>(
-        &self,
-        sim: &ArgoSim,
-        store: S,
-    ) -> Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock> {
-        self.switched_worker(sim, store, FixedSwitch::default())
+    fn worker<S: IncidentStore>(&self, sim: &ArgoSim, store: S) -> TestWorker<S, LogEscalator, FixedSwitch> {
+        self.worker_with(sim, store, LogEscalator::default(), FixedSwitch::default())
     }
 
-    fn switched_worker<S: IncidentStore, W: Switch>(
-        &self,
-        sim: &ArgoSim,
-        store: S,
-        switch: W,
-    ) -> Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock, W> {
-        Worker {
-            config: WorkerConfig {
-                claim_timeout: Duration::ZERO,
-                busy_delay: Duration::from_secs(1),
-                work_item_key: Some(crate::support::work_item_key()),
-                ..WorkerConfig::default()
-            },
-            argo: client(sim),
-            store,
-            dedupe: self.store(),
-            lock: self.store(),
-            queue: self.queue(),
-            escalator: LogEscalator::default(),
-            budget: LocalBudget::new(BudgetRates {
-                refresh_per_minute: 6000,
-                hard_refresh_per_minute: 600,
-                sync_per_minute: 600,
-                max_wait: Duration::from_secs(1),
-            }),
-            clock: SystemClock,
-            policy: DecisionPolicy::new(PolicyConfig { instance_id: "test".into(), settle_secs: 0, ..PolicyConfig::default() }),
-            metrics: Metrics::quiet("test"),
-            switch,
-        }
-    }
-
-    /// Receives what is visible now, as Lambda's event source mapping would.
-    async fn receive(&self) -> Vec<aws_sdk_sqs::types::Message> {
-        crate::support::receive(&self.sqs, &self.queue_url).await
+    fn switched_worker<S: IncidentStore, W: Switch>(&self, sim: &ArgoSim, store: S, switch: W) -> TestWorker<S, LogEscalator, W> {
+        self.worker_with(sim, store, LogEscalator::default(), switch)
     }
 
     /// One poll of the event source mapping: receive, invoke, delete what did not fail.
-    async fn poll<S: IncidentStore, W: Switch>(
-        &self,
-        worker: &Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock, W>,
-    ) -> (usize, Vec<String>) {
+    async fn poll<S: IncidentStore, W: Switch>(&self, worker: &TestWorker<S, LogEscalator, W>) -> (usize, Vec<String>) {
         let messages = self.receive().await;
         if messages.is_empty() {
             return (0, Vec::new());
         }
         let response = worker.handle_batch(sqs_event(&messages)).await.expect("every record has an id");
         let failed: Vec<String> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
-        for m in &messages {
-            if !failed.contains(m.message_id.as_ref().unwrap()) {
-                self.sqs
-                    .delete_message()
-                    .queue_url(&self.queue_url)
-                    .receipt_handle(m.receipt_handle.clone().unwrap())
-                    .send()
-                    .await
-                    .unwrap();
-            }
+        for m in messages.iter().filter(|m| !failed.contains(m.message_id.as_ref().unwrap())) {
+            self.delete(m).await;
         }
         (messages.len(), failed)
-    }
-
-    async fn depth(&self, url: &str) -> (usize, usize, usize) {
-        let attrs = self
-            .sqs
-            .get_queue_attributes()
-            .queue_url(url)
-            .attribute_names(QueueAttributeName::All)
-            .send()
-            .await
-            .unwrap()
-            .attributes
-            .unwrap_or_default();
-        let n = |a: QueueAttributeName| attrs.get(&a).and_then(|v| v.parse().ok()).unwrap_or(0);
-        (
-            n(QueueAttributeName::ApproximateNumberOfMessages),
-            n(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
-            n(QueueAttributeName::ApproximateNumberOfMessagesDelayed),
-        )
     }
 }
 
@@ -217,10 +108,7 @@ fn sample_webhook(name: &str) -> String {
     std::fs::read_to_string(events_dir().join("webhook").join(name)).unwrap()
 }
 
-async fn drain<S: IncidentStore, W: Switch>(
-    stack: &Stack,
-    worker: &Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock, W>,
-) {
+async fn drain<S: IncidentStore, W: Switch>(stack: &Stack, worker: &TestWorker<S, LogEscalator, W>) {
     // Until nothing is visible or in flight: a delivery that found another one handling its
     // item is reported failed and comes back after the visibility timeout.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);

@@ -2,6 +2,7 @@
 
 pub mod gotemplate;
 pub mod slack;
+pub mod stack;
 
 use std::path::PathBuf;
 use std::time::Duration;

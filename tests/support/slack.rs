@@ -6,23 +6,22 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use medic_adapters::argocd::HttpArgoClient;
-use medic_adapters::budget::{BudgetRates, LocalBudget};
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
-use medic_adapters::memory::SystemClock;
 use medic_adapters::slack::{DynamoDbEscalationStore, SlackEscalator, SlackSettings};
 use medic_adapters::sqs::SqsWorkQueue;
 use medic_adapters::telemetry::Metrics;
 use medic_core::event::{AppRef, WorkItem, WorkKind};
 use medic_core::ports::{EscalationStore, WorkQueue};
-use medic_core::{Application, Decision, DecisionPolicy, History, PolicyConfig, Trigger};
+use medic_core::{Application, Decision, DecisionPolicy, History, Trigger};
 use medic_sim::moto::{moto, unique};
 use medic_sim::{ArgoSim, SLACK_BOT_TOKEN, SLACK_CHANNEL, SimConfig, SimMessage, SlackSim, SlackSimConfig};
 use medic_slack_actions::{ActionsConfig, AllowList, SigningSecret, SlackActions};
-use medic_worker::{Handled, Worker, WorkerConfig};
+use medic_worker::Handled;
 use serde_json::Value;
 
-use crate::support::{client, events_dir, sim_with_samples};
+use crate::support::stack::{AwsStack, TestWorker};
+use crate::support::{events_dir, sim_with_samples};
+use medic_core::switch::FixedSwitch;
 
 /// The signing secret of the sample in events/lambda/slack-actions/ (a test value, nothing else).
 pub(crate) const SIGNING_SECRET: &str = "local-test-slack-signing-secret-not-for-production";
@@ -45,7 +44,7 @@ pub(crate) fn captured_at() -> DateTime<Utc> {
 }
 
 pub(crate) fn policy() -> DecisionPolicy {
-    DecisionPolicy::new(PolicyConfig { instance_id: "test".into(), settle_secs: 0, ..PolicyConfig::default() })
+    crate::support::stack::test_policy()
 }
 
 /// The sample app's decision at capture time; it must be an escalation.
@@ -108,82 +107,38 @@ pub(crate) fn button(m: &SimMessage, label: &str) -> String {
 // --- the serverless stack: queue, table, worker, slack-actions ------------------------------------
 
 pub(crate) struct Stack {
-    pub(crate) sqs: aws_sdk_sqs::Client,
-    pub(crate) queue_url: String,
-    pub(crate) ddb: aws_sdk_dynamodb::Client,
-    pub(crate) table: String,
+    pub(crate) aws: AwsStack,
     pub(crate) slack: SlackSim,
     pub(crate) argo: ArgoSim,
 }
 
-pub(crate) type SlackWorker = Worker<
-    HttpArgoClient,
-    DynamoDbStore,
-    DynamoDbStore,
-    DynamoDbStore,
-    SqsWorkQueue,
-    SlackEscalator<DynamoDbEscalationStore>,
-    LocalBudget,
-    SystemClock,
->;
+/// The queue, the table and the worker of every stack (`stack.sqs`, `stack.store()`, ...).
+impl std::ops::Deref for Stack {
+    type Target = AwsStack;
+    fn deref(&self) -> &AwsStack {
+        &self.aws
+    }
+}
+
+pub(crate) type SlackWorker = TestWorker<DynamoDbStore, SlackEscalator<DynamoDbEscalationStore>, FixedSwitch>;
 pub(crate) type Actions = SlackActions<SqsWorkQueue, DynamoDbStore, DynamoDbEscalationStore>;
 
+/// No message of these tests is meant to reach the DLQ: a failing one panics the poll first.
 pub(crate) async fn stack() -> Stack {
-    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let queue_url = sqs
-        .create_queue()
-        .queue_name(unique("slack-work"))
-        .attributes(aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout, "1")
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
-    let (ddb, table) = ddb().await;
+    let aws = AwsStack::new("slack-work", 1, 1000).await;
     let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
     let argo = sim_with_samples(SimConfig::default()).await;
-    Stack { sqs, queue_url, ddb, table, slack, argo }
+    Stack { aws, slack, argo }
 }
 
 impl Stack {
-    pub(crate) fn queue(&self) -> SqsWorkQueue {
-        SqsWorkQueue::new(self.sqs.clone(), self.queue_url.clone())
-    }
-
-    pub(crate) fn store(&self) -> DynamoDbStore {
-        DynamoDbStore::new(self.ddb.clone(), self.table.clone(), "test")
-    }
-
-    pub(crate) fn escalations(&self) -> DynamoDbEscalationStore {
-        DynamoDbEscalationStore::new(self.ddb.clone(), self.table.clone(), "test")
-    }
-
     pub(crate) fn worker(&self) -> SlackWorker {
-        Worker {
-            config: WorkerConfig {
-                claim_timeout: Duration::ZERO,
-                busy_delay: Duration::from_secs(1),
-                work_item_key: Some(crate::support::work_item_key()),
-                ..WorkerConfig::default()
-            },
-            argo: client(&self.argo),
-            store: self.store(),
-            dedupe: self.store(),
-            lock: self.store(),
-            queue: self.queue(),
-            escalator: slack_escalator(&self.slack, settings(&self.slack), self.escalations()),
-            budget: LocalBudget::new(BudgetRates {
-                refresh_per_minute: 6000,
-                hard_refresh_per_minute: 600,
-                sync_per_minute: 600,
-                max_wait: Duration::from_secs(1),
-            }),
-            clock: SystemClock,
-            policy: policy(),
-            metrics: Metrics::quiet("test"),
-            switch: Default::default(),
-        }
+        self.aws.worker_with(
+            &self.argo,
+            self.store(),
+            slack_escalator(&self.slack, settings(&self.slack), self.escalations()),
+            FixedSwitch::default(),
+        )
     }
 
     pub(crate) fn actions(&self) -> Actions {
@@ -211,11 +166,6 @@ impl Stack {
         parents(&self.slack).remove(0)
     }
 
-    /// Messages visible now.
-    pub(crate) async fn receive(&self) -> Vec<aws_sdk_sqs::types::Message> {
-        crate::support::receive(&self.sqs, &self.queue_url).await
-    }
-
     /// One poll of the event source mapping: receive, invoke, delete what did not fail.
     pub(crate) async fn poll(&self, worker: &SlackWorker) -> Vec<Handled> {
         let messages = self.receive().await;
@@ -225,13 +175,7 @@ impl Stack {
             match worker.handle_message(&record).await {
                 Ok(h) => {
                     handled.push(h);
-                    self.sqs
-                        .delete_message()
-                        .queue_url(&self.queue_url)
-                        .receipt_handle(m.receipt_handle.clone().unwrap())
-                        .send()
-                        .await
-                        .unwrap();
+                    self.delete(m).await;
                 }
                 Err(e) => panic!("message failed: {e}"),
             }
@@ -241,21 +185,8 @@ impl Stack {
 
     /// Work items waiting on the queue (visible, in flight or delayed).
     pub(crate) async fn depth(&self) -> usize {
-        let attrs = self
-            .sqs
-            .get_queue_attributes()
-            .queue_url(&self.queue_url)
-            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::All)
-            .send()
-            .await
-            .unwrap()
-            .attributes
-            .unwrap_or_default();
-        use aws_sdk_sqs::types::QueueAttributeName as A;
-        [A::ApproximateNumberOfMessages, A::ApproximateNumberOfMessagesNotVisible, A::ApproximateNumberOfMessagesDelayed]
-            .iter()
-            .map(|a| attrs.get(a).and_then(|v| v.parse::<usize>().ok()).unwrap_or(0))
-            .sum()
+        let (visible, in_flight, delayed) = self.aws.depth(&self.aws.queue_url).await;
+        visible + in_flight + delayed
     }
 }
 
