@@ -305,9 +305,8 @@ impl LambdaEnv {
         // (pacing and a 429's wait happen inside it), so no other worker posts meanwhile.
         settings.lease = self.function_timeout + self.function_timeout / 2;
         // Slack's one post per second per channel; a time-scaled test run scales it too.
-        if let Some(ms) = (self.lookup)("SLACK_POST_INTERVAL_MS").and_then(|v| v.trim().parse::<u64>().ok()) {
-            settings.post_interval = Duration::from_millis(ms);
-        }
+        let default_ms = u64::try_from(settings.post_interval.as_millis()).unwrap_or(u64::MAX);
+        settings.post_interval = Duration::from_millis(number(self.lookup, "SLACK_POST_INTERVAL_MS", default_ms)?);
         let source = self.token_source(token.trim(), self.slack_token_secret_arn.as_deref());
         let slack = SlackEscalator::with_token_source(settings, source, store)
             .map_err(|e| EnvError::Invalid { name: "SLACK_API_URL", problem: e.to_string() })?;
@@ -430,6 +429,32 @@ mod tests {
         }
         let env = LambdaEnv::from_lookup(channel_only).await.unwrap();
         assert!(!env.slack_enabled(), "a channel without a token is not enough");
+    }
+
+    /// Every number reads with one grammar and a bad one is named. SLACK_POST_INTERVAL_MS was
+    /// parsed on its own and a value that was no number was silently replaced by the default.
+    #[tokio::test]
+    async fn a_malformed_slack_post_interval_is_named_not_ignored() {
+        fn slack(name: &str, interval: &str) -> Option<String> {
+            match name {
+                "SLACK_CHANNEL" => Some("C0123456789".into()),
+                "SLACK_TOKEN" => Some("xoxb-local-test".into()),
+                "SLACK_POST_INTERVAL_MS" => Some(interval.into()),
+                _ => base(name),
+            }
+        }
+        fn bad(name: &str) -> Option<String> {
+            slack(name, "1s")
+        }
+        fn scaled(name: &str) -> Option<String> {
+            slack(name, " 100 ")
+        }
+        let err = LambdaEnv::from_lookup(bad).await.unwrap().escalator().await.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("`SLACK_POST_INTERVAL_MS`") && err.contains("`1s` is not a number"), "{err}");
+        match LambdaEnv::from_lookup(scaled).await.unwrap().escalator().await.unwrap() {
+            AnyEscalator::Slack(s) => assert_eq!(s.settings.post_interval, Duration::from_millis(100)),
+            AnyEscalator::Log(_) => panic!("Slack is configured"),
+        }
     }
 
     #[tokio::test]
