@@ -575,7 +575,10 @@ async fn a_429_is_honoured_and_posts_to_a_channel_are_paced_about_one_per_second
 #[tokio::test]
 async fn a_snooze_from_slack_mutes_new_incidents_of_the_app_until_it_ends() {
     let stack = stack().await;
-    let worker = stack.worker();
+    // The escalator judges the snooze by its clock (the `Clock` port), so the test moves time
+    // past the snooze instead of waiting four hours.
+    let clock = crate::support::TestClock::now_real();
+    let worker = Worker { escalator: stack.worker().escalator.with_clock(clock.clone()), ..stack.worker() };
     let parent = stack.escalated(&worker, "accounts").await;
     let snooze = button(&parent, "Snooze");
     assert_eq!(stack.actions().handle(click(&snooze, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
@@ -595,6 +598,15 @@ async fn a_snooze_from_slack_mutes_new_incidents_of_the_app_until_it_ends() {
     let other = sample_app("sync-failed.json");
     worker.escalator.escalate(&other, &escalation_of(&other)).await.unwrap();
     assert_eq!(parents(&stack.slack).len(), 2);
+
+    // Four hours later the snooze has ended: the app's next new incident is posted.
+    clock.advance(chrono::TimeDelta::hours(4) + chrono::TimeDelta::minutes(1));
+    let mut later = sample_app("hook-failed.json");
+    later.status.sync.as_mut().unwrap().revision = "0000000000000000000000000000000000000002".into();
+    let d_later = escalation_of(&later);
+    assert_ne!(d_later.incident, d.incident);
+    worker.escalator.escalate(&later, &d_later).await.unwrap();
+    assert_eq!(parents(&stack.slack).len(), 3, "the snooze ended");
 }
 
 #[tokio::test]

@@ -167,3 +167,22 @@ pub fn sqs_record(m: &aws_sdk_sqs::types::Message) -> aws_lambda_events::event::
     record.attributes = m.attributes.clone().unwrap_or_default().into_iter().map(|(k, v)| (k.as_str().to_owned(), v)).collect();
     record
 }
+
+/// A clock a test sets: starts at the real time, moves only when told (the `Clock` port).
+pub struct TestClock(std::sync::Mutex<chrono::DateTime<Utc>>);
+
+impl TestClock {
+    pub fn now_real() -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self(std::sync::Mutex::new(Utc::now())))
+    }
+
+    pub fn advance(&self, by: chrono::TimeDelta) {
+        *self.0.lock().unwrap() += by;
+    }
+}
+
+impl medic_core::ports::Clock for TestClock {
+    fn now(&self) -> chrono::DateTime<Utc> {
+        *self.0.lock().unwrap()
+    }
+}

@@ -22,6 +22,9 @@ pub struct SlackEscalator<S> {
     pub settings: SlackSettings,
     pub client: SlackClient,
     pub store: S,
+    /// Whose time snoozes, button offers, states and fleet windows are judged by (the `Clock`
+    /// port: the system clock, or a test's).
+    pub clock: std::sync::Arc<dyn medic_core::ports::Clock>,
 }
 
 impl<S: EscalationStore> SlackEscalator<S> {
@@ -32,7 +35,12 @@ impl<S: EscalationStore> SlackEscalator<S> {
     /// An escalator whose bot token is re-read from `token` when Slack rejects it.
     pub fn with_token_source(settings: SlackSettings, token: crate::token::TokenSource, store: S) -> Result<Self, SlackError> {
         let client = SlackClient::with_token_source(&settings, token)?;
-        Ok(Self { settings, client, store })
+        Ok(Self { settings, client, store, clock: std::sync::Arc::new(crate::memory::SystemClock) })
+    }
+
+    /// The same escalator judging time by `clock`.
+    pub fn with_clock(self, clock: std::sync::Arc<dyn medic_core::ports::Clock>) -> Self {
+        Self { clock, ..self }
     }
 
     pub(super) fn metadata(&self, key: &str) -> Value {
@@ -133,7 +141,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
         let deadline = Instant::now() + self.settings.busy_wait;
         let lease = TimeDelta::from_std(self.settings.lease).unwrap_or(TimeDelta::seconds(60));
         let (version, rec) = loop {
-            let now = Utc::now();
+            let now = self.clock.now();
             match self.load::<MessageRec>("msg", key).await? {
                 Some((_, rec)) if rec.ts.is_some() => return Ok(rec.ts.expect("checked")),
                 Some((_, rec)) if rec.lease_until.is_some_and(|u| u > now) => {
@@ -233,7 +241,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
         decision: Option<&Decision>,
     ) -> Result<(), EscalationError> {
         let sync = decision.map(|d| escalation::human_sync_plan(app, d));
-        self.store_buttons(&rec.facts, &escalation::buttons(&rec.facts, rec.generation), sync, Utc::now()).await
+        self.store_buttons(&rec.facts, &escalation::buttons(&rec.facts, rec.generation), sync, self.clock.now()).await
     }
 
     pub(super) async fn store_buttons(
@@ -262,7 +270,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
     }
 
     pub(super) async fn snoozed(&self, app: &str) -> Result<Option<SnoozeRec>, EscalationError> {
-        Ok(self.load::<SnoozeRec>("snooze", app).await?.map(|(_, s)| s).filter(|s| s.until > Utc::now()))
+        Ok(self.load::<SnoozeRec>("snooze", app).await?.map(|(_, s)| s).filter(|s| s.until > self.clock.now()))
     }
 
     /// The record of an incident, wherever its app (the app is part of the group name).
@@ -346,7 +354,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                     Some((_, w)) if &w.fleet_id == fleet_id => w.members.iter().take(threshold - 1).cloned().collect(),
                     _ => vec![],
                 };
-                let now = Utc::now();
+                let now = self.clock.now();
                 let fleet = FleetRec {
                     fleet_id: fleet_id.clone(),
                     failure_mode: decision.failure_mode,
@@ -506,7 +514,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         let mut next = rec.clone();
         if let Some(state) = outcome.state.filter(|_| !rec.resolved) {
             next.state = state;
-            next.state_at = Utc::now();
+            next.state_at = self.clock.now();
             next.detail = format!("{verb} by {who}");
         }
         if outcome.performed {
@@ -515,7 +523,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         if let Some(until) = outcome.snoozed_until {
             next.snoozed_until = Some(until);
             let snooze = SnoozeRec { until, by: user.to_owned() };
-            let ttl = (until - Utc::now()).to_std().unwrap_or_default() + Duration::from_secs(60);
+            let ttl = (until - self.clock.now()).to_std().unwrap_or_default() + Duration::from_secs(60);
             match self.load::<SnoozeRec>("snooze", &app).await? {
                 Some((v, _)) => self.save("snooze", &app, &snooze, Some(v), ttl).await?,
                 None => self.save("snooze", &app, &snooze, None, ttl).await?,
@@ -523,7 +531,8 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         }
         next.revision += 1;
         if next.generation != rec.generation {
-            self.store_buttons(&next.facts, &escalation::buttons(&next.facts, next.generation), request.sync.clone(), Utc::now()).await?;
+            self.store_buttons(&next.facts, &escalation::buttons(&next.facts, next.generation), request.sync.clone(), self.clock.now())
+                .await?;
         }
         if !rec.suppressed {
             self.show(&next).await?;

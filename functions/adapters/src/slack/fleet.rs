@@ -5,7 +5,7 @@ use super::escalator::*;
 use super::records::*;
 use std::time::{Duration, Instant};
 
-use chrono::{TimeDelta, Utc};
+use chrono::TimeDelta;
 use medic_core::catalogue::FailureMode;
 use medic_core::escalation::{self, IncidentFacts};
 use medic_core::ports::{EscalationError, EscalationStore};
@@ -17,7 +17,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
         let kept = self.settings.fleet_threshold.max(1);
         let window = TimeDelta::from_std(self.settings.fleet_window).unwrap_or(TimeDelta::minutes(15));
         for _ in 0..CAS_TRIES {
-            let now = Utc::now();
+            let now = self.clock.now();
             let current = self.load::<WindowRec>("fleetwin", mode.id()).await?;
             let (expected, mut rec) = match current {
                 Some((v, rec)) if now < rec.last_at + window || rec.members.iter().any(|m| m == incident_id) => (Some(v), rec),
@@ -99,7 +99,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
                         thread_ts: None,
                         ts: Some(ts),
                         lease_until: None,
-                        first_intent: Utc::now(),
+                        first_intent: self.clock.now(),
                         tries: 0,
                     };
                     self.save("msg", &fleet_key, &rec, None, self.ttl()).await?;
@@ -194,7 +194,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
             } else {
                 f.members.push(member.clone());
             }
-            f.last_at = Utc::now();
+            f.last_at = self.clock.now();
             f.revision += 1;
             true
         })
@@ -217,7 +217,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
         let mut last_update: Option<Instant> = None;
         for _ in 0..CAS_TRIES * 4 {
             let Some((version, mut f)) = self.load::<FleetRec>("fleet", fleet_id).await? else { return Ok(()) };
-            let now = Utc::now();
+            let now = self.clock.now();
             if !held {
                 if f.shown >= f.revision || !f.established {
                     return Ok(());
