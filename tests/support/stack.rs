@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use medic_adapters::argocd::HttpArgoClient;
-use medic_adapters::budget::{BudgetRates, LocalBudget};
+use medic_adapters::budget::LocalBudget;
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
 use medic_adapters::memory::SystemClock;
 use medic_adapters::slack::DynamoDbEscalationStore;
@@ -106,12 +106,7 @@ impl AwsStack {
             lock: self.store(),
             queue: self.queue(),
             escalator,
-            budget: LocalBudget::new(BudgetRates {
-                refresh_per_minute: 6000,
-                hard_refresh_per_minute: 600,
-                sync_per_minute: 600,
-                max_wait: Duration::from_secs(1),
-            }),
+            budget: super::generous_budget(),
             clock: SystemClock,
             policy: test_policy(),
             metrics: Metrics::quiet("test"),

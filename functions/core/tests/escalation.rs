@@ -36,7 +36,7 @@ fn cfg() -> PolicyConfig {
 }
 
 fn name(a: HumanAction) -> &'static str {
-    escalation::human_action_name(a)
+    a.as_str()
 }
 
 /// An escalation of `app` in `mode` as the policy would make it (buttons and recommendation from

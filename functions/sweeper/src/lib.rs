@@ -161,7 +161,7 @@ where
             }
             batch.push(item);
         }
-        run.missed_notifications = self.missed_notifications(&listed, &open, now).await;
+        run.missed_notifications = self.missed_notifications(&plan, &open, now).await;
         if let Err(e) = self.queue.enqueue_batch(&batch).await {
             // Some items may be on the queue; forgetting all markers lets the next run re-send
             // the rest, and the worker drops the duplicates.
@@ -184,20 +184,21 @@ where
         Ok(run)
     }
 
-    /// Counts the apps in trouble that notifications did not report: not calm, no open incident
-    /// (an incident means Argo Medic already knows), and no notification marker from this hour or
-    /// the last. Each is counted once a day. Reading fails soft: the count is for people, the
-    /// sweep's work does not depend on it.
-    async fn missed_notifications(&self, listed: &[medic_core::Application], open: &BTreeSet<String>, now: DateTime<Utc>) -> usize {
+    /// Counts the apps in trouble that notifications did not report: the plan's listed candidates
+    /// (so not calm, and not held back by an outage) without an open incident (an incident means
+    /// Argo Medic already knows), and without a notification marker from this hour or the last.
+    /// Each is counted once a day. Reading fails soft: the count is for people, the sweep's work
+    /// does not depend on it.
+    async fn missed_notifications(&self, plan: &medic_core::sweep::SweepPlan, open: &BTreeSet<String>, now: DateTime<Utc>) -> usize {
         use medic_core::keys::{missed_marker, notified_marker};
         let trouble: Vec<String> =
-            listed.iter().filter(|a| medic_core::sweep::needs_look(a)).map(|a| a.qualified_name()).filter(|a| !open.contains(a)).collect();
+            plan.candidates.iter().map(|a| format!("{}/{}", a.namespace, a.name)).filter(|a| !open.contains(a)).collect();
         if trouble.is_empty() {
             return 0;
         }
         let hour_before = now - chrono::TimeDelta::hours(1);
-        let markers: Vec<String> = trouble.iter().flat_map(|a| [notified_marker(a, now), notified_marker(a, hour_before)]).collect();
-        let notified = match self.dedupe.marked(&markers).await {
+        let markers: Vec<[String; 2]> = trouble.iter().map(|a| [notified_marker(a, now), notified_marker(a, hour_before)]).collect();
+        let notified = match self.dedupe.marked(&markers.concat()).await {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!(error = %e, "could not read the notification markers; MissedNotifications not counted");
@@ -205,9 +206,7 @@ where
             }
         };
         let mut missed = 0;
-        for app in
-            trouble.iter().filter(|a| !notified.contains(&notified_marker(a, now)) && !notified.contains(&notified_marker(a, hour_before)))
-        {
+        for (app, _) in trouble.iter().zip(&markers).filter(|(_, m)| !m.iter().any(|k| notified.contains(k))) {
             if matches!(self.dedupe.first_sighting(&missed_marker(app, now), Duration::from_secs(24 * 3600)).await, Ok(Seen::New)) {
                 tracing::info!(app = %app, "in trouble and not reported by a notification");
                 missed += 1;

@@ -506,7 +506,7 @@ where
         if request.app.name != item.app.name || request.app.namespace != item.app.namespace {
             return Err(MessageError::Poison(format!("action {id} is for {}/{}, not this app", request.app.namespace, request.app.name)));
         }
-        let action = escalation::human_action_name(request.action);
+        let action = request.action.as_str();
         // The stack's parameters first, then the switch, read right before acting.
         let mode = if self.config.kill_switch || self.config.dry_run { Mode::Act } else { self.switch.mode().await };
         if mode == Mode::Off {

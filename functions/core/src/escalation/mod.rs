@@ -300,11 +300,6 @@ pub fn human_action_key(action_id: &str) -> IdempotencyKey {
     IdempotencyKey::for_human_action(action_id)
 }
 
-/// The serde name of a human action (`hard_refresh`, ...): [`HumanAction::as_str`].
-pub fn human_action_name(action: HumanAction) -> &'static str {
-    action.as_str()
-}
-
 /// What a button stands for, stored under its id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HumanActionRequest {
