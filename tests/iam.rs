@@ -407,7 +407,7 @@ async fn run_every_function() {
         async move {
             let mut e = env().await.with_interceptor(log);
             e.queue_url = doomed;
-            e.argocd_server = server;
+            e.argocd.server = server;
             e
         }
     };

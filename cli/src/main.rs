@@ -589,7 +589,8 @@ const LOCAL_SLACK_USER: &str = "ULOCALUSER";
 /// allow-list of the local user, both printed and good for this process only.
 fn slack_actions_options(simulate: bool) -> Result<Option<medic::serve::SlackActionsOptions>> {
     use medic_slack_actions::{AllowList, SigningSecret};
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let settings = medic_adapters::config::Settings::from_env();
+    let env = |k: &str| settings.text(k);
     let allow = |default: Option<String>| -> Result<AllowList> {
         match env("SLACK_ALLOWED_USERS").or(default) {
             Some(json) => Ok(AllowList::from_json(&json)?),
@@ -627,7 +628,8 @@ async fn local_escalator(
     store: std::sync::Arc<medic::store::SqliteIncidentStore>,
 ) -> Result<(medic::serve::LocalEscalator, Option<medic_sim::SlackSim>)> {
     use medic_adapters::slack::{AnyEscalator, SlackEscalator, SlackSettings};
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let settings = medic_adapters::config::Settings::from_env();
+    let env = |k: &str| settings.text(k);
     let (settings, token, sim) = if simulate {
         let sim = medic_sim::SlackSim::start(medic_sim::SlackSimConfig::default()).await.context("starting the Slack simulator")?;
         let mut settings = SlackSettings::new(medic_sim::SLACK_CHANNEL, instance);

@@ -1,6 +1,13 @@
-//! Argo CD connection settings. Names follow the argocd CLI where it has them (`ARGOCD_SERVER`,
-//! `ARGOCD_AUTH_TOKEN`, `--insecure`, `--plaintext`, `--grpc-web-root-path`).
+//! The one reader of settings, and Argo CD's connection settings.
+//!
+//! [`Settings`] is how every setting is read, by the functions ([`crate::lambda_env`]) and by the
+//! CLI: one grammar for booleans and numbers, a blank value is an unset one, and a malformed value
+//! is an error that names the variable (never silently the default). Argo CD's names follow the
+//! argocd CLI where it has them (`ARGOCD_SERVER`, `ARGOCD_AUTH_TOKEN`, `--insecure`,
+//! `--plaintext`, `--grpc-web-root-path`).
 
+use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use secrecy::SecretString;
@@ -39,8 +46,8 @@ pub struct ArgoSettings {
 pub enum SettingsError {
     #[error("environment variable `{0}` is required")]
     Missing(&'static str),
-    #[error("environment variable `{name}` is not a boolean: `{value}`")]
-    NotBool { name: &'static str, value: String },
+    #[error("environment variable `{name}`: {problem}")]
+    Invalid { name: &'static str, problem: String },
     #[error("`{0}` is not a valid Argo CD server address")]
     BadServer(String),
     #[error("`ARGOCD_CA_BUNDLE`: {0}")]
@@ -55,6 +62,59 @@ pub fn parse_bool(value: &str) -> Option<bool> {
         "true" | "1" | "yes" | "on" => Some(true),
         "false" | "0" | "no" | "off" => Some(false),
         _ => None,
+    }
+}
+
+/// Looks one variable up.
+type Lookup = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+/// Where settings are read from: the process environment, or a test's table. Cheap to clone.
+#[derive(Clone)]
+pub struct Settings {
+    get: Arc<Lookup>,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Settings { .. }")
+    }
+}
+
+impl Settings {
+    /// The process environment.
+    pub fn from_env() -> Self {
+        Self::from_fn(|name| std::env::var(name).ok())
+    }
+
+    /// Reads through `get` (tests pass a table).
+    pub fn from_fn(get: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+        Self { get: Arc::new(get) }
+    }
+
+    /// The value of `name`; unset and blank are both `None`.
+    pub fn text(&self, name: &str) -> Option<String> {
+        (self.get)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    pub fn required(&self, name: &'static str) -> Result<String, SettingsError> {
+        self.text(name).ok_or(SettingsError::Missing(name))
+    }
+
+    /// A boolean in the one grammar of [`parse_bool`], `default` when unset.
+    pub fn flag(&self, name: &'static str, default: bool) -> Result<bool, SettingsError> {
+        match self.text(name) {
+            None => Ok(default),
+            Some(v) => parse_bool(&v)
+                .ok_or_else(|| SettingsError::Invalid { name, problem: format!("`{v}` is not true/false (or 1/0, yes/no, on/off)") }),
+        }
+    }
+
+    /// A number, `default` when unset; `1s` or `ten` is an error, not the default.
+    pub fn number<T: FromStr>(&self, name: &'static str, default: T) -> Result<T, SettingsError> {
+        match self.text(name) {
+            None => Ok(default),
+            Some(v) => v.trim().parse().map_err(|_| SettingsError::Invalid { name, problem: format!("`{v}` is not a number") }),
+        }
     }
 }
 
@@ -76,25 +136,37 @@ impl ArgoSettings {
 
     /// Reads `ARGOCD_SERVER`, `ARGOCD_AUTH_TOKEN`, `ARGOCD_INSECURE`, `ARGOCD_PLAINTEXT`,
     /// `ARGOCD_ROOT_PATH` through `get` (the environment, or a test's map).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
-        let server = get("ARGOCD_SERVER").filter(|s| !s.is_empty()).ok_or(SettingsError::Missing("ARGOCD_SERVER"))?;
-        let token = get("ARGOCD_AUTH_TOKEN").filter(|s| !s.is_empty()).ok_or(SettingsError::Missing("ARGOCD_AUTH_TOKEN"))?;
-        let flag = |name: &'static str| -> Result<bool, SettingsError> {
-            match get(name).as_deref().map(str::trim) {
-                None | Some("") => Ok(false),
-                Some(v) => parse_bool(v).ok_or_else(|| SettingsError::NotBool { name, value: v.to_owned() }),
-            }
-        };
-        let mut s = Self::new(server, token);
-        s.insecure = flag("ARGOCD_INSECURE")?;
-        s.plaintext = flag("ARGOCD_PLAINTEXT")?;
-        s.root_path = get("ARGOCD_ROOT_PATH").unwrap_or_default();
-        s.ca_bundle = get("ARGOCD_CA_BUNDLE").filter(|v| !v.trim().is_empty());
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Result<Self, SettingsError> {
+        Self::from_settings(&Settings::from_fn(get))
+    }
+
+    /// [`ArgoSettings::connection`] with the server and the token both required.
+    pub fn from_settings(settings: &Settings) -> Result<Self, SettingsError> {
+        let server = settings.required("ARGOCD_SERVER")?;
+        let token = settings.required("ARGOCD_AUTH_TOKEN")?;
+        let connection = Self::connection(settings)?;
+        Ok(Self { server, token: SecretString::from(token), ..connection })
+    }
+
+    /// How to reach Argo CD, without the token (the functions read it from Secrets Manager):
+    /// `ARGOCD_SERVER` (empty when unset), `ARGOCD_INSECURE`, `ARGOCD_PLAINTEXT`,
+    /// `ARGOCD_ROOT_PATH`, `ARGOCD_CA_BUNDLE`.
+    pub fn connection(settings: &Settings) -> Result<Self, SettingsError> {
+        let mut s = Self::new(settings.text("ARGOCD_SERVER").unwrap_or_default(), String::new());
+        s.insecure = settings.flag("ARGOCD_INSECURE", false)?;
+        s.plaintext = settings.flag("ARGOCD_PLAINTEXT", false)?;
+        s.root_path = settings.text("ARGOCD_ROOT_PATH").unwrap_or_default();
+        s.ca_bundle = settings.text("ARGOCD_CA_BUNDLE");
         Ok(s)
     }
 
     pub fn from_env() -> Result<Self, SettingsError> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        Self::from_settings(&Settings::from_env())
+    }
+
+    /// The Argo CD UI's address for links: the API's base URL without its trailing slash.
+    pub fn ui_url(&self) -> Option<String> {
+        self.base_url().ok().map(|u| u.as_str().trim_end_matches('/').to_owned())
     }
 
     /// The PEM text of [`ArgoSettings::ca_bundle`]: the value itself when it holds a PEM block
@@ -161,8 +233,20 @@ mod tests {
         assert_eq!(ArgoSettings::from_lookup(lookup(&[("ARGOCD_SERVER", "x")])).unwrap_err(), SettingsError::Missing("ARGOCD_AUTH_TOKEN"));
         let err = ArgoSettings::from_lookup(lookup(&[("ARGOCD_SERVER", "x"), ("ARGOCD_AUTH_TOKEN", "t"), ("ARGOCD_INSECURE", "maybe")]))
             .unwrap_err();
-        assert_eq!(err.to_string(), "environment variable `ARGOCD_INSECURE` is not a boolean: `maybe`");
+        assert_eq!(err.to_string(), "environment variable `ARGOCD_INSECURE`: `maybe` is not true/false (or 1/0, yes/no, on/off)");
         assert!(ArgoSettings::new("ftp://x", "t").base_url().is_err());
         assert!(!format!("{:?}", ArgoSettings::new("x", "s3cr3t")).contains("s3cr3t"), "the token never shows in Debug output");
+    }
+
+    #[test]
+    fn one_grammar_for_every_setting_blank_is_unset_and_malformed_is_named() {
+        let s = Settings::from_fn(lookup(&[("A", "  "), ("N", "1s"), ("M", " 42 "), ("B", "Yes")]));
+        assert_eq!(s.text("A"), None, "a blank value is an unset one");
+        assert_eq!(s.flag("A", true), Ok(true));
+        assert_eq!(s.number("A", 7u32), Ok(7));
+        assert_eq!(s.number("M", 7u32), Ok(42));
+        assert_eq!(s.flag("B", false), Ok(true));
+        assert_eq!(s.number::<u64>("N", 1).unwrap_err().to_string(), "environment variable `N`: `1s` is not a number");
+        assert_eq!(s.required("Z"), Err(SettingsError::Missing("Z")));
     }
 }

@@ -13,7 +13,7 @@ use thiserror::Error;
 
 use crate::argocd::HttpArgoClient;
 use crate::budget::{BudgetRates, LocalBudget};
-use crate::config::ArgoSettings;
+use crate::config::{ArgoSettings, Settings, SettingsError};
 use crate::dynamodb::DynamoDbStore;
 use crate::memory::LogEscalator;
 use crate::slack::{AnyEscalator, DynamoDbEscalationStore, SlackEscalator, SlackSettings};
@@ -38,12 +38,9 @@ pub struct LambdaEnv {
     pub instance_id: String,
     pub queue_url: String,
     pub table: String,
-    pub argocd_server: String,
-    pub argocd_insecure: bool,
-    pub argocd_plaintext: bool,
-    pub argocd_root_path: String,
-    /// `ARGOCD_CA_BUNDLE`: CA certificates (PEM text or a file path) trusted besides the public roots.
-    pub argocd_ca_bundle: Option<String>,
+    /// How to reach Argo CD (`ARGOCD_SERVER`, `ARGOCD_INSECURE`, `ARGOCD_PLAINTEXT`,
+    /// `ARGOCD_ROOT_PATH`, `ARGOCD_CA_BUNDLE`); the token is read apart, from its secret.
+    pub argocd: ArgoSettings,
     pub argocd_token_secret_arn: Option<String>,
     pub webhook_secret_arn: Option<String>,
     /// `REFRESH_SECRET_ARN`: the key signed refresh requests are checked with (ingest).
@@ -74,98 +71,78 @@ pub struct LambdaEnv {
     /// The Argo CD UI's base URL for links (default: from `ARGOCD_SERVER` and the root path).
     pub argocd_ui_url: Option<String>,
     pub sdk: SdkConfig,
-    lookup: fn(&str) -> Option<String>,
+    settings: Settings,
     /// Interceptors every AWS client built here carries (the IAM conformance test records each
     /// call a function makes with one).
     interceptors: Vec<SharedInterceptor>,
 }
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-fn required(get: fn(&str) -> Option<String>, name: &'static str) -> Result<String, EnvError> {
-    get(name).ok_or(EnvError::Missing(name))
-}
-
-fn flag(get: fn(&str) -> Option<String>, name: &'static str, default: bool) -> Result<bool, EnvError> {
-    match get(name).as_deref().map(str::trim) {
-        None | Some("") => Ok(default),
-        Some(v) => crate::config::parse_bool(v)
-            .ok_or_else(|| EnvError::Invalid { name, problem: format!("`{v}` is not true/false (or 1/0, yes/no, on/off)") }),
-    }
-}
-
-fn number<T: std::str::FromStr>(get: fn(&str) -> Option<String>, name: &'static str, default: T) -> Result<T, EnvError> {
-    match get(name) {
-        None => Ok(default),
-        Some(v) => v.trim().parse().map_err(|_| EnvError::Invalid { name, problem: format!("`{v}` is not a number") }),
+impl From<SettingsError> for EnvError {
+    fn from(e: SettingsError) -> Self {
+        match e {
+            SettingsError::Missing(name) => EnvError::Missing(name),
+            SettingsError::Invalid { name, problem } => EnvError::Invalid { name, problem },
+            other => EnvError::Client(other.into()),
+        }
     }
 }
 
 impl LambdaEnv {
     /// Reads the process environment.
     pub async fn load() -> Result<Self, EnvError> {
-        Self::from_lookup(env).await
+        Self::from_settings(Settings::from_env()).await
     }
 
     /// Reads through `get` (tests pass their own).
     pub async fn from_lookup(get: fn(&str) -> Option<String>) -> Result<Self, EnvError> {
+        Self::from_settings(Settings::from_fn(get)).await
+    }
+
+    pub async fn from_settings(settings: Settings) -> Result<Self, EnvError> {
+        let s = &settings;
+        let get = |name: &str| s.text(name);
         let policy = match get("MEDIC_POLICY_CONFIG") {
             None => PolicyConfig::default(),
             Some(json) => {
                 serde_json::from_str(&json).map_err(|e| EnvError::Invalid { name: "MEDIC_POLICY_CONFIG", problem: e.to_string() })?
             }
         };
-        let instance_id = required(get, "MEDIC_INSTANCE_ID")?;
+        let instance_id = s.required("MEDIC_INSTANCE_ID")?;
         let policy = PolicyConfig { instance_id: instance_id.clone(), ..policy };
         let endpoint = get("AWS_ENDPOINT_URL");
+        let argocd = ArgoSettings::connection(s)?;
         Ok(Self {
             instance_id,
-            queue_url: required(get, "QUEUE_URL")?,
-            table: required(get, "TABLE_NAME")?,
-            argocd_server: get("ARGOCD_SERVER").unwrap_or_default(),
-            argocd_insecure: flag(get, "ARGOCD_INSECURE", false)?,
-            argocd_plaintext: flag(get, "ARGOCD_PLAINTEXT", false)?,
-            argocd_root_path: get("ARGOCD_ROOT_PATH").unwrap_or_default(),
-            argocd_ca_bundle: get("ARGOCD_CA_BUNDLE").filter(|v| !v.trim().is_empty()),
+            queue_url: s.required("QUEUE_URL")?,
+            table: s.required("TABLE_NAME")?,
+            argocd: argocd.clone(),
             argocd_token_secret_arn: get("ARGOCD_AUTH_TOKEN_SECRET_ARN"),
             webhook_secret_arn: get("WEBHOOK_SECRET_ARN"),
-            refresh_secret_arn: get("REFRESH_SECRET_ARN").filter(|v| !v.trim().is_empty()),
+            refresh_secret_arn: get("REFRESH_SECRET_ARN"),
             // A deployment that says nothing acts on nothing.
-            dry_run: flag(get, "MEDIC_DRY_RUN", true)?,
-            kill_switch: flag(get, "MEDIC_KILL_SWITCH", false)?,
+            dry_run: s.flag("MEDIC_DRY_RUN", true)?,
+            kill_switch: s.flag("MEDIC_KILL_SWITCH", false)?,
             policy,
-            worker_max_concurrency: number(get, "MEDIC_WORKER_MAX_CONCURRENCY", 2u32)?.max(1),
+            worker_max_concurrency: s.number("MEDIC_WORKER_MAX_CONCURRENCY", 2u32)?.max(1),
             rates: BudgetRates {
-                refresh_per_minute: number(get, "MEDIC_REFRESH_PER_MINUTE", BudgetRates::default().refresh_per_minute)?,
-                hard_refresh_per_minute: number(get, "MEDIC_HARD_REFRESH_PER_MINUTE", BudgetRates::default().hard_refresh_per_minute)?,
-                sync_per_minute: number(get, "MEDIC_SYNC_PER_MINUTE", BudgetRates::default().sync_per_minute)?,
+                refresh_per_minute: s.number("MEDIC_REFRESH_PER_MINUTE", BudgetRates::default().refresh_per_minute)?,
+                hard_refresh_per_minute: s.number("MEDIC_HARD_REFRESH_PER_MINUTE", BudgetRates::default().hard_refresh_per_minute)?,
+                sync_per_minute: s.number("MEDIC_SYNC_PER_MINUTE", BudgetRates::default().sync_per_minute)?,
                 max_wait: Duration::from_secs(2),
             },
-            recheck_secs: number(get, "MEDIC_RECHECK_SECONDS", 900u64)?,
-            max_body_bytes: number(get, "MEDIC_MAX_BODY_BYTES", medic_core::event::MAX_EVENT_BYTES)?,
-            max_receive_count: number(get, "MEDIC_MAX_RECEIVE_COUNT", 5u32)?.max(1),
-            function_timeout: Duration::from_secs(number(get, "MEDIC_FUNCTION_TIMEOUT_SECONDS", 60u64)?.max(1)),
+            recheck_secs: s.number("MEDIC_RECHECK_SECONDS", 900u64)?,
+            max_body_bytes: s.number("MEDIC_MAX_BODY_BYTES", medic_core::event::MAX_EVENT_BYTES)?,
+            max_receive_count: s.number("MEDIC_MAX_RECEIVE_COUNT", 5u32)?.max(1),
+            function_timeout: Duration::from_secs(s.number("MEDIC_FUNCTION_TIMEOUT_SECONDS", 60u64)?.max(1)),
             slack_channel: get("SLACK_CHANNEL"),
             slack_token_secret_arn: get("SLACK_TOKEN_SECRET_ARN"),
             slack_api_url: get("SLACK_API_URL").unwrap_or_else(|| crate::slack::DEFAULT_API_URL.to_owned()),
             slack_signing_secret_arn: get("SLACK_SIGNING_SECRET_ARN"),
             slack_allowed_users: get("SLACK_ALLOWED_USERS"),
-            slack_fleet_threshold: number(get, "SLACK_FLEET_THRESHOLD", 2usize)?,
-            argocd_ui_url: get("ARGOCD_UI_URL").or_else(|| {
-                get("ARGOCD_SERVER").map(|server| {
-                    let plaintext = matches!(get("ARGOCD_PLAINTEXT").as_deref(), Some("true" | "1" | "on" | "yes"));
-                    let base = if server.contains("://") {
-                        server.trim_end_matches('/').to_owned()
-                    } else {
-                        format!("{}://{}", if plaintext { "http" } else { "https" }, server.trim_end_matches('/'))
-                    };
-                    format!("{base}{}", get("ARGOCD_ROOT_PATH").unwrap_or_default().trim_end_matches('/'))
-                })
-            }),
+            slack_fleet_threshold: s.number("SLACK_FLEET_THRESHOLD", 2usize)?,
+            argocd_ui_url: get("ARGOCD_UI_URL").or_else(|| argocd.ui_url().filter(|_| !argocd.server.is_empty())),
             sdk: crate::aws::sdk_config(endpoint.as_deref()).await,
-            lookup: get,
+            settings: settings.clone(),
             interceptors: Vec::new(),
         })
     }
@@ -195,7 +172,7 @@ impl LambdaEnv {
     /// A secret by ARN from Secrets Manager, or the fallback environment variable for local runs.
     pub async fn secret(&self, arn: Option<&str>, fallback_env: &'static str) -> Result<String, EnvError> {
         let Some(arn) = arn else {
-            return (self.lookup)(fallback_env).ok_or(EnvError::Missing(fallback_env));
+            return Ok(self.settings.required(fallback_env)?);
         };
         let client = self.secrets_client();
         let out = client
@@ -212,7 +189,7 @@ impl LambdaEnv {
     /// The key work items carrying a person's request are signed with (Secrets Manager by
     /// `WORK_ITEM_KEY_SECRET_ARN`, the stack generates it; or `MEDIC_WORK_ITEM_KEY` locally).
     pub async fn work_item_key(&self) -> Result<medic_core::event::WorkItemKey, EnvError> {
-        let arn = (self.lookup)("WORK_ITEM_KEY_SECRET_ARN");
+        let arn = self.settings.text("WORK_ITEM_KEY_SECRET_ARN");
         let secret = self.secret(arn.as_deref(), "MEDIC_WORK_ITEM_KEY").await?;
         medic_core::event::WorkItemKey::new(&secret).ok_or(EnvError::Invalid {
             name: "WORK_ITEM_KEY_SECRET_ARN",
@@ -229,14 +206,14 @@ impl LambdaEnv {
     /// `REFRESH_SECRET_ARN` or `MEDIC_REFRESH_SECRET`; `None` when neither is set (signed
     /// refreshes are off).
     pub async fn refresh_secret(&self) -> Result<Option<String>, EnvError> {
-        if self.refresh_secret_arn.is_none() && (self.lookup)("MEDIC_REFRESH_SECRET").is_none() {
+        if self.refresh_secret_arn.is_none() && self.settings.text("MEDIC_REFRESH_SECRET").is_none() {
             return Ok(None);
         }
         self.secret(self.refresh_secret_arn.as_deref(), "MEDIC_REFRESH_SECRET").await.map(Some)
     }
 
     pub async fn argo_client(&self) -> Result<HttpArgoClient, EnvError> {
-        if self.argocd_server.is_empty() {
+        if self.argocd.server.is_empty() {
             return Err(EnvError::Missing("ARGOCD_SERVER"));
         }
         let token = self.secret(self.argocd_token_secret_arn.as_deref(), "ARGOCD_AUTH_TOKEN").await?;
@@ -262,11 +239,7 @@ impl LambdaEnv {
     /// The Argo CD client's settings for this function: its retry budget derives from the
     /// function's timeout.
     pub fn argo_settings(&self, token: &str) -> ArgoSettings {
-        let mut settings = ArgoSettings::new(self.argocd_server.clone(), token);
-        settings.insecure = self.argocd_insecure;
-        settings.plaintext = self.argocd_plaintext;
-        settings.root_path = self.argocd_root_path.clone();
-        settings.ca_bundle = self.argocd_ca_bundle.clone();
+        let mut settings = ArgoSettings { token: token.to_owned().into(), ..self.argocd.clone() };
         // One call, retries included, takes at most a third of the invocation, so a message's
         // read, act and verify fit in it and a stopped invocation is the exception.
         let third = self.function_timeout / 3;
@@ -277,7 +250,7 @@ impl LambdaEnv {
 
     /// True when Slack is configured: a channel and a token (by ARN, or `SLACK_TOKEN` locally).
     pub fn slack_enabled(&self) -> bool {
-        self.slack_channel.is_some() && (self.slack_token_secret_arn.is_some() || (self.lookup)("SLACK_TOKEN").is_some())
+        self.slack_channel.is_some() && (self.slack_token_secret_arn.is_some() || self.settings.text("SLACK_TOKEN").is_some())
     }
 
     /// The records that keep Slack posts at most once, in the state table.
@@ -306,7 +279,7 @@ impl LambdaEnv {
         settings.lease = self.function_timeout + self.function_timeout / 2;
         // Slack's one post per second per channel; a time-scaled test run scales it too.
         let default_ms = u64::try_from(settings.post_interval.as_millis()).unwrap_or(u64::MAX);
-        settings.post_interval = Duration::from_millis(number(self.lookup, "SLACK_POST_INTERVAL_MS", default_ms)?);
+        settings.post_interval = Duration::from_millis(self.settings.number("SLACK_POST_INTERVAL_MS", default_ms)?);
         let source = self.token_source(token.trim(), self.slack_token_secret_arn.as_deref());
         let slack = SlackEscalator::with_token_source(settings, source, store)
             .map_err(|e| EnvError::Invalid { name: "SLACK_API_URL", problem: e.to_string() })?;
@@ -360,13 +333,19 @@ mod tests {
     static VALUE: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
 
     fn plaintext_is(name: &str) -> Option<String> {
-        (name == "ARGOCD_PLAINTEXT").then(|| VALUE.lock().unwrap().clone())
+        match name {
+            "ARGOCD_PLAINTEXT" => Some(VALUE.lock().unwrap().clone()),
+            "ARGOCD_SERVER" => Some("argocd.example.com".into()),
+            "ARGOCD_AUTH_TOKEN" => Some("t".into()),
+            _ => base(name),
+        }
     }
 
-    /// One boolean grammar: ARGOCD_PLAINTEXT read by the functions and by the CLI's settings
-    /// means the same (before, `TRUE` failed one loader and `on` the other).
-    #[test]
-    fn booleans_read_the_same_in_the_functions_and_the_cli() {
+    /// One boolean grammar: ARGOCD_PLAINTEXT read by the functions, by their UI links and by the
+    /// CLI's settings means the same (before, `TRUE` failed one loader, `on` another, and the
+    /// UI link took ` yes ` for HTTPS while the API client took it for plain HTTP).
+    #[tokio::test]
+    async fn booleans_read_the_same_in_the_functions_and_the_cli() {
         for (value, expected) in [
             ("TRUE", Some(true)),
             ("True", Some(true)),
@@ -377,15 +356,11 @@ mod tests {
             ("maybe", None),
         ] {
             *VALUE.lock().unwrap() = value.to_owned();
-            let functions = flag(plaintext_is, "ARGOCD_PLAINTEXT", false).ok();
-            let cli = crate::config::ArgoSettings::from_lookup(|k| match k {
-                "ARGOCD_SERVER" => Some("argocd.example.com".into()),
-                "ARGOCD_AUTH_TOKEN" => Some("t".into()),
-                k => plaintext_is(k),
-            })
-            .ok()
-            .map(|s| s.plaintext);
-            assert_eq!((functions, cli), (expected, expected), "`{value}`");
+            let env = LambdaEnv::from_lookup(plaintext_is).await.ok();
+            let functions = env.as_ref().map(|e| e.argocd.plaintext);
+            let links = env.as_ref().and_then(|e| e.argocd_ui_url.as_deref()).map(|u| u.starts_with("http://"));
+            let cli = ArgoSettings::from_lookup(plaintext_is).ok().map(|s| s.plaintext);
+            assert_eq!((functions, links, cli), (expected, expected, expected), "`{value}`");
         }
     }
 

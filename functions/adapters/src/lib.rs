@@ -4,7 +4,7 @@
 //! - [`aws`]: the AWS SDK configuration shared by the AWS adapters, and error descriptions;
 //! - [`breaker`]: the circuit breaker that stops calls while Argo CD is failing;
 //! - [`budget`]: per-instance token buckets for refresh, hard refresh and sync;
-//! - [`config`]: Argo CD connection settings and the one boolean grammar of every setting;
+//! - [`config`]: the one reader of settings (one grammar for booleans and numbers) and Argo CD's connection settings;
 //! - [`edge`]: secrets that rotate without a redeploy, compared in constant time, and HMACs (ingest, slack-actions);
 //! - [`dynamodb`]: the incident store, the dedupe store, the per-app lock and the switch on one table;
 //! - [`lambda_env`]: the functions' settings and secrets, read once at init (the composition root);
@@ -15,7 +15,7 @@
 //! - [`telemetry`]: CloudWatch Embedded Metric Format metrics;
 //! - [`token`]: secrets re-read from Secrets Manager when a server rejects them (rotation).
 //!
-//! The environment is read by [`config`] and [`lambda_env`] (and by the CLI's own flags), nowhere else.
+//! Settings are read through [`config::Settings`] only: by [`lambda_env`] for the functions, and by the CLI.
 
 pub mod argocd;
 pub mod aws;
