@@ -49,7 +49,7 @@ async fn reads_lists_and_syncs_as_argo_cd_expects() {
     assert_eq!(sim.counts().version, 1, "the version is read once");
 
     let full = c.get_app(&app("checkout", "payments"), None).await.unwrap();
-    assert_eq!(full.qualified_name(), "argocd/checkout");
+    assert_eq!(full.id(), "argocd/checkout");
     assert!(full.incompleteness().is_none());
 
     let query =
@@ -299,7 +299,7 @@ async fn a_refresh_is_verified_by_reconciled_at_and_a_dropped_one_is_requested_o
     assert_eq!(dropped.result, StepResult::RefreshUnverified, "{}", dropped.detail);
     assert_eq!(dropped.argo_calls, 3, "one read and two refreshes: never more than three calls");
     assert_eq!(sim.counts().refresh, 3);
-    let history = parts.store.history("argocd/pricing").await.unwrap();
+    let history = parts.store.history(&medic_core::AppId::new("argocd", "pricing")).await.unwrap();
     assert_eq!(history.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>(), vec![Outcome::NoEffect]);
 
     // The same step again: the refresh is on record, so the ladder moves to escalation.
@@ -340,7 +340,7 @@ async fn a_sync_refused_because_another_operation_runs_is_a_wait_not_a_failure()
     sim.set_outcomes("payouts", Outcomes { sync: SyncOutcome::Hang, ..Default::default() });
     let r = step.run(&app("payouts", "payments"), &Trigger::sweep(), Some(observed)).await.unwrap();
     assert_eq!((r.action, r.result), (Some(Action::Sync), StepResult::Waiting), "{}", r.detail);
-    let history = parts.store.history("argocd/payouts").await.unwrap();
+    let history = parts.store.history(&medic_core::AppId::new("argocd", "payouts")).await.unwrap();
     assert_eq!(history.attempts[0].outcome, Outcome::OperationInProgress);
     let next = step.run(&app("payouts", "payments"), &Trigger::sweep(), None).await.unwrap();
     assert_eq!(next.action, Some(Action::Wait), "{}", next.detail);
@@ -360,7 +360,7 @@ async fn a_sync_whose_answer_is_lost_is_never_sent_again_the_re_read_finds_its_k
         assert!(r.detail.contains("answer was lost"), "{}", r.detail);
         let posts = sim.arrivals().iter().filter(|(m, p)| m == "POST" && p.contains("/sync")).count();
         assert_eq!(posts, 1, "{lost:?}: one POST /sync, however its answer went");
-        let history = parts.store.history("argocd/payouts").await.unwrap();
+        let history = parts.store.history(&medic_core::AppId::new("argocd", "payouts")).await.unwrap();
         assert_eq!(history.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>(), vec![Outcome::Succeeded]);
     }
 }

@@ -14,6 +14,7 @@ use medic_adapters::dynamodb::{DynamoDbStore, create_table};
 use medic_adapters::memory::{MemoryDedupe, MemoryIncidentStore, MemoryLock, MemoryQueue};
 use medic_adapters::slack::{DynamoDbEscalationStore, MemoryEscalationStore};
 use medic_adapters::sqs::SqsWorkQueue;
+use medic_core::AppId;
 use medic_core::Rung;
 use medic_core::event::{AppRef, WorkItem, WorkKind};
 use medic_core::incident::{Attempt, DecisionNote, IncidentKey, Outcome};
@@ -37,13 +38,15 @@ async fn dynamodb() -> DynamoDbStore {
 
 // --- IncidentStore ---------------------------------------------------------------------------
 
-const APP: &str = "argocd/contract";
+fn app() -> AppId {
+    AppId::new("argocd", "contract")
+}
 const LEASE: Duration = Duration::from_secs(600);
 
 fn incident() -> IncidentKey {
     IncidentKey {
         instance: "contract".into(),
-        app: APP.into(),
+        app: app(),
         revision: "0f3c2a1".into(),
         began_at: Some(Utc.with_ymd_and_hms(2026, 11, 1, 8, 0, 0).unwrap()),
     }
@@ -58,46 +61,46 @@ fn attempt(rung: Rung, minutes: i64) -> Attempt {
 }
 
 async fn incident_store_contract<S: IncidentStore>(store: &S, label: &str) {
-    assert!(store.history(APP).await.unwrap().incident.is_none(), "{label}: nothing open at first");
+    assert!(store.history(&app()).await.unwrap().incident.is_none(), "{label}: nothing open at first");
     assert!(store.open_incidents().await.unwrap().is_empty(), "{label}");
 
     // A note never opens an incident.
-    let d = Decision::gone(APP, at(0));
-    store.note_decision(APP, &incident(), &DecisionNote::new(&d, "payments", "sweep")).await.unwrap();
+    let d = Decision::gone(&app(), at(0));
+    store.note_decision(&app(), &incident(), &DecisionNote::new(&d, "payments", "sweep")).await.unwrap();
     assert!(store.open_incidents().await.unwrap().is_empty(), "{label}: a note opened an incident");
 
     // A claim opens the incident and holds the rung for its lease.
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Refresh, 0), LEASE).await.unwrap(), Claim::Granted, "{label}");
-    assert_eq!(store.open_incidents().await.unwrap(), vec![APP.to_owned()], "{label}");
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Refresh, 0), LEASE).await.unwrap(), Claim::Granted, "{label}");
+    assert_eq!(store.open_incidents().await.unwrap(), vec![app()], "{label}");
     assert_eq!(
-        store.claim(APP, &incident(), &attempt(Rung::Refresh, 5), LEASE).await.unwrap(),
+        store.claim(&app(), &incident(), &attempt(Rung::Refresh, 5), LEASE).await.unwrap(),
         Claim::Held { until: at(10) },
         "{label}: held within the lease"
     );
     // Past the lease the holder is presumed dead and the rung is taken over.
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Refresh, 11), LEASE).await.unwrap(), Claim::Granted, "{label}: taken over");
-    store.complete(APP, &incident().key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Refresh, 11), LEASE).await.unwrap(), Claim::Granted, "{label}: taken over");
+    store.complete(&app(), &incident().key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
     assert_eq!(
-        store.claim(APP, &incident(), &attempt(Rung::Refresh, 60), LEASE).await.unwrap(),
+        store.claim(&app(), &incident(), &attempt(Rung::Refresh, 60), LEASE).await.unwrap(),
         Claim::AlreadyDone(Outcome::NoEffect),
         "{label}: done is done, whenever asked"
     );
 
     // A released claim may be taken again at once.
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Sync, 61), LEASE).await.unwrap(), Claim::Granted, "{label}");
-    store.release(APP, &incident().key_for(Rung::Sync)).await.unwrap();
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Sync, 62), LEASE).await.unwrap(), Claim::Granted, "{label}: after release");
-    store.complete(APP, &incident().key_for(Rung::Sync), Outcome::Succeeded).await.unwrap();
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Sync, 61), LEASE).await.unwrap(), Claim::Granted, "{label}");
+    store.release(&app(), &incident().key_for(Rung::Sync)).await.unwrap();
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Sync, 62), LEASE).await.unwrap(), Claim::Granted, "{label}: after release");
+    store.complete(&app(), &incident().key_for(Rung::Sync), Outcome::Succeeded).await.unwrap();
 
-    let history = store.history(APP).await.unwrap();
+    let history = store.history(&app()).await.unwrap();
     assert_eq!(history.incident.as_ref(), Some(&incident()), "{label}");
     let rungs: Vec<(Rung, Outcome)> = history.attempts.iter().map(|a| (a.rung, a.outcome)).collect();
     assert_eq!(rungs, vec![(Rung::Refresh, Outcome::NoEffect), (Rung::Sync, Outcome::Succeeded)], "{label}: the ladder in order");
 
-    store.close(APP, at(70)).await.unwrap();
-    assert!(store.history(APP).await.unwrap().incident.is_none(), "{label}: closed");
+    store.close(&app(), at(70)).await.unwrap();
+    assert!(store.history(&app()).await.unwrap().incident.is_none(), "{label}: closed");
     assert!(store.open_incidents().await.unwrap().is_empty(), "{label}");
-    store.close(APP, at(71)).await.unwrap();
+    store.close(&app(), at(71)).await.unwrap();
 }
 
 #[tokio::test]
@@ -169,7 +172,7 @@ async fn every_dedupe_store_keeps_the_same_lease_contract() {
 // --- AppLock ---------------------------------------------------------------------------------
 
 async fn lock_contract<L: AppLock>(lock: &L, label: &str) {
-    let app = unique("argocd/locked");
+    let app = AppId::parse(&unique("argocd/locked")).unwrap();
     let long = Duration::from_secs(120);
     assert!(lock.try_lock(&app, "a", long).await.unwrap(), "{label}");
     assert!(!lock.try_lock(&app, "b", long).await.unwrap(), "{label}: held");

@@ -127,7 +127,7 @@ fn every_sample_notification_parses_and_describes_its_sample_app() {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let event = medic_core::NotificationEvent::parse(read(&file).unwrap().as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
         let app = parse_apps(&read(&events_dir().join("apps").join(&name)).unwrap(), &name).unwrap().remove(0).app;
-        assert_eq!(event.qualified_name(), app.qualified_name(), "{name}");
+        assert_eq!(event.app_id(), app.id(), "{name}");
         assert_eq!(event.app.project.as_deref(), Some(app.spec.project.as_str()), "{name}");
         assert_eq!(event.sync.as_ref().and_then(|s| s.revision.clone()), Some(app.revision()), "{name}");
         assert_eq!(event.health.as_ref().and_then(|h| h.status.as_deref()), Some(app.health_status()), "{name}");

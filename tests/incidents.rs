@@ -90,7 +90,8 @@ async fn incidents_in_dynamodb_list_open_and_closed_with_notes_filters_and_both_
 
     // An incident item written by an earlier version (no `last_decision`) still reads, and an
     // expired closed record is not listed although TTL has not deleted it yet.
-    let old = IncidentKey { instance: "test".into(), app: "argocd/legacy".into(), revision: "abc".into(), began_at: None };
+    let old =
+        IncidentKey { instance: "test".into(), app: medic_core::AppId::new("argocd", "legacy"), revision: "abc".into(), began_at: None };
     let pk = "APP#test#argocd/legacy";
     for (sk, extra) in [("INCIDENT", None), ("CLOSED#inc-expired", Some(now.timestamp() - 60))] {
         let mut put = ddb

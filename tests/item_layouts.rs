@@ -46,32 +46,35 @@ async fn the_state_table_keeps_the_layout_deployed_versions_wrote() {
 
     let incident = IncidentKey {
         instance: "prod".into(),
-        app: "argocd/payments".into(),
+        app: medic_core::AppId::new("argocd", "payments"),
         revision: "34a1021526089c57744ab3e25ec2f81ca02d37c5".into(),
         began_at: Some(Utc.with_ymd_and_hms(2026, 11, 1, 12, 0, 0).unwrap()),
     };
     let at = Utc::now();
     let attempt = |rung| Attempt { rung, at, idempotency_key: Some(incident.key_for(rung)), outcome: Outcome::Requested };
-    store.claim("argocd/payments", &incident, &attempt(Rung::Refresh), Duration::from_secs(600)).await.unwrap();
-    store.complete("argocd/payments", &incident.key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
-    store.claim("argocd/payments", &incident, &attempt(Rung::Sync), Duration::from_secs(600)).await.unwrap();
-    let d = medic_core::Decision::gone("argocd/payments", at);
-    store.note_decision("argocd/payments", &incident, &DecisionNote::new(&d, "payments", "sweep")).await.unwrap();
+    store.claim(&medic_core::AppId::new("argocd", "payments"), &incident, &attempt(Rung::Refresh), Duration::from_secs(600)).await.unwrap();
+    store.complete(&medic_core::AppId::new("argocd", "payments"), &incident.key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
+    store.claim(&medic_core::AppId::new("argocd", "payments"), &incident, &attempt(Rung::Sync), Duration::from_secs(600)).await.unwrap();
+    let d = medic_core::Decision::gone(&medic_core::AppId::new("argocd", "payments"), at);
+    store
+        .note_decision(&medic_core::AppId::new("argocd", "payments"), &incident, &DecisionNote::new(&d, "payments", "sweep"))
+        .await
+        .unwrap();
     store
         .claim(
-            "argocd/closed",
-            &IncidentKey { app: "argocd/closed".into(), ..incident.clone() },
+            &medic_core::AppId::new("argocd", "closed"),
+            &IncidentKey { app: medic_core::AppId::new("argocd", "closed"), ..incident.clone() },
             &attempt(Rung::Escalate),
             Duration::from_secs(600),
         )
         .await
         .unwrap();
-    store.close("argocd/closed", at).await.unwrap();
+    store.close(&medic_core::AppId::new("argocd", "closed"), at).await.unwrap();
     store.first_sighting("alert-outage-w1", Duration::from_secs(3600)).await.unwrap();
     store.begin("ev1-8bdb6c078c9510343567df7a20a26669", "m1#1", Duration::from_secs(60)).await.unwrap();
     store.begin("sw1-a0da5884c26ad252632740c3e1e1c625", "m2#1", Duration::from_secs(60)).await.unwrap();
     store.end("sw1-a0da5884c26ad252632740c3e1e1c625", "m2#1", true, Duration::from_secs(3600)).await.unwrap();
-    store.try_lock("argocd/payments", "m1#1", Duration::from_secs(120)).await.unwrap();
+    store.try_lock(&medic_core::AppId::new("argocd", "payments"), "m1#1", Duration::from_secs(120)).await.unwrap();
     store.write_mode(Mode::DryRun, "U0ALICE001").await.unwrap();
     let slack = DynamoDbEscalationStore::new(ddb.clone(), table.clone(), "prod");
     slack
@@ -80,7 +83,7 @@ async fn the_state_table_keeps_the_layout_deployed_versions_wrote() {
         .unwrap();
 
     let id = incident.id();
-    let closed_id = IncidentKey { app: "argocd/closed".into(), ..incident.clone() }.id();
+    let closed_id = IncidentKey { app: medic_core::AppId::new("argocd", "closed"), ..incident.clone() }.id();
     let s = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let expected: BTreeMap<String, Vec<String>> = [
         ("APP#prod#argocd/payments INCIDENT".to_owned(), s(&["app", "incident", "incident_id", "last_decision", "opened_at"])),

@@ -423,7 +423,7 @@ async fn an_incident_of_an_app_deleted_from_argo_cd_is_closed_by_the_next_sweep_
     assert_eq!(ingest.handle(webhook(&sample_webhook("hook-failed.json"), &headers)).await.status(), 202);
     let worker = stack.worker(&sim, stack.store());
     drain(&stack, &worker).await;
-    assert!(stack.store().open_incidents().await.unwrap().contains(&"argocd/accounts".to_owned()));
+    assert!(stack.store().open_incidents().await.unwrap().contains(&medic_core::AppId::new("argocd", "accounts")));
     // Someone deletes the app. The list no longer shows it; a read without its project answers 403.
     assert!(sim.remove_app("argocd", "accounts"));
     let run = sweeper.run().await.unwrap();
@@ -431,7 +431,7 @@ async fn an_incident_of_an_app_deleted_from_argo_cd_is_closed_by_the_next_sweep_
     sim.clear_requests();
     drain(&stack, &worker).await;
     assert!(
-        !stack.store().open_incidents().await.unwrap().contains(&"argocd/accounts".to_owned()),
+        !stack.store().open_incidents().await.unwrap().contains(&medic_core::AppId::new("argocd", "accounts")),
         "the incident of a deleted app is closed"
     );
     let confirmed =
@@ -483,7 +483,10 @@ async fn the_switch_in_the_state_table_stops_argo_cd_mutations_at_once_and_flipp
     assert_eq!(handled, Handled::Stepped(StepResult::DryRun), "decided, not acted on");
     let counts = sim.counts();
     assert_eq!((counts.sync, counts.refresh), (0, 0), "switched off: no mutating Argo CD call; {counts:?}");
-    assert!(stack.store().history("argocd/observability").await.unwrap().attempts.is_empty(), "and nothing recorded");
+    assert!(
+        stack.store().history(&medic_core::AppId::new("argocd", "observability")).await.unwrap().attempts.is_empty(),
+        "and nothing recorded"
+    );
 
     stack.store().write_mode(Mode::Act, "test").await.unwrap();
     stack.queue().enqueue(&look("switch-2"), Duration::ZERO).await.unwrap();

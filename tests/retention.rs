@@ -12,18 +12,21 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use medic::store::SqliteIncidentStore;
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
 use medic_adapters::memory::MemoryIncidentStore;
+use medic_core::AppId;
 use medic_core::Rung;
 use medic_core::incident::{ACTION_RETENTION, Attempt, IncidentKey, Outcome};
 use medic_core::ports::{Claim, IncidentStore};
 use medic_sim::moto::{moto, unique};
 
-const APP: &str = "argocd/long-lived";
+fn app() -> AppId {
+    AppId::new("argocd", "long-lived")
+}
 const LEASE: Duration = Duration::from_secs(600);
 
 fn incident() -> IncidentKey {
     IncidentKey {
         instance: "default".into(),
-        app: APP.into(),
+        app: app(),
         revision: "0f3c2a1".into(),
         began_at: Some(Utc.with_ymd_and_hms(2026, 1, 1, 8, 0, 0).unwrap()),
     }
@@ -38,16 +41,16 @@ fn attempt(rung: Rung, at: DateTime<Utc>) -> Attempt {
 }
 
 async fn take<S: IncidentStore>(store: &S, rung: Rung, at: DateTime<Utc>) {
-    assert_eq!(store.claim(APP, &incident(), &attempt(rung, at), LEASE).await.unwrap(), Claim::Granted, "{rung:?} at {at}");
-    store.complete(APP, &incident().key_for(rung), Outcome::NoEffect).await.unwrap();
+    assert_eq!(store.claim(&app(), &incident(), &attempt(rung, at), LEASE).await.unwrap(), Claim::Granted, "{rung:?} at {at}");
+    store.complete(&app(), &incident().key_for(rung), Outcome::NoEffect).await.unwrap();
 }
 
 async fn claim<S: IncidentStore>(store: &S, rung: Rung, at: DateTime<Utc>) -> Claim {
-    store.claim(APP, &incident(), &attempt(rung, at), LEASE).await.unwrap()
+    store.claim(&app(), &incident(), &attempt(rung, at), LEASE).await.unwrap()
 }
 
 async fn rungs<S: IncidentStore>(store: &S) -> Vec<Rung> {
-    store.history(APP).await.unwrap().attempts.iter().map(|a| a.rung).collect()
+    store.history(&app()).await.unwrap().attempts.iter().map(|a| a.rung).collect()
 }
 
 /// The contract, on one store. `between` runs after each phase (the DynamoDB case checks the
@@ -64,8 +67,8 @@ async fn actions_live_as_long_as_their_incident<S: IncidentStore>(store: &S, lab
     assert_eq!(claim(store, Rung::Refresh, day(60)).await, Claim::AlreadyDone(Outcome::NoEffect), "{label}: refresh again on day 60");
 
     // Closed on day 61: kept 30 days more, then gone even if nothing deleted it yet.
-    store.close(APP, day(61)).await.unwrap();
-    assert!(store.history(APP).await.unwrap().incident.is_none(), "{label}: closed");
+    store.close(&app(), day(61)).await.unwrap();
+    assert!(store.history(&app()).await.unwrap().incident.is_none(), "{label}: closed");
     assert_eq!(
         claim(store, Rung::Refresh, day(61 + retention - 1)).await,
         Claim::AlreadyDone(Outcome::NoEffect),
@@ -83,7 +86,7 @@ async fn actions_live_as_long_as_their_incident<S: IncidentStore>(store: &S, lab
     assert_eq!(rungs(store).await, vec![Rung::Refresh, Rung::HardRefresh, Rung::Escalate, Rung::Sync], "{label}: reopened");
 
     // Closed again on day 100; 31 days later the records count as gone: a claim is granted.
-    store.close(APP, day(100)).await.unwrap();
+    store.close(&app(), day(100)).await.unwrap();
     assert_eq!(claim(store, Rung::Refresh, day(100 + retention + 1)).await, Claim::Granted, "{label}: expired after closing");
 }
 
@@ -117,7 +120,7 @@ async fn dynamodb_action_items_carry_no_expiry_while_open_and_the_retention_once
     let table = unique("retention-items");
     create_table(&ddb, &table).await.unwrap();
     let store = DynamoDbStore::new(ddb.clone(), table.clone(), "default");
-    let pk = format!("APP#default#{APP}");
+    let pk = format!("APP#default#{}", app());
     let expiry = |rung: Rung| {
         let (ddb, table, pk) = (ddb.clone(), table.clone(), pk.clone());
         async move {
@@ -154,10 +157,10 @@ async fn dynamodb_action_items_carry_no_expiry_while_open_and_the_retention_once
         .await
         .unwrap();
     assert_eq!(expiry(Rung::Refresh).await, Some(legacy));
-    store.history(APP).await.unwrap();
+    store.history(&app()).await.unwrap();
     assert_eq!(expiry(Rung::Refresh).await, None, "read by the open incident's history, the old expiry is removed");
 
-    store.close(APP, day(10)).await.unwrap();
+    store.close(&app(), day(10)).await.unwrap();
     let kept_until = day(10).timestamp() + 30 * 86_400;
     assert_eq!(expiry(Rung::Refresh).await, Some(kept_until), "closed: kept 30 days from the close");
     assert_eq!(expiry(Rung::Escalate).await, Some(kept_until));

@@ -197,7 +197,7 @@ async fn an_open_incident_s_slack_records_outlive_the_record_ttl_and_resolving_g
 
     let escalator = slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
     let healthy = policy().decide(&sample_app("healthy.json"), &Trigger::sweep(), &History::default(), captured_at()).unwrap();
-    escalator.resolve("argocd/accounts", &healthy).await.unwrap();
+    escalator.resolve(&medic_core::AppId::new("argocd", "accounts"), &healthy).await.unwrap();
     let month = 30 * 24 * 3600;
     let resolved = escalation_records(&stack.ddb, &stack.table).await;
     for (group, id, expires) in resolved.iter().filter(|(group, _, _)| group != "action") {
@@ -255,7 +255,7 @@ async fn an_outage_of_300_apps_makes_one_parent_with_one_reply_per_app() {
     assert_eq!((parents(&slack).len(), slack.replies(CH, &fleet.ts).len()), (1, 300));
     // One app recovers: its reply says so, the parent counts it.
     let healthy = policy().decide(&sample_app("healthy.json"), &Trigger::sweep(), &History::default(), captured_at()).unwrap();
-    escalator.resolve("argocd/payments-worker-007", &healthy).await.unwrap();
+    escalator.resolve(&medic_core::AppId::new("argocd", "payments-worker-007"), &healthy).await.unwrap();
     assert!(text_of(&slack.message(CH, &fleet.ts).unwrap()).contains("1 recovered"));
     let member = replies.iter().find(|r| text_of(r).contains("payments-worker-007")).unwrap();
     assert!(text_of(&slack.message(CH, &member.ts).unwrap()).contains("Resolved"));

@@ -58,14 +58,18 @@ async fn a_sweep_ends_the_incident_of_an_app_deleted_since_the_last_sweep() {
     let r = parts.step(&c, false, Duration::from_secs(600));
     sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
     let open = || async { parts.store.open_incidents().await.unwrap() };
-    assert!(open().await.contains(&"argocd/accounts".to_owned()), "the hook failure opened an incident: {:?}", open().await);
+    assert!(
+        open().await.contains(&medic_core::AppId::new("argocd", "accounts")),
+        "the hook failure opened an incident: {:?}",
+        open().await
+    );
 
     assert!(sim.remove_app("argocd", "accounts"));
     let second = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
     assert_eq!(second.listed, 32);
     let accounts = second.reports.iter().find(|r| r.app == "argocd/accounts").expect("the unlisted app is looked at");
     assert_eq!(accounts.result, StepResult::Resolved, "{}", accounts.detail);
-    assert!(!open().await.contains(&"argocd/accounts".to_owned()));
+    assert!(!open().await.contains(&medic_core::AppId::new("argocd", "accounts")));
     let third = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
     assert!(third.reports.iter().all(|r| r.app != "argocd/accounts"), "a closed incident is not looked at again");
 }

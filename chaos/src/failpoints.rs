@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use medic_core::AppId;
 use medic_core::app::{Application, ApplicationSyncRequest};
 use medic_core::catalogue::Rung;
 use medic_core::event::AppRef;
@@ -34,8 +35,8 @@ fn refresh_claims<R>(f: impl FnOnce(&mut HashMap<String, String>) -> R) -> R {
     f(REFRESH_CLAIMS.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new))
 }
 
-fn refresh_ended(app: &str, key: &IdempotencyKey) {
-    if refresh_claims(|c| c.remove(app)).is_some() {
+fn refresh_ended(app: &AppId, key: &IdempotencyKey) {
+    if refresh_claims(|c| c.remove(app.as_str())).is_some() {
         eprintln!("CHAOS-REFRESH-ENDED {}", key.as_str());
     }
 }
@@ -82,37 +83,42 @@ impl<T: DedupeStore> DedupeStore for Failpoint<T> {
 }
 
 impl<T: IncidentStore> IncidentStore for Failpoint<T> {
-    async fn history(&self, app: &str) -> Result<History, StoreError> {
+    async fn history(&self, app: &AppId) -> Result<History, StoreError> {
         self.0.history(app).await
     }
-    async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
+    async fn claim(&self, app: &AppId, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
         let claim = self.0.claim(app, incident, attempt, in_progress_for).await?;
         if let (Claim::Granted, Rung::Refresh | Rung::HardRefresh, Some(key)) = (&claim, attempt.rung, &attempt.idempotency_key) {
-            refresh_claims(|c| c.insert(app.to_owned(), key.as_str().to_owned()));
+            refresh_claims(|c| c.insert(app.to_string(), key.as_str().to_owned()));
         }
         if claim == Claim::Granted {
             reached("after-claim").await;
         }
         Ok(claim)
     }
-    async fn complete(&self, app: &str, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
+    async fn complete(&self, app: &AppId, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
         reached("before-record").await;
         let done = self.0.complete(app, key, outcome).await;
         refresh_ended(app, key);
         done
     }
-    async fn release(&self, app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
+    async fn release(&self, app: &AppId, key: &IdempotencyKey) -> Result<(), StoreError> {
         let done = self.0.release(app, key).await;
         refresh_ended(app, key);
         done
     }
-    async fn close(&self, app: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
+    async fn close(&self, app: &AppId, at: DateTime<Utc>) -> Result<(), StoreError> {
         self.0.close(app, at).await
     }
-    async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
+    async fn open_incidents(&self) -> Result<Vec<AppId>, StoreError> {
         self.0.open_incidents().await
     }
-    async fn note_decision(&self, app: &str, incident: &IncidentKey, note: &medic_core::incident::DecisionNote) -> Result<(), StoreError> {
+    async fn note_decision(
+        &self,
+        app: &AppId,
+        incident: &IncidentKey,
+        note: &medic_core::incident::DecisionNote,
+    ) -> Result<(), StoreError> {
         self.0.note_decision(app, incident, note).await
     }
 }
@@ -120,7 +126,7 @@ impl<T: IncidentStore> IncidentStore for Failpoint<T> {
 impl<T: ArgoApi> ArgoApi for Failpoint<T> {
     async fn get_app(&self, app: &AppRef, refresh: Option<RefreshKind>) -> Result<Application, ArgoError> {
         if refresh.is_some() {
-            if let Some(key) = refresh_claims(|c| c.get(&format!("{}/{}", app.namespace, app.name)).cloned()) {
+            if let Some(key) = refresh_claims(|c| c.get(app.id().as_str()).cloned()) {
                 eprintln!("CHAOS-REFRESH-SENT {key}");
             }
         }

@@ -20,6 +20,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use medic_adapters::slack::{SlackIncidentView, incident_view};
+use medic_core::AppId;
 use medic_core::catalogue::{FailureMode, Rung};
 use medic_core::incident::{DecisionNote, History, IncidentRecord, Outcome};
 use medic_core::ports::{EscalationStore, IncidentLedger};
@@ -149,17 +150,19 @@ pub async fn collect<L: IncidentLedger, E: EscalationStore>(
 }
 
 /// `namespace/name` of `app` among the records (a bare `name` matches one namespace).
-fn resolve_app(app: &str, records: &[IncidentRecord]) -> Result<String> {
+fn resolve_app(app: &str, records: &[IncidentRecord]) -> Result<AppId> {
     if app.contains('/') {
-        return Ok(app.to_owned());
+        return AppId::parse(app).with_context(|| format!("`{app}` is not namespace/name"));
     }
-    let mut found: Vec<&str> = records.iter().map(|r| r.app.as_str()).filter(|a| a.rsplit('/').next() == Some(app)).collect();
+    let mut found: Vec<&AppId> = records.iter().map(|r| &r.app).filter(|a| a.name() == app).collect();
     found.sort();
     found.dedup();
     match found.as_slice() {
-        [one] => Ok((*one).to_owned()),
-        [] => Ok(format!("argocd/{app}")),
-        many => bail!("`{app}` is ambiguous: {}; name it as namespace/name", many.join(", ")),
+        [one] => Ok((*one).clone()),
+        [] => Ok(AppId::new("argocd", app)),
+        many => {
+            bail!("`{app}` is ambiguous: {}; name it as namespace/name", many.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", "))
+        }
     }
 }
 
@@ -211,7 +214,7 @@ fn view(record: IncidentRecord, slack: Option<SlackIncidentView>, query: &Query)
         slack: thread,
         fleet,
         last_decision: note,
-        app: record.app,
+        app: record.app.to_string(),
     }
 }
 

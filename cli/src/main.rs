@@ -412,7 +412,7 @@ fn decide_all(
     let mut failed = 0;
     for loaded in apps {
         match policy.decide(&loaded.app, trigger, history, now) {
-            Ok(d) => rows.push((d.app.clone(), d)),
+            Ok(d) => rows.push((d.app.to_string(), d)),
             Err(e) => {
                 failed += 1;
                 eprintln!("medic: {}: {e}", loaded.source);

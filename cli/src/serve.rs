@@ -329,7 +329,7 @@ async fn worker_loop(
                 continue;
             }
             if receives.get(&item.dedupe_key).copied().unwrap_or(0) >= MAX_RECEIVES {
-                tracing::error!(app = %format!("{}/{}", item.app.namespace, item.app.name), "message dead-lettered after {MAX_RECEIVES} receives");
+                tracing::error!(app = %item.app.id(), "message dead-lettered after {MAX_RECEIVES} receives");
                 receives.remove(&item.dedupe_key);
                 dead.lock().unwrap_or_else(|e| e.into_inner()).push(item);
             } else {

@@ -15,6 +15,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use medic_core::AppId;
 use medic_core::catalogue::Rung;
 use medic_core::incident::{ACTION_RETENTION, Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
 use medic_core::keys::IdempotencyKey;
@@ -63,6 +64,11 @@ pub const CLOSED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 pub struct SqliteIncidentStore {
     conn: Mutex<Connection>,
+}
+
+/// An app id kept as text in a row.
+fn app_id(text: &str) -> Result<AppId, StoreError> {
+    AppId::parse(text).ok_or_else(|| StoreError(format!("`{text}` is not namespace/name")))
 }
 
 fn err(e: impl std::fmt::Display) -> StoreError {
@@ -149,17 +155,19 @@ fn note(json: Option<String>) -> Option<DecisionNote> {
 }
 
 impl IncidentStore for SqliteIncidentStore {
-    async fn history(&self, app: &str) -> Result<History, StoreError> {
+    async fn history(&self, app: &AppId) -> Result<History, StoreError> {
         let conn = self.conn();
-        let incident: Option<String> =
-            conn.query_row("SELECT incident FROM open_incidents WHERE app = ?1", params![app], |r| r.get(0)).optional().map_err(err)?;
+        let incident: Option<String> = conn
+            .query_row("SELECT incident FROM open_incidents WHERE app = ?1", params![app.as_str()], |r| r.get(0))
+            .optional()
+            .map_err(err)?;
         let Some(incident) = incident else { return Ok(History::default()) };
         let incident: IncidentKey = from_json(&incident)?;
-        let attempts = attempts(&conn, app, &incident.id())?;
+        let attempts = attempts(&conn, app.as_str(), &incident.id())?;
         Ok(History { incident: Some(incident), attempts })
     }
 
-    async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
+    async fn claim(&self, app: &AppId, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
         let key =
             attempt.idempotency_key.as_ref().ok_or_else(|| StoreError("an attempt without an idempotency key cannot be claimed".into()))?;
         let mut conn = self.conn();
@@ -184,26 +192,26 @@ impl IncidentStore for SqliteIncidentStore {
         tx.execute(
             "INSERT INTO actions (key, app, incident_id, rung, at, outcome, done) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)
              ON CONFLICT(key) DO UPDATE SET at = excluded.at, outcome = excluded.outcome, done = 0, expires_at = NULL",
-            params![key.as_str(), app, incident.id(), name(&attempt.rung)?, attempt.at.to_rfc3339(), name(&Outcome::Requested)?],
+            params![key.as_str(), app.as_str(), incident.id(), name(&attempt.rung)?, attempt.at.to_rfc3339(), name(&Outcome::Requested)?],
         )
         .map_err(err)?;
         // Opening (again): the incident's earlier actions are kept for its life.
         tx.execute(
             "UPDATE actions SET expires_at = NULL WHERE app = ?1 AND incident_id = ?2 AND expires_at > ?3",
-            params![app, incident.id(), attempt.at.timestamp()],
+            params![app.as_str(), incident.id(), attempt.at.timestamp()],
         )
         .map_err(err)?;
         tx.execute(
             "INSERT INTO open_incidents (app, incident, opened_at) VALUES (?1, ?2, ?3)
              ON CONFLICT(app) DO UPDATE SET incident = excluded.incident, opened_at = CASE WHEN incident = excluded.incident THEN opened_at ELSE excluded.opened_at END",
-            params![app, to_json(incident)?, attempt.at.to_rfc3339()],
+            params![app.as_str(), to_json(incident)?, attempt.at.to_rfc3339()],
         )
         .map_err(err)?;
         tx.commit().map_err(err)?;
         Ok(Claim::Granted)
     }
 
-    async fn complete(&self, _app: &str, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
+    async fn complete(&self, _app: &AppId, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
         let n = self
             .conn()
             .execute("UPDATE actions SET outcome = ?2, done = 1 WHERE key = ?1", params![key.as_str(), name(&outcome)?])
@@ -211,16 +219,16 @@ impl IncidentStore for SqliteIncidentStore {
         if n == 0 { Err(StoreError(format!("no claim for {key}"))) } else { Ok(()) }
     }
 
-    async fn release(&self, _app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
+    async fn release(&self, _app: &AppId, key: &IdempotencyKey) -> Result<(), StoreError> {
         self.conn().execute("DELETE FROM actions WHERE key = ?1 AND done = 0", params![key.as_str()]).map_err(err)?;
         Ok(())
     }
 
-    async fn close(&self, app: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
+    async fn close(&self, app: &AppId, at: DateTime<Utc>) -> Result<(), StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction().map_err(err)?;
         let open: Option<(String, String, Option<String>)> = tx
-            .query_row("SELECT incident, opened_at, last_decision FROM open_incidents WHERE app = ?1", params![app], |r| {
+            .query_row("SELECT incident, opened_at, last_decision FROM open_incidents WHERE app = ?1", params![app.as_str()], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })
             .optional()
@@ -231,13 +239,16 @@ impl IncidentStore for SqliteIncidentStore {
             tx.execute(
                 "INSERT OR REPLACE INTO closed_incidents (app, incident_id, incident, opened_at, closed_at, last_decision, expires_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![app, id, incident, opened_at, at.to_rfc3339(), last_decision, expires.timestamp()],
+                params![app.as_str(), id, incident, opened_at, at.to_rfc3339(), last_decision, expires.timestamp()],
             )
             .map_err(err)?;
-            tx.execute("DELETE FROM open_incidents WHERE app = ?1", params![app]).map_err(err)?;
+            tx.execute("DELETE FROM open_incidents WHERE app = ?1", params![app.as_str()]).map_err(err)?;
             let retained = at + chrono::Duration::from_std(ACTION_RETENTION).unwrap_or_default();
-            tx.execute("UPDATE actions SET expires_at = ?3 WHERE app = ?1 AND incident_id = ?2", params![app, id, retained.timestamp()])
-                .map_err(err)?;
+            tx.execute(
+                "UPDATE actions SET expires_at = ?3 WHERE app = ?1 AND incident_id = ?2",
+                params![app.as_str(), id, retained.timestamp()],
+            )
+            .map_err(err)?;
         }
         tx.execute("DELETE FROM closed_incidents WHERE expires_at <= ?1", params![Utc::now().timestamp()]).map_err(err)?;
         // Expired actions go, as TTL deletes them in DynamoDB (against the closing's own time).
@@ -246,21 +257,21 @@ impl IncidentStore for SqliteIncidentStore {
         Ok(())
     }
 
-    async fn note_decision(&self, app: &str, incident: &IncidentKey, note: &DecisionNote) -> Result<(), StoreError> {
+    async fn note_decision(&self, app: &AppId, incident: &IncidentKey, note: &DecisionNote) -> Result<(), StoreError> {
         self.conn()
             .execute(
                 "UPDATE open_incidents SET last_decision = ?3 WHERE app = ?1 AND incident = ?2",
-                params![app, to_json(incident)?, to_json(note)?],
+                params![app.as_str(), to_json(incident)?, to_json(note)?],
             )
             .map_err(err)?;
         Ok(())
     }
 
-    async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
+    async fn open_incidents(&self) -> Result<Vec<AppId>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare("SELECT app FROM open_incidents ORDER BY app").map_err(err)?;
         let apps = stmt.query_map([], |r| r.get(0)).map_err(err)?.collect::<Result<Vec<String>, _>>().map_err(err)?;
-        Ok(apps)
+        apps.iter().map(|a| app_id(a)).collect()
     }
 }
 
@@ -278,7 +289,7 @@ impl IncidentLedger for SqliteIncidentStore {
             let incident: IncidentKey = from_json(&incident)?;
             records.push(IncidentRecord {
                 attempts: attempts(&conn, &app, &incident.id())?,
-                app,
+                app: app_id(&app)?,
                 incident,
                 opened_at: opened_at.parse().map_err(err)?,
                 closed_at: None,
@@ -308,7 +319,7 @@ impl IncidentLedger for SqliteIncidentStore {
                 let incident: IncidentKey = from_json(&incident)?;
                 records.push(IncidentRecord {
                     attempts: attempts(&conn, &app, &incident.id())?,
-                    app,
+                    app: app_id(&app)?,
                     incident,
                     opened_at: opened_at.parse().map_err(err)?,
                     closed_at: Some(closed_at.parse().map_err(err)?),
@@ -389,7 +400,7 @@ mod tests {
     fn incident() -> IncidentKey {
         IncidentKey {
             instance: "default".into(),
-            app: "argocd/web".into(),
+            app: medic_core::AppId::new("argocd", "web"),
             revision: "abc".into(),
             began_at: Some(Utc.with_ymd_and_hms(2026, 11, 1, 12, 0, 0).unwrap()),
         }
@@ -412,24 +423,33 @@ mod tests {
         let ttl = Duration::from_secs(600);
         {
             let store = SqliteIncidentStore::open(&path).unwrap();
-            assert_eq!(store.claim("argocd/web", &incident(), &attempt(Rung::Refresh, 0), ttl).await.unwrap(), Claim::Granted);
-            assert!(matches!(store.claim("argocd/web", &incident(), &attempt(Rung::Refresh, 5), ttl).await.unwrap(), Claim::Held { .. }));
+            assert_eq!(
+                store.claim(&medic_core::AppId::new("argocd", "web"), &incident(), &attempt(Rung::Refresh, 0), ttl).await.unwrap(),
+                Claim::Granted
+            );
+            assert!(matches!(
+                store.claim(&medic_core::AppId::new("argocd", "web"), &incident(), &attempt(Rung::Refresh, 5), ttl).await.unwrap(),
+                Claim::Held { .. }
+            ));
             // The holder crashed: after the in-progress expiry another run may take over.
-            assert_eq!(store.claim("argocd/web", &incident(), &attempt(Rung::Refresh, 11), ttl).await.unwrap(), Claim::Granted);
-            store.complete("argocd/web", &incident().key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
+            assert_eq!(
+                store.claim(&medic_core::AppId::new("argocd", "web"), &incident(), &attempt(Rung::Refresh, 11), ttl).await.unwrap(),
+                Claim::Granted
+            );
+            store.complete(&medic_core::AppId::new("argocd", "web"), &incident().key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
         }
         let store = SqliteIncidentStore::open(&path).unwrap();
         assert_eq!(
-            store.claim("argocd/web", &incident(), &attempt(Rung::Refresh, 30), ttl).await.unwrap(),
+            store.claim(&medic_core::AppId::new("argocd", "web"), &incident(), &attempt(Rung::Refresh, 30), ttl).await.unwrap(),
             Claim::AlreadyDone(Outcome::NoEffect)
         );
-        let history = store.history("argocd/web").await.unwrap();
+        let history = store.history(&medic_core::AppId::new("argocd", "web")).await.unwrap();
         assert_eq!(history.incident, Some(incident()));
         assert_eq!(history.attempts.len(), 1);
         assert_eq!(history.attempts[0].outcome, Outcome::NoEffect);
-        assert_eq!(store.open_incidents().await.unwrap(), vec!["argocd/web".to_string()]);
-        store.close("argocd/web", Utc::now()).await.unwrap();
-        assert_eq!(store.history("argocd/web").await.unwrap(), History::default());
+        assert_eq!(store.open_incidents().await.unwrap(), vec![medic_core::AppId::new("argocd", "web")]);
+        store.close(&medic_core::AppId::new("argocd", "web"), Utc::now()).await.unwrap();
+        assert_eq!(store.history(&medic_core::AppId::new("argocd", "web")).await.unwrap(), History::default());
     }
 
     #[tokio::test]
@@ -437,16 +457,31 @@ mod tests {
         let store = SqliteIncidentStore::in_memory().unwrap();
         let ttl = Duration::from_secs(600);
         let key = incident().key_for(Rung::Sync);
-        assert_eq!(store.claim("argocd/web", &incident(), &attempt(Rung::Sync, 0), ttl).await.unwrap(), Claim::Granted);
-        store.release("argocd/web", &key).await.unwrap();
-        assert_eq!(store.claim("argocd/web", &incident(), &attempt(Rung::Sync, 1), ttl).await.unwrap(), Claim::Granted);
-        store.complete("argocd/web", &key, Outcome::Succeeded).await.unwrap();
-        store.release("argocd/web", &key).await.unwrap();
         assert_eq!(
-            store.claim("argocd/web", &incident(), &attempt(Rung::Sync, 2), ttl).await.unwrap(),
+            store.claim(&medic_core::AppId::new("argocd", "web"), &incident(), &attempt(Rung::Sync, 0), ttl).await.unwrap(),
+            Claim::Granted
+        );
+        store.release(&medic_core::AppId::new("argocd", "web"), &key).await.unwrap();
+        assert_eq!(
+            store.claim(&medic_core::AppId::new("argocd", "web"), &incident(), &attempt(Rung::Sync, 1), ttl).await.unwrap(),
+            Claim::Granted
+        );
+        store.complete(&medic_core::AppId::new("argocd", "web"), &key, Outcome::Succeeded).await.unwrap();
+        store.release(&medic_core::AppId::new("argocd", "web"), &key).await.unwrap();
+        assert_eq!(
+            store.claim(&medic_core::AppId::new("argocd", "web"), &incident(), &attempt(Rung::Sync, 2), ttl).await.unwrap(),
             Claim::AlreadyDone(Outcome::Succeeded)
         );
-        assert!(store.complete("argocd/web", &IdempotencyKey::derive(&incident(), Rung::Escalate), Outcome::Succeeded).await.is_err());
+        assert!(
+            store
+                .complete(
+                    &medic_core::AppId::new("argocd", "web"),
+                    &IdempotencyKey::derive(&incident(), Rung::Escalate),
+                    Outcome::Succeeded
+                )
+                .await
+                .is_err()
+        );
     }
 
     #[tokio::test]
@@ -455,19 +490,22 @@ mod tests {
         let ttl = Duration::from_secs(600);
         let note = DecisionNote { action: "refresh".into(), failure_mode: "stale-reconcile".into(), ..DecisionNote::default() };
         // No open incident: a note opens none.
-        store.note_decision("argocd/web", &incident(), &note).await.unwrap();
+        store.note_decision(&medic_core::AppId::new("argocd", "web"), &incident(), &note).await.unwrap();
         assert!(store.incidents(true).await.unwrap().is_empty());
-        store.claim("argocd/web", &incident(), &attempt(Rung::Refresh, 0), ttl).await.unwrap();
+        store.claim(&medic_core::AppId::new("argocd", "web"), &incident(), &attempt(Rung::Refresh, 0), ttl).await.unwrap();
         let other = IncidentKey { revision: "def".into(), ..incident() };
-        store.note_decision("argocd/web", &other, &DecisionNote { action: "sync".into(), ..note.clone() }).await.unwrap();
-        store.note_decision("argocd/web", &incident(), &note).await.unwrap();
+        store
+            .note_decision(&medic_core::AppId::new("argocd", "web"), &other, &DecisionNote { action: "sync".into(), ..note.clone() })
+            .await
+            .unwrap();
+        store.note_decision(&medic_core::AppId::new("argocd", "web"), &incident(), &note).await.unwrap();
         let open = store.incidents(false).await.unwrap();
         assert_eq!(open.len(), 1);
         assert_eq!(open[0].last_decision.as_ref(), Some(&note), "the note of another incident is not kept");
         assert_eq!(open[0].attempts.len(), 1);
 
         let closed_at = Utc::now();
-        store.close("argocd/web", closed_at).await.unwrap();
+        store.close(&medic_core::AppId::new("argocd", "web"), closed_at).await.unwrap();
         assert!(store.incidents(false).await.unwrap().is_empty());
         let all = store.incidents(true).await.unwrap();
         assert_eq!(all.len(), 1);
@@ -508,7 +546,7 @@ mod tests {
         let open = store.incidents(false).await.unwrap();
         assert_eq!(open.len(), 1);
         assert_eq!(open[0].last_decision, None);
-        let history = store.history("argocd/web").await.unwrap();
+        let history = store.history(&medic_core::AppId::new("argocd", "web")).await.unwrap();
         assert_eq!(history.incident, Some(incident()));
         assert_eq!(history.attempts.len(), 1, "an action written before expiry existed is kept (its incident is open)");
     }

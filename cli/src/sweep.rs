@@ -72,7 +72,7 @@ where
         Err(e @ ArgoError::Unauthenticated(_)) => return Err(unauthenticated(r, e).await),
         Err(e) => return Err(SweepError::List(e)),
     };
-    let open: BTreeSet<String> = r.store.open_incidents().await?.into_iter().collect();
+    let open: BTreeSet<medic_core::AppId> = r.store.open_incidents().await?.into_iter().collect();
     let plan = plan(&listed, &open, &opts.scope);
     if let Some(o) = &plan.outage {
         if !r.dry_run {
@@ -105,7 +105,7 @@ where
         match result {
             Ok(report) => reports.push(report),
             Err(StepError::Argo(e @ ArgoError::Unauthenticated(_))) => return Err(unauthenticated(r, e).await),
-            Err(e) => errors.push((format!("{}/{}", app.namespace, app.name), e.to_string())),
+            Err(e) => errors.push((app.id().to_string(), e.to_string())),
         }
     }
     reports.sort_by(|a, b| a.app.cmp(&b.app));

@@ -201,7 +201,7 @@ fn print_summary(s: &SweepSummary, json: bool) {
             .iter()
             .map(|r| {
                 vec![
-                    r.app.clone(),
+                    r.app.to_string(),
                     r.failure_mode.map(|m| m.to_string()).unwrap_or_else(|| "-".into()),
                     r.action.map(|a| a.to_string()).unwrap_or_else(|| "-".into()),
                     serde_json::to_value(r.result).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),

@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(event) = NotificationEvent::parse(data) else { return };
     let key = event.dedupe_key();
     assert!(key.starts_with("ev1-") && key.len() <= 128, "{key}");
-    let _ = event.qualified_name();
+    let _ = event.app_id();
 
     let now: DateTime<Utc> = DateTime::from_timestamp(1_793_536_200, 0).expect("a valid instant");
     let item = event.clone().into_work(now);

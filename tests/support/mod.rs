@@ -13,6 +13,7 @@ use medic_adapters::breaker::BreakerSettings;
 use medic_adapters::budget::{BudgetRates, LocalBudget};
 use medic_adapters::config::ArgoSettings;
 use medic_adapters::memory::{LogEscalator, SystemClock};
+use medic_core::AppId;
 use medic_core::event::AppRef;
 use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
 use medic_core::keys::IdempotencyKey;
@@ -122,25 +123,30 @@ impl<S: IncidentStore> Parts<S> {
 pub struct LosesCompletion<S>(pub S);
 
 impl<S: IncidentStore> IncidentStore for LosesCompletion<S> {
-    async fn history(&self, app: &str) -> Result<History, StoreError> {
+    async fn history(&self, app: &AppId) -> Result<History, StoreError> {
         self.0.history(app).await
     }
-    async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, ttl: Duration) -> Result<Claim, StoreError> {
+    async fn claim(&self, app: &AppId, incident: &IncidentKey, attempt: &Attempt, ttl: Duration) -> Result<Claim, StoreError> {
         self.0.claim(app, incident, attempt, ttl).await
     }
-    async fn complete(&self, _app: &str, _key: &IdempotencyKey, _outcome: Outcome) -> Result<(), StoreError> {
+    async fn complete(&self, _app: &AppId, _key: &IdempotencyKey, _outcome: Outcome) -> Result<(), StoreError> {
         Err(StoreError("the process died before recording".into()))
     }
-    async fn release(&self, app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
+    async fn release(&self, app: &AppId, key: &IdempotencyKey) -> Result<(), StoreError> {
         self.0.release(app, key).await
     }
-    async fn close(&self, app: &str, at: chrono::DateTime<Utc>) -> Result<(), StoreError> {
+    async fn close(&self, app: &AppId, at: chrono::DateTime<Utc>) -> Result<(), StoreError> {
         self.0.close(app, at).await
     }
-    async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
+    async fn open_incidents(&self) -> Result<Vec<AppId>, StoreError> {
         self.0.open_incidents().await
     }
-    async fn note_decision(&self, app: &str, incident: &IncidentKey, note: &medic_core::incident::DecisionNote) -> Result<(), StoreError> {
+    async fn note_decision(
+        &self,
+        app: &AppId,
+        incident: &IncidentKey,
+        note: &medic_core::incident::DecisionNote,
+    ) -> Result<(), StoreError> {
         self.0.note_decision(app, incident, note).await
     }
 }

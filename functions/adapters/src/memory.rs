@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use medic_core::AppId;
 use medic_core::Application;
 use medic_core::decision::Decision;
 use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
@@ -24,7 +25,7 @@ impl Clock for SystemClock {
 
 #[derive(Debug, Clone)]
 struct Record {
-    app: String,
+    app: AppId,
     incident: IncidentKey,
     attempt: Attempt,
     done: bool,
@@ -40,7 +41,7 @@ impl Record {
 
 #[derive(Default)]
 struct Inner {
-    open: HashMap<String, IncidentKey>,
+    open: HashMap<AppId, IncidentKey>,
     records: HashMap<IdempotencyKey, Record>,
 }
 
@@ -57,21 +58,21 @@ impl MemoryIncidentStore {
 }
 
 impl IncidentStore for MemoryIncidentStore {
-    async fn history(&self, app: &str) -> Result<History, StoreError> {
+    async fn history(&self, app: &AppId) -> Result<History, StoreError> {
         let inner = self.lock();
         let Some(incident) = inner.open.get(app).cloned() else { return Ok(History::default()) };
         let now = Utc::now();
         let mut attempts: Vec<Attempt> = inner
             .records
             .values()
-            .filter(|r| r.app == app && r.incident == incident && !r.expired(now))
+            .filter(|r| r.app == *app && r.incident == incident && !r.expired(now))
             .map(|r| r.attempt.clone())
             .collect();
         attempts.sort_by_key(|a| a.at);
         Ok(History { incident: Some(incident), attempts })
     }
 
-    async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
+    async fn claim(&self, app: &AppId, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
         let key =
             attempt.idempotency_key.clone().ok_or_else(|| StoreError("an attempt without an idempotency key cannot be claimed".into()))?;
         let mut inner = self.lock();
@@ -86,7 +87,7 @@ impl IncidentStore for MemoryIncidentStore {
         }
         if inner.open.insert(app.to_owned(), incident.clone()).as_ref() != Some(incident) {
             // Opening (again): the incident's earlier actions are kept for its life.
-            for r in inner.records.values_mut().filter(|r| r.app == app && &r.incident == incident && !r.expired(attempt.at)) {
+            for r in inner.records.values_mut().filter(|r| r.app == *app && &r.incident == incident && !r.expired(attempt.at)) {
                 r.expires_at = None;
             }
         }
@@ -97,7 +98,7 @@ impl IncidentStore for MemoryIncidentStore {
         Ok(Claim::Granted)
     }
 
-    async fn complete(&self, _app: &str, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
+    async fn complete(&self, _app: &AppId, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
         let mut inner = self.lock();
         let record = inner.records.get_mut(key).ok_or_else(|| StoreError(format!("no claim for {key}")))?;
         record.attempt.outcome = outcome;
@@ -105,16 +106,16 @@ impl IncidentStore for MemoryIncidentStore {
         Ok(())
     }
 
-    async fn release(&self, _app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
+    async fn release(&self, _app: &AppId, key: &IdempotencyKey) -> Result<(), StoreError> {
         self.lock().records.retain(|k, r| k != key || r.done);
         Ok(())
     }
 
-    async fn close(&self, app: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
+    async fn close(&self, app: &AppId, at: DateTime<Utc>) -> Result<(), StoreError> {
         let mut inner = self.lock();
         if let Some(incident) = inner.open.remove(app) {
             let expires = at + chrono::Duration::from_std(medic_core::incident::ACTION_RETENTION).unwrap_or_default();
-            for r in inner.records.values_mut().filter(|r| r.app == app && r.incident == incident) {
+            for r in inner.records.values_mut().filter(|r| r.app == *app && r.incident == incident) {
                 r.expires_at = Some(expires);
             }
         }
@@ -123,8 +124,8 @@ impl IncidentStore for MemoryIncidentStore {
         Ok(())
     }
 
-    async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
-        let mut apps: Vec<String> = self.lock().open.keys().cloned().collect();
+    async fn open_incidents(&self) -> Result<Vec<AppId>, StoreError> {
+        let mut apps: Vec<AppId> = self.lock().open.keys().cloned().collect();
         apps.sort();
         Ok(apps)
     }
@@ -132,7 +133,7 @@ impl IncidentStore for MemoryIncidentStore {
     /// Kept nowhere: notes are for `medic incidents`, which reads SQLite or DynamoDB, never this.
     async fn note_decision(
         &self,
-        _app: &str,
+        _app: &AppId,
         _incident: &IncidentKey,
         _note: &medic_core::incident::DecisionNote,
     ) -> Result<(), StoreError> {
@@ -144,7 +145,7 @@ impl IncidentStore for MemoryIncidentStore {
 /// [`LogEscalator::forgetful`] (a long-lived function must not grow without bound).
 #[derive(Default)]
 pub struct LogEscalator {
-    sent: Mutex<Vec<(String, Decision)>>,
+    sent: Mutex<Vec<(AppId, Decision)>>,
     alerts: Mutex<Vec<String>>,
     forgetful: bool,
 }
@@ -155,7 +156,7 @@ impl LogEscalator {
         Self { forgetful: true, ..Self::default() }
     }
 
-    pub fn escalations(&self) -> Vec<(String, Decision)> {
+    pub fn escalations(&self) -> Vec<(AppId, Decision)> {
         self.sent.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
@@ -167,9 +168,9 @@ impl LogEscalator {
 impl Escalator for LogEscalator {
     async fn escalate(&self, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
         let key = decision.idempotency_key.as_ref().map(ToString::to_string).unwrap_or_default();
-        tracing::warn!(app = %app.qualified_name(), failure_mode = %decision.failure_mode, key, reason = %decision.reason, "escalation");
+        tracing::warn!(app = %app.id(), failure_mode = %decision.failure_mode, key, reason = %decision.reason, "escalation");
         if !self.forgetful {
-            self.sent.lock().unwrap_or_else(|e| e.into_inner()).push((app.qualified_name(), decision.clone()));
+            self.sent.lock().unwrap_or_else(|e| e.into_inner()).push((app.id(), decision.clone()));
         }
         Ok(())
     }
@@ -182,8 +183,8 @@ impl Escalator for LogEscalator {
         Ok(())
     }
 
-    async fn resolve(&self, app: &str, decision: &Decision) -> Result<(), EscalationError> {
-        tracing::info!(app, reason = %decision.reason, "resolved");
+    async fn resolve(&self, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
+        tracing::info!(app = %app, reason = %decision.reason, "resolved");
         Ok(())
     }
 
@@ -198,7 +199,7 @@ impl Escalator for LogEscalator {
         by: &str,
         outcome: &medic_core::escalation::HumanActionOutcome,
     ) -> Result<(), EscalationError> {
-        tracing::info!(app = %format!("{}/{}", request.app.namespace, request.app.name), by, summary = %outcome.summary, "human action");
+        tracing::info!(app = %request.app.id(), by, summary = %outcome.summary, "human action");
         Ok(())
     }
 }
@@ -272,11 +273,11 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
 /// Per-app locks in a map, with expiry.
 #[derive(Default)]
 pub struct MemoryLock {
-    held: Mutex<HashMap<String, (String, DateTime<Utc>)>>,
+    held: Mutex<HashMap<AppId, (String, DateTime<Utc>)>>,
 }
 
 impl medic_core::ports::AppLock for MemoryLock {
-    async fn try_lock(&self, app: &str, owner: &str, ttl: Duration) -> Result<bool, StoreError> {
+    async fn try_lock(&self, app: &AppId, owner: &str, ttl: Duration) -> Result<bool, StoreError> {
         let now = Utc::now();
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         match held.get(app) {
@@ -288,7 +289,7 @@ impl medic_core::ports::AppLock for MemoryLock {
         }
     }
 
-    async fn unlock(&self, app: &str, owner: &str) -> Result<(), StoreError> {
+    async fn unlock(&self, app: &AppId, owner: &str) -> Result<(), StoreError> {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         if held.get(app).is_some_and(|(holder, _)| holder == owner) {
             held.remove(app);

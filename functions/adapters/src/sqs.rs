@@ -128,7 +128,7 @@ impl SqsWorkQueue {
 
 fn failure(items: &[WorkItem], index: usize, reason: String) -> BatchFailure {
     let item = &items[index];
-    BatchFailure { index, app: format!("{}/{}", item.app.namespace, item.app.name), dedupe_key: item.dedupe_key.clone(), reason }
+    BatchFailure { index, app: item.app.id().to_string(), dedupe_key: item.dedupe_key.clone(), reason }
 }
 
 /// Splits bodies into batches of at most [`MAX_BATCH_ENTRIES`] entries and [`MAX_BATCH_BYTES`]

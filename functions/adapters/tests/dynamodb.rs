@@ -9,18 +9,21 @@ use aws_sdk_dynamodb::types::{AttributeValue, BillingMode, KeyType, TimeToLiveSt
 use chrono::{DateTime, TimeZone, Utc};
 use common::{dynamodb, unique};
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
+use medic_core::AppId;
 use medic_core::Rung;
 use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
 use medic_core::keys::IdempotencyKey;
 use medic_core::ports::{AppLock, Claim, DedupeStore, IncidentStore, Seen};
 
-const APP: &str = "argocd/web";
+fn app() -> AppId {
+    AppId::new("argocd", "web")
+}
 const TTL: Duration = Duration::from_secs(600);
 
 fn incident_at(revision: &str) -> IncidentKey {
     IncidentKey {
         instance: "default".into(),
-        app: APP.into(),
+        app: app(),
         revision: revision.into(),
         began_at: Some(Utc.with_ymd_and_hms(2026, 11, 1, 12, 0, 0).unwrap()),
     }
@@ -75,14 +78,14 @@ fn number(item: &std::collections::HashMap<String, AttributeValue>, name: &str) 
 #[tokio::test]
 async fn claims_are_exclusive_until_completed_and_expire_for_crashed_holders() {
     let store = store("claims").await;
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Refresh, 0), TTL).await.unwrap(), Claim::Granted);
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Refresh, 5), TTL).await.unwrap(), Claim::Held { until: time(10) });
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Refresh, 0), TTL).await.unwrap(), Claim::Granted);
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Refresh, 5), TTL).await.unwrap(), Claim::Held { until: time(10) });
     // The holder crashed: once its in-progress time has passed another worker takes over.
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Refresh, 10), TTL).await.unwrap(), Claim::Granted);
-    store.complete(APP, &incident().key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Refresh, 30), TTL).await.unwrap(), Claim::AlreadyDone(Outcome::NoEffect));
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Refresh, 10), TTL).await.unwrap(), Claim::Granted);
+    store.complete(&app(), &incident().key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Refresh, 30), TTL).await.unwrap(), Claim::AlreadyDone(Outcome::NoEffect));
 
-    let history = store.history(APP).await.unwrap();
+    let history = store.history(&app()).await.unwrap();
     assert_eq!(history.incident, Some(incident()));
     assert_eq!(
         history.attempts,
@@ -93,40 +96,40 @@ async fn claims_are_exclusive_until_completed_and_expire_for_crashed_holders() {
             outcome: Outcome::NoEffect
         }]
     );
-    assert_eq!(store.open_incidents().await.unwrap(), vec![APP.to_string()]);
+    assert_eq!(store.open_incidents().await.unwrap(), vec![app()]);
 
-    store.close(APP, time(40)).await.unwrap();
-    assert_eq!(store.history(APP).await.unwrap(), History::default());
+    store.close(&app(), time(40)).await.unwrap();
+    assert_eq!(store.history(&app()).await.unwrap(), History::default());
     assert!(store.open_incidents().await.unwrap().is_empty());
     // A late duplicate of a done action is refused and does not reopen the closed incident.
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Refresh, 41), TTL).await.unwrap(), Claim::AlreadyDone(Outcome::NoEffect));
-    assert_eq!(store.history(APP).await.unwrap(), History::default());
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Refresh, 41), TTL).await.unwrap(), Claim::AlreadyDone(Outcome::NoEffect));
+    assert_eq!(store.history(&app()).await.unwrap(), History::default());
 }
 
 #[tokio::test]
 async fn a_released_claim_can_be_claimed_again_but_a_completed_one_cannot_be_released() {
     let store = store("release").await;
     let key = incident().key_for(Rung::Sync);
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Sync, 0), TTL).await.unwrap(), Claim::Granted);
-    store.release(APP, &key).await.unwrap();
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Sync, 1), TTL).await.unwrap(), Claim::Granted);
-    store.complete(APP, &key, Outcome::Succeeded).await.unwrap();
-    store.release(APP, &key).await.unwrap();
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Sync, 2), TTL).await.unwrap(), Claim::AlreadyDone(Outcome::Succeeded));
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Sync, 0), TTL).await.unwrap(), Claim::Granted);
+    store.release(&app(), &key).await.unwrap();
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Sync, 1), TTL).await.unwrap(), Claim::Granted);
+    store.complete(&app(), &key, Outcome::Succeeded).await.unwrap();
+    store.release(&app(), &key).await.unwrap();
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Sync, 2), TTL).await.unwrap(), Claim::AlreadyDone(Outcome::Succeeded));
     // Releasing what was never claimed is a no-op.
-    store.release(APP, &incident().key_for(Rung::Refresh)).await.unwrap();
+    store.release(&app(), &incident().key_for(Rung::Refresh)).await.unwrap();
 }
 
 #[tokio::test]
 async fn completing_a_claim_that_does_not_exist_is_an_error() {
     let store = store("complete-missing").await;
-    let err = store.complete(APP, &IdempotencyKey::derive(&incident(), Rung::Escalate), Outcome::Succeeded).await.unwrap_err();
+    let err = store.complete(&app(), &IdempotencyKey::derive(&incident(), Rung::Escalate), Outcome::Succeeded).await.unwrap_err();
     assert!(err.0.contains("no claim for"), "{err}");
     // Nor can a released claim be completed.
     let key = incident().key_for(Rung::Refresh);
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::Refresh, 0), TTL).await.unwrap(), Claim::Granted);
-    store.release(APP, &key).await.unwrap();
-    assert!(store.complete(APP, &key, Outcome::Succeeded).await.is_err());
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Refresh, 0), TTL).await.unwrap(), Claim::Granted);
+    store.release(&app(), &key).await.unwrap();
+    assert!(store.complete(&app(), &key, Outcome::Succeeded).await.is_err());
 }
 
 #[tokio::test]
@@ -134,9 +137,9 @@ async fn an_attempt_without_an_idempotency_key_cannot_be_claimed() {
     let store = store("no-key").await;
     let mut a = attempt(Rung::Refresh, 0);
     a.idempotency_key = None;
-    let err = store.claim(APP, &incident(), &a, TTL).await.unwrap_err();
+    let err = store.claim(&app(), &incident(), &a, TTL).await.unwrap_err();
     assert!(err.0.contains("without an idempotency key"), "{err}");
-    assert_eq!(store.history(APP).await.unwrap(), History::default());
+    assert_eq!(store.history(&app()).await.unwrap(), History::default());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -145,12 +148,13 @@ async fn two_concurrent_claims_of_one_key_grant_exactly_one() {
     for (i, rung) in [Rung::Refresh, Rung::HardRefresh, Rung::Sync, Rung::Escalate].into_iter().enumerate() {
         let minute = u32::try_from(i).unwrap();
         let (key, first, second) = (incident(), attempt(rung, minute), attempt(rung, minute));
-        let (a, b) = tokio::join!(store.claim(APP, &key, &first, TTL), store.claim(APP, &key, &second, TTL));
+        let app = app();
+        let (a, b) = tokio::join!(store.claim(&app, &key, &first, TTL), store.claim(&app, &key, &second, TTL));
         let mut answers = vec![a.unwrap(), b.unwrap()];
         answers.sort_by_key(|c| matches!(c, Claim::Granted));
         assert_eq!(answers, vec![Claim::Held { until: time(minute + 10) }, Claim::Granted], "{rung:?}");
     }
-    let history = store.history(APP).await.unwrap();
+    let history = store.history(&app()).await.unwrap();
     let rungs: Vec<Rung> = history.attempts.iter().map(|a| a.rung).collect();
     assert_eq!(rungs, vec![Rung::Refresh, Rung::HardRefresh, Rung::Sync, Rung::Escalate]);
 }
@@ -159,9 +163,10 @@ async fn two_concurrent_claims_of_one_key_grant_exactly_one() {
 async fn concurrent_first_claims_of_different_rungs_are_both_granted_in_one_incident() {
     let store = store("concurrent-rungs").await;
     let (key, refresh, hard) = (incident(), attempt(Rung::Refresh, 0), attempt(Rung::HardRefresh, 0));
-    let (a, b) = tokio::join!(store.claim(APP, &key, &refresh, TTL), store.claim(APP, &key, &hard, TTL));
+    let app = app();
+    let (a, b) = tokio::join!(store.claim(&app, &key, &refresh, TTL), store.claim(&app, &key, &hard, TTL));
     assert_eq!((a.unwrap(), b.unwrap()), (Claim::Granted, Claim::Granted));
-    let history = store.history(APP).await.unwrap();
+    let history = store.history(&app).await.unwrap();
     assert_eq!(history.incident, Some(incident()));
     assert_eq!(history.attempts.len(), 2);
 }
@@ -171,11 +176,11 @@ async fn history_lists_the_open_incidents_attempts_oldest_first() {
     let store = store("history").await;
     // Claimed out of time order; their sort keys order them by idempotency key instead.
     for (rung, minute) in [(Rung::Sync, 20), (Rung::Refresh, 1), (Rung::HardRefresh, 10)] {
-        assert_eq!(store.claim(APP, &incident(), &attempt(rung, minute), TTL).await.unwrap(), Claim::Granted);
+        assert_eq!(store.claim(&app(), &incident(), &attempt(rung, minute), TTL).await.unwrap(), Claim::Granted);
     }
-    store.complete(APP, &incident().key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
-    store.complete(APP, &incident().key_for(Rung::HardRefresh), Outcome::Succeeded).await.unwrap();
-    let history = store.history(APP).await.unwrap();
+    store.complete(&app(), &incident().key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
+    store.complete(&app(), &incident().key_for(Rung::HardRefresh), Outcome::Succeeded).await.unwrap();
+    let history = store.history(&app()).await.unwrap();
     let seen: Vec<(Rung, DateTime<Utc>, Outcome)> = history.attempts.iter().map(|a| (a.rung, a.at, a.outcome)).collect();
     assert_eq!(
         seen,
@@ -188,7 +193,7 @@ async fn history_lists_the_open_incidents_attempts_oldest_first() {
     );
     assert!(history.attempts.iter().all(|a| a.idempotency_key == Some(incident().key_for(a.rung))));
     // Another app's incident is not part of it.
-    assert_eq!(store.history("argocd/other").await.unwrap(), History::default());
+    assert_eq!(store.history(&medic_core::AppId::new("argocd", "other")).await.unwrap(), History::default());
 }
 
 #[tokio::test]
@@ -196,16 +201,16 @@ async fn a_new_incident_replaces_the_open_one_and_its_history() {
     let store = store("new-incident").await;
     let old = incident_at("abc");
     let new = incident_at("def");
-    assert_eq!(store.claim(APP, &old, &attempt_in(&old, Rung::Refresh, 0), TTL).await.unwrap(), Claim::Granted);
-    store.complete(APP, &old.key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
-    assert_eq!(store.claim(APP, &new, &attempt_in(&new, Rung::Refresh, 30), TTL).await.unwrap(), Claim::Granted);
-    let history = store.history(APP).await.unwrap();
+    assert_eq!(store.claim(&app(), &old, &attempt_in(&old, Rung::Refresh, 0), TTL).await.unwrap(), Claim::Granted);
+    store.complete(&app(), &old.key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
+    assert_eq!(store.claim(&app(), &new, &attempt_in(&new, Rung::Refresh, 30), TTL).await.unwrap(), Claim::Granted);
+    let history = store.history(&app()).await.unwrap();
     assert_eq!(history.incident, Some(new.clone()));
     assert_eq!(history.attempts.iter().map(|a| a.at).collect::<Vec<_>>(), vec![time(30)]);
     // A late duplicate from the old incident is refused and leaves the new one open.
-    assert_eq!(store.claim(APP, &old, &attempt_in(&old, Rung::Refresh, 31), TTL).await.unwrap(), Claim::AlreadyDone(Outcome::NoEffect));
-    assert_eq!(store.history(APP).await.unwrap().incident, Some(new));
-    assert_eq!(store.open_incidents().await.unwrap(), vec![APP.to_string()]);
+    assert_eq!(store.claim(&app(), &old, &attempt_in(&old, Rung::Refresh, 31), TTL).await.unwrap(), Claim::AlreadyDone(Outcome::NoEffect));
+    assert_eq!(store.history(&app()).await.unwrap().incident, Some(new));
+    assert_eq!(store.open_incidents().await.unwrap(), vec![app()]);
 }
 
 #[tokio::test]
@@ -220,13 +225,13 @@ async fn open_incidents_lists_only_this_instances_apps_with_an_open_incident() {
     for (store, app) in [(&prod, "argocd/web"), (&prod, "team-a/api"), (&prod_eu, "argocd/web"), (&staging, "argocd/db")] {
         let mut key = incident();
         key.instance = store.instance().into();
-        key.app = app.into();
-        assert_eq!(store.claim(app, &key, &attempt_in(&key, Rung::Refresh, 0), TTL).await.unwrap(), Claim::Granted);
+        key.app = AppId::parse(app).unwrap();
+        assert_eq!(store.claim(&key.app, &key, &attempt_in(&key, Rung::Refresh, 0), TTL).await.unwrap(), Claim::Granted);
     }
     assert_eq!(prod.open_incidents().await.unwrap(), vec!["argocd/web".to_string(), "team-a/api".to_string()]);
     assert_eq!(prod_eu.open_incidents().await.unwrap(), vec!["argocd/web".to_string()]);
     assert_eq!(staging.open_incidents().await.unwrap(), vec!["argocd/db".to_string()]);
-    prod.close("team-a/api", time(5)).await.unwrap();
+    prod.close(&medic_core::AppId::new("team-a", "api"), time(5)).await.unwrap();
     assert_eq!(prod.open_incidents().await.unwrap(), vec!["argocd/web".to_string()]);
     assert_eq!(prod_eu.open_incidents().await.unwrap(), vec!["argocd/web".to_string()]);
 }
@@ -235,12 +240,12 @@ async fn open_incidents_lists_only_this_instances_apps_with_an_open_incident() {
 async fn a_claim_writes_the_documented_item_layout() {
     let store = store("layout").await;
     let key = incident().key_for(Rung::HardRefresh);
-    assert_eq!(store.claim(APP, &incident(), &attempt(Rung::HardRefresh, 0), TTL).await.unwrap(), Claim::Granted);
+    assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::HardRefresh, 0), TTL).await.unwrap(), Claim::Granted);
 
-    let pk = format!("APP#default#{APP}");
+    let pk = format!("APP#default#{}", app());
     let open = raw_item(&store, &pk, "INCIDENT").await.expect("the open-incident item");
     assert_eq!(serde_json::from_str::<IncidentKey>(text(&open, "incident")).unwrap(), incident());
-    assert_eq!(text(&open, "app"), APP);
+    assert_eq!(text(&open, "app"), app().as_str());
     assert_eq!(text(&open, "opened_at").parse::<DateTime<Utc>>().unwrap(), time(0));
 
     let sk = format!("ACTION#{}#{}", incident().id(), key.as_str());
@@ -253,13 +258,13 @@ async fn a_claim_writes_the_documented_item_layout() {
     // No expiry while the incident is open (M1): closing gives its actions one.
     assert!(!action.contains_key("expires_at"), "an open incident's action does not expire: {action:?}");
 
-    store.complete(APP, &key, Outcome::Succeeded).await.unwrap();
+    store.complete(&app(), &key, Outcome::Succeeded).await.unwrap();
     let action = raw_item(&store, &pk, &sk).await.expect("the action item");
     assert_eq!(text(&action, "status"), "COMPLETED");
     assert_eq!(text(&action, "outcome"), "succeeded");
     assert!(!action.contains_key("in_progress_until"));
 
-    store.close(APP, time(5)).await.unwrap();
+    store.close(&app(), time(5)).await.unwrap();
     assert!(raw_item(&store, &pk, "INCIDENT").await.is_none());
     // Closing keeps the action records: they answer late duplicates until they expire.
     assert!(raw_item(&store, &pk, &sk).await.is_some());
@@ -297,27 +302,27 @@ async fn a_dedupe_record_is_new_again_once_its_ttl_has_passed_even_before_ttl_de
 async fn a_lock_is_exclusive_renewable_by_its_owner_and_not_released_by_another() {
     let store = store("lock").await;
     let ttl = Duration::from_secs(300);
-    assert!(store.try_lock(APP, "worker-a", ttl).await.unwrap());
-    assert!(!store.try_lock(APP, "worker-b", ttl).await.unwrap());
-    assert!(store.try_lock(APP, "worker-a", ttl).await.unwrap(), "the owner may renew its lock");
+    assert!(store.try_lock(&app(), "worker-a", ttl).await.unwrap());
+    assert!(!store.try_lock(&app(), "worker-b", ttl).await.unwrap());
+    assert!(store.try_lock(&app(), "worker-a", ttl).await.unwrap(), "the owner may renew its lock");
     // Another app's lock is independent.
-    assert!(store.try_lock("argocd/other", "worker-b", ttl).await.unwrap());
+    assert!(store.try_lock(&medic_core::AppId::new("argocd", "other"), "worker-b", ttl).await.unwrap());
     // worker-b cannot release worker-a's lock.
-    store.unlock(APP, "worker-b").await.unwrap();
-    assert!(!store.try_lock(APP, "worker-c", ttl).await.unwrap());
-    store.unlock(APP, "worker-a").await.unwrap();
-    assert!(store.try_lock(APP, "worker-b", ttl).await.unwrap());
+    store.unlock(&app(), "worker-b").await.unwrap();
+    assert!(!store.try_lock(&app(), "worker-c", ttl).await.unwrap());
+    store.unlock(&app(), "worker-a").await.unwrap();
+    assert!(store.try_lock(&app(), "worker-b", ttl).await.unwrap());
 }
 
 #[tokio::test]
 async fn an_expired_lock_can_be_taken_over_and_its_old_owner_cannot_release_it() {
     let store = store("lock-expiry").await;
-    assert!(store.try_lock(APP, "crashed", Duration::from_secs(1)).await.unwrap());
-    assert!(!store.try_lock(APP, "worker-b", Duration::from_secs(300)).await.unwrap());
+    assert!(store.try_lock(&app(), "crashed", Duration::from_secs(1)).await.unwrap());
+    assert!(!store.try_lock(&app(), "worker-b", Duration::from_secs(300)).await.unwrap());
     tokio::time::sleep(Duration::from_millis(2100)).await;
-    assert!(store.try_lock(APP, "worker-b", Duration::from_secs(300)).await.unwrap());
-    store.unlock(APP, "crashed").await.unwrap();
-    assert!(!store.try_lock(APP, "worker-c", Duration::from_secs(300)).await.unwrap());
+    assert!(store.try_lock(&app(), "worker-b", Duration::from_secs(300)).await.unwrap());
+    store.unlock(&app(), "crashed").await.unwrap();
+    assert!(!store.try_lock(&app(), "worker-c", Duration::from_secs(300)).await.unwrap());
 }
 
 #[tokio::test]
@@ -341,10 +346,10 @@ async fn create_table_makes_an_on_demand_table_with_ttl_on_expires_at_and_may_ru
 async fn store_errors_carry_the_service_code_and_message_not_a_debug_dump() {
     let store = DynamoDbStore::new(dynamodb().await, "no-such-table", "default");
     let errors = [
-        store.history(APP).await.unwrap_err(),
-        store.claim(APP, &incident(), &attempt(Rung::Refresh, 0), TTL).await.unwrap_err(),
+        store.history(&app()).await.unwrap_err(),
+        store.claim(&app(), &incident(), &attempt(Rung::Refresh, 0), TTL).await.unwrap_err(),
         store.first_sighting("ev1-x", TTL).await.unwrap_err(),
-        store.try_lock(APP, "w", TTL).await.unwrap_err(),
+        store.try_lock(&app(), "w", TTL).await.unwrap_err(),
     ];
     for err in errors {
         let text = err.to_string();

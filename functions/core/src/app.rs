@@ -25,6 +25,77 @@ pub fn strip_nulls(value: &mut serde_json::Value) {
     }
 }
 
+/// An app's identity within one Argo CD instance: its namespace and name, shown `namespace/name`.
+///
+/// The one form every store record, lock, incident, decision and log line names an app by. On
+/// the wire and in the state table it is that string (`#[serde(transparent)]`), so records written
+/// before this type existed read back unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AppId(String);
+
+impl AppId {
+    pub fn new(namespace: &str, name: &str) -> Self {
+        Self(format!("{namespace}/{name}"))
+    }
+
+    /// Reads a `namespace/name` kept as text (a store's record, a CLI argument); `None` unless
+    /// both parts are present. Kubernetes names hold no `/`, so the first one splits them.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (namespace, name) = text.split_once('/')?;
+        (!namespace.is_empty() && !name.is_empty() && !name.contains('/')).then(|| Self(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.0.split_once('/').map_or("", |(ns, _)| ns)
+    }
+
+    pub fn name(&self) -> &str {
+        self.0.split_once('/').map_or(self.0.as_str(), |(_, name)| name)
+    }
+}
+
+impl std::fmt::Display for AppId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::borrow::Borrow<str> for AppId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+// Comparing with text is reading, not building: an id is still only made by `new` or `parse`.
+impl PartialEq<str> for AppId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for AppId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for AppId {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+impl AsRef<str> for AppId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
 /// Annotation and label an app owner sets to keep Argo Medic away from an app.
 pub const OPT_OUT_KEY: &str = "argo-medic.io/opt-out";
 /// Annotation an app owner sets to declare the app's hooks safe to run again (`"true"`).
@@ -378,9 +449,9 @@ pub mod phase {
 }
 
 impl Application {
-    /// `namespace/name`, the app's identity within one Argo CD instance.
-    pub fn qualified_name(&self) -> String {
-        format!("{}/{}", self.metadata.namespace, self.metadata.name)
+    /// The app's identity within one Argo CD instance.
+    pub fn id(&self) -> AppId {
+        AppId::new(&self.metadata.namespace, &self.metadata.name)
     }
 
     pub fn sync_status(&self) -> &str {
@@ -600,5 +671,18 @@ mod tests {
         assert_eq!(app.metadata.labels.get("x").map(String::as_str), Some("y"));
         assert!(app.status.sync.is_none() && app.status.conditions.is_empty());
         assert_eq!(app.status.resources[0].kind, "Service");
+    }
+
+    #[test]
+    fn an_app_id_is_namespace_slash_name_on_the_wire_and_parses_only_that() {
+        let id = AppId::new("team-a", "api");
+        assert_eq!(id.to_string(), "team-a/api");
+        assert_eq!((id.namespace(), id.name()), ("team-a", "api"));
+        assert_eq!(serde_json::to_string(&id).unwrap(), r#""team-a/api""#, "records of earlier releases hold the bare string");
+        assert_eq!(serde_json::from_str::<AppId>(r#""team-a/api""#).unwrap(), id);
+        assert_eq!(AppId::parse("team-a/api"), Some(id));
+        for bad in ["api", "/api", "team-a/", "a/b/c", ""] {
+            assert_eq!(AppId::parse(bad), None, "`{bad}`");
+        }
     }
 }

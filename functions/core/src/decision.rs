@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::app::AppId;
 use crate::catalogue::FailureMode;
 use crate::keys::IdempotencyKey;
 use crate::keys::IncidentKey;
@@ -38,7 +39,7 @@ pub struct SyncPlan {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
     /// `namespace/name` of the app.
-    pub app: String,
+    pub app: AppId,
     pub action: Action,
     pub failure_mode: FailureMode,
     /// The rule that decided: the classifier rule that named the mode, then the step of the ladder
@@ -77,7 +78,7 @@ pub struct Decision {
 impl Decision {
     /// The decision for an app that no longer exists in Argo CD (a read answered 404, or 403
     /// without a project, and a list by name confirmed it is gone): its incident ends.
-    pub fn gone(app: &str, now: DateTime<Utc>) -> Self {
+    pub fn gone(app: &AppId, now: DateTime<Utc>) -> Self {
         Decision {
             failure_mode: FailureMode::OutOfScope,
             rule: "gone".into(),
@@ -88,7 +89,7 @@ impl Decision {
     }
 
     /// Nothing to do for `app` (yet): the decision every other one starts from.
-    pub fn nothing(app: &str, now: DateTime<Utc>) -> Self {
+    pub fn nothing(app: &AppId, now: DateTime<Utc>) -> Self {
         Decision {
             app: app.to_owned(),
             action: Action::None,

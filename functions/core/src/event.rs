@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::app::AppId;
 use crate::trigger::Trigger;
 
 /// The schema version this build reads and writes.
@@ -138,13 +139,24 @@ impl NotificationEvent {
         Ok(())
     }
 
-    /// `namespace/name`.
-    pub fn qualified_name(&self) -> String {
-        format!("{}/{}", self.app.namespace, self.app.name)
+    /// The app it reports.
+    pub fn app_id(&self) -> AppId {
+        self.app.id()
+    }
+}
+
+impl From<&AppId> for AppRef {
+    /// The app by its id alone, with no project.
+    fn from(id: &AppId) -> Self {
+        AppRef { name: id.name().to_owned(), namespace: id.namespace().to_owned(), project: None }
     }
 }
 
 impl AppRef {
+    pub fn id(&self) -> AppId {
+        AppId::new(&self.namespace, &self.name)
+    }
+
     /// Checks the name and namespace are valid Kubernetes names.
     pub fn validate(&self) -> Result<(), EventError> {
         check_name("app.name", &self.name, 253)?;
@@ -171,7 +183,7 @@ mod tests {
     #[test]
     fn a_minimal_event_with_nulls_parses() {
         let e = NotificationEvent::parse(MINIMAL.as_bytes()).unwrap();
-        assert_eq!(e.qualified_name(), "argocd/web");
+        assert_eq!(e.app_id().as_str(), "argocd/web");
         let with_nulls = r#"{"schemaVersion":1,"trigger":"on-sync-failed","app":{"name":"web","namespace":"argocd","project":null},
             "sync":null,"health":{"status":null},"operation":null,"reconciledAt":null,"resourceVersion":null,"argocdUrl":null}"#;
         assert!(NotificationEvent::parse(with_nulls.as_bytes()).is_ok());
@@ -354,7 +366,7 @@ impl NotificationEvent {
         let op = self.operation.as_ref();
         let t = |o: Option<DateTime<Utc>>| o.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339());
         let parts = [
-            self.qualified_name(),
+            self.app_id().to_string(),
             self.trigger.as_str().to_owned(),
             s(self.sync.as_ref().and_then(|x| x.status.as_ref())),
             s(self.sync.as_ref().and_then(|x| x.revision.as_ref())),

@@ -8,6 +8,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::app::AppId;
 use crate::keys::IdempotencyKey;
 pub use crate::keys::IncidentKey;
 use crate::ladder::Rung;
@@ -164,7 +165,7 @@ impl DecisionNote {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IncidentRecord {
     /// `namespace/name`.
-    pub app: String,
+    pub app: AppId,
     pub incident: IncidentKey,
     /// When the store opened it (the first claimed action).
     pub opened_at: DateTime<Utc>,

@@ -25,6 +25,7 @@ use sha2::{Digest, Sha256};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
+use crate::app::AppId;
 use crate::ladder::{HumanAction, Rung};
 
 /// The identity of one incident.
@@ -32,8 +33,7 @@ use crate::ladder::{HumanAction, Rung};
 pub struct IncidentKey {
     /// The Argo CD instance id from the configuration.
     pub instance: String,
-    /// `namespace/name`.
-    pub app: String,
+    pub app: AppId,
     /// The revision the app was at when the episode began.
     pub revision: String,
     /// When the episode began: the failed operation's start, or the health/sync transition.
@@ -45,7 +45,7 @@ impl IncidentKey {
     /// A short stable id, `inc-` and 20 hex digits of SHA-256 over the four parts.
     pub fn id(&self) -> String {
         let began = self.began_at.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339_opts(SecondsFormat::Secs, true));
-        format!("inc-{}", &digest(&["argo-medic/incident/v1", &self.instance, &self.app, &self.revision, &began])[..20])
+        format!("inc-{}", &digest(&["argo-medic/incident/v1", &self.instance, self.app.as_str(), &self.revision, &began])[..20])
     }
 
     /// The idempotency key of taking `rung` in this incident.
@@ -80,12 +80,12 @@ pub fn work_dedupe_key(prefix: &str, namespace: &str, name: &str, trigger: &str,
 /// The marker the worker sets when a notification reports `app` (`namespace/name`), one per
 /// hour: the sweeper reads this hour's and the previous one's to tell which apps in trouble no
 /// notification reported (`MissedNotifications`).
-pub fn notified_marker(app: &str, at: DateTime<Utc>) -> String {
+pub fn notified_marker(app: &AppId, at: DateTime<Utc>) -> String {
     format!("notified-{app}-{}", at.format("%Y%m%d%H"))
 }
 
 /// The marker that counts an app as missed by notifications at most once a day.
-pub fn missed_marker(app: &str, at: DateTime<Utc>) -> String {
+pub fn missed_marker(app: &AppId, at: DateTime<Utc>) -> String {
     format!("missed-{app}-{}", at.format("%Y%m%d"))
 }
 
@@ -170,7 +170,7 @@ mod tests {
     fn incident() -> IncidentKey {
         IncidentKey {
             instance: "prod".into(),
-            app: "argocd/payments".into(),
+            app: crate::AppId::new("argocd", "payments"),
             revision: "abc123".into(),
             began_at: Some(chrono::Utc.with_ymd_and_hms(2026, 11, 1, 12, 0, 0).unwrap()),
         }
@@ -198,7 +198,7 @@ mod tests {
         i.began_at = None;
         assert_ne!(base, IdempotencyKey::derive(&i, Rung::Refresh));
         let mut i = incident();
-        i.app = "argocd/payment".into();
+        i.app = crate::AppId::new("argocd", "payment");
         assert_ne!(base, IdempotencyKey::derive(&i, Rung::Refresh));
     }
 

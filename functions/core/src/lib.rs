@@ -33,7 +33,7 @@ pub mod sweep;
 pub mod switch;
 pub mod trigger;
 
-pub use app::{Application, ApplicationList};
+pub use app::{AppId, Application, ApplicationList};
 pub use catalogue::{CATALOGUE, CatalogueEntry, FailureMode, Rung};
 pub use config::PolicyConfig;
 pub use decision::{Action, Decision, Evidence, HumanAction, SyncPlan};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use thiserror::Error;
 
-use crate::app::{Application, ApplicationSyncRequest};
+use crate::app::{AppId, Application, ApplicationSyncRequest};
 use crate::decision::Decision;
 use crate::escalation::{HumanActionOutcome, HumanActionRequest};
 use crate::event::AppRef;
@@ -114,28 +114,33 @@ pub enum Claim {
 /// Durable incident state and idempotency records (SQLite locally, DynamoDB on AWS).
 pub trait IncidentStore: Send + Sync {
     /// The open incident of an app (`namespace/name`) and what was done in it.
-    fn history(&self, app: &str) -> impl Future<Output = Result<History, StoreError>> + Send;
+    fn history(&self, app: &AppId) -> impl Future<Output = Result<History, StoreError>> + Send;
     /// Claims an action before taking it: a conditional write keyed by the idempotency key. A
     /// claim left in progress longer than `in_progress_for` (a crashed holder) may be taken over.
     fn claim(
         &self,
-        app: &str,
+        app: &AppId,
         incident: &IncidentKey,
         attempt: &Attempt,
         in_progress_for: Duration,
     ) -> impl Future<Output = Result<Claim, StoreError>> + Send;
     /// Records how a claimed action turned out.
-    fn complete(&self, app: &str, key: &IdempotencyKey, outcome: Outcome) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn complete(&self, app: &AppId, key: &IdempotencyKey, outcome: Outcome) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Gives up a claim without an outcome (the action failed transiently and may be retried).
-    fn release(&self, app: &str, key: &IdempotencyKey) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn release(&self, app: &AppId, key: &IdempotencyKey) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Closes the app's open incident (the app is Synced and Healthy again).
-    fn close(&self, app: &str, at: DateTime<Utc>) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn close(&self, app: &AppId, at: DateTime<Utc>) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Apps with an open incident, so a sweep can look at them even when they now look healthy.
-    fn open_incidents(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+    fn open_incidents(&self) -> impl Future<Output = Result<Vec<AppId>, StoreError>> + Send;
     /// Keeps `note` (the step's last decision) on the app's open incident, if that incident is
     /// `incident`; does nothing otherwise (no incident is opened by a note). For operators only
     /// (`medic incidents show`): the policy never reads it.
-    fn note_decision(&self, app: &str, incident: &IncidentKey, note: &DecisionNote) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn note_decision(
+        &self,
+        app: &AppId,
+        incident: &IncidentKey,
+        note: &DecisionNote,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// The operator's read of a store's incidents (`medic incidents`): open ones, and with
@@ -161,7 +166,7 @@ pub trait Escalator: Send + Sync {
     fn alert(&self, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send;
     /// The app (`namespace/name`) is out of trouble (`decision` says why): every open escalation
     /// of it is marked resolved. Idempotent; cheap when nothing is open.
-    fn resolve(&self, app: &str, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send;
+    fn resolve(&self, app: &AppId, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send;
     /// What the button with opaque id `id` stands for; `None` when unknown or expired.
     fn human_action(&self, id: &str) -> impl Future<Output = Result<Option<HumanActionRequest>, EscalationError>> + Send;
     /// Reports how a human action requested by `by` (a Slack user id) turned out, in the
@@ -287,8 +292,8 @@ pub trait DedupeStore: Send + Sync {
 pub trait AppLock: Send + Sync {
     /// Takes the lock for `app` until `ttl` passes (a crashed holder's lock expires). False when
     /// another holder has it.
-    fn try_lock(&self, app: &str, owner: &str, ttl: Duration) -> impl Future<Output = Result<bool, StoreError>> + Send;
-    fn unlock(&self, app: &str, owner: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn try_lock(&self, app: &AppId, owner: &str, ttl: Duration) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    fn unlock(&self, app: &AppId, owner: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 // One adapter is often shared by several handlers in one process (`medic serve` runs ingest,
@@ -311,31 +316,36 @@ impl<T: ArgoApi> ArgoApi for Arc<T> {
 }
 
 impl<T: IncidentStore> IncidentStore for Arc<T> {
-    fn history(&self, app: &str) -> impl Future<Output = Result<History, StoreError>> + Send {
+    fn history(&self, app: &AppId) -> impl Future<Output = Result<History, StoreError>> + Send {
         (**self).history(app)
     }
     fn claim(
         &self,
-        app: &str,
+        app: &AppId,
         incident: &IncidentKey,
         attempt: &Attempt,
         in_progress_for: Duration,
     ) -> impl Future<Output = Result<Claim, StoreError>> + Send {
         (**self).claim(app, incident, attempt, in_progress_for)
     }
-    fn complete(&self, app: &str, key: &IdempotencyKey, outcome: Outcome) -> impl Future<Output = Result<(), StoreError>> + Send {
+    fn complete(&self, app: &AppId, key: &IdempotencyKey, outcome: Outcome) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).complete(app, key, outcome)
     }
-    fn release(&self, app: &str, key: &IdempotencyKey) -> impl Future<Output = Result<(), StoreError>> + Send {
+    fn release(&self, app: &AppId, key: &IdempotencyKey) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).release(app, key)
     }
-    fn close(&self, app: &str, at: DateTime<Utc>) -> impl Future<Output = Result<(), StoreError>> + Send {
+    fn close(&self, app: &AppId, at: DateTime<Utc>) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).close(app, at)
     }
-    fn open_incidents(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send {
+    fn open_incidents(&self) -> impl Future<Output = Result<Vec<AppId>, StoreError>> + Send {
         (**self).open_incidents()
     }
-    fn note_decision(&self, app: &str, incident: &IncidentKey, note: &DecisionNote) -> impl Future<Output = Result<(), StoreError>> + Send {
+    fn note_decision(
+        &self,
+        app: &AppId,
+        incident: &IncidentKey,
+        note: &DecisionNote,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).note_decision(app, incident, note)
     }
 }
@@ -374,7 +384,7 @@ impl<T: Escalator> Escalator for Arc<T> {
     }
     // Every method forwards: a defaulted one here would silently replace the adapter's own
     // (resolutions and button actions did nothing in `medic serve` that way).
-    fn resolve(&self, app: &str, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send {
+    fn resolve(&self, app: &AppId, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send {
         (**self).resolve(app, decision)
     }
     fn human_action(&self, id: &str) -> impl Future<Output = Result<Option<HumanActionRequest>, EscalationError>> + Send {
@@ -424,10 +434,10 @@ impl<T: DedupeStore> DedupeStore for Arc<T> {
 }
 
 impl<T: AppLock> AppLock for Arc<T> {
-    fn try_lock(&self, app: &str, owner: &str, ttl: Duration) -> impl Future<Output = Result<bool, StoreError>> + Send {
+    fn try_lock(&self, app: &AppId, owner: &str, ttl: Duration) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).try_lock(app, owner, ttl)
     }
-    fn unlock(&self, app: &str, owner: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
+    fn unlock(&self, app: &AppId, owner: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).unlock(app, owner)
     }
 }
@@ -459,7 +469,7 @@ mod tests {
         async fn alert(&self, _: &str) -> Result<(), EscalationError> {
             Ok(())
         }
-        async fn resolve(&self, _: &str, _: &Decision) -> Result<(), EscalationError> {
+        async fn resolve(&self, _: &AppId, _: &Decision) -> Result<(), EscalationError> {
             self.resolved.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
@@ -498,7 +508,7 @@ mod tests {
             "idempotency_key": "am1-00000000000000000000000000000000", "offered_at": "2026-11-01T12:00:00Z"
         }))
         .expect("a minimal request");
-        ready(Escalator::resolve(&shared, "argocd/a", &decision)).unwrap();
+        ready(Escalator::resolve(&shared, &AppId::new("argocd", "a"), &decision)).unwrap();
         ready(Escalator::human_action(&shared, "amact-0")).unwrap();
         let outcome = HumanActionOutcome { performed: true, state: None, summary: String::new(), snoozed_until: None };
         ready(Escalator::record_human_action(&shared, &request, "U1", &outcome)).unwrap();

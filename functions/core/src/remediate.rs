@@ -12,7 +12,7 @@ use chrono::SubsecRound;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::app::{Application, ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, INCIDENT_BEGAN_INFO_NAME, Info, SyncOptions};
+use crate::app::{AppId, Application, ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, INCIDENT_BEGAN_INFO_NAME, Info, SyncOptions};
 use crate::catalogue::{FailureMode, Rung};
 use crate::decision::{Action, Decision};
 use crate::error::PolicyError;
@@ -62,7 +62,7 @@ pub enum StepResult {
 /// One app's step, for reports and audit.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepReport {
-    pub app: String,
+    pub app: AppId,
     pub failure_mode: Option<FailureMode>,
     pub action: Option<Action>,
     pub result: StepResult,
@@ -136,7 +136,7 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
                         if listed.iter().any(|a| a.metadata.name == app_ref.name) {
                             return Err(e.into());
                         }
-                        let name = format!("{}/{}", app_ref.namespace, app_ref.name);
+                        let name = app_ref.id();
                         let now = self.clock.now();
                         self.store.close(&name, now).await?;
                         let gone = Decision::gone(&name, now);
@@ -147,7 +147,7 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
                 }
             }
         };
-        let name = app.qualified_name();
+        let name = app.id();
         let history = self.store.history(&name).await?;
         let decision = self.policy.decide(&app, trigger, &history, self.clock.now())?;
         let mut out = report(name.clone(), Some(&decision), StepResult::NoAction, decision.reason.clone(), calls);
@@ -258,7 +258,7 @@ impl<A: ArgoApi, S: IncidentStore, E: Escalator, B: Budget, C: Clock, W: Switch>
     /// on the next look (which would read the app once more only to find it calm).
     async fn close_if_resolved(
         &self,
-        name: &str,
+        name: &AppId,
         after: &Application,
         decision: &Decision,
         trigger: &Trigger,
@@ -430,7 +430,7 @@ fn is_transient(e: &StepError) -> bool {
     }
 }
 
-fn report(app: String, d: Option<&Decision>, result: StepResult, detail: String, calls: u32) -> StepReport {
+fn report(app: AppId, d: Option<&Decision>, result: StepResult, detail: String, calls: u32) -> StepReport {
     StepReport {
         app,
         failure_mode: d.map(|d| d.failure_mode),

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::app::{Application, sync_status};
+use crate::app::{AppId, Application, sync_status};
 use crate::event::AppRef;
 use crate::ports::ListQuery;
 
@@ -106,26 +106,21 @@ impl SweepPlan {
 
 /// Plans one sweep over `listed` (the answer to [`SweepScope::list_query`]) and the apps with an
 /// open incident (`namespace/name`).
-pub fn plan(listed: &[Application], open: &BTreeSet<String>, scope: &SweepScope) -> SweepPlan {
+pub fn plan(listed: &[Application], open: &BTreeSet<AppId>, scope: &SweepScope) -> SweepPlan {
     let outage = detect_outage(listed, scope.outage_min_apps, scope.outage_min_percent);
     let mut candidates = Vec::new();
     let mut suspended = 0;
-    for app in listed.iter().filter(|a| needs_look(a) || open.contains(&a.qualified_name())) {
+    for app in listed.iter().filter(|a| needs_look(a) || open.contains(&a.id())) {
         if outage.is_some() && app.sync_status() == sync_status::UNKNOWN {
             suspended += 1;
             continue;
         }
         candidates.push(AppRef::from(app));
     }
-    let listed_names: BTreeSet<String> = listed.iter().map(Application::qualified_name).collect();
-    let unlisted = open
-        .iter()
-        .filter(|a| !listed_names.contains(*a))
-        .filter_map(|a| a.split_once('/'))
-        // No project: the app may have moved to another one, and the step's read by name, then
-        // a list by name, tells a deleted app from a moved one.
-        .map(|(namespace, name)| AppRef { name: name.to_owned(), namespace: namespace.to_owned(), project: None })
-        .collect();
+    let listed_ids: BTreeSet<AppId> = listed.iter().map(Application::id).collect();
+    // No project: the app may have moved to another one, and the step's read by name, then a list
+    // by name, tells a deleted app from a moved one.
+    let unlisted = open.iter().filter(|a| !listed_ids.contains(*a)).map(AppRef::from).collect();
     SweepPlan { listed: listed.len(), outage, candidates, unlisted, suspended }
 }
 
@@ -198,7 +193,7 @@ mod tests {
             named("argocd", "broken", "OutOfSync", "Degraded"),
             named("argocd", "healed", "Synced", "Healthy"),
         ];
-        let open: BTreeSet<String> = ["argocd/healed", "argocd/deleted"].into_iter().map(String::from).collect();
+        let open: BTreeSet<AppId> = [AppId::new("argocd", "healed"), AppId::new("argocd", "deleted")].into();
         let p = plan(&listed, &open, &SweepScope::default());
         let names: Vec<&str> = p.candidates.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["broken", "healed"], "calm apps cost nothing; an open incident is looked at so it can close");

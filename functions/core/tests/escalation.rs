@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
+use medic_core::AppId;
 use medic_core::escalation::{self, FleetSummary, IncidentFacts, IncidentState, RenderOptions, Rendered, Status};
 use medic_core::policy::human_offer;
 use medic_core::{
@@ -44,14 +45,14 @@ fn name(a: HumanAction) -> &'static str {
 fn escalation_in(app: &Application, mode: FailureMode, history: &History) -> Decision {
     let offer = human_offer(app, mode, &cfg(), history);
     Decision {
-        app: app.qualified_name(),
+        app: app.id(),
         action: Action::Escalate,
         failure_mode: mode,
         rule: String::new(),
         reason: format!("{}: escalated for the test", mode.entry().title),
         evidence: vec![Evidence::new("trigger", "sweep")],
         retry_after_secs: None,
-        incident: Some(IncidentKey { instance: "prod".into(), app: app.qualified_name(), revision: app.revision(), began_at: None }),
+        incident: Some(IncidentKey { instance: "prod".into(), app: app.id(), revision: app.revision(), began_at: None }),
         idempotency_key: None,
         sync: None,
         human_actions: offer.actions,
@@ -298,7 +299,7 @@ fn a_fleet_parent_lists_the_most_affected_projects_and_clusters_first() {
         fleet_id: "flt-1".into(),
         instance: "prod".into(),
         failure_mode: FailureMode::ComparisonErrorTransient,
-        apps: vec!["argocd/a".into(), "argocd/b".into()],
+        apps: vec![AppId::new("argocd", "a"), AppId::new("argocd", "b")],
         total: 212,
         resolved: 0,
         projects: vec![("search".into(), 2), ("payments".into(), 180), ("ledger".into(), 30)],

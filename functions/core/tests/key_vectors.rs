@@ -19,7 +19,7 @@ fn began() -> DateTime<Utc> {
 fn incident() -> IncidentKey {
     IncidentKey {
         instance: "prod".into(),
-        app: "argocd/payments".into(),
+        app: medic_core::AppId::new("argocd", "payments"),
         revision: "34a1021526089c57744ab3e25ec2f81ca02d37c5".into(),
         began_at: Some(began()),
     }

@@ -229,7 +229,7 @@ impl<Q: WorkQueue, A: ArgoApi> Ingest<Q, A> {
             reject(StatusCode::SERVICE_UNAVAILABLE, "enqueue_failed", "the work queue is unavailable; retry later")
         })?;
         self.metrics.count("WebhookAccepted", Some(("Trigger", item.trigger.as_str())), 1.0);
-        tracing::info!(app = %format!("{}/{}", item.app.namespace, item.app.name), trigger = %item.trigger, dedupe_key = %item.dedupe_key, "notification enqueued");
+        tracing::info!(app = %item.app.id(), trigger = %item.trigger, dedupe_key = %item.dedupe_key, "notification enqueued");
         Ok(respond(StatusCode::ACCEPTED, json!({"accepted": true, "dedupeKey": item.dedupe_key})))
     }
 
@@ -284,7 +284,7 @@ impl<Q: WorkQueue, A: ArgoApi> Ingest<Q, A> {
                 )
             })?;
         }
-        let names: Vec<String> = apps.iter().map(|a| format!("{}/{}", a.namespace, a.name)).collect();
+        let names: Vec<String> = apps.iter().map(|a| a.id().to_string()).collect();
         tracing::info!(requested_by = %request.requested_by, action, apps = ?names, "refresh requested");
         Ok(respond(StatusCode::ACCEPTED, json!({"accepted": names.len(), "action": action, "apps": names})))
     }

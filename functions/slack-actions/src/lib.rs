@@ -315,7 +315,7 @@ impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore> SlackActions<Q, D, S> {
         let project = request.app.project.clone().unwrap_or_default();
         let user = payload.user.id.as_str();
         let action = request.action.as_str();
-        let app = format!("{}/{}", request.app.namespace, request.app.name);
+        let app = request.app.id();
         let team = payload.team.as_ref().and_then(|t| t.get("id")).and_then(Value::as_str).unwrap_or("");
         if !self.allow.allows(&project, user) {
             tracing::warn!(audit = true, user, team, action, app = %app, project, action_id = id, "Slack action refused: the user is not on the project's allow-list");

@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use medic_adapters::telemetry::Metrics;
-use medic_core::Trigger;
 use medic_core::alerts::{self, WhenUnsure};
+use medic_core::event::AppRef;
 use medic_core::event::{WorkItem, WorkKind};
 use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, Escalator, IncidentStore, Seen, WorkQueue};
 use medic_core::sweep::{SweepScope, plan};
+use medic_core::{AppId, Trigger};
 use serde::Serialize;
 
 /// Sweeper settings.
@@ -135,7 +136,7 @@ where
             }
             Err(e) => return Err(e.into()),
         };
-        let open: BTreeSet<String> = self.store.open_incidents().await?.into_iter().collect();
+        let open: BTreeSet<AppId> = self.store.open_incidents().await?.into_iter().collect();
         let plan = plan(&listed, &open, &self.config.scope);
         if let Some(o) = &plan.outage {
             self.metrics.count("Outages", None, 1.0);
@@ -189,10 +190,9 @@ where
     /// Argo Medic already knows), and without a notification marker from this hour or the last.
     /// Each is counted once a day. Reading fails soft: the count is for people, the sweep's work
     /// does not depend on it.
-    async fn missed_notifications(&self, plan: &medic_core::sweep::SweepPlan, open: &BTreeSet<String>, now: DateTime<Utc>) -> usize {
+    async fn missed_notifications(&self, plan: &medic_core::sweep::SweepPlan, open: &BTreeSet<AppId>, now: DateTime<Utc>) -> usize {
         use medic_core::keys::{missed_marker, notified_marker};
-        let trouble: Vec<String> =
-            plan.candidates.iter().map(|a| format!("{}/{}", a.namespace, a.name)).filter(|a| !open.contains(a)).collect();
+        let trouble: Vec<AppId> = plan.candidates.iter().map(AppRef::id).filter(|a| !open.contains(a)).collect();
         if trouble.is_empty() {
             return 0;
         }

@@ -17,6 +17,7 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use chrono::Utc;
 use futures::future::join_all;
 use medic_adapters::telemetry::Metrics;
+use medic_core::AppId;
 use medic_core::alerts::{self, WhenUnsure};
 use medic_core::decision::HumanAction;
 use medic_core::escalation::{self, HumanActionOutcome, HumanActionRequest, IncidentState};
@@ -252,7 +253,7 @@ where
         let message_id = record.message_id.clone().unwrap_or_default();
         let body = record.body.as_deref().unwrap_or("");
         let item = WorkItem::parse(body.as_bytes(), self.clock.now()).map_err(|e| MessageError::Poison(e.to_string()))?;
-        let app = format!("{}/{}", item.app.namespace, item.app.name);
+        let app = item.app.id();
         let span = tracing::info_span!("work", message_id = %message_id, app = %app, kind = ?item.kind, dedupe_key = %item.dedupe_key, incident = tracing::field::Empty);
         async {
             let lag = Utc::now().signed_duration_since(item.enqueued_at).num_milliseconds().max(0);
@@ -329,7 +330,7 @@ where
         Some(reported.map(|()| Handled::RequestedDone).map_err(|e| MessageError::Retry(e.to_string())))
     }
 
-    async fn locked(&self, item: &WorkItem, app: &str, owner: &str) -> Result<Handled, MessageError> {
+    async fn locked(&self, item: &WorkItem, app: &AppId, owner: &str) -> Result<Handled, MessageError> {
         let locked = self.lock.try_lock(app, owner, self.config.lock_ttl).await.map_err(|e| MessageError::Retry(e.to_string()))?;
         if !locked {
             return self.requeue(item, self.config.busy_delay, "another worker is acting on this app").await;
@@ -462,7 +463,7 @@ where
                 let why = if app.opted_out() { "the app opted out" } else { "the app is out of this deployment's scope" };
                 tracing::warn!(
                     audit = true,
-                    app = %app.qualified_name(),
+                    app = %app.id(),
                     action = kind.as_str(),
                     requested_by = ?item.requested_by,
                     "requested refresh refused: {why}; nothing done"
@@ -504,7 +505,7 @@ where
             return Ok(Handled::RequestedDone);
         };
         if request.app.name != item.app.name || request.app.namespace != item.app.namespace {
-            return Err(MessageError::Poison(format!("action {id} is for {}/{}, not this app", request.app.namespace, request.app.name)));
+            return Err(MessageError::Poison(format!("action {id} is for {}, not this app", request.app.id())));
         }
         let action = request.action.as_str();
         // The stack's parameters first, then the switch, read right before acting.
@@ -533,7 +534,7 @@ where
         self.escalator.record_human_action(&request, &by, &outcome).await.map_err(|e| retry(&e))?;
         tracing::info!(
             audit = true,
-            app = %format!("{}/{}", request.app.namespace, request.app.name),
+            app = %request.app.id(),
             action,
             requested_by = %by,
             incident = %request.incident_id,

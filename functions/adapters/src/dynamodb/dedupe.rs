@@ -165,7 +165,7 @@ impl DedupeStore for DynamoDbStore {
 }
 
 impl AppLock for DynamoDbStore {
-    async fn try_lock(&self, app: &str, owner: &str, ttl: Duration) -> Result<bool, StoreError> {
+    async fn try_lock(&self, app: &AppId, owner: &str, ttl: Duration) -> Result<bool, StoreError> {
         let now = Utc::now();
         let result = self
             .client
@@ -192,7 +192,7 @@ impl AppLock for DynamoDbStore {
         }
     }
 
-    async fn unlock(&self, app: &str, owner: &str) -> Result<(), StoreError> {
+    async fn unlock(&self, app: &AppId, owner: &str) -> Result<(), StoreError> {
         let result = self
             .client
             .delete_item()
@@ -208,7 +208,7 @@ impl AppLock for DynamoDbStore {
             Ok(_) => Ok(()),
             // Not ours (any more): it expired and someone else took it, or it is gone. Leave it.
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
-                tracing::warn!(app, owner, "unlock: the lock is not held by this owner (it expired or was taken over); left as it is");
+                tracing::warn!(app = %app, owner, "unlock: the lock is not held by this owner (it expired or was taken over); left as it is");
                 Ok(())
             }
             Err(e) => Err(StoreError(describe(&self.op("DeleteItem"), &e))),

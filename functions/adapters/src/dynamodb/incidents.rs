@@ -4,7 +4,7 @@
 use super::*;
 
 impl IncidentStore for DynamoDbStore {
-    async fn history(&self, app: &str) -> Result<History, StoreError> {
+    async fn history(&self, app: &AppId) -> Result<History, StoreError> {
         let pk = self.app_pk(app);
         let Some(item) = self.get(&pk, INCIDENT_SK).await? else { return Ok(History::default()) };
         let incident: IncidentKey = serde_json::from_str(get_s(&item, "incident")?)
@@ -19,7 +19,7 @@ impl IncidentStore for DynamoDbStore {
         Ok(History { incident: Some(incident), attempts })
     }
 
-    async fn claim(&self, app: &str, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
+    async fn claim(&self, app: &AppId, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
         let key =
             attempt.idempotency_key.as_ref().ok_or_else(|| StoreError("an attempt without an idempotency key cannot be claimed".into()))?;
         let pk = self.app_pk(app);
@@ -33,7 +33,7 @@ impl IncidentStore for DynamoDbStore {
             .table_name(&self.table)
             .item("pk", s(&pk))
             .item("sk", s(&sk))
-            .item("app", s(app))
+            .item("app", s(app.as_str()))
             .item("incident_id", s(incident.id()))
             .item("idempotency_key", s(key.as_str()))
             .item("rung", s(name(&attempt.rung)?))
@@ -87,7 +87,7 @@ impl IncidentStore for DynamoDbStore {
                     if let Some(answer) = self.blocking_claim(&pk, &sk, now_ms).await? {
                         return Ok(answer);
                     }
-                    tracing::debug!(app, key = key.as_str(), try_no, reason = %describe("TransactWriteItems", &e), "claim cancelled; retrying");
+                    tracing::debug!(app = %app, key = key.as_str(), try_no, reason = %describe("TransactWriteItems", &e), "claim cancelled; retrying");
                     let backoff = 20u64 << try_no.min(5);
                     tokio::time::sleep(Duration::from_millis(backoff + rand::random_range(0..backoff))).await;
                 }
@@ -97,7 +97,7 @@ impl IncidentStore for DynamoDbStore {
         Err(StoreError(format!("claim of {key} for {app}: cancelled {CLAIM_TRIES} times by concurrent writes; try again later")))
     }
 
-    async fn complete(&self, app: &str, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
+    async fn complete(&self, app: &AppId, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
         let no_claim = || StoreError(format!("no claim for {key}"));
         let sk = self.find_action(app, key).await?.ok_or_else(no_claim)?;
         let result = self
@@ -124,13 +124,13 @@ impl IncidentStore for DynamoDbStore {
         }
     }
 
-    async fn release(&self, app: &str, key: &IdempotencyKey) -> Result<(), StoreError> {
+    async fn release(&self, app: &AppId, key: &IdempotencyKey) -> Result<(), StoreError> {
         let Some(sk) = self.find_action(app, key).await? else { return Ok(()) };
         // A completed record is kept: its action was taken.
         self.delete_if(&self.app_pk(app), &sk, ("status", s(IN_PROGRESS))).await
     }
 
-    async fn close(&self, app: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
+    async fn close(&self, app: &AppId, at: DateTime<Utc>) -> Result<(), StoreError> {
         // The open incident becomes a closed record (kept `CLOSED_RETENTION`) in the same
         // transaction that deletes it, conditioned on it still being the incident read here.
         let pk = self.app_pk(app);
@@ -142,7 +142,7 @@ impl IncidentStore for DynamoDbStore {
                 .table_name(&self.table)
                 .item("pk", s(&pk))
                 .item("sk", s(format!("{CLOSED_SK_PREFIX}{id}")))
-                .item("app", s(app))
+                .item("app", s(app.as_str()))
                 .item("incident_id", s(&id))
                 .item("incident", s(get_s(&item, "incident")?))
                 .item("opened_at", s(get_s(&item, "opened_at")?))
@@ -191,7 +191,7 @@ impl IncidentStore for DynamoDbStore {
         Err(StoreError(format!("closing the incident of {app}: cancelled {CLAIM_TRIES} times by concurrent writes; try again later")))
     }
 
-    async fn note_decision(&self, app: &str, incident: &IncidentKey, note: &DecisionNote) -> Result<(), StoreError> {
+    async fn note_decision(&self, app: &AppId, incident: &IncidentKey, note: &DecisionNote) -> Result<(), StoreError> {
         let json = serde_json::to_string(note).map_err(|e| StoreError(format!("serialising the decision note: {e}")))?;
         let result = self
             .client
@@ -215,7 +215,7 @@ impl IncidentStore for DynamoDbStore {
         }
     }
 
-    async fn open_incidents(&self) -> Result<Vec<String>, StoreError> {
+    async fn open_incidents(&self) -> Result<Vec<AppId>, StoreError> {
         // A Scan reads the whole table. At this size (one item per app with an incident, a few
         // actions each, dedupe records and locks) that is a few reads per sweep; a sparse GSI on
         // the INCIDENT items would replace it if the table ever grows large.
@@ -240,10 +240,10 @@ impl IncidentStore for DynamoDbStore {
                 .await
                 .map_err(|e| StoreError(describe(&self.op("Scan"), &e)))?;
             for item in out.items.unwrap_or_default() {
-                let app = get_s(&item, "app")?;
+                let app = get_app(&item)?;
                 // The prefix of instance `a` also matches instance `a#b`: keep exact matches.
-                if get_s(&item, "pk")?.strip_prefix(&prefix) == Some(app) {
-                    apps.push(app.to_owned());
+                if get_s(&item, "pk")?.strip_prefix(&prefix) == Some(app.as_str()) {
+                    apps.push(app);
                 }
             }
             match out.last_evaluated_key {

@@ -56,6 +56,7 @@ use aws_sdk_dynamodb::types::{
     TableStatus, TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem,
 };
 use chrono::{DateTime, TimeDelta, Utc};
+use medic_core::AppId;
 use medic_core::catalogue::Rung;
 use medic_core::incident::{Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
 use medic_core::keys::IdempotencyKey;
@@ -119,7 +120,7 @@ impl DynamoDbStore {
         &self.instance
     }
 
-    fn app_pk(&self, app: &str) -> String {
+    fn app_pk(&self, app: &AppId) -> String {
         format!("APP#{}#{app}", self.instance)
     }
 
@@ -127,7 +128,7 @@ impl DynamoDbStore {
         format!("DEDUPE#{}#{key}", self.instance)
     }
 
-    fn lock_pk(&self, app: &str) -> String {
+    fn lock_pk(&self, app: &AppId) -> String {
         format!("LOCK#{}#{app}", self.instance)
     }
 
@@ -201,7 +202,7 @@ impl DynamoDbStore {
     }
 
     /// The sort key of the action record of `key`, wherever its incident.
-    async fn find_action(&self, app: &str, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
+    async fn find_action(&self, app: &AppId, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
         let items = self.query(&self.app_pk(app), "ACTION#", Some(("idempotency_key", ":key", s(key.as_str())))).await?;
         items.first().map(|item| get_s(item, "sk").map(str::to_owned)).transpose()
     }
@@ -252,7 +253,7 @@ impl DynamoDbStore {
             _ => None,
         };
         Ok(IncidentRecord {
-            app: get_s(item, "app")?.to_owned(),
+            app: get_app(item)?,
             opened_at: time("opened_at")?,
             closed_at: if item.contains_key("closed_at") { Some(time("closed_at")?) } else { None },
             attempts: self.attempts(pk, &incident.id()).await?,
@@ -315,7 +316,7 @@ impl DynamoDbStore {
     /// The write that makes `incident` the app's open incident, given the item there now.
     fn incident_write(
         &self,
-        app: &str,
+        app: &AppId,
         pk: &str,
         incident: &IncidentKey,
         at: DateTime<Utc>,
@@ -341,7 +342,7 @@ impl DynamoDbStore {
             .table_name(&self.table)
             .item("pk", s(pk))
             .item("sk", s(INCIDENT_SK))
-            .item("app", s(app))
+            .item("app", s(app.as_str()))
             .item("incident_id", s(&id))
             .item("incident", s(json))
             .item("opened_at", s(at.to_rfc3339()));
@@ -439,6 +440,12 @@ fn s(v: impl Into<String>) -> AttributeValue {
 
 fn n(v: i64) -> AttributeValue {
     AttributeValue::N(v.to_string())
+}
+
+/// The `app` attribute: the `namespace/name` every record of an app carries.
+fn get_app(item: &Item) -> Result<AppId, StoreError> {
+    let text = get_s(item, "app")?;
+    AppId::parse(text).ok_or_else(|| StoreError(format!("item {}: `app` is not `namespace/name`: `{text}`", describe_item(item))))
 }
 
 fn get_s<'a>(item: &'a Item, attribute: &str) -> Result<&'a str, StoreError> {

@@ -2,6 +2,7 @@
 
 use super::escalator::*;
 
+use medic_core::AppId;
 use medic_core::Application;
 use medic_core::decision::Decision;
 use medic_core::escalation::{HumanActionOutcome, HumanActionRequest};
@@ -30,7 +31,7 @@ impl<S: EscalationStore> Escalator for AnyEscalator<S> {
         }
     }
 
-    async fn resolve(&self, app: &str, decision: &Decision) -> Result<(), EscalationError> {
+    async fn resolve(&self, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
         match self {
             AnyEscalator::Log(e) => e.resolve(app, decision).await,
             AnyEscalator::Slack(e) => e.resolve(app, decision).await,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
+use medic_core::AppId;
 use medic_core::Application;
 use medic_core::decision::{Decision, HumanAction};
 use medic_core::escalation::{
@@ -269,13 +270,13 @@ impl<S: EscalationStore> SlackEscalator<S> {
         Ok(())
     }
 
-    pub(super) async fn snoozed(&self, app: &str) -> Result<Option<SnoozeRec>, EscalationError> {
-        Ok(self.load::<SnoozeRec>("snooze", app).await?.map(|(_, s)| s).filter(|s| s.until > self.clock.now()))
+    pub(super) async fn snoozed(&self, app: &AppId) -> Result<Option<SnoozeRec>, EscalationError> {
+        Ok(self.load::<SnoozeRec>("snooze", app.as_str()).await?.map(|(_, s)| s).filter(|s| s.until > self.clock.now()))
     }
 
     /// The record of an incident, wherever its app (the app is part of the group name).
-    pub(super) async fn find_incident(&self, incident_id: &str) -> Result<Option<(String, IncidentRec)>, EscalationError> {
-        let Some((_, pointer)) = self.load::<String>("incident", incident_id).await? else { return Ok(None) };
+    pub(super) async fn find_incident(&self, incident_id: &str) -> Result<Option<(AppId, IncidentRec)>, EscalationError> {
+        let Some((_, pointer)) = self.load::<AppId>("incident", incident_id).await? else { return Ok(None) };
         Ok(self.load::<IncidentRec>(&app_group(&pointer), incident_id).await?.map(|(_, r)| (pointer, r)))
     }
 
@@ -294,7 +295,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             return Err(EscalationError(format!("{}: an escalation without an incident", decision.app)));
         };
         let incident_id = incident.id();
-        let name = app.qualified_name();
+        let name = app.id();
         let group = app_group(&name);
         let facts = IncidentFacts::new(app, decision, self.settings.argocd_url.as_deref());
         let existing = self.load::<IncidentRec>(&group, &incident_id).await?;
@@ -401,7 +402,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         self.client.post_message(&self.settings.channel, None, &message, None).await.map(|_| ()).map_err(esc_err)
     }
 
-    async fn resolve(&self, app: &str, decision: &Decision) -> Result<(), EscalationError> {
+    async fn resolve(&self, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
         let group = app_group(app);
         for (incident_id, v) in self.store.list(&group).await.map_err(esc_err)? {
             let rec: IncidentRec = parse(&v, &incident_id)?;
@@ -475,7 +476,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                     self.retire(&[("msg", &format!("fleet:{fleet_id}")), ("msg", &key)]).await?;
                 }
             }
-            tracing::info!(app, incident = %incident_id, "escalation resolved in Slack");
+            tracing::info!(app = %app, incident = %incident_id, "escalation resolved in Slack");
         }
         Ok(())
     }
@@ -493,10 +494,10 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         by: &str,
         outcome: &HumanActionOutcome,
     ) -> Result<(), EscalationError> {
-        let app = format!("{}/{}", request.app.namespace, request.app.name);
+        let app = request.app.id();
         let group = app_group(&app);
         let Some((_, rec)) = self.load::<IncidentRec>(&group, &request.incident_id).await? else {
-            tracing::warn!(app, incident = %request.incident_id, "a human action for an incident with no record; nothing to report");
+            tracing::warn!(app = %app, incident = %request.incident_id, "a human action for an incident with no record; nothing to report");
             return Ok(());
         };
         if rec.reported.contains(&request.id) {
@@ -524,9 +525,9 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             next.snoozed_until = Some(until);
             let snooze = SnoozeRec { until, by: user.to_owned() };
             let ttl = (until - self.clock.now()).to_std().unwrap_or_default() + Duration::from_secs(60);
-            match self.load::<SnoozeRec>("snooze", &app).await? {
-                Some((v, _)) => self.save("snooze", &app, &snooze, Some(v), ttl).await?,
-                None => self.save("snooze", &app, &snooze, None, ttl).await?,
+            match self.load::<SnoozeRec>("snooze", app.as_str()).await? {
+                Some((v, _)) => self.save("snooze", app.as_str(), &snooze, Some(v), ttl).await?,
+                None => self.save("snooze", app.as_str(), &snooze, None, ttl).await?,
             };
         }
         next.revision += 1;
@@ -556,7 +557,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             true
         })
         .await?;
-        tracing::info!(audit = true, app, action = verb, by = user, summary = %outcome.summary, "human action reported in Slack");
+        tracing::info!(audit = true, app = %app, action = verb, by = user, summary = %outcome.summary, "human action reported in Slack");
         Ok(())
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use medic_core::AppId;
 use medic_core::catalogue::FailureMode;
 use medic_core::escalation::{self, FleetSummary, HumanActionRequest, IncidentFacts, IncidentState, Status};
 use medic_core::ports::{EscalationError, EscalationStore, StoreError, Versioned};
@@ -90,7 +91,7 @@ pub(super) struct WindowRec {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub(super) struct FleetMember {
     pub(super) incident_id: String,
-    pub(super) app: String,
+    pub(super) app: AppId,
     pub(super) project: String,
     pub(super) destination: String,
 }
@@ -265,7 +266,7 @@ pub struct FleetView {
 
 /// The Slack records of incident `incident_id` of `app` (`namespace/name`), read straight from
 /// the store (no Slack call); `None` when it was never escalated (or its records expired).
-pub async fn incident_view<S: EscalationStore>(store: &S, app: &str, incident_id: &str) -> Result<Option<SlackIncidentView>, StoreError> {
+pub async fn incident_view<S: EscalationStore>(store: &S, app: &AppId, incident_id: &str) -> Result<Option<SlackIncidentView>, StoreError> {
     let read = |e: EscalationError| StoreError(e.0);
     let Some(v) = store.load(&app_group(app), incident_id).await? else { return Ok(None) };
     let rec: IncidentRec = parse(&v, incident_id).map_err(read)?;
@@ -306,7 +307,7 @@ pub async fn incident_view<S: EscalationStore>(store: &S, app: &str, incident_id
     }))
 }
 
-pub(super) fn app_group(app: &str) -> String {
+pub(super) fn app_group(app: &AppId) -> String {
     format!("app#{app}")
 }
 

@@ -195,7 +195,7 @@ fn status_line(status: &Status, facts: &IncidentFacts) -> String {
         line.push_str(&format!("\n:zzz: New incidents of this app are not posted until {}", when(until)));
     }
     if let Some(url) = &facts.app_url {
-        line.push_str(&format!("\n<{}|Open {} in Argo CD>", fit(url, limits::MAX_URL / 2), escape(&facts.app())));
+        line.push_str(&format!("\n<{}|Open {} in Argo CD>", fit(url, limits::MAX_URL / 2), escape(facts.app().as_str())));
     }
     // The detail comes from the adapter; bound the whole line anyway.
     cut_units_escaped(&line, 600)
@@ -285,7 +285,7 @@ pub fn runbook_steps(mode: FailureMode, facts: &IncidentFacts) -> Vec<String> {
     let known = |s: &str| Some(s.to_owned()).filter(|s| !s.is_empty());
     let hook = facts.failed_hooks.iter().find(|h| h.kind == "Job" && !h.name.is_empty());
     let values = [
-        ("<app>", known(&facts.name).map(|_| facts.app())),
+        ("<app>", known(&facts.name).map(|_| facts.app().to_string())),
         ("<project>", known(&facts.project)),
         ("<namespace>", known(&facts.destination_namespace)),
         ("<hook-job>", hook.map(|h| h.name.clone())),
@@ -398,7 +398,7 @@ pub fn fleet_member(facts: &IncidentFacts, status: &Status, buttons: &[Button], 
     let dash = |s: &str| if s.is_empty() { "–".to_owned() } else { fit(s, 120) };
     let mut line = format!(
         "*{}* · project {} · {} / {} · {} {}",
-        fit(&facts.app(), 320),
+        fit(facts.app().as_str(), 320),
         dash(&facts.project),
         dash(&facts.sync_status),
         dash(&facts.health_status),
@@ -422,7 +422,7 @@ pub fn fleet_member(facts: &IncidentFacts, status: &Status, buttons: &[Button], 
     ];
     let tail: Vec<Value> = actions(facts, shown, status.state, &block_id, options.snooze_hours).into_iter().collect();
     let blocks = assemble(&head, &optional, &tail, || {
-        let mut minimal = vec![section(format!("*{}* · {}", fit(&facts.app(), 320), status.state.label()))];
+        let mut minimal = vec![section(format!("*{}* · {}", fit(facts.app().as_str(), 320), status.state.label()))];
         minimal.extend(tail.iter().cloned());
         minimal
     });
@@ -434,7 +434,7 @@ pub fn fleet_member(facts: &IncidentFacts, status: &Status, buttons: &[Button], 
 pub fn folded(facts: &IncidentFacts, fleet_mode: FailureMode) -> Rendered {
     let line = format!(
         ":link: {} is part of a fleet incident ({}): its details and buttons are in that incident's thread.",
-        fit(&facts.app(), 320),
+        fit(facts.app().as_str(), 320),
         fleet_mode.entry().title
     );
     Rendered { text: fallback(format!("{} joined a fleet incident", facts.app())), blocks: vec![section(line)] }
@@ -461,7 +461,7 @@ pub fn fleet_parent(fleet: &FleetSummary, status: &Status) -> Rendered {
         let mut out = String::new();
         let mut shown = 0;
         for app in &fleet.apps {
-            let item = format!("`{}`", fit(app, 320));
+            let item = format!("`{}`", fit(app.as_str(), 320));
             if units(&out) + units(&item) + 40 > cap {
                 break;
             }
@@ -748,14 +748,19 @@ mod tests {
         let mut app = Application::default();
         app.status.sync = Some(crate::app::SyncStatus { status: "OutOfSync".into(), revision: "abc".into(), revisions: vec![] });
         let d = Decision {
-            app: "argocd/x".into(),
+            app: crate::AppId::new("argocd", "x"),
             action: crate::decision::Action::Escalate,
             failure_mode: FailureMode::SyncFailed,
             rule: String::new(),
             reason: String::new(),
             evidence: vec![],
             retry_after_secs: None,
-            incident: Some(IncidentKey { instance: "i".into(), app: "argocd/x".into(), revision: "abc".into(), began_at: None }),
+            incident: Some(IncidentKey {
+                instance: "i".into(),
+                app: crate::AppId::new("argocd", "x"),
+                revision: "abc".into(),
+                began_at: None,
+            }),
             idempotency_key: None,
             sync: None,
             human_actions: vec![HumanAction::Sync],
@@ -824,7 +829,7 @@ mod tests {
                 fleet_id: "flt-1".into(),
                 instance: "prod".into(),
                 failure_mode: FailureMode::ComparisonErrorTransient,
-                apps: (0..300).map(|i| format!("argocd/{}-{i}", f.name)).collect(),
+                apps: (0..300).map(|i| crate::AppId::new("argocd", &format!("{}-{i}", f.name))).collect(),
                 total: 5000,
                 resolved: 3,
                 projects: (0..20).map(|i| (format!("{project}{i}"), i)).collect(),

@@ -267,8 +267,8 @@ impl IncidentFacts {
     }
 
     /// `namespace/name`.
-    pub fn app(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+    pub fn app(&self) -> crate::app::AppId {
+        crate::app::AppId::new(&self.namespace, &self.name)
     }
 
     /// The app as the work queue names it.
@@ -378,7 +378,7 @@ pub struct FleetSummary {
     pub instance: String,
     pub failure_mode: FailureMode,
     /// `namespace/name` of the apps, in the order they joined (possibly only the first of them).
-    pub apps: Vec<String>,
+    pub apps: Vec<crate::app::AppId>,
     /// How many apps the fleet incident has (at least `apps.len()`).
     #[serde(default)]
     pub total: usize,

@@ -171,10 +171,10 @@ impl DecisionPolicy {
     /// Decides one action for a full Application. Errors only when the input cannot be judged.
     pub fn decide(&self, app: &Application, trigger: &Trigger, history: &History, now: DateTime<Utc>) -> Result<Decision, PolicyError> {
         if let Some(why) = app.incompleteness() {
-            return Err(PolicyError::IncompleteApplication { app: app.qualified_name(), why });
+            return Err(PolicyError::IncompleteApplication { app: app.id(), why });
         }
         let cfg = &self.config;
-        let name = app.qualified_name();
+        let name = app.id();
         let mut d = Decision::nothing(&name, now);
         d.evidence.push(Evidence::new("trigger", trigger.as_str()));
         if !cfg.in_scope(app) {
@@ -343,7 +343,7 @@ impl DecisionPolicy {
 
     /// The open incident continues while the app stays at its revision; otherwise a new one begins.
     fn incident_for(&self, app: &Application, finding: &Finding, history: &History) -> IncidentKey {
-        let name = app.qualified_name();
+        let name = app.id();
         let revision = app.revision();
         if let Some(open) = history.incident.as_ref() {
             if open.instance == self.config.instance_id && open.app == name && open.revision == revision {
