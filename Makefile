@@ -42,6 +42,10 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) check -p medic-core --locked
+	@# A path baked in at compile time names the checkout that first compiled it: a target
+	@# directory shared between clones (CI's) would run one clone's tests on another's files.
+	@if grep -rn 'env!("CARGO_MANIFEST_DIR")' --include='*.rs' functions cli sim tests chaos fuzz | grep -v '^sim/src/paths.rs:'; then \
+		echo 'lint: read CARGO_MANIFEST_DIR when the test runs (std::env::var_os), not when it compiles'; exit 1; fi
 
 ## fmt: format the code
 fmt:

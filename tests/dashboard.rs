@@ -16,7 +16,7 @@ use serde_json::Value as Json;
 use serde_norway::Value as Yaml;
 
 fn repo_path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).join("..").join(rel)
 }
 
 fn template() -> Yaml {

@@ -9,7 +9,7 @@ use medic::scenario::{Scenario, load_all};
 use medic_core::{Action, DecisionPolicy, FailureMode};
 
 fn events_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../events")
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).join("../events")
 }
 
 fn scenarios() -> Vec<Scenario> {

@@ -44,7 +44,7 @@ const MESSAGE_LIMIT: usize = 2000;
 const ARGOCD_URL: &str = "https://argocd.example.com";
 
 fn repo_path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).join("..").join(rel)
 }
 
 fn read(rel: &str) -> String {

@@ -24,7 +24,7 @@ use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_sim::{ArgoSim, Rebase, SimConfig};
 
 pub fn events_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../events")
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).join("../events")
 }
 
 /// A simulator holding every sample app, its timestamps moved so the capture time is now.

@@ -405,7 +405,13 @@ mod tests {
     }
 
     /// A throwaway self-signed CA committed for these tests only (its key was discarded).
-    const TEST_ONLY_CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/test-only-ca.pem");
+    fn test_only_ca() -> String {
+        format!(
+            "{}/tests/fixtures/test-only-ca.pem",
+            std::path::Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test"))
+                .display()
+        )
+    }
 
     fn with_ca(ca_bundle: &str) -> Result<HttpArgoClient, ClientError> {
         let mut settings = ArgoSettings::new("argocd.example.com", "t.o.k");
@@ -415,13 +421,20 @@ mod tests {
 
     #[test]
     fn a_private_ca_is_added_from_pem_text_a_file_or_an_escaped_line_and_a_bad_one_is_named() {
-        let pem = std::fs::read_to_string(TEST_ONLY_CA).unwrap();
-        with_ca(TEST_ONLY_CA).expect("a PEM file");
+        let pem = std::fs::read_to_string(test_only_ca()).unwrap();
+        with_ca(&test_only_ca()).expect("a PEM file");
         with_ca(&pem).expect("PEM text");
         with_ca(&pem.replace('\n', "\\n")).expect("PEM text on one line, `\\n` for the line breaks (a stack parameter)");
         let problem = |v: &str| with_ca(v).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(problem("/nonexistent/ca.pem").starts_with("`ARGOCD_CA_BUNDLE`: neither PEM text nor a readable file"));
-        assert!(problem(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).contains("no PEM certificate"));
+        assert!(
+            problem(&format!(
+                "{}/Cargo.toml",
+                std::path::Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test"))
+                    .display()
+            ))
+            .contains("no PEM certificate")
+        );
         // Valid PEM framing around bytes that are no certificate: rejected when the roots are built.
         let not_a_certificate = "-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQ=\n-----END CERTIFICATE-----\n";
         assert!(with_ca(not_a_certificate).is_err(), "the certificate is parsed, not just framed");

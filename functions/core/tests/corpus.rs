@@ -54,7 +54,8 @@ struct CaseHistory {
 }
 
 fn corpus_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../events/corpus")
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test"))
+        .join("../../events/corpus")
 }
 
 fn case_files(dir: &Path) -> Vec<PathBuf> {

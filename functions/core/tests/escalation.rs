@@ -20,7 +20,8 @@ fn now() -> DateTime<Utc> {
 }
 
 fn apps_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../events/apps")
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test"))
+        .join("../../events/apps")
 }
 
 /// The mode's sample app; the healthy one for a mode without a sample (`out-of-scope`, which

@@ -69,7 +69,10 @@ fn work_item_dedupe_keys_are_pinned() {
 
 #[test]
 fn notification_dedupe_keys_are_pinned() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../events/webhook/");
+    let dir = format!(
+        "{}/../../events/webhook/",
+        std::path::Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).display()
+    );
     let key = |file: &str| NotificationEvent::parse(&std::fs::read(format!("{dir}{file}")).unwrap()).unwrap().dedupe_key();
     assert_eq!(key("hook-failed.json"), "ev1-8bdb6c078c9510343567df7a20a26669");
     assert_eq!(key("healthy.json"), "ev1-9cb200f6f54cf81b11925b3494cee876");

@@ -5,7 +5,10 @@ use chrono::{DateTime, Duration, Utc};
 use medic_core::{Action, Application, Attempt, DecisionPolicy, History, IncidentKey, Outcome, PolicyConfig, Rung, Trigger};
 
 fn sample(name: &str) -> Application {
-    let path = format!("{}/../../events/apps/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../../events/apps/{name}",
+        std::path::Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).display()
+    );
     serde_json::from_str(&std::fs::read_to_string(&path).expect("sample app")).expect("sample app parses")
 }
 
@@ -158,14 +161,17 @@ fn walk(policy: &DecisionPolicy, app: &Application, outcomes: &[Outcome], lag: D
 }
 
 fn samples() -> Vec<(String, Application)> {
-    let mut out: Vec<(String, Application)> = std::fs::read_dir(format!("{}/../../events/apps", env!("CARGO_MANIFEST_DIR")))
-        .unwrap()
-        .map(|e| {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            let app = sample(&name);
-            (name, app)
-        })
-        .collect();
+    let mut out: Vec<(String, Application)> = std::fs::read_dir(format!(
+        "{}/../../events/apps",
+        std::path::Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).display()
+    ))
+    .unwrap()
+    .map(|e| {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        let app = sample(&name);
+        (name, app)
+    })
+    .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
 }
