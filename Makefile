@@ -35,6 +35,7 @@ test: venv
 test-unit:
 	$(CARGO) test --workspace --lib --locked
 	$(CARGO) test -p medic-core --locked
+	$(CARGO) test -p ingest -p worker --test handler --locked
 
 ## lint: formatting and clippy, warnings are errors; the core checked alone, because workspace
 ## feature unification would hide a clock or I/O feature only the core must not have

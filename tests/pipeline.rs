@@ -279,50 +279,23 @@ async fn a_wait_is_rechecked_later_by_a_delayed_message_not_by_the_dlq() {
     assert_eq!(sim.counts().sync + sim.counts().refresh, 0);
 }
 
+/// The recorded Function URL events of a rejected webhook never reach the real queue; every
+/// status and reason of the handler is tested on the in-memory queue in functions/ingest/tests/.
 #[tokio::test]
-async fn rejected_webhooks_get_their_status_are_counted_and_never_enqueued() {
+async fn rejected_webhooks_never_reach_the_queue_and_a_rotated_secret_still_does() {
     let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
     let ingest = stack.ingest(&sim);
-    let body = sample_webhook("hook-failed.json");
-    let bearer = format!("Bearer {SECRET}");
-    let cases: Vec<(lambda_http::Request, u16, &str)> = vec![
-        (lambda_request("webhook-unauthenticated.json"), 401, "unauthenticated"),
-        (webhook(&body, &[("content-type", "application/json"), ("authorization", "Bearer wrong-secret")]), 403, "forbidden"),
-        (webhook(&body, &[("content-type", "text/plain"), ("authorization", &bearer)]), 415, "content_type"),
-        (
-            webhook(&format!(r#"{{"pad":"{}"}}"#, "x".repeat(70_000)), &[("content-type", "application/json"), ("authorization", &bearer)]),
-            413,
-            "oversized",
-        ),
-        (lambda_request("webhook-malformed.json"), 400, "malformed"),
-        (
-            webhook(&body.replace("\"accounts\"", "\"Accounts!\""), &[("content-type", "application/json"), ("authorization", &bearer)]),
-            400,
-            "malformed",
-        ),
-        (
-            webhook(
-                &body.replace("\"schemaVersion\": 1", "\"schemaVersion\": 7"),
-                &[("content-type", "application/json"), ("authorization", &bearer)],
-            ),
-            400,
-            "unsupported_version",
-        ),
-    ];
-    for (request, status, reason) in cases {
-        let response = ingest.handle(request).await;
-        assert_eq!(response.status(), status, "{reason}: {:?}", response.body());
-        let body: serde_json::Value = serde_json::from_slice(response.body().as_ref()).unwrap();
-        assert_eq!(body["reason"], reason);
-        assert!(!body["error"].as_str().unwrap().is_empty());
-        assert!(ingest.metrics.get("WebhookRejected", ("Reason", reason)) >= 1.0, "{reason} counted");
+    for (request, status) in [(lambda_request("webhook-unauthenticated.json"), 401), (lambda_request("webhook-malformed.json"), 400)] {
+        assert_eq!(ingest.handle(request).await.status(), status);
     }
     assert_eq!(stack.depth(&stack.queue_url).await, (0, 0, 0), "nothing rejected reaches the queue");
     // The previous secret still works during a rotation.
+    let body = sample_webhook("hook-failed.json");
     let rotated = ingest
         .handle(webhook(&body, &[("content-type", "application/json"), ("authorization", "Bearer the-previous-secret-still-valid")]))
         .await;
     assert_eq!(rotated.status(), 202);
+    assert_eq!(stack.depth(&stack.queue_url).await.0, 1, "the accepted one is on the queue");
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use crate::input::{json_files, parse_apps, parse_json, read};
 
 /// The moment the sample Applications were captured; scenarios are judged at this time unless
 /// they say otherwise.
-pub const SAMPLES_CAPTURED_AT: &str = "2026-11-01T12:30:00Z";
+pub use medic_sim::SAMPLES_CAPTURED_AT;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

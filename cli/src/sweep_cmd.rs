@@ -18,7 +18,6 @@ use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_sim::{ArgoSim, CallCounts, Rebase, SimConfig};
 
 use crate::render;
-use crate::scenario::SAMPLES_CAPTURED_AT;
 use crate::store::SqliteIncidentStore;
 use crate::sweep::{SweepOptions, SweepSummary, sweep};
 
@@ -116,8 +115,7 @@ pub async fn start_simulator(cmd: &Target) -> Result<ArgoSim> {
             }
         }
         None => {
-            let captured_at = SAMPLES_CAPTURED_AT.parse().expect("constant is RFC 3339");
-            sim.load_dir(&cmd.apps, Some(Rebase { captured_at, now: Utc::now() }))
+            sim.load_dir(&cmd.apps, Some(Rebase::samples_to(Utc::now())))
                 .with_context(|| format!("loading {} into the simulator", cmd.apps.display()))?;
             if cmd.outcomes.exists() {
                 sim.load_outcomes(&cmd.outcomes).with_context(|| format!("loading {}", cmd.outcomes.display()))?;

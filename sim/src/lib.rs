@@ -51,7 +51,7 @@ pub use fleet::synthetic_fleet;
 pub use jwt::token_for;
 pub use log::{CallCounts, LoggedRequest};
 pub use outcomes::{Outcomes, RefreshOutcome, SyncOutcome};
-pub use rebase::Rebase;
+pub use rebase::{Rebase, SAMPLES_CAPTURED_AT};
 pub use sim::ArgoSim;
 pub use slack::{
     DEFAULT_BOT_TOKEN as SLACK_BOT_TOKEN, DEFAULT_CHANNEL as SLACK_CHANNEL, PostRate, SimMessage, SlackFault, SlackFaultKind, SlackSim,

@@ -8,6 +8,10 @@
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use serde_json::Value;
 
+/// When the sample Applications under `events/apps/` were captured (events/README.md): the one
+/// instant every user of the samples (the CLI's scenarios, the simulator, chaos, tests) rebases from.
+pub const SAMPLES_CAPTURED_AT: &str = "2026-11-01T12:30:00Z";
+
 /// Moves timestamps captured at `captured_at` so they sit the same distance before `now`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rebase {
@@ -18,6 +22,11 @@ pub struct Rebase {
 }
 
 impl Rebase {
+    /// The sample apps moved so they were captured at `now`.
+    pub fn samples_to(now: DateTime<Utc>) -> Self {
+        Self { captured_at: SAMPLES_CAPTURED_AT.parse().expect("SAMPLES_CAPTURED_AT is RFC 3339"), now }
+    }
+
     /// The shift applied to every timestamp.
     pub fn offset(&self) -> TimeDelta {
         self.now - self.captured_at

@@ -134,6 +134,14 @@ impl ArgoSim {
         }
     }
 
+    /// The sample fleet of `events` (the repository's `events/`): every app of `apps/`, its
+    /// timestamps moved so it was captured at `now`, and the outcomes of `sim/outcomes.json`.
+    pub fn load_samples(&self, events: &Path, now: chrono::DateTime<chrono::Utc>) -> io::Result<usize> {
+        let loaded = self.load_dir(&events.join("apps"), Some(Rebase::samples_to(now)))?;
+        self.load_outcomes(&events.join("sim/outcomes.json"))?;
+        Ok(loaded)
+    }
+
     /// Loads every `*.json` file of `dir` (not recursive, in name order). Each holds one
     /// Application, or a list `{"items": [...]}`. Returns how many apps were stored.
     pub fn load_dir(&self, dir: &Path, rebase: Option<Rebase>) -> io::Result<usize> {

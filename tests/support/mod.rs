@@ -21,7 +21,7 @@ use medic_core::ports::{ArgoApi, Claim, IncidentStore, StoreError};
 use medic_core::remediate::Remediator;
 use medic_core::switch::{FixedSwitch, Mode};
 use medic_core::{DecisionPolicy, PolicyConfig};
-use medic_sim::{ArgoSim, Rebase, SimConfig};
+use medic_sim::{ArgoSim, SimConfig};
 
 pub fn events_dir() -> PathBuf {
     PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).join("../events")
@@ -30,9 +30,7 @@ pub fn events_dir() -> PathBuf {
 /// A simulator holding every sample app, its timestamps moved so the capture time is now.
 pub async fn sim_with_samples(config: SimConfig) -> ArgoSim {
     let sim = ArgoSim::start(config).await.expect("simulator starts");
-    let captured_at = medic::scenario::SAMPLES_CAPTURED_AT.parse().unwrap();
-    sim.load_dir(&events_dir().join("apps"), Some(Rebase { captured_at, now: Utc::now() })).expect("sample apps load");
-    sim.load_outcomes(&events_dir().join("sim/outcomes.json")).expect("outcomes load");
+    sim.load_samples(&events_dir(), Utc::now()).expect("the sample apps and their outcomes load");
     sim
 }
 

@@ -105,7 +105,7 @@ pub(super) async fn fresh_app(argo: &ArgoSim, tpl: &Template, n: usize) -> anyho
     let name = format!("{}-fresh-{n}", app["metadata"]["name"].as_str().unwrap_or("app"));
     app["metadata"]["name"] = name.clone().into();
     std::fs::write(dir.join(format!("{name}.json")), serde_json::to_vec(&app)?)?;
-    argo.load_dir(&dir, Some(Rebase { captured_at: SAMPLES_CAPTURED_AT.parse()?, now: Utc::now() }))?;
+    argo.load_dir(&dir, Some(Rebase::samples_to(Utc::now())))?;
     argo.set_outcomes(&name, tpl.outcomes.clone());
     std::fs::remove_dir_all(&dir).ok();
     Ok((name, app["spec"]["project"].as_str().unwrap_or_default().to_owned()))

@@ -56,7 +56,6 @@ const SIGNING_SECRET: &str = "chaos-slack-signing-secret-not-for-production";
 const WORK_ITEM_KEY: &str = "chaos-work-item-key-generated-for-this-run-only";
 const CLICKER: &str = "U0CHAOS001";
 /// When the sample apps were captured (their timestamps are moved to the present).
-const SAMPLES_CAPTURED_AT: &str = "2026-11-01T12:30:00Z";
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Options {
@@ -347,7 +346,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
             webhooks.push(body.to_string());
         }
     }
-    argo.load_dir(&dir, Some(Rebase { captured_at: SAMPLES_CAPTURED_AT.parse()?, now: Utc::now() }))?;
+    argo.load_dir(&dir, Some(Rebase::samples_to(Utc::now())))?;
     for (i, (name, _)) in names.iter().enumerate() {
         argo.set_outcomes(name, templates[i % templates.len()].outcomes.clone());
     }

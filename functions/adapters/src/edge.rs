@@ -1,12 +1,72 @@
-//! What the two public endpoints (ingest and slack-actions) share at the edge: a secret that
-//! rotates without a redeploy (the current one, and the previous one while a rotation is under
-//! way), read from its Secrets Manager value and compared in constant time, and HMAC-SHA256
-//! signatures checked against every one of them.
+//! What the two public endpoints (ingest and slack-actions) share at the edge:
+//!
+//! - a secret that rotates without a redeploy (the current one, and the previous one while a
+//!   rotation is under way), read from its Secrets Manager value and compared in constant time,
+//!   and HMAC-SHA256 signatures checked against every one of them;
+//! - how a request is refused: a [`Rejection`] (status, a reason for the metric and the caller,
+//!   a message saying what to fix) answered as JSON, and the media-type and size checks every
+//!   body passes before anything reads it.
 
 use hmac::{Hmac, Mac};
+use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
+
+/// A refused request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    pub status: StatusCode,
+    /// A short name: the `Reason` dimension of the endpoint's metric and the answer's `reason`.
+    pub reason: &'static str,
+    /// What the caller should fix (never a secret, never the body).
+    pub message: String,
+}
+
+impl Rejection {
+    pub fn new(status: StatusCode, reason: &'static str, message: impl Into<String>) -> Self {
+        Self { status, reason, message: message.into() }
+    }
+
+    /// `{"error": message, "reason": reason}` with the status; a 401 names the scheme wanted in
+    /// `WWW-Authenticate` when `challenge` is given (RFC 9110 §11.6.1).
+    pub fn response(&self, challenge: Option<&'static str>) -> Response<String> {
+        let mut response = json_response(self.status, &serde_json::json!({"error": self.message, "reason": self.reason}));
+        if let (StatusCode::UNAUTHORIZED, Some(scheme)) = (self.status, challenge) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(scheme));
+        }
+        response
+    }
+}
+
+/// A JSON answer.
+pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response<String> {
+    let mut response = Response::new(body.to_string());
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// The body, once its media type is `media` (parameters such as `; charset=utf-8` aside, any
+/// case) and it is at most `max_bytes` long: 415 or 413 otherwise, before anything parses it.
+pub fn checked_body<'b>(headers: &HeaderMap, body: &'b [u8], media: &str, max_bytes: usize) -> Result<&'b [u8], Rejection> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !content_type.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case(media) {
+        return Err(Rejection::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "content_type",
+            format!("Content-Type must be {media}, got `{content_type}`"),
+        ));
+    }
+    if body.len() > max_bytes {
+        return Err(Rejection::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "oversized",
+            format!("the body is {} bytes; the limit is {max_bytes}", body.len()),
+        ));
+    }
+    Ok(body)
+}
 
 /// A malformed secret value.
 #[derive(Debug, thiserror::Error)]
@@ -109,5 +169,36 @@ mod tests {
         assert!(both.verifies(&parts, &tag), "signed with the previous secret during a rotation");
         assert!(!both.verifies(&[b"v0:", b"bodY"], &tag));
         assert!(!RotatingSecret::new("new-secret-0123456", None).verifies(&parts, &tag), "after the rotation ends");
+    }
+
+    #[test]
+    fn a_body_passes_only_with_its_media_type_and_within_its_size() {
+        let headers = |ct: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_str(ct).unwrap());
+            h
+        };
+        let json = "application/json";
+        assert_eq!(checked_body(&headers("Application/JSON; charset=utf-8"), b"{}", json, 2), Ok(&b"{}"[..]));
+        assert_eq!(checked_body(&headers("text/plain"), b"{}", json, 2).unwrap_err().status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert_eq!(checked_body(&HeaderMap::new(), b"{}", json, 2).unwrap_err().reason, "content_type");
+        let big = checked_body(&headers(json), b"{ }", json, 2).unwrap_err();
+        assert_eq!(
+            (big.status, big.reason, big.message.as_str()),
+            (StatusCode::PAYLOAD_TOO_LARGE, "oversized", "the body is 3 bytes; the limit is 2")
+        );
+    }
+
+    #[test]
+    fn a_rejection_answers_json_and_a_401_names_its_scheme() {
+        let r = Rejection::new(StatusCode::UNAUTHORIZED, "unauthenticated", "missing `Authorization`");
+        let response = r.response(Some("Bearer"));
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+        assert_eq!(response.headers()[header::WWW_AUTHENTICATE], "Bearer");
+        let body: serde_json::Value = serde_json::from_str(response.body()).unwrap();
+        assert_eq!(body, serde_json::json!({"error": "missing `Authorization`", "reason": "unauthenticated"}));
+        let forbidden = Rejection::new(StatusCode::FORBIDDEN, "forbidden", "no").response(Some("Bearer"));
+        assert!(forbidden.headers().get(header::WWW_AUTHENTICATE).is_none(), "only a 401 challenges");
     }
 }

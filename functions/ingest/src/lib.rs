@@ -29,8 +29,8 @@ use serde_json::json;
 /// The header carrying a signed request's HMAC.
 pub const SIGNATURE_HEADER: &str = "x-argo-medic-signature";
 
-use medic_adapters::edge::RotatingSecret;
 pub use medic_adapters::edge::SecretFormatError;
+use medic_adapters::edge::{self, Rejection, RotatingSecret};
 
 /// The shared secret, and the previous one while a rotation is under way.
 pub struct WebhookSecrets(RotatingSecret);
@@ -127,23 +127,12 @@ impl LambdaIngest {
     }
 }
 
-/// A refusal: status, reason (the metric dimension) and a message for the caller.
-struct Rejection {
-    status: StatusCode,
-    reason: &'static str,
-    message: String,
-}
-
 fn reject(status: StatusCode, reason: &'static str, message: impl Into<String>) -> Rejection {
-    Rejection { status, reason, message: message.into() }
+    Rejection::new(status, reason, message)
 }
 
 fn respond(status: StatusCode, body: serde_json::Value) -> Response<Body> {
-    Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
-        .expect("static response parts are valid")
+    edge::json_response(status, &body).map(Body::from)
 }
 
 /// A signed "refresh these apps" request.
@@ -177,35 +166,14 @@ impl<Q: WorkQueue, A: ArgoApi> Ingest<Q, A> {
             Err(r) => {
                 self.metrics.count("WebhookRejected", Some(("Reason", r.reason)), 1.0);
                 tracing::warn!(status = r.status.as_u16(), reason = r.reason, message = %r.message, path = %path, "request rejected");
-                let mut response = respond(r.status, json!({"error": r.message, "reason": r.reason}));
-                if r.status == StatusCode::UNAUTHORIZED {
-                    response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
-                }
-                response
+                r.response(Some("Bearer")).map(Body::from)
             }
         }
     }
 
     /// Content type and size checks shared by both routes.
     fn body<'r>(&self, req: &'r Request) -> Result<&'r [u8], Rejection> {
-        let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-        let media = content_type.split(';').next().unwrap_or("").trim();
-        if !media.eq_ignore_ascii_case("application/json") {
-            return Err(reject(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "content_type",
-                format!("Content-Type must be application/json, got `{content_type}`"),
-            ));
-        }
-        let body: &[u8] = req.body().as_ref();
-        if body.len() > self.config.max_body_bytes {
-            return Err(reject(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "oversized",
-                format!("the body is {} bytes; the limit is {}", body.len(), self.config.max_body_bytes),
-            ));
-        }
-        Ok(body)
+        edge::checked_body(req.headers(), req.body().as_ref(), "application/json", self.config.max_body_bytes)
     }
 
     async fn event(&self, req: &Request) -> Result<Response<Body>, Rejection> {

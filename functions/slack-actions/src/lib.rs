@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use chrono::Utc;
-use lambda_http::http::{Method, StatusCode, header};
+use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use medic_adapters::slack::load_action;
 use medic_adapters::telemetry::Metrics;
@@ -49,8 +49,8 @@ pub const SIGNATURE_HEADER: &str = "x-slack-signature";
 /// Slack's timestamp header (seconds since the epoch).
 pub const TIMESTAMP_HEADER: &str = "x-slack-request-timestamp";
 
-use medic_adapters::edge::RotatingSecret;
 pub use medic_adapters::edge::SecretFormatError;
+use medic_adapters::edge::{self, Rejection, RotatingSecret};
 
 /// Slack's signing secret, and the previous one while a rotation is under way.
 pub struct SigningSecret(RotatingSecret);
@@ -180,22 +180,12 @@ impl LambdaSlackActions {
     }
 }
 
-struct Rejection {
-    status: StatusCode,
-    reason: &'static str,
-    message: String,
-}
-
 fn reject(status: StatusCode, reason: &'static str, message: impl Into<String>) -> Rejection {
-    Rejection { status, reason, message: message.into() }
+    Rejection::new(status, reason, message)
 }
 
 fn respond(status: StatusCode, body: Value) -> Response<Body> {
-    Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
-        .expect("static response parts are valid")
+    edge::json_response(status, &body).map(Body::from)
 }
 
 /// The parts of a `block_actions` payload used here.
@@ -240,7 +230,7 @@ impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore> SlackActions<Q, D, S> {
             Err(r) => {
                 self.metrics.count("SlackActionRejected", Some(("Reason", r.reason)), 1.0);
                 tracing::warn!(status = r.status.as_u16(), reason = r.reason, message = %r.message, "Slack action rejected");
-                respond(r.status, json!({"error": r.message, "reason": r.reason}))
+                r.response(None).map(Body::from)
             }
         }
     }
@@ -249,22 +239,7 @@ impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore> SlackActions<Q, D, S> {
         if req.method() != Method::POST {
             return Err(reject(StatusCode::METHOD_NOT_ALLOWED, "method", "use POST"));
         }
-        let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-        if !content_type.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/x-www-form-urlencoded") {
-            return Err(reject(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "content_type",
-                format!("Content-Type must be application/x-www-form-urlencoded, got `{content_type}`"),
-            ));
-        }
-        let body: &[u8] = req.body().as_ref();
-        if body.len() > self.config.max_body_bytes {
-            return Err(reject(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "oversized",
-                format!("the body is {} bytes; the limit is {}", body.len(), self.config.max_body_bytes),
-            ));
-        }
+        let body = edge::checked_body(req.headers(), req.body().as_ref(), "application/x-www-form-urlencoded", self.config.max_body_bytes)?;
         let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::trim);
         let (Some(timestamp), Some(signature)) = (header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER)) else {
             return Err(reject(

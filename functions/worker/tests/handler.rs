@@ -1,0 +1,116 @@
+//! The worker handler on the in-memory twins and the Argo CD simulator: a batch as Lambda hands it
+//! over, without moto or Python (`cargo test -p worker`). The same handler over SQS and DynamoDB,
+//! with its dead-letter queue, is in tests/pipeline.rs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use chrono::Utc;
+use medic_adapters::argocd::HttpArgoClient;
+use medic_adapters::budget::{BudgetRates, LocalBudget};
+use medic_adapters::config::ArgoSettings;
+use medic_adapters::memory::{LogEscalator, MemoryDedupe, MemoryIncidentStore, MemoryLock, MemoryQueue, SystemClock};
+use medic_adapters::telemetry::Metrics;
+use medic_core::event::NotificationEvent;
+use medic_core::ports::IncidentStore;
+use medic_core::switch::FixedSwitch;
+use medic_core::{AppId, DecisionPolicy, PolicyConfig};
+use medic_sim::{ArgoSim, SimConfig};
+use medic_worker::{Worker, WorkerConfig};
+
+type TwinWorker =
+    Worker<HttpArgoClient, MemoryIncidentStore, MemoryDedupe, MemoryLock, MemoryQueue, LogEscalator, LocalBudget, SystemClock, FixedSwitch>;
+
+fn events_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../events")
+}
+
+async fn sim() -> ArgoSim {
+    let sim = ArgoSim::start(SimConfig::default()).await.expect("the simulator starts");
+    sim.load_samples(&events_dir(), Utc::now()).expect("the sample apps load");
+    sim
+}
+
+fn worker(sim: &ArgoSim) -> TwinWorker {
+    let settings = ArgoSettings::new(sim.base_url(), SimConfig::default().tokens[0].token.clone());
+    Worker {
+        config: WorkerConfig { claim_timeout: Duration::ZERO, ..WorkerConfig::default() },
+        argo: HttpArgoClient::new(settings).unwrap(),
+        store: MemoryIncidentStore::default(),
+        dedupe: MemoryDedupe::default(),
+        lock: MemoryLock::default(),
+        queue: MemoryQueue::default(),
+        escalator: LogEscalator::default(),
+        budget: LocalBudget::new(BudgetRates::default()),
+        clock: SystemClock,
+        policy: DecisionPolicy::new(PolicyConfig { settle_secs: 0, ..PolicyConfig::default() }),
+        metrics: Metrics::quiet("test"),
+        switch: FixedSwitch::default(),
+    }
+}
+
+/// The work item ingest makes of the sample notification `name`, as an SQS message body.
+fn notification(name: &str) -> String {
+    let body = std::fs::read(events_dir().join("webhook").join(name)).unwrap();
+    serde_json::to_string(&NotificationEvent::parse(&body).unwrap().into_work(Utc::now())).unwrap()
+}
+
+fn record(id: &str, body: &str, receive: u32) -> SqsMessage {
+    let mut m = SqsMessage::default();
+    m.message_id = Some(id.into());
+    m.body = Some(body.into());
+    m.attributes.insert("ApproximateReceiveCount".into(), receive.to_string());
+    m
+}
+
+fn batch(records: Vec<SqsMessage>) -> SqsEvent {
+    let mut event = SqsEvent::default();
+    event.records = records;
+    event
+}
+
+fn refreshes_of(sim: &ArgoSim, name: &str) -> usize {
+    sim.requests()
+        .iter()
+        .filter(|r| r.path.ends_with(&format!("/applications/{name}")) && r.query.iter().any(|(k, _)| k == "refresh"))
+        .count()
+}
+
+#[tokio::test]
+async fn a_poison_message_fails_alone_and_a_redelivered_notification_acts_once() {
+    let sim = sim().await;
+    let worker = worker(&sim);
+    let pricing = notification("stale-progressing.json");
+    let failed = |response: aws_lambda_events::event::sqs::SqsBatchResponse| -> Vec<String> {
+        response.batch_item_failures.into_iter().map(|f| f.item_identifier).collect()
+    };
+    let first = worker
+        .handle_batch(batch(vec![record("m-1", &pricing, 1), record("m-2", "{not a work item", 1), record("m-3", &pricing, 1)]))
+        .await
+        .expect("every record has an id");
+    // m-3 is the same notification while m-1 still holds it: it is handed back, not dropped.
+    assert_eq!(failed(first), ["m-2", "m-3"], "the poison message and the held duplicate go back to the queue");
+    assert_eq!(worker.metrics.total("PoisonMessages"), 1.0);
+    assert_eq!(refreshes_of(&sim, "pricing"), 1, "{:?}", sim.requests());
+    // The duplicate's next delivery finds it handled; the poison message fails again (SQS moves it
+    // to the DLQ after maxReceiveCount).
+    let second = worker.handle_batch(batch(vec![record("m-3", &pricing, 2), record("m-2", "{not a work item", 2)])).await.expect("ids");
+    assert_eq!(failed(second), ["m-2"]);
+    assert_eq!(refreshes_of(&sim, "pricing"), 1, "two deliveries of one notification, one refresh");
+    // The sample's refresh heals it (events/sim/outcomes.json): the verified refresh saw it calm
+    // and closed the incident without another read.
+    let history = worker.store.history(&AppId::new("argocd", "pricing")).await.unwrap();
+    assert_eq!(history.incident, None, "{history:?}");
+    assert_eq!(sim.requests().iter().filter(|r| r.path.ends_with("/applications/pricing")).count(), 2, "one read, one refresh");
+}
+
+#[tokio::test]
+async fn a_batch_with_a_record_without_an_id_is_refused_whole() {
+    let sim = sim().await;
+    let worker = worker(&sim);
+    let mut no_id = record("", &notification("stale-progressing.json"), 1);
+    no_id.message_id = None;
+    assert!(worker.handle_batch(batch(vec![record("m-1", &notification("hook-failed.json"), 1), no_id])).await.is_err());
+    assert!(sim.requests().is_empty(), "nothing is acted on for a batch Lambda cannot report on");
+}
