@@ -385,6 +385,48 @@ async fn the_sweeper_counts_the_apps_in_trouble_no_notification_reported_once_a_
     assert_eq!(second.missed_notifications, 0, "each app once a day: {second:?}");
 }
 
+/// A fleet outage through the functions (issue 10): the sweeper holds the covered apps back and
+/// probes three canaries; once Git is back and a canary heals, it enqueues the rest as one
+/// recovery wave, and the workers refresh each once. No app of the cause is escalated.
+#[tokio::test]
+async fn the_sweeper_holds_an_outage_back_probes_canaries_and_releases_one_wave_when_one_heals() {
+    let stack = stack().await;
+    let sim = ArgoSim::start(SimConfig::default()).await.unwrap();
+    let since = (chrono::Utc::now() - chrono::TimeDelta::hours(1)).to_rfc3339();
+    for (i, (mut app, outcomes)) in medic_sim::synthetic_fleet(60, 0, chrono::Utc::now()).into_iter().enumerate() {
+        let name = app["metadata"]["name"].as_str().unwrap().to_owned();
+        if i < 40 {
+            app["spec"]["source"]["repoURL"] = "https://git.down.example.com/platform/deployments.git".into();
+            app["status"]["sync"]["status"] = "Unknown".into();
+            app["status"]["health"] = serde_json::json!({"status": "Unknown", "lastTransitionTime": since});
+            app["status"]["conditions"] = serde_json::json!([{"type": "ComparisonError", "lastTransitionTime": since,
+                "message": "rpc error: code = Unknown desc = failed to list refs: dial tcp 10.20.30.40:443: connect: connection refused"}]);
+        }
+        sim.insert_app(app);
+        sim.set_outcomes(&name, outcomes);
+    }
+    let sweeper = stack.sweeper(&sim);
+    let during = sweeper.run().await.unwrap();
+    assert_eq!((during.outages, during.held, during.probed, during.healed, during.released), (1, 37, 3, 0, 0), "{during:?}");
+    let queued: Vec<String> = stack.receive().await.iter().filter_map(|m| m.body.clone()).collect();
+    assert_eq!(during.enqueued, 0, "nothing of the cause goes to the workers while it lasts: {queued:?}");
+    assert_eq!(sim.counts().refresh, 3);
+
+    for i in 0..40 {
+        let heal = medic_sim::Outcomes { refresh: medic_sim::RefreshOutcome::Heal, ..Default::default() };
+        sim.set_outcomes(&format!("app-{:05}", i + 1), heal);
+    }
+    let after = sweeper.run().await.unwrap();
+    assert_eq!((after.probed, after.healed, after.released, after.enqueued), (3, 3, 37, 37), "{after:?}");
+    let worker = stack.worker(&sim, stack.store());
+    drain(&stack, &worker).await;
+    assert_eq!(sim.counts().refresh, 3 + 3 + 37, "one refresh per released app");
+    let synced = (1..=40).filter(|i| sim.app("argocd", &format!("app-{i:05}")).is_some_and(|a| a["status"]["sync"]["status"] == "Synced"));
+    assert_eq!(synced.count(), 40);
+    assert!(worker.escalator.escalations().is_empty(), "{:?}", worker.escalator.escalations());
+    assert!(stack.store().open_incidents().await.unwrap().is_empty(), "every wave refresh closed its incident");
+}
+
 #[tokio::test]
 async fn an_incident_of_an_app_deleted_from_argo_cd_is_closed_by_the_next_sweep_not_left_open() {
     let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);

@@ -1,7 +1,7 @@
 //! `medic sweep` against the simulator: one pass acts on what needs it within the call budget,
-//! a second pass makes no mutating call, a dry run changes nothing, a fleet-wide outage raises one
-//! alert instead of hundreds of actions, a rejected token stops the sweep with one alert, and the
-//! incident of an app deleted between sweeps ends.
+//! a second pass makes no mutating call, a dry run changes nothing, an outage shared by many apps
+//! is one cause (canaries during it, one wave after) instead of hundreds of actions, a rejected
+//! token stops the sweep with one alert, and the incident of an app deleted between sweeps ends.
 
 use std::time::Duration;
 
@@ -74,14 +74,15 @@ async fn a_sweep_ends_the_incident_of_an_app_deleted_since_the_last_sweep() {
     assert!(third.reports.iter().all(|r| r.app != "argocd/accounts"), "a closed incident is not looked at again");
 }
 
+/// A fleet-wide failure spread over every source and cluster (list items from an old Argo CD
+/// without `spec`): Argo CD itself is the cause; one alert, and no per-app action but the canaries.
 #[tokio::test]
-async fn a_fleet_wide_outage_raises_one_alert_and_no_per_app_action() {
+async fn a_fleet_wide_outage_raises_one_alert_and_probes_only_the_canaries() {
     let sim = ArgoSim::start(SimConfig::default()).await.unwrap();
     for (mut app, outcomes) in synthetic_fleet(40, 0, Utc::now()) {
         let name = app["metadata"]["name"].as_str().unwrap().to_owned();
         if name.as_str() < "app-00021" {
-            app["status"]["sync"]["status"] = "Unknown".into();
-            app["status"]["conditions"] = serde_json::json!([{"type": "ComparisonError", "message": "rpc error: code = Unavailable desc = connection refused", "lastTransitionTime": Utc::now().to_rfc3339()}]);
+            down(&mut app, "rpc error: code = Unavailable desc = connection refused");
         }
         sim.insert_app(app);
         sim.set_outcomes(&name, outcomes);
@@ -90,11 +91,117 @@ async fn a_fleet_wide_outage_raises_one_alert_and_no_per_app_action() {
     let parts = Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default());
     let r = parts.step(&c, false, Duration::from_secs(600));
     let summary = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
-    assert_eq!(summary.outage.as_deref(), Some("20 of 40 apps Unknown"));
+    let o = &summary.outages;
+    assert_eq!(o.len(), 1, "{o:?}");
+    assert_eq!((o[0].cause.as_str(), o[0].apps, o[0].probed, o[0].healed, o[0].released), ("repo:git.example.com", 20, 3, 0, 0));
     assert_eq!(parts.escalator.alerts().len(), 1, "{:?}", parts.escalator.alerts());
     assert!(parts.escalator.escalations().is_empty());
-    assert_eq!(mutating(&sim), 0);
-    assert_eq!(sim.counts().get, 0, "Unknown apps are not even read during an outage");
+    assert_eq!(mutating(&sim), 3, "three canary refreshes, nothing else");
+    assert_eq!(sim.counts().get, 0, "held-back apps are not even read");
+}
+
+/// Marks a synthetic app as Argo CD shows it when its source cannot be fetched: sync status and
+/// health Unknown, a ComparisonError with `message` (since an hour: past the grace period).
+fn down(app: &mut serde_json::Value, message: &str) {
+    let since = (Utc::now() - chrono::TimeDelta::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    app["status"]["sync"]["status"] = "Unknown".into();
+    app["status"]["health"] = serde_json::json!({"status": "Unknown", "lastTransitionTime": since});
+    app["status"]["conditions"] = serde_json::json!([{"type": "ComparisonError", "message": message, "lastTransitionTime": since}]);
+}
+
+/// Storm economy (issue 10): one Git host of many is unreachable for 2,000 of 2,400 apps, while
+/// 5 % of the fleet fails for reasons of its own on another host. During the outage a sweep
+/// raises one fleet alert, refreshes three canaries and nothing else of the 2,000; the unrelated
+/// apps keep their own handling. When Git is back the canaries heal and the other 1,997 are
+/// refreshed as one wave (two calls each: the read and the verified refresh that closes), and no
+/// app of the shared cause is escalated on its own.
+#[tokio::test]
+async fn a_git_host_outage_is_one_cause_probed_by_canaries_then_released_as_one_wave() {
+    const DOWN: &str = "https://git.down.example.com/platform/deployments.git";
+    // Argo CD's message when the repo-server cannot reach Git (reposerver, `git ls-remote`).
+    let unreachable = format!(
+        "rpc error: code = Unknown desc = failed to list refs: Get \"{DOWN}/info/refs?service=git-upload-pack\": dial tcp 10.20.30.40:443: connect: connection refused"
+    );
+    let sim = ArgoSim::start(SimConfig::default()).await.unwrap();
+    let mut noise = Vec::new();
+    for (i, (mut app, outcomes)) in synthetic_fleet(2400, 0, Utc::now()).into_iter().enumerate() {
+        let name = app["metadata"]["name"].as_str().unwrap().to_owned();
+        if i < 2000 {
+            app["spec"]["source"]["repoURL"] = DOWN.into();
+            down(&mut app, &unreachable);
+        } else {
+            app["spec"]["source"]["repoURL"] = "https://github.com/example/platform.git".into();
+            if i % 20 == 0 {
+                // Noise: 5 % of the fleet really failing (Degraded), on a host that works.
+                app["status"]["health"] = serde_json::json!({"status": "Degraded", "message": "Deployment has minimum availability false", "lastTransitionTime": Utc::now().to_rfc3339()});
+                noise.push(name.clone());
+            }
+        }
+        sim.insert_app(app);
+        sim.set_outcomes(&name, outcomes);
+    }
+    let c = client(&sim);
+    let parts = Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default());
+    let r = parts.step(&c, false, Duration::from_secs(600));
+    let touched = |sim: &ArgoSim| -> std::collections::BTreeSet<String> {
+        sim.requests()
+            .iter()
+            .filter_map(|q| q.path.strip_prefix("/api/v1/applications/"))
+            .filter(|n| n < &"app-02001")
+            .map(str::to_owned)
+            .collect()
+    };
+
+    let during = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    let o = &during.outages;
+    assert_eq!(o.len(), 1, "one cause: {o:?}");
+    assert_eq!((o[0].cause.as_str(), o[0].apps, o[0].of), ("repo:git.down.example.com", 2000, 2000));
+    assert_eq!((o[0].probed, o[0].healed, o[0].released), (3, 0, 0), "canaries probed, no wave while Git is down");
+    assert_eq!(touched(&sim).len(), 3, "of the 2,000, only the canaries are called");
+    assert_eq!(parts.escalator.alerts().len(), 1);
+    assert!(
+        parts.escalator.alerts()[0].contains("2000 of 2000 apps of source host git.down.example.com"),
+        "{}",
+        parts.escalator.alerts()[0]
+    );
+    let escalated: Vec<String> = parts.escalator.escalations().iter().map(|(a, _)| a.name().to_owned()).collect();
+    assert!(escalated.iter().all(|n| noise.contains(n)), "only unrelated apps are escalated, on their own: {escalated:?}");
+    assert_eq!(escalated.len(), noise.len(), "every unrelated failure keeps its own handling");
+
+    // Git is back: a refresh now makes Argo CD compare every app of the host again.
+    for i in 0..2000 {
+        sim.set_outcomes(
+            &format!("app-{:05}", i + 1),
+            medic_sim::Outcomes { refresh: medic_sim::RefreshOutcome::Heal, ..Default::default() },
+        );
+    }
+    sim.clear_requests();
+    let after = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    let o = &after.outages;
+    let sample: Vec<String> = after
+        .reports
+        .iter()
+        .filter(|r| r.app.name() < "app-02001")
+        .take(5)
+        .map(|r| format!("{}: {:?} {}", r.app, r.result, r.detail))
+        .collect();
+    assert_eq!((o[0].probed, o[0].healed, o[0].released, o[0].paused), (3, 3, 1997, false), "{o:?} {sample:#?}");
+    assert!(after.errors.is_empty(), "{:?}", after.errors);
+    let covered: Vec<_> = after.reports.iter().filter(|r| r.app.name() < "app-02001").collect();
+    assert_eq!(covered.len(), 2000);
+    let healed =
+        (1..=2000).filter(|i| sim.app("argocd", &format!("app-{i:05}")).is_some_and(|a| a["status"]["sync"]["status"] == "Synced")).count();
+    assert_eq!(healed, 2000, "every app of the cause is compared again");
+    let resolved = covered.iter().filter(|r| r.resolution.is_some()).count();
+    assert_eq!(resolved, 1997, "the wave's refreshes closed their incidents on their own read; the canaries had none");
+    let calls = sim.requests().iter().filter(|q| q.path.strip_prefix("/api/v1/applications/").is_some_and(|n| n < "app-02001")).count();
+    assert!(calls <= 2 * 2000, "{calls} calls for 2,000 apps: at most a read and a refresh each");
+    let escalated: Vec<String> = parts.escalator.escalations().iter().map(|(a, _)| a.name().to_owned()).collect();
+    assert!(escalated.iter().all(|n| noise.contains(n)), "no app of the shared cause is escalated: {escalated:?}");
+    assert_eq!(parts.escalator.alerts().len(), 2, "the cause is alerted once per sweep while it shows in the list");
+
+    let quiet = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    assert!(quiet.outages.is_empty(), "the cause is gone from the list");
 }
 
 #[tokio::test]

@@ -9,9 +9,12 @@ use futures::stream::{self, StreamExt};
 use medic_core::Trigger;
 use medic_core::alerts;
 use medic_core::event::AppRef;
-use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, Escalator, IncidentStore};
+use medic_core::fleet::{FleetCause, is_down, should_pause};
+use medic_core::ladder::BudgetKind;
+use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, Escalator, IncidentStore, RefreshKind};
 use medic_core::remediate::{Remediator, StepError, StepReport, StepResult};
-use medic_core::sweep::{SweepScope, plan};
+use medic_core::sweep::{SweepScope, plan, wave};
+use medic_core::switch::{Mode, Switch};
 use serde::Serialize;
 
 /// What to sweep and how.
@@ -21,11 +24,13 @@ pub struct SweepOptions {
     pub scope: SweepScope,
     /// Apps handled at once.
     pub concurrency: usize,
+    /// The refresh budget's rate, for the recovery wave's estimate.
+    pub refresh_per_minute: u32,
 }
 
 impl Default for SweepOptions {
     fn default() -> Self {
-        Self { scope: SweepScope::default(), concurrency: 8 }
+        Self { scope: SweepScope::default(), concurrency: 8, refresh_per_minute: 600 }
     }
 }
 
@@ -37,8 +42,26 @@ pub struct SweepSummary {
     pub reports: Vec<StepReport>,
     /// Apps whose step could not finish (Argo CD unavailable, store errors); retried next sweep.
     pub errors: Vec<(String, String)>,
-    pub outage: Option<String>,
+    /// The shared causes found, and what was done about each.
+    pub outages: Vec<OutageReport>,
     pub elapsed_ms: u128,
+}
+
+/// One shared cause in a sweep ([`medic_core::fleet`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct OutageReport {
+    /// `repo:<host>`, `cluster:<server>` or `instance`.
+    pub cause: String,
+    /// Covered apps (down and of the cause's scope), and the scope's listed apps.
+    pub apps: usize,
+    pub of: usize,
+    /// Canaries refreshed this sweep, and how many came back comparable.
+    pub probed: usize,
+    pub healed: usize,
+    /// Covered apps released as the recovery wave, and whether it paused (most of a batch failed
+    /// again: the cause is probably back).
+    pub released: usize,
+    pub paused: bool,
 }
 
 /// A sweep that had to stop.
@@ -74,30 +97,76 @@ where
     };
     let open: BTreeSet<medic_core::AppId> = r.store.open_incidents().await?.into_iter().collect();
     let plan = plan(&listed, &open, &opts.scope);
-    if let Some(o) = &plan.outage {
+    let trigger = Trigger::sweep();
+    // The canaries are probed, not put through the per-app ladder: a refresh each, no incident,
+    // no escalation of their own (the cause has one alert).
+    let canaries: BTreeSet<medic_core::AppId> = plan.causes.iter().flat_map(|c| c.canaries().iter().cloned()).collect();
+    let mut outages = Vec::new();
+    let mut waves: Vec<(usize, Vec<AppRef>)> = Vec::new();
+    let mut results: Vec<(AppRef, Result<StepReport, StepError>)> = Vec::new();
+    for cause in &plan.causes {
         if !r.dry_run {
-            r.escalator.alert(&alerts::outage(o)).await.ok();
+            r.escalator.alert(&alerts::outage(cause, wave_eta_secs(cause, opts))).await.ok();
+        }
+        let (probed, healed) = probe(r, &listed, cause, &trigger, &mut results).await;
+        outages.push(OutageReport {
+            cause: cause.scope.key(),
+            apps: cause.apps.len(),
+            of: cause.listed,
+            probed,
+            healed,
+            released: 0,
+            paused: false,
+        });
+        if healed > 0 {
+            waves.push((outages.len() - 1, wave(&listed, cause)));
         }
     }
-    let candidates: Vec<AppRef> = plan.looks().cloned().collect();
-    let total = candidates.len();
-    let trigger = Trigger::sweep();
-    let results: Vec<(AppRef, Result<StepReport, StepError>)> = stream::iter(candidates)
-        .map(|app| {
-            let trigger = &trigger;
-            async move {
-                let result = r.run(&app, trigger, None).await;
-                (app, result)
+    let candidates: Vec<AppRef> = plan.looks().filter(|a| !canaries.contains(&a.id())).cloned().collect();
+    let total = candidates.len() + waves.iter().map(|(_, w)| w.len()).sum::<usize>();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let (trigger, done, progress) = (&trigger, &done, &progress);
+    let run_all = |apps: Vec<AppRef>, trigger: Trigger| {
+        stream::iter(apps)
+            .map(move |app| {
+                let trigger = trigger.clone();
+                async move {
+                    let result = r.run(&app, &trigger, None).await;
+                    progress(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, total);
+                    (app, result)
+                }
+            })
+            .buffer_unordered(opts.concurrency.max(1))
+            .collect::<Vec<_>>()
+    };
+    results.extend(run_all(candidates, trigger.clone()).await);
+    // A canary healed: the cause is over. The rest of its apps go in priority order, batch by
+    // batch, within the budgets; most of a batch failing again pauses the wave until next sweep.
+    let recovery = Trigger::recovery();
+    for (outage, apps) in waves {
+        for batch in apps.chunks(opts.scope.fleet.wave_batch.max(1)) {
+            let batch_results = run_all(batch.to_vec(), recovery.clone()).await;
+            let (healed, failed) = batch_results.iter().fold((0, 0), |(h, f), (_, result)| match result {
+                Ok(r) if r.result == StepResult::Resolved || r.resolution.is_some() => (h + 1, f),
+                Ok(r)
+                    if matches!(
+                        r.result,
+                        StepResult::Refreshed | StepResult::RefreshUnverified | StepResult::Failed | StepResult::Escalated
+                    ) =>
+                {
+                    (h, f + 1)
+                }
+                Ok(_) => (h, f),
+                Err(_) => (h, f + 1),
+            });
+            outages[outage].released += batch.len();
+            results.extend(batch_results);
+            if should_pause(&opts.scope.fleet, healed + failed, healed) {
+                outages[outage].paused = true;
+                break;
             }
-        })
-        .buffer_unordered(opts.concurrency.max(1))
-        .enumerate()
-        .map(|(i, item)| {
-            progress(i + 1, total);
-            item
-        })
-        .collect()
-        .await;
+        }
+    }
 
     let mut reports = Vec::new();
     let mut errors = Vec::new();
@@ -110,14 +179,55 @@ where
     }
     reports.sort_by(|a, b| a.app.cmp(&b.app));
     errors.sort();
-    Ok(SweepSummary {
-        listed: plan.listed,
-        candidates: total,
-        reports,
-        errors,
-        outage: plan.outage.map(|o| format!("{} of {} apps Unknown", o.unknown, o.listed)),
-        elapsed_ms: started.elapsed().as_millis(),
-    })
+    Ok(SweepSummary { listed: plan.listed, candidates: total, reports, errors, outages, elapsed_ms: started.elapsed().as_millis() })
+}
+
+/// Refreshes the canaries of `cause` (each within the refresh budget, unless the switch or a dry
+/// run says act on nothing). A canary Argo CD can compare again has healed; its step then runs on
+/// the app just read (no second read), so an incident it had is closed. Returns (probed, healed).
+async fn probe<A, S, E, B, C, W>(
+    r: &Remediator<'_, A, S, E, B, C, W>,
+    listed: &[medic_core::Application],
+    cause: &FleetCause,
+    trigger: &Trigger,
+    results: &mut Vec<(AppRef, Result<StepReport, StepError>)>,
+) -> (usize, usize)
+where
+    A: ArgoApi,
+    S: IncidentStore,
+    E: Escalator,
+    B: Budget,
+    C: Clock,
+    W: Switch,
+{
+    if r.dry_run || r.switch.mode().await != Mode::Act {
+        return (0, 0);
+    }
+    let refs: Vec<AppRef> = listed.iter().filter(|a| cause.canaries().contains(&a.id())).map(AppRef::from).collect();
+    let probes = futures::future::join_all(refs.into_iter().map(|app| async move {
+        r.budget.acquire(BudgetKind::Refresh).await.ok()?;
+        Some((app.clone(), r.argo.get_app(&app, Some(RefreshKind::Normal)).await))
+    }))
+    .await;
+    let (mut probed, mut healed) = (0, 0);
+    for (app, read) in probes.into_iter().flatten() {
+        probed += 1;
+        match read {
+            Ok(now) if !is_down(&now) => {
+                healed += 1;
+                let step = r.run(&app, trigger, Some(now)).await;
+                results.push((app, step));
+            }
+            Ok(_) => {}
+            Err(e) => results.push((app, Err(StepError::Argo(e)))),
+        }
+    }
+    (probed, healed)
+}
+
+/// Seconds the recovery wave of `cause` takes at the refresh budget (for the alert's estimate).
+fn wave_eta_secs(cause: &FleetCause, opts: &SweepOptions) -> u64 {
+    (cause.wave().len() as u64 * 60).div_ceil(u64::from(opts.refresh_per_minute.max(1)))
 }
 
 /// A rejected token stops the sweep and raises exactly one alert: every further call would fail.

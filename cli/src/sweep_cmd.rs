@@ -144,6 +144,7 @@ pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
     let opts = SweepOptions {
         scope: SweepScope { projects: cmd.projects.clone(), selector: cmd.selector.clone(), ..SweepScope::default() },
         concurrency: cmd.concurrency,
+        refresh_per_minute: cmd.rates.refresh_per_minute,
     };
 
     let mut failed = false;
@@ -235,8 +236,13 @@ fn totals(s: &SweepSummary) -> String {
     if !s.errors.is_empty() {
         parts.push(format!("{} errors", s.errors.len()));
     }
-    if let Some(o) = &s.outage {
-        parts.push(format!("outage: {o}"));
+    for o in &s.outages {
+        let wave = match (o.healed, o.paused) {
+            (0, _) => "held back".to_owned(),
+            (_, false) => format!("{} released", o.released),
+            (_, true) => format!("{} released, then paused", o.released),
+        };
+        parts.push(format!("outage {}: {} of {} apps Unknown, {}/{} canaries healed, {wave}", o.cause, o.apps, o.of, o.healed, o.probed));
     }
     parts.push(format!("{} ms", s.elapsed_ms));
     parts.join(", ")

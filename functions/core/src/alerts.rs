@@ -6,19 +6,25 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use crate::fleet::FleetCause;
 use crate::ports::{ArgoError, DedupeStore, Escalator, Seen};
-use crate::sweep::Outage;
 
 /// A token Argo CD rejects: every further call would fail until someone replaces it.
 pub fn unauthenticated(e: &ArgoError) -> String {
     format!("Argo Medic cannot act: {e}. Mint a new token for its account and update the secret.")
 }
 
-/// A fleet-wide `Unknown`: Git or the repo-server is likely down.
-pub fn outage(o: &Outage) -> String {
+/// A shared cause: many apps of one scope cannot be compared. `eta_secs` is how long the recovery
+/// wave takes at the refresh budget.
+pub fn outage(cause: &FleetCause, eta_secs: u64) -> String {
     format!(
-        "{} of {} apps cannot be compared with Git (sync status Unknown): a Git or repo-server outage is likely. Per-app actions on those apps are suspended until Argo CD compares them again.",
-        o.unknown, o.listed
+        "Fleet outage: {} of {} apps of {} cannot be compared (sync status Unknown). Per-app actions on them are held back; {} canary app(s) are probed each sweep, and when one heals the other {} are refreshed as one wave in priority order (about {} s at the refresh budget).",
+        cause.apps.len(),
+        cause.listed,
+        cause.scope.describe(),
+        cause.canaries().len(),
+        cause.wave().len(),
+        eta_secs
     )
 }
 
@@ -70,7 +76,11 @@ mod tests {
     }
 
     #[test]
-    fn an_outage_alert_names_the_count_and_the_fleet() {
-        assert!(outage(&Outage { unknown: 30, listed: 40 }).starts_with("30 of 40 apps cannot be compared with Git"));
+    fn an_outage_alert_names_the_cause_the_count_and_the_wave() {
+        let apps: Vec<crate::AppId> = (0..30).map(|i| crate::AppId::new("argocd", &format!("a{i}"))).collect();
+        let cause = FleetCause { scope: crate::fleet::CauseScope::RepoHost("git.example.com".into()), listed: 40, apps, canaries: 3 };
+        let text = outage(&cause, 12);
+        assert!(text.starts_with("Fleet outage: 30 of 40 apps of source host git.example.com cannot be compared"), "{text}");
+        assert!(text.contains("3 canary app(s)") && text.contains("the other 27 are refreshed") && text.contains("about 12 s"), "{text}");
     }
 }

@@ -23,6 +23,7 @@ pub mod decision;
 pub mod error;
 pub mod escalation;
 pub mod event;
+pub mod fleet;
 pub mod incident;
 pub mod keys;
 pub mod ladder;

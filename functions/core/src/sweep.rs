@@ -7,8 +7,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::app::{AppId, Application, sync_status};
+use crate::app::{AppId, Application};
 use crate::event::AppRef;
+use crate::fleet::{FleetCause, FleetRules};
 use crate::ports::ListQuery;
 
 /// The `fields` mask for listing: only keys the List endpoint honours (docs/argo-cd-behaviour.md §1.6), and
@@ -25,6 +26,10 @@ pub const LIST_FIELDS: &[&str] = &[
     "items.metadata.labels",
     "items.metadata.deletionTimestamp",
     "items.spec.project",
+    // Where an app's sources and destination are: what a fleet outage's apps share (crate::fleet).
+    "items.spec.source",
+    "items.spec.sources",
+    "items.spec.destination",
     "items.status.sync.status",
     "items.status.health",
     "items.status.operationState.phase",
@@ -39,35 +44,12 @@ pub fn needs_look(item: &Application) -> bool {
     !item.opted_out() && !item.is_calm()
 }
 
-/// A fleet-wide comparison failure: so many apps are `Unknown` at once that Git or the repo-server
-/// is down. Acting per app would only add load; one alert is the right response.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outage {
-    pub unknown: usize,
-    pub listed: usize,
-}
-
-/// Detects an outage: at least `min_apps` apps and `min_percent` of the fleet `Unknown`.
-pub fn detect_outage(items: &[Application], min_apps: usize, min_percent: usize) -> Option<Outage> {
-    let unknown = items.iter().filter(|a| a.sync_status() == sync_status::UNKNOWN).count();
-    (unknown >= min_apps && unknown * 100 >= min_percent * items.len().max(1)).then_some(Outage { unknown, listed: items.len() })
-}
-
-/// What a sweep covers and when it calls a fleet-wide `Unknown` an outage.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a sweep covers and when apps failing together are one cause ([`crate::fleet`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SweepScope {
     pub projects: Vec<String>,
     pub selector: String,
-    /// An outage is declared when at least this many apps...
-    pub outage_min_apps: usize,
-    /// ...and this share (percent) of the listed fleet are `Unknown`.
-    pub outage_min_percent: usize,
-}
-
-impl Default for SweepScope {
-    fn default() -> Self {
-        Self { projects: Vec::new(), selector: String::new(), outage_min_apps: 10, outage_min_percent: 20 }
-    }
+    pub fleet: FleetRules,
 }
 
 impl SweepScope {
@@ -86,15 +68,17 @@ impl SweepScope {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SweepPlan {
     pub listed: usize,
-    pub outage: Option<Outage>,
-    /// Listed apps that need a look (not calm, or with an open incident), in list order.
+    /// Shared causes found in the list: their apps are held back, but for the canaries.
+    pub causes: Vec<FleetCause>,
+    /// The canaries of every cause, then the listed apps that need a look (not calm, or with an
+    /// open incident) and no cause covers, in list order.
     pub candidates: Vec<AppRef>,
     /// Apps with an open incident that the list no longer shows (deleted, moved out of scope):
     /// looking at one confirms its absence and ends the incident and its Slack thread. Without
     /// this they would stay open for ever.
     pub unlisted: Vec<AppRef>,
-    /// `Unknown` apps held back during an outage.
-    pub suspended: usize,
+    /// Covered apps held back (not canaries): released as a wave once a canary heals.
+    pub held: usize,
 }
 
 impl SweepPlan {
@@ -102,26 +86,41 @@ impl SweepPlan {
     pub fn looks(&self) -> impl Iterator<Item = &AppRef> {
         self.candidates.iter().chain(&self.unlisted)
     }
+
+    /// True when `app` is a canary of a cause (probed, not put through the per-app ladder).
+    pub fn canary_of(&self, app: &AppId) -> Option<&FleetCause> {
+        self.causes.iter().find(|c| c.canaries().contains(app))
+    }
 }
 
 /// Plans one sweep over `listed` (the answer to [`SweepScope::list_query`]) and the apps with an
-/// open incident (`namespace/name`).
+/// open incident.
 pub fn plan(listed: &[Application], open: &BTreeSet<AppId>, scope: &SweepScope) -> SweepPlan {
-    let outage = detect_outage(listed, scope.outage_min_apps, scope.outage_min_percent);
-    let mut candidates = Vec::new();
-    let mut suspended = 0;
+    let causes = crate::fleet::detect(listed, &scope.fleet);
+    let covered: BTreeSet<&AppId> = causes.iter().flat_map(|c| c.apps.iter()).collect();
+    let by_id: std::collections::BTreeMap<AppId, &Application> = listed.iter().map(|a| (a.id(), a)).collect();
+    let mut candidates: Vec<AppRef> =
+        causes.iter().flat_map(|c| c.canaries()).filter_map(|id| by_id.get(id)).map(|a| AppRef::from(*a)).collect();
+    let mut held = 0;
     for app in listed.iter().filter(|a| needs_look(a) || open.contains(&a.id())) {
-        if outage.is_some() && app.sync_status() == sync_status::UNKNOWN {
-            suspended += 1;
+        let id = app.id();
+        if covered.contains(&id) {
+            held += usize::from(!causes.iter().any(|c| c.canaries().contains(&id)));
             continue;
         }
         candidates.push(AppRef::from(app));
     }
-    let listed_ids: BTreeSet<AppId> = listed.iter().map(Application::id).collect();
     // No project: the app may have moved to another one, and the step's read by name, then a list
     // by name, tells a deleted app from a moved one.
-    let unlisted = open.iter().filter(|a| !listed_ids.contains(*a)).map(AppRef::from).collect();
-    SweepPlan { listed: listed.len(), outage, candidates, unlisted, suspended }
+    let unlisted = open.iter().filter(|a| !by_id.contains_key(*a)).map(AppRef::from).collect();
+    SweepPlan { listed: listed.len(), causes, candidates, unlisted, held }
+}
+
+/// The apps of `cause` to release as its recovery wave, as the list showed them (project and
+/// all), in wave order.
+pub fn wave(listed: &[Application], cause: &FleetCause) -> Vec<AppRef> {
+    let by_id: std::collections::BTreeMap<AppId, &Application> = listed.iter().map(|a| (a.id(), a)).collect();
+    cause.wave().iter().filter_map(|id| by_id.get(id)).map(|a| AppRef::from(*a)).collect()
 }
 
 #[cfg(test)]
@@ -167,17 +166,6 @@ mod tests {
         assert!(!needs_look(&opted));
     }
 
-    #[test]
-    fn an_outage_needs_both_a_count_and_a_share_of_the_fleet() {
-        let mut fleet: Vec<_> = (0..100).map(|_| item("Synced", "Healthy", None)).collect();
-        for a in fleet.iter_mut().take(15) {
-            a.status.sync.as_mut().unwrap().status = "Unknown".into();
-        }
-        assert_eq!(detect_outage(&fleet, 10, 20), None, "15% is below the share");
-        assert_eq!(detect_outage(&fleet, 10, 10), Some(Outage { unknown: 15, listed: 100 }));
-        assert_eq!(detect_outage(&fleet[..20], 16, 20), None, "15 apps are below the count");
-    }
-
     fn named(ns: &str, name: &str, sync: &str, health: &str) -> Application {
         let mut a = item(sync, health, None);
         a.metadata.name = name.into();
@@ -200,18 +188,24 @@ mod tests {
         assert_eq!(p.candidates[0].project.as_deref(), Some("payments"));
         assert_eq!(p.unlisted, vec![AppRef { name: "deleted".into(), namespace: "argocd".into(), project: None }]);
         assert_eq!(p.looks().count(), 3);
-        assert_eq!((p.listed, p.suspended, p.outage), (3, 0, None));
+        assert_eq!((p.listed, p.held, p.causes.len()), (3, 0, 0));
     }
 
     #[test]
-    fn during_an_outage_unknown_apps_are_held_back_and_the_rest_still_looked_at() {
+    fn during_an_outage_covered_apps_are_held_back_but_canaries_and_the_rest_are_looked_at() {
         let mut listed: Vec<_> = (0..30).map(|i| named("argocd", &format!("u{i:02}"), "Unknown", "Healthy")).collect();
         listed.push(named("argocd", "degraded", "Synced", "Degraded"));
         listed.extend((0..9).map(|i| named("argocd", &format!("ok{i}"), "Synced", "Healthy")));
         let p = plan(&listed, &BTreeSet::new(), &SweepScope::default());
-        assert_eq!(p.outage, Some(Outage { unknown: 30, listed: 40 }));
-        assert_eq!(p.suspended, 30);
-        assert_eq!(p.candidates.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["degraded"]);
+        // List items naming no source or destination: Argo CD itself is the cause.
+        assert_eq!(p.causes.len(), 1);
+        assert_eq!((p.causes[0].scope.clone(), p.causes[0].apps.len()), (crate::fleet::CauseScope::Instance, 30));
+        assert_eq!(p.held, 27);
+        let names: Vec<&str> = p.candidates.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["u00", "u01", "u02", "degraded"], "the canaries first, then what no cause covers");
+        assert!(p.canary_of(&AppId::new("argocd", "u01")).is_some() && p.canary_of(&AppId::new("argocd", "u05")).is_none());
+        let wave = wave(&listed, &p.causes[0]);
+        assert_eq!((wave.len(), wave[0].name.as_str(), wave[0].project.as_deref()), (27, "u03", Some("payments")));
     }
 
     #[test]

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::InvalidTrigger;
 
 /// The name of what prompted a decision. Notification triggers keep their argocd-notifications
-/// names (`on-sync-failed`, ...); Argo Medic's own sources are `sweep` and `manual`.
+/// names (`on-sync-failed`, ...); Argo Medic's own sources are `sweep`, `manual` and
+/// `fleet-recovery`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Trigger(String);
@@ -16,6 +17,9 @@ pub struct Trigger(String);
 impl Trigger {
     pub const SWEEP: &'static str = "sweep";
     pub const MANUAL: &'static str = "manual";
+    /// The recovery wave of a fleet outage ([`crate::fleet`]): a canary showed the shared cause is
+    /// over, and the app is looked at to be compared again.
+    pub const RECOVERY: &'static str = "fleet-recovery";
 
     pub fn manual() -> Self {
         Self(Self::MANUAL.to_owned())
@@ -23,6 +27,10 @@ impl Trigger {
 
     pub fn sweep() -> Self {
         Self(Self::SWEEP.to_owned())
+    }
+
+    pub fn recovery() -> Self {
+        Self(Self::RECOVERY.to_owned())
     }
 
     pub fn as_str(&self) -> &str {

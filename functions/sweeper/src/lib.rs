@@ -12,7 +12,7 @@ use medic_adapters::telemetry::Metrics;
 use medic_core::alerts::{self, WhenUnsure};
 use medic_core::event::AppRef;
 use medic_core::event::{WorkItem, WorkKind};
-use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, Escalator, IncidentStore, Seen, WorkQueue};
+use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, Escalator, IncidentStore, RefreshKind, Seen, WorkQueue};
 use medic_core::sweep::{SweepScope, plan};
 use medic_core::{AppId, Trigger};
 use serde::Serialize;
@@ -24,11 +24,14 @@ pub struct SweeperConfig {
     pub scope: SweepScope,
     /// One app is enqueued at most once per window of this length.
     pub recheck_interval: Duration,
+    /// Refresh the canaries of a fleet outage (off in a dry run or with the kill switch: the
+    /// sweeper then changes nothing in Argo CD, and a wave waits for the outage to clear in the list).
+    pub probe_canaries: bool,
 }
 
 impl Default for SweeperConfig {
     fn default() -> Self {
-        Self { scope: SweepScope::default(), recheck_interval: Duration::from_secs(900) }
+        Self { scope: SweepScope::default(), recheck_interval: Duration::from_secs(900), probe_canaries: true }
     }
 }
 
@@ -60,6 +63,7 @@ impl LambdaSweeper {
             config: SweeperConfig {
                 scope: SweepScope { projects: env.policy.projects.clone(), selector: env.policy.selector.clone(), ..SweepScope::default() },
                 recheck_interval: Duration::from_secs(env.recheck_secs),
+                probe_canaries: !env.dry_run && !env.kill_switch,
             },
             argo: env.argo_client().await?,
             store: env.store(),
@@ -86,7 +90,13 @@ pub struct SweepRun {
     /// Apps in trouble, with no open incident, that no notification reported in the last hour or
     /// two: what the sweep exists to catch. Each app counts at most once a day.
     pub missed_notifications: usize,
-    pub outage: bool,
+    /// Shared causes found ([`medic_core::fleet`]), covered apps held back, canaries refreshed and
+    /// healed, and covered apps released as a recovery wave.
+    pub outages: usize,
+    pub held: usize,
+    pub probed: usize,
+    pub healed: usize,
+    pub released: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -138,22 +148,35 @@ where
         };
         let open: BTreeSet<AppId> = self.store.open_incidents().await?.into_iter().collect();
         let plan = plan(&listed, &open, &self.config.scope);
-        if let Some(o) = &plan.outage {
-            self.metrics.count("Outages", None, 1.0);
-            let key = format!("alert-outage-{window}");
-            alerts::once(&self.dedupe, &self.escalator, &key, self.config.recheck_interval, &alerts::outage(o), WhenUnsure::Skip).await;
-        }
         let trigger = Trigger::sweep();
         let mut run = SweepRun {
             listed: plan.listed,
             candidates: plan.looks().count(),
             unlisted: plan.unlisted.len(),
-            outage: plan.outage.is_some(),
+            outages: plan.causes.len(),
+            held: plan.held,
             ..SweepRun::default()
         };
+        let canaries: BTreeSet<AppId> = plan.causes.iter().flat_map(|c| c.canaries().iter().cloned()).collect();
+        let mut looks: Vec<(AppRef, Trigger)> =
+            plan.looks().filter(|a| !canaries.contains(&a.id())).map(|a| (a.clone(), trigger.clone())).collect();
+        for cause in &plan.causes {
+            self.metrics.count("Outages", None, 1.0);
+            let key = format!("alert-outage-{}-{window}", cause.scope.key());
+            alerts::once(&self.dedupe, &self.escalator, &key, self.config.recheck_interval, &alerts::outage(cause, 0), WhenUnsure::Skip)
+                .await;
+            let (probed, healed) = self.probe(&listed, cause).await;
+            (run.probed, run.healed) = (run.probed + probed, run.healed + healed);
+            if healed > 0 {
+                // The cause is over: its apps go to the workers in priority order, paced by their budgets.
+                let wave = medic_core::sweep::wave(&listed, cause);
+                run.released += wave.len();
+                looks.extend(wave.into_iter().map(|a| (a, Trigger::recovery())));
+            }
+        }
         let mut batch = Vec::new();
-        for app_ref in plan.looks() {
-            let item = WorkItem::for_app(WorkKind::Sweep, app_ref.clone(), trigger.clone(), &window, now);
+        for (app_ref, trigger) in looks {
+            let item = WorkItem::for_app(WorkKind::Sweep, app_ref, trigger, &window, now);
             // The sweeper's own marker: the worker dedupes on the item's key itself.
             if self.dedupe.first_sighting(&format!("enqueued-{}", item.dedupe_key), self.config.recheck_interval).await? == Seen::Duplicate
             {
@@ -178,11 +201,26 @@ where
             candidates = run.candidates,
             enqueued = run.enqueued,
             skipped = run.skipped,
-            outage = run.outage,
+            outages = run.outages,
+            held = run.held,
+            released = run.released,
             missed_notifications = run.missed_notifications,
             "sweep done"
         );
         Ok(run)
+    }
+
+    /// Refreshes the canaries of `cause`; a canary Argo CD can compare again has healed. A failed
+    /// read counts as not healed (the next sweep probes again). Returns (probed, healed).
+    async fn probe(&self, listed: &[medic_core::Application], cause: &medic_core::fleet::FleetCause) -> (usize, usize) {
+        if !self.config.probe_canaries {
+            return (0, 0);
+        }
+        let refs: Vec<AppRef> = listed.iter().filter(|a| cause.canaries().contains(&a.id())).map(AppRef::from).collect();
+        let reads = futures::future::join_all(refs.iter().map(|app| self.argo.get_app(app, Some(RefreshKind::Normal)))).await;
+        let healed = reads.iter().filter(|r| r.as_ref().is_ok_and(|app| !medic_core::fleet::is_down(app))).count();
+        self.metrics.count("CanariesHealed", None, healed as f64);
+        (reads.len(), healed)
     }
 
     /// Counts the apps in trouble that notifications did not report: the plan's listed candidates

@@ -286,7 +286,11 @@ impl DecisionPolicy {
             let msg = format!("{headline}. {} actions did not resolve it; a human has to look", hist.actions_taken());
             return Ok(step(escalate(d, msg), "action-limit"));
         }
+        // In a recovery wave the controller's last reconcile happened while the shared cause was
+        // still on: it proves nothing about now, and a refresh is what the wave is for (the
+        // controller compares again only at its next reconciliation, docs/argo-cd-behaviour.md §3).
         let controller_refreshed = entry.controller_refresh_counts
+            && trigger.as_str() != Trigger::RECOVERY
             && matches!((app.status.reconciled_at, finding.began_at), (Some(r), Some(b)) if r > later(b, cfg.settle_secs));
         let skipped = |r: Rung| r == Rung::Refresh && (controller_refreshed || finding.refresh_futile);
         let next = entry.ladder.iter().copied().find(|r| !hist.has_taken(*r) && !skipped(*r));
@@ -478,5 +482,22 @@ mod tests {
         let m = "no matches for kind \"PodSecurityPolicy\" in version \"policy/v1beta1\"";
         assert_eq!(quoted_after(m, "in version \""), Some("policy/v1beta1"));
         assert_eq!(quoted_after("nothing here", "in version \""), None);
+    }
+
+    /// During an outage the controller's own reconciles keep failing, and the ladder counts them
+    /// as the refresh rung: the app escalates. In a recovery wave those reconciles predate the
+    /// recovery, so the wave refreshes instead of escalating every app of the cause.
+    #[test]
+    fn a_recovery_wave_refreshes_where_the_controllers_outage_reconciles_would_escalate() {
+        let mut v: serde_json::Value = serde_json::from_str(include_str!("../../../../events/apps/comparison-error-transient.json")).unwrap();
+        v["status"]["reconciledAt"] = "2026-11-01T13:00:00Z".into();
+        let app: Application = serde_json::from_value(v).unwrap();
+        let now: DateTime<Utc> = "2026-11-01T13:01:00Z".parse().unwrap();
+        let policy = DecisionPolicy::default();
+        let swept = policy.decide(&app, &Trigger::sweep(), &History::default(), now).unwrap();
+        assert_eq!((swept.failure_mode, swept.action), (FailureMode::ComparisonErrorTransient, Action::Escalate), "{}", swept.reason);
+        assert!(swept.reason.contains("Argo CD reconciled it at"), "{}", swept.reason);
+        let wave = policy.decide(&app, &Trigger::recovery(), &History::default(), now).unwrap();
+        assert_eq!(wave.action, Action::Refresh, "{}", wave.reason);
     }
 }

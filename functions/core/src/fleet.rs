@@ -1,0 +1,371 @@
+//! Fleet outages: many apps failing at once for one shared cause.
+//!
+//! When Git, a Git host, the repo-server or a destination cluster is down, every app that depends
+//! on it shows the same thing in a list: sync status `Unknown` (Argo CD could not compare it,
+//! docs/argo-cd-behaviour.md §3). Acting app by app then only adds load to what is down and opens
+//! hundreds of incidents for one cause. This module finds such causes in a field-masked list and
+//! says what a sweep does about each: it holds the covered apps back, probes a few canaries, and
+//! once a canary heals releases the rest as one wave in priority order.
+//!
+//! Covering follows Alertmanager-style inhibition: an app is covered only when it is down *and*
+//! depends on the cause's scope (its repo host, its cluster, or Argo CD itself). Apps failing for
+//! their own reasons during an outage keep their own handling, and two scopes down at once make
+//! two causes. Pure: the sweep plan, `medic sweep` and the sweeper use it; see docs/fleet.md.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+
+use crate::app::{AppId, Application, sync_status};
+
+/// Annotation (or label) an app owner sets to order the recovery wave: an integer, higher first
+/// (default 0).
+pub const PRIORITY_KEY: &str = "argo-medic.io/priority";
+
+/// What many apps can depend on together.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CauseScope {
+    /// Argo CD itself (the repo-server or the application controller): apps of every source and
+    /// every cluster cannot be compared.
+    Instance,
+    /// One Git, Helm or OCI host (`github.com`, `git.example.com`).
+    RepoHost(String),
+    /// One destination cluster, by API server URL or by name.
+    Cluster(String),
+}
+
+impl CauseScope {
+    /// A stable key for markers and alerts: `instance`, `repo:<host>`, `cluster:<server or name>`.
+    pub fn key(&self) -> String {
+        match self {
+            CauseScope::Instance => "instance".into(),
+            CauseScope::RepoHost(host) => format!("repo:{host}"),
+            CauseScope::Cluster(cluster) => format!("cluster:{cluster}"),
+        }
+    }
+
+    /// For people: "Argo CD (repo-server or controller)", "Git host git.example.com", ...
+    pub fn describe(&self) -> String {
+        match self {
+            CauseScope::Instance => "Argo CD itself (repo-server or application controller)".into(),
+            CauseScope::RepoHost(host) => format!("source host {host}"),
+            CauseScope::Cluster(cluster) => format!("destination cluster {cluster}"),
+        }
+    }
+}
+
+impl std::fmt::Display for CauseScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.key())
+    }
+}
+
+/// The host of a source's `repoURL`: `https://host/...`, `oci://host/...`, `ssh://git@host/...`,
+/// scp-like `git@host:org/repo`, or a bare Helm/OCI `host/path`. Lowercase, without user or port.
+pub fn repo_host(repo_url: &str) -> Option<String> {
+    let url = repo_url.trim();
+    if url.is_empty() {
+        return None;
+    }
+    let rest = match url.split_once("://") {
+        Some((_, rest)) => rest,
+        // scp-like syntax: user@host:path (a colon before any slash).
+        None => match url.split_once(':') {
+            Some((before, _)) if !before.contains('/') => before,
+            _ => url,
+        },
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or("");
+    let host = if host.starts_with('[') {
+        host.split(']').next().map(|h| format!("{h}]")).unwrap_or_default()
+    } else {
+        host.split(':').next().unwrap_or("").to_owned()
+    };
+    Some(host.to_ascii_lowercase()).filter(|h| !h.is_empty())
+}
+
+/// The scopes an app depends on: the hosts of its sources and its destination cluster.
+pub fn scopes_of(app: &Application) -> Vec<CauseScope> {
+    let mut hosts: BTreeSet<String> = app.spec.source.iter().chain(&app.spec.sources).filter_map(|s| repo_host(&s.repo_url)).collect();
+    let mut scopes: Vec<CauseScope> = std::mem::take(&mut hosts).into_iter().map(CauseScope::RepoHost).collect();
+    let destination = &app.spec.destination;
+    let cluster = if destination.server.is_empty() { &destination.name } else { &destination.server };
+    if !cluster.is_empty() {
+        scopes.push(CauseScope::Cluster(cluster.trim_end_matches('/').to_owned()));
+    }
+    scopes
+}
+
+/// An app an outage shows as down: not opted out, and Argo CD cannot compare it (`Unknown`).
+pub fn is_down(app: &Application) -> bool {
+    !app.opted_out() && app.sync_status() == sync_status::UNKNOWN
+}
+
+/// When apps failing together are one cause.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetRules {
+    /// A cause covers at least this many apps...
+    pub min_apps: usize,
+    /// ...and this share (percent) of the listed apps of its scope are down.
+    pub min_scope_percent: usize,
+    /// Argo CD itself is the cause when this share (percent) of the whole fleet is down across
+    /// several hosts and several clusters.
+    pub min_instance_percent: usize,
+    /// Apps of a cause probed while it lasts; the first to heal releases the wave.
+    pub canaries: usize,
+    /// The wave is released in batches of this many; it pauses when more than
+    /// [`FleetRules::pause_percent`] of a batch does not heal.
+    pub wave_batch: usize,
+    pub pause_percent: usize,
+}
+
+impl Default for FleetRules {
+    fn default() -> Self {
+        Self { min_apps: 10, min_scope_percent: 50, min_instance_percent: 20, canaries: 3, wave_batch: 20, pause_percent: 50 }
+    }
+}
+
+/// One shared cause and the apps it covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetCause {
+    pub scope: CauseScope,
+    /// Listed apps of the scope (down or not).
+    pub listed: usize,
+    /// The covered apps, in wave order: [`PRIORITY_KEY`] first (higher first), then the most
+    /// recently failed, then by id. The first [`FleetRules::canaries`] are the canaries.
+    pub apps: Vec<AppId>,
+    /// How many of `apps` are canaries.
+    pub canaries: usize,
+}
+
+impl FleetCause {
+    pub fn canaries(&self) -> &[AppId] {
+        &self.apps[..self.canaries.min(self.apps.len())]
+    }
+
+    /// The rest of the covered apps, in wave order.
+    pub fn wave(&self) -> &[AppId] {
+        &self.apps[self.canaries.min(self.apps.len())..]
+    }
+
+    pub fn covers(&self, app: &AppId) -> bool {
+        self.apps.contains(app)
+    }
+}
+
+/// The priority an app's owners gave it ([`PRIORITY_KEY`], annotation before label), 0 when unset
+/// or not an integer.
+pub fn priority(app: &Application) -> i64 {
+    let m = &app.metadata;
+    m.annotations.get(PRIORITY_KEY).or_else(|| m.labels.get(PRIORITY_KEY)).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
+/// When the app last changed for the worse, as far as a list shows: its health transition or its
+/// last operation's end, whichever is later.
+fn failed_at(app: &Application) -> Option<DateTime<Utc>> {
+    let health = app.status.health.as_ref().and_then(|h| h.last_transition_time);
+    let operation = app.status.operation_state.as_ref().and_then(|o| o.finished_at);
+    health.max(operation)
+}
+
+/// Finds the shared causes in a listed fleet. Each down app is covered by at most one cause: the
+/// declared scope of its own that explains the failure best (the largest down share of its
+/// listed apps; a repo host before a cluster on a tie). A scope left with fewer than
+/// [`FleetRules::min_apps`] covered apps is not a cause, and its apps keep their own handling.
+pub fn detect(listed: &[Application], rules: &FleetRules) -> Vec<FleetCause> {
+    let down: Vec<&Application> = listed.iter().filter(|a| is_down(a)).collect();
+    if down.len() < rules.min_apps.max(1) {
+        return Vec::new();
+    }
+    let mut listed_in: BTreeMap<CauseScope, usize> = BTreeMap::new();
+    let mut down_in: BTreeMap<CauseScope, usize> = BTreeMap::new();
+    for app in listed.iter().filter(|a| !a.opted_out()) {
+        for scope in scopes_of(app) {
+            *listed_in.entry(scope.clone()).or_default() += 1;
+            if is_down(app) {
+                *down_in.entry(scope).or_default() += 1;
+            }
+        }
+    }
+    let share = |scope: &CauseScope| down_in.get(scope).copied().unwrap_or(0) * 1000 / listed_in.get(scope).copied().unwrap_or(1).max(1);
+    let declared = |scope: &CauseScope| {
+        let d = down_in.get(scope).copied().unwrap_or(0);
+        d >= rules.min_apps && d * 100 >= rules.min_scope_percent * listed_in.get(scope).copied().unwrap_or(0)
+    };
+    // Argo CD itself: a large share of the fleet down, across several hosts *and* several clusters
+    // (what they share is Argo CD: a repo-server or controller outage fails every source at once),
+    // or down apps whose list items name no source or destination at all.
+    let listed_count = listed.iter().filter(|a| !a.opted_out()).count();
+    let declared_hosts = down_in.keys().filter(|s| matches!(s, CauseScope::RepoHost(_)) && declared(s)).count();
+    let declared_clusters = down_in.keys().filter(|s| matches!(s, CauseScope::Cluster(_)) && declared(s)).count();
+    let unplaced = down.iter().all(|a| scopes_of(a).is_empty());
+    let mut covered: BTreeMap<CauseScope, Vec<&Application>> = BTreeMap::new();
+    if down.len() * 100 >= rules.min_instance_percent * listed_count.max(1) && (unplaced || (declared_hosts >= 2 && declared_clusters >= 2))
+    {
+        covered.insert(CauseScope::Instance, down);
+    } else {
+        for app in down {
+            let best = scopes_of(app).into_iter().filter(|s| declared(s)).max_by(|a, b| {
+                share(a).cmp(&share(b)).then_with(|| matches!(a, CauseScope::RepoHost(_)).cmp(&matches!(b, CauseScope::RepoHost(_))))
+            });
+            if let Some(scope) = best {
+                covered.entry(scope).or_default().push(app);
+            }
+        }
+        covered.retain(|_, apps| apps.len() >= rules.min_apps);
+    }
+    covered
+        .into_iter()
+        .map(|(scope, mut apps)| {
+            apps.sort_by(|a, b| {
+                priority(b).cmp(&priority(a)).then_with(|| failed_at(b).cmp(&failed_at(a))).then_with(|| a.id().cmp(&b.id()))
+            });
+            let listed = if scope == CauseScope::Instance { listed_count } else { listed_in.get(&scope).copied().unwrap_or(0) };
+            let apps: Vec<AppId> = apps.iter().map(|a| a.id()).collect();
+            FleetCause { canaries: rules.canaries.min(apps.len()), scope, listed, apps }
+        })
+        .collect()
+}
+
+/// How one release batch of a wave went: `healed` of `released` apps are calm after their step.
+/// True when the wave should pause (the cause is probably back).
+pub fn should_pause(rules: &FleetRules, released: usize, healed: usize) -> bool {
+    released > 0 && (released - healed.min(released)) * 100 > rules.pause_percent * released
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::{ApplicationSource, HealthStatus, SyncStatus};
+
+    fn app(name: &str, repo: &str, cluster: &str, sync: &str) -> Application {
+        let mut a = Application::default();
+        a.metadata.name = name.into();
+        a.metadata.namespace = "argocd".into();
+        a.spec.project = "default".into();
+        a.spec.source = Some(ApplicationSource { repo_url: repo.into(), ..Default::default() });
+        a.spec.destination.server = cluster.into();
+        a.status.sync = Some(SyncStatus { status: sync.into(), ..Default::default() });
+        a.status.health = Some(HealthStatus { status: if sync == "Unknown" { "Unknown" } else { "Healthy" }.into(), ..Default::default() });
+        a
+    }
+
+    const IN: &str = "https://kubernetes.default.svc";
+
+    #[test]
+    fn repo_hosts_are_read_from_every_url_form_argo_cd_accepts() {
+        for (url, host) in [
+            ("https://github.com/org/repo.git", "github.com"),
+            ("https://user@Git.Example.com:8443/org/repo", "git.example.com"),
+            ("git@github.com:org/repo.git", "github.com"),
+            ("ssh://git@gitlab.example.com:2222/org/repo.git", "gitlab.example.com"),
+            ("oci://registry.example.com/charts", "registry.example.com"),
+            ("registry-1.docker.io/bitnamicharts", "registry-1.docker.io"),
+            ("https://[2001:db8::1]:443/repo", "[2001:db8::1]"),
+        ] {
+            assert_eq!(repo_host(url).as_deref(), Some(host), "{url}");
+        }
+        assert_eq!(repo_host("  "), None);
+    }
+
+    #[test]
+    fn one_host_down_is_one_cause_covering_only_its_down_apps() {
+        let mut fleet = Vec::new();
+        for i in 0..40 {
+            // 40 apps on a small host (8 % of the fleet), 30 of them down.
+            fleet.push(app(&format!("small-{i:02}"), "https://git.small.example.com/r", IN, if i < 30 { "Unknown" } else { "Synced" }));
+        }
+        for i in 0..460 {
+            // Noise elsewhere: OutOfSync or a few Unknown of their own, on another host.
+            let sync = if i % 20 == 0 {
+                "Unknown"
+            } else if i % 7 == 0 {
+                "OutOfSync"
+            } else {
+                "Synced"
+            };
+            fleet.push(app(&format!("big-{i:03}"), "https://github.com/org/big", IN, sync));
+        }
+        let causes = detect(&fleet, &FleetRules::default());
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        let c = &causes[0];
+        assert_eq!((c.scope.clone(), c.listed, c.apps.len()), (CauseScope::RepoHost("git.small.example.com".into()), 40, 30));
+        assert!(c.apps.iter().all(|a| a.name().starts_with("small-")), "the other host's own Unknown apps are not covered");
+        assert_eq!(c.canaries().len(), 3);
+        assert_eq!(c.wave().len(), 27);
+    }
+
+    #[test]
+    fn two_scopes_down_at_once_are_two_causes_and_a_cluster_explains_apps_of_many_hosts() {
+        let mut fleet = Vec::new();
+        for i in 0..30 {
+            fleet.push(app(&format!("gh-{i}"), "https://github.com/org/a", IN, "Unknown"));
+        }
+        for i in 0..60 {
+            // Every app on cluster east is down, whatever its host.
+            let host = if i % 2 == 0 { "https://gitlab.example.com/x" } else { "https://bitbucket.example.com/y" };
+            fleet.push(app(&format!("east-{i}"), host, "https://east.example.com", "Unknown"));
+        }
+        for i in 0..200 {
+            let host = if i % 2 == 0 { "https://gitlab.example.com/x" } else { "https://bitbucket.example.com/y" };
+            fleet.push(app(&format!("ok-{i}"), host, IN, "Synced"));
+        }
+        // 90 of 290 apps are down (31 %), but one host and one cluster explain them: not Argo CD.
+        let scopes: Vec<(String, usize)> =
+            detect(&fleet, &FleetRules::default()).into_iter().map(|c| (c.scope.key(), c.apps.len())).collect();
+        assert_eq!(scopes, [("repo:github.com".to_owned(), 30), ("cluster:https://east.example.com".to_owned(), 60)]);
+    }
+
+    #[test]
+    fn a_fleet_wide_failure_spread_over_hosts_and_clusters_is_argo_cd_itself() {
+        let fleet: Vec<Application> = (0..100)
+            .map(|i| {
+                let host = ["https://github.com/a", "https://gitlab.example.com/b", "oci://registry.example.com/c"][i % 3];
+                let cluster = ["https://east.example.com", "https://west.example.com"][i % 2];
+                app(&format!("app-{i:03}"), host, cluster, if i < 70 { "Unknown" } else { "Synced" })
+            })
+            .collect();
+        let causes = detect(&fleet, &FleetRules::default());
+        assert_eq!(causes.len(), 1);
+        assert_eq!((causes[0].scope.clone(), causes[0].apps.len(), causes[0].listed), (CauseScope::Instance, 70, 100));
+    }
+
+    #[test]
+    fn too_few_apps_or_too_small_a_share_is_no_cause() {
+        let few: Vec<Application> = (0..9).map(|i| app(&format!("a{i}"), "https://github.com/x", IN, "Unknown")).collect();
+        assert!(detect(&few, &FleetRules::default()).is_empty(), "9 apps are handled one by one");
+        // 12 of 100 apps of one host down: 12 %, under the host's 50 %.
+        let thin: Vec<Application> =
+            (0..100).map(|i| app(&format!("a{i}"), "https://github.com/x", IN, if i < 12 { "Unknown" } else { "Synced" })).collect();
+        assert!(detect(&thin, &FleetRules::default()).is_empty());
+        let mut opted: Vec<Application> = (0..20).map(|i| app(&format!("a{i}"), "https://github.com/x", IN, "Unknown")).collect();
+        for a in &mut opted {
+            a.metadata.annotations.insert(crate::app::OPT_OUT_KEY.into(), "true".into());
+        }
+        assert!(detect(&opted, &FleetRules::default()).is_empty(), "opted-out apps are nobody's business");
+    }
+
+    #[test]
+    fn the_wave_goes_by_priority_then_most_recently_failed() {
+        let t = |m: i64| Some(DateTime::<Utc>::from_timestamp(1_700_000_000 + m * 60, 0).unwrap());
+        let mut fleet: Vec<Application> = (0..12).map(|i| app(&format!("a{i:02}"), "https://github.com/x", IN, "Unknown")).collect();
+        for (i, a) in fleet.iter_mut().enumerate() {
+            a.status.health.as_mut().unwrap().last_transition_time = t(i as i64);
+        }
+        fleet[3].metadata.annotations.insert(PRIORITY_KEY.into(), "10".into());
+        fleet[5].metadata.labels.insert(PRIORITY_KEY.into(), "5".into());
+        fleet[7].metadata.annotations.insert(PRIORITY_KEY.into(), "not a number".into());
+        let order: Vec<String> = detect(&fleet, &FleetRules::default())[0].apps.iter().map(|a| a.name().to_owned()).collect();
+        assert_eq!(&order[..4], ["a03", "a05", "a11", "a10"], "priority first, then the latest failure");
+    }
+
+    #[test]
+    fn a_wave_pauses_when_most_of_a_batch_fails_again() {
+        let rules = FleetRules::default();
+        assert!(!should_pause(&rules, 20, 20));
+        assert!(!should_pause(&rules, 20, 10), "half healed: go on");
+        assert!(should_pause(&rules, 20, 9));
+        assert!(!should_pause(&rules, 0, 0));
+    }
+}
