@@ -355,16 +355,19 @@ async fn run_every_function() {
         }
     };
 
-    // A webhook, a sweep of the sample fleet, and the worker on everything they enqueued.
-    let body = std::fs::read_to_string(events_dir().join("webhook/hook-failed.json")).unwrap();
-    let request = lambda_http::http::Request::builder()
-        .method("POST")
-        .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/events")
-        .header("content-type", "application/json")
-        .header("authorization", format!("Bearer {WEBHOOK_SECRET}"))
-        .body(lambda_http::Body::from(body))
-        .unwrap();
-    assert_eq!(ingest.handle(request).await.status(), 202);
+    // Webhooks, a sweep of the sample fleet, and the worker on everything they enqueued. The
+    // second webhook reports an app Argo CD cannot compare: the worker looks for a fleet hold.
+    for sample in ["hook-failed.json", "comparison-error-transient.json"] {
+        let body = std::fs::read_to_string(events_dir().join("webhook").join(sample)).unwrap();
+        let request = lambda_http::http::Request::builder()
+            .method("POST")
+            .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/events")
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {WEBHOOK_SECRET}"))
+            .body(lambda_http::Body::from(body))
+            .unwrap();
+        assert_eq!(ingest.handle(request).await.status(), 202);
+    }
     let run = sweeper.run().await.unwrap();
     assert!(run.enqueued > 5, "{run:?}");
     poll().await;

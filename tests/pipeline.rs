@@ -411,6 +411,16 @@ async fn the_sweeper_holds_an_outage_back_probes_canaries_and_releases_one_wave_
     let queued: Vec<String> = stack.receive().await.iter().filter_map(|m| m.body.clone()).collect();
     assert_eq!(during.enqueued, 0, "nothing of the cause goes to the workers while it lasts: {queued:?}");
     assert_eq!(sim.counts().refresh, 3);
+    // A notification of a covered app meanwhile is left to the cause by the worker.
+    let worker = stack.worker(&sim, stack.store());
+    let app = medic_core::event::AppRef { name: "app-00010".into(), namespace: "argocd".into(), project: Some("team-e".into()) };
+    let trigger: medic_core::Trigger = "on-sync-status-unknown".parse().unwrap();
+    let item = medic_core::event::WorkItem::for_app(medic_core::event::WorkKind::Notification, app, trigger, "n1", chrono::Utc::now());
+    let mut record = aws_lambda_events::event::sqs::SqsMessage::default();
+    (record.message_id, record.body) = (Some("n-1".into()), Some(serde_json::to_string(&item).unwrap()));
+    assert_eq!(worker.handle_message(&record).await.unwrap(), Handled::HeldByFleet("repo:git.down.example.com".into()));
+    assert_eq!(worker.metrics.total("HeldByFleetOutage"), 1.0);
+    assert_eq!(sim.counts().refresh, 3, "the held app was read, not refreshed");
 
     for i in 0..40 {
         let heal = medic_sim::Outcomes { refresh: medic_sim::RefreshOutcome::Heal, ..Default::default() };
@@ -418,7 +428,6 @@ async fn the_sweeper_holds_an_outage_back_probes_canaries_and_releases_one_wave_
     }
     let after = sweeper.run().await.unwrap();
     assert_eq!((after.probed, after.healed, after.released, after.enqueued), (3, 3, 37, 37), "{after:?}");
-    let worker = stack.worker(&sim, stack.store());
     drain(&stack, &worker).await;
     assert_eq!(sim.counts().refresh, 3 + 3 + 37, "one refresh per released app");
     let synced = (1..=40).filter(|i| sim.app("argocd", &format!("app-{i:05}")).is_some_and(|a| a["status"]["sync"]["status"] == "Synced"));

@@ -84,6 +84,12 @@ pub fn notified_marker(app: &AppId, at: DateTime<Utc>) -> String {
     format!("notified-{app}-{}", at.format("%Y%m%d%H"))
 }
 
+/// The marker the sweeper keeps while a fleet outage's cause (`crate::fleet::CauseScope::key`)
+/// holds its apps back; the worker leaves a notification of a covered app to the cause.
+pub fn fleet_hold_marker(scope_key: &str) -> String {
+    format!("fleet-hold-{scope_key}")
+}
+
 /// The marker that counts an app as missed by notifications at most once a day.
 pub fn missed_marker(app: &AppId, at: DateTime<Utc>) -> String {
     format!("missed-{app}-{}", at.format("%Y%m%d"))

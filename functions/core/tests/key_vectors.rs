@@ -89,3 +89,12 @@ fn work_item_signatures_are_pinned() {
     assert_eq!(item.signature.as_deref(), Some("baaa82972d242bec8fffa8b89dc7f29c8870c6484d0162049e5e2d405b090f97"));
     assert!(key.verifies(&item));
 }
+
+#[test]
+fn state_table_markers_are_pinned() {
+    use medic_core::keys::{fleet_hold_marker, missed_marker, notified_marker};
+    let app = medic_core::AppId::new("argocd", "payments");
+    assert_eq!(notified_marker(&app, began()), "notified-argocd/payments-2026110112");
+    assert_eq!(missed_marker(&app, began()), "missed-argocd/payments-20261101");
+    assert_eq!(fleet_hold_marker("repo:git.example.com"), "fleet-hold-repo:git.example.com");
+}

@@ -167,6 +167,14 @@ where
                 .await;
             let (probed, healed) = self.probe(&listed, cause).await;
             (run.probed, run.healed) = (run.probed + probed, run.healed + healed);
+            // The hold the workers read: a notification of a covered app is left to the cause
+            // while it lasts. Kept for two windows, so one missed sweep does not lift it.
+            let hold = medic_core::keys::fleet_hold_marker(&cause.scope.key());
+            if healed > 0 {
+                self.dedupe.forget(&hold).await.ok();
+            } else if let Err(e) = self.dedupe.first_sighting(&hold, self.config.recheck_interval * 2).await {
+                tracing::warn!(cause = %cause.scope, error = %e, "could not mark the fleet hold; workers will act on its apps");
+            }
             if healed > 0 {
                 // The cause is over: its apps go to the workers in priority order, paced by their budgets.
                 let wave = medic_core::sweep::wave(&listed, cause);

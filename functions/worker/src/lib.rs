@@ -188,6 +188,16 @@ pub enum Handled {
     RequestedDone,
     /// A `requested` item not signed by a function that authenticates people: refused.
     Refused,
+    /// The app is covered by a fleet outage's cause (`medic_core::fleet`, key named): the sweep
+    /// handles it with the cause's canaries and recovery wave.
+    HeldByFleet(String),
+}
+
+/// Whether a fleet outage's cause holds an app back, and the app as just read when it does not
+/// (the step then uses that read instead of reading again).
+enum FleetHold {
+    Held(String),
+    Free(Option<Box<medic_core::Application>>),
 }
 
 /// A record without a message id cannot be reported as a partial failure; the whole invocation
@@ -343,6 +353,34 @@ where
         result
     }
 
+    /// A notification of an app Argo CD cannot compare, while the sweeper holds a cause of one of
+    /// the app's scopes (its source hosts, its cluster, Argo CD itself): left to the cause, so a
+    /// Git outage does not turn into one ladder per app. The read is the one the step would
+    /// make, and its failure is the step's (retried, or for a 404/403 left to the step's own read
+    /// and list); a store that cannot be read is no hold.
+    async fn fleet_hold(&self, item: &WorkItem) -> Result<FleetHold, ArgoError> {
+        if item.kind != WorkKind::Notification || item.trigger.as_str() == medic_core::Trigger::RECOVERY {
+            return Ok(FleetHold::Free(None));
+        }
+        let app = self.argo.get_app(&item.app, None).await?;
+        if !medic_core::fleet::is_down(&app) {
+            return Ok(FleetHold::Free(Some(Box::new(app))));
+        }
+        let keys: Vec<String> = medic_core::fleet::scopes_of(&app)
+            .into_iter()
+            .map(|s| s.key())
+            .chain(std::iter::once(medic_core::fleet::CauseScope::Instance.key()))
+            .collect();
+        let markers: Vec<String> = keys.iter().map(|k| medic_core::keys::fleet_hold_marker(k)).collect();
+        Ok(match self.dedupe.marked(&markers).await {
+            Ok(held) => match keys.into_iter().zip(markers).find(|(_, m)| held.contains(m)) {
+                Some((key, _)) => FleetHold::Held(key),
+                None => FleetHold::Free(Some(Box::new(app))),
+            },
+            Err(_) => FleetHold::Free(Some(Box::new(app))),
+        })
+    }
+
     async fn step(&self, item: &WorkItem) -> Result<Handled, MessageError> {
         let remediator = Remediator {
             argo: &self.argo,
@@ -356,7 +394,18 @@ where
             claim_timeout: self.config.claim_timeout,
         };
         let started = Instant::now();
-        let report = match remediator.run(&item.app, &item.trigger, None).await {
+        let stepped = match self.fleet_hold(item).await {
+            Ok(FleetHold::Held(cause)) => {
+                self.metrics.count("HeldByFleetOutage", None, 1.0);
+                tracing::info!(app = %item.app.id(), cause, "left to its fleet outage: the sweep probes the canaries and releases the wave");
+                return Ok(Handled::HeldByFleet(cause));
+            }
+            Ok(FleetHold::Free(app)) => remediator.run(&item.app, &item.trigger, app.map(|a| *a)).await,
+            // Deleted, or moved to another project: the step's own read and list tell which.
+            Err(ArgoError::NotFound(_) | ArgoError::PermissionDenied(_)) => remediator.run(&item.app, &item.trigger, None).await,
+            Err(e) => Err(StepError::Argo(e)),
+        };
+        let report = match stepped {
             Ok(report) => report,
             Err(StepError::Argo(e @ ArgoError::Unauthenticated(_))) => {
                 self.metrics.count("ArgoUnauthenticated", None, 1.0);

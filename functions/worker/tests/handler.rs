@@ -114,3 +114,28 @@ async fn a_batch_with_a_record_without_an_id_is_refused_whole() {
     assert!(worker.handle_batch(batch(vec![record("m-1", &notification("hook-failed.json"), 1), no_id])).await.is_err());
     assert!(sim.requests().is_empty(), "nothing is acted on for a batch Lambda cannot report on");
 }
+
+/// While the sweeper holds a fleet outage's cause (its marker in the state table), a notification
+/// of an app of that cause that Argo CD cannot compare is left to the cause: read, not acted on.
+/// Without the marker the same notification runs the app's own ladder.
+#[tokio::test]
+async fn a_notification_of_an_app_held_by_a_fleet_outage_is_left_to_the_outage() {
+    use medic_core::ports::DedupeStore;
+    use medic_worker::Handled;
+    let sim = sim().await;
+    let held = worker(&sim);
+    let marker = medic_core::keys::fleet_hold_marker("repo:git.example.com");
+    held.dedupe.first_sighting(&marker, Duration::from_secs(1800)).await.unwrap();
+    let body = notification("comparison-error-transient.json");
+    let handled = held.handle_message(&record("m-1", &body, 1)).await.unwrap();
+    assert_eq!(handled, Handled::HeldByFleet("repo:git.example.com".into()));
+    assert_eq!(held.metrics.total("HeldByFleetOutage"), 1.0);
+    let calls = |sim: &ArgoSim| sim.requests().iter().filter(|r| r.path.ends_with("/applications/payments-api")).count();
+    assert_eq!(calls(&sim), 1, "one read, nothing else: {:?}", sim.requests());
+    assert!(held.store.history(&AppId::new("argocd", "payments-api")).await.unwrap().incident.is_none(), "no incident of its own");
+
+    let free = worker(&sim);
+    let handled = free.handle_message(&record("m-2", &body, 1)).await.unwrap();
+    assert!(matches!(handled, Handled::Stepped(_) | Handled::Requeued { .. }), "its own ladder decides: {handled:?}");
+    assert!(free.metrics.total("HeldByFleetOutage") == 0.0);
+}

@@ -489,7 +489,8 @@ mod tests {
     /// recovery, so the wave refreshes instead of escalating every app of the cause.
     #[test]
     fn a_recovery_wave_refreshes_where_the_controllers_outage_reconciles_would_escalate() {
-        let mut v: serde_json::Value = serde_json::from_str(include_str!("../../../../events/apps/comparison-error-transient.json")).unwrap();
+        let mut v: serde_json::Value =
+            serde_json::from_str(include_str!("../../../../events/apps/comparison-error-transient.json")).unwrap();
         v["status"]["reconciledAt"] = "2026-11-01T13:00:00Z".into();
         let app: Application = serde_json::from_value(v).unwrap();
         let now: DateTime<Utc> = "2026-11-01T13:01:00Z".parse().unwrap();
