@@ -89,10 +89,9 @@ impl FromStr for Mode {
 pub trait Switch: Send + Sync {
     fn mode(&self) -> impl Future<Output = Mode> + Send;
     /// A problem with the switch itself to tell a human about, returned once (for example: it has
-    /// been unreadable long enough that Argo Medic fails closed). The default has none.
-    fn take_alert(&self) -> Option<String> {
-        None
-    }
+    /// been unreadable long enough that Argo Medic fails closed). No default: a wrapper that forgot
+    /// to forward it would swallow the alert.
+    fn take_alert(&self) -> Option<String>;
 }
 
 /// A switch that never moves (the stack's parameters alone; tests; `medic sweep`).
@@ -102,6 +101,10 @@ pub struct FixedSwitch(pub Mode);
 impl Switch for FixedSwitch {
     fn mode(&self) -> impl Future<Output = Mode> + Send {
         std::future::ready(self.0)
+    }
+    /// A fixed switch cannot fail.
+    fn take_alert(&self) -> Option<String> {
+        None
     }
 }
 

@@ -88,3 +88,35 @@ fn the_core_modules_import_no_circle() {
         "key derivations depend on the app's identity and the ladder's names only"
     );
 }
+
+/// No port method has a default body: a forwarding or wrapping adapter that forgot one would
+/// silently do the default (an `Arc` forwarder once dropped `resolve`; a fixed default once hid
+/// `Switch::take_alert`). Reads every `pub trait` of the core and fails on a method with a body.
+#[test]
+fn no_trait_of_the_core_has_a_method_with_a_default_body() {
+    let src = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).join("src");
+    let mut defaults = Vec::new();
+    let mut traits = 0;
+    for file in walk(&src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut in_trait: Option<String> = None;
+        for line in text.lines() {
+            if let Some(name) = line.strip_prefix("pub trait ") {
+                traits += 1;
+                in_trait = Some(name.split([':', ' ', '<', '{']).next().unwrap_or_default().to_owned());
+                continue;
+            }
+            if line == "}" {
+                in_trait = None;
+            }
+            if let Some(t) = &in_trait {
+                let l = line.trim_start();
+                if l.starts_with("fn ") && l.trim_end().ends_with('{') {
+                    defaults.push(format!("{}: {t}: {}", file.file_name().unwrap().to_string_lossy(), l.trim_end()));
+                }
+            }
+        }
+    }
+    assert!(traits >= 10, "the walk found the ports: {traits}");
+    assert!(defaults.is_empty(), "default bodies: {defaults:#?}");
+}
