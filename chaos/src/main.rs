@@ -15,6 +15,7 @@
 mod failpoints;
 mod proxy;
 mod run;
+mod storm;
 mod worker;
 
 use clap::{Parser, Subcommand};
@@ -32,6 +33,9 @@ enum Command {
     Run(run::Options),
     /// A worker process (started by the harness).
     Worker,
+    /// The storm benchmark: the morning after an outage through the real handlers, in one
+    /// process, beside the cron script's approach (`make storm`).
+    Storm(storm::Options),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -39,6 +43,10 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_stack_size(8 << 20).build()?;
     match cli.command {
         Command::Worker => runtime.block_on(worker::run()),
+        Command::Storm(options) => {
+            let ok = runtime.block_on(storm::run(options))?;
+            std::process::exit(if ok { 0 } else { 1 });
+        }
         Command::Run(options) => {
             let ok = runtime.block_on(run::run(options))?;
             std::process::exit(if ok { 0 } else { 1 });

@@ -1,0 +1,280 @@
+//! `medic-chaos storm`: the morning after an outage, through the real handlers, in one process.
+//!
+//! A synthetic fleet in the Argo CD simulator has `--stale` apps left stale by an outage (health
+//! Progressing, not reconciled for two hours; a refresh heals them). argocd-notifications reports
+//! each one `--copies` times, in a shuffled order (its at-most-once send retried by a proxy, two
+//! controllers, a replayed queue). The real ingest handler takes every delivery onto an in-memory
+//! queue; `--workers` real worker handlers drain it in batches of ten, each with its share of the
+//! instance's budgets as on Lambda (`rate / max concurrency`); a failed message comes back after a
+//! visibility delay. The real sweeper runs last and finds what is left.
+//!
+//! Beside it, on a fresh simulator holding the same fleet, the cron script of the stale-at-scale
+//! document: list every app, read every app again, refresh the stale ones. Both are counted from
+//! the simulator's own request log (calls, and response bytes as JSON).
+//!
+//! The last line is `storm: ... D duplicate actions, C calls per remediated app, drain R x the
+//! budget bound`; the exit status is non-zero unless every stale app healed, D = 0 and C <= 2.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use chrono::Utc;
+use medic_adapters::argocd::HttpArgoClient;
+use medic_adapters::budget::{BudgetRates, LocalBudget};
+use medic_adapters::config::ArgoSettings;
+use medic_adapters::memory::{LogEscalator, MemoryDedupe, MemoryIncidentStore, MemoryLock, MemoryQueue, SystemClock};
+use medic_adapters::telemetry::Metrics;
+use medic_core::switch::FixedSwitch;
+use medic_core::{DecisionPolicy, PolicyConfig};
+use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
+use medic_sim::{ArgoSim, LoggedRequest, SimConfig, synthetic_fleet};
+use medic_worker::{Worker, WorkerConfig};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Options {
+    #[arg(long, default_value_t = 5_000)]
+    pub apps: usize,
+    /// Apps left stale by the outage (each heals on a refresh).
+    #[arg(long, default_value_t = 2_000)]
+    pub stale: usize,
+    /// Deliveries of each notification.
+    #[arg(long, default_value_t = 4)]
+    pub copies: usize,
+    /// Worker invocations at once (the event source's maximum concurrency).
+    #[arg(long, default_value_t = 2)]
+    pub workers: u32,
+    /// The instance's refresh budget; each worker gets `rate / workers`.
+    #[arg(long, default_value_t = BudgetRates::default().refresh_per_minute)]
+    pub refresh_per_minute: u32,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+const SECRET: &str = "storm-webhook-secret-not-for-production";
+
+type StormWorker = Worker<
+    HttpArgoClient,
+    Arc<MemoryIncidentStore>,
+    Arc<MemoryDedupe>,
+    Arc<MemoryLock>,
+    Arc<MemoryQueue>,
+    LogEscalator,
+    LocalBudget,
+    SystemClock,
+    FixedSwitch,
+>;
+
+/// One fleet in its own simulator.
+async fn fleet_sim(o: &Options) -> anyhow::Result<(ArgoSim, Vec<serde_json::Value>)> {
+    let sim = ArgoSim::start(SimConfig::default()).await?;
+    let mut stale = Vec::new();
+    for (app, outcomes) in synthetic_fleet(o.apps, o.stale, Utc::now()) {
+        let name = app["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        if outcomes.refresh == medic_sim::RefreshOutcome::Heal {
+            stale.push(app.clone());
+        }
+        sim.insert_app(app);
+        sim.set_outcomes(&name, outcomes);
+    }
+    Ok((sim, stale))
+}
+
+fn client(sim: &ArgoSim) -> anyhow::Result<HttpArgoClient> {
+    Ok(HttpArgoClient::new(ArgoSettings::new(sim.base_url(), SimConfig::default().tokens[0].token.clone()))?)
+}
+
+/// The notification argocd-notifications renders for a stale app (the sample's shape, this app's
+/// values).
+fn notification(sample: &serde_json::Value, app: &serde_json::Value) -> String {
+    let mut n = sample.clone();
+    let status = &app["status"];
+    n["app"]["name"] = app["metadata"]["name"].clone();
+    n["app"]["project"] = app["spec"]["project"].clone();
+    n["sync"]["revision"] = status["sync"]["revision"].clone();
+    n["operation"]["startedAt"] = status["operationState"]["startedAt"].clone();
+    n["operation"]["finishedAt"] = status["operationState"]["finishedAt"].clone();
+    n["reconciledAt"] = status["reconciledAt"].clone();
+    n["resourceVersion"] = app["metadata"]["resourceVersion"].clone();
+    n.to_string()
+}
+
+fn request(body: String) -> lambda_http::Request {
+    lambda_http::http::Request::builder()
+        .method("POST")
+        .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/events")
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {SECRET}"))
+        .body(lambda_http::Body::from(body))
+        .expect("a valid request")
+}
+
+/// Calls to one app's path and the JSON bytes of their answers, from a simulator's log.
+fn account(log: &[LoggedRequest]) -> (usize, usize) {
+    (log.len(), log.iter().map(|r| r.response.to_string().len()).sum())
+}
+
+fn worker(sim: &ArgoSim, o: &Options, store: &Arc<MemoryIncidentStore>, dedupe: &Arc<MemoryDedupe>, lock: &Arc<MemoryLock>, queue: &Arc<MemoryQueue>) -> anyhow::Result<StormWorker> {
+    let share = (o.refresh_per_minute / o.workers.max(1)).max(1);
+    let defaults = BudgetRates::default();
+    Ok(Worker {
+        config: WorkerConfig::default(),
+        argo: client(sim)?,
+        store: store.clone(),
+        dedupe: dedupe.clone(),
+        lock: lock.clone(),
+        queue: queue.clone(),
+        escalator: LogEscalator::forgetful(),
+        // As on Lambda (LambdaEnv::worker_budget): each worker its share, a 2 s wait at most.
+        budget: LocalBudget::new(BudgetRates {
+            refresh_per_minute: share,
+            hard_refresh_per_minute: (defaults.hard_refresh_per_minute / o.workers.max(1)).max(1),
+            sync_per_minute: (defaults.sync_per_minute / o.workers.max(1)).max(1),
+            max_wait: Duration::from_secs(2),
+        }),
+        clock: SystemClock,
+        policy: DecisionPolicy::new(PolicyConfig::default()),
+        metrics: Metrics::quiet("storm"),
+        switch: FixedSwitch::default(),
+    })
+}
+
+pub async fn run(o: Options) -> anyhow::Result<bool> {
+    let sample: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(medic_sim::workspace_root().join("events/webhook/stale-progressing.json"))?)?;
+
+    // The cron script: list everything, read every app again, refresh the stale ones.
+    let (cron_sim, stale) = fleet_sim(&o).await?;
+    let cron = client(&cron_sim)?;
+    let started = Instant::now();
+    let listed = medic_core::ports::ArgoApi::list_apps(&cron, &medic_core::ports::ListQuery::default()).await?;
+    for app in &listed {
+        let r = medic_core::event::AppRef::from(app);
+        let full = medic_core::ports::ArgoApi::get_app(&cron, &r, None).await?;
+        if full.health_status() == "Progressing" {
+            medic_core::ports::ArgoApi::get_app(&cron, &r, Some(medic_core::ports::RefreshKind::Normal)).await?;
+        }
+    }
+    let cron_secs = started.elapsed().as_secs_f64();
+    let (cron_calls, cron_bytes) = account(&cron_sim.requests());
+    let cron_healed = cron_sim.counts().refresh;
+    drop(cron_sim);
+
+    // Argo Medic: ingest every delivery, drain with the workers, then sweep.
+    let (sim, _) = fleet_sim(&o).await?;
+    let queue = Arc::new(MemoryQueue::default());
+    let (store, dedupe, lock) = (Arc::new(MemoryIncidentStore::default()), Arc::new(MemoryDedupe::default()), Arc::new(MemoryLock::default()));
+    let ingest = Ingest {
+        config: IngestConfig::default(),
+        secrets: WebhookSecrets::new(SECRET, None),
+        refresh_secrets: None,
+        queue: queue.clone(),
+        argo: client(&sim)?,
+        metrics: Metrics::quiet("storm"),
+    };
+    let mut deliveries: Vec<String> = stale.iter().flat_map(|app| std::iter::repeat_n(notification(&sample, app), o.copies)).collect();
+    deliveries.shuffle(&mut rand::rngs::StdRng::seed_from_u64(o.seed));
+    let mut rejected = 0;
+    for body in &deliveries {
+        rejected += usize::from(ingest.handle(request(body.clone())).await.status() != 202);
+    }
+    let workers: Vec<StormWorker> = (0..o.workers.max(1)).map(|_| worker(&sim, &o, &store, &dedupe, &lock, &queue)).collect::<anyhow::Result<_>>()?;
+    let started = Instant::now();
+    let (mut invocations, mut failures, mut next_id) = (0usize, 0usize, 0usize);
+    loop {
+        let batches: Vec<Vec<medic_core::event::WorkItem>> = workers.iter().map(|_| queue.take_ready(10)).collect();
+        if batches.iter().all(Vec::is_empty) {
+            if queue.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        }
+        let runs = workers.iter().zip(batches).filter(|(_, b)| !b.is_empty()).map(|(w, items)| {
+            let records: Vec<SqsMessage> = items
+                .iter()
+                .map(|item| {
+                    next_id += 1;
+                    let mut m = SqsMessage::default();
+                    m.message_id = Some(format!("m-{next_id}"));
+                    m.body = serde_json::to_string(item).ok();
+                    m.attributes.insert("ApproximateReceiveCount".into(), "1".into());
+                    m
+                })
+                .collect();
+            let mut event = SqsEvent::default();
+            event.records = records;
+            async move {
+                let ids: Vec<String> = event.records.iter().filter_map(|r| r.message_id.clone()).collect();
+                let response = w.handle_batch(event).await;
+                (items, ids, response)
+            }
+        });
+        for (items, ids, response) in futures::future::join_all(runs.collect::<Vec<_>>()).await {
+            invocations += 1;
+            let failed: Vec<String> = response.map(|r| r.batch_item_failures.into_iter().map(|f| f.item_identifier).collect()).unwrap_or(ids.clone());
+            for (item, id) in items.iter().zip(&ids) {
+                if failed.contains(id) {
+                    // The visibility timeout: SQS hands a failed message out again later.
+                    failures += 1;
+                    medic_core::ports::WorkQueue::enqueue(&*queue, item, Duration::from_secs(5)).await?;
+                }
+            }
+        }
+    }
+    let drain_secs = started.elapsed().as_secs_f64();
+    let sweeper = medic_sweeper::Sweeper {
+        config: medic_sweeper::SweeperConfig::default(),
+        argo: client(&sim)?,
+        store: store.clone(),
+        dedupe: dedupe.clone(),
+        queue: queue.clone(),
+        escalator: LogEscalator::forgetful(),
+        clock: SystemClock,
+        metrics: Metrics::quiet("storm"),
+    };
+    let swept = sweeper.run().await?;
+
+    let log = sim.requests();
+    let app_calls: Vec<&LoggedRequest> = log.iter().filter(|r| r.path.starts_with("/api/v1/applications/")).collect();
+    let mut refreshes: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for r in app_calls.iter().filter(|r| r.query.iter().any(|(k, _)| k == "refresh")) {
+        *refreshes.entry(r.path.as_str()).or_default() += 1;
+    }
+    let duplicates: usize = refreshes.values().map(|n| n.saturating_sub(1)).sum();
+    let healed = (1..=o.apps)
+        .filter(|i| sim.app("argocd", &format!("app-{i:05}")).is_some_and(|a| a["status"]["health"]["status"] == "Healthy"))
+        .count();
+    let (calls, bytes) = account(&log);
+    let per_app = app_calls.len() as f64 / o.stale.max(1) as f64;
+    let bound = o.stale as f64 * 60.0 / f64::from(o.refresh_per_minute.max(1));
+    println!(
+        "storm: {} apps, {} stale, {} deliveries ({} each, shuffled, {rejected} rejected), {} workers, refresh budget {}/min",
+        o.apps,
+        o.stale,
+        deliveries.len(),
+        o.copies,
+        o.workers,
+        o.refresh_per_minute
+    );
+    println!(
+        "argo medic: {calls} calls ({} to apps), {bytes} bytes; {invocations} invocations, {failures} failed messages; drained in {drain_secs:.1} s; the sweep after listed {} and looked at {}",
+        app_calls.len(),
+        swept.listed,
+        swept.candidates
+    );
+    println!("cron script: {cron_calls} calls, {cron_bytes} bytes, {cron_healed} refreshes, one pass in {cron_secs:.1} s");
+    println!(
+        "ratio: the cron script makes {:.1}x the calls and {:.1}x the bytes of Argo Medic",
+        cron_calls as f64 / calls.max(1) as f64,
+        cron_bytes as f64 / bytes.max(1) as f64
+    );
+    println!(
+        "storm: {healed} of {} healthy, {duplicates} duplicate actions, {per_app:.3} calls per remediated app, drain {:.2}x the budget bound ({bound:.0} s)",
+        o.apps,
+        drain_secs / bound.max(0.001)
+    );
+    Ok(healed == o.apps && duplicates == 0 && per_app <= 2.0)
+}
