@@ -51,6 +51,10 @@ pub struct Options {
     pub refresh_per_minute: u32,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// One budget shared by every worker, as a shared limiter would give, instead of each worker's
+    /// static share (what the functions do today).
+    #[arg(long)]
+    pub shared_budget: bool,
 }
 
 const SECRET: &str = "storm-webhook-secret-not-for-production";
@@ -62,7 +66,7 @@ type StormWorker = Worker<
     Arc<MemoryLock>,
     Arc<MemoryQueue>,
     LogEscalator,
-    LocalBudget,
+    Arc<LocalBudget>,
     SystemClock,
     FixedSwitch,
 >;
@@ -116,9 +120,28 @@ fn account(log: &[LoggedRequest]) -> (usize, usize) {
     (log.len(), log.iter().map(|r| r.response.to_string().len()).sum())
 }
 
-fn worker(sim: &ArgoSim, o: &Options, store: &Arc<MemoryIncidentStore>, dedupe: &Arc<MemoryDedupe>, lock: &Arc<MemoryLock>, queue: &Arc<MemoryQueue>) -> anyhow::Result<StormWorker> {
-    let share = (o.refresh_per_minute / o.workers.max(1)).max(1);
+/// Each worker's budget: its static share of the instance's rates (as `LambdaEnv::worker_budget`
+/// gives on Lambda), or with `--shared-budget` the instance's rates for all.
+fn budget(o: &Options, shares: u32) -> Arc<LocalBudget> {
+    let share = |per_minute: u32| (per_minute / shares.max(1)).max(1);
     let defaults = BudgetRates::default();
+    Arc::new(LocalBudget::new(BudgetRates {
+        refresh_per_minute: share(o.refresh_per_minute),
+        hard_refresh_per_minute: share(defaults.hard_refresh_per_minute),
+        sync_per_minute: share(defaults.sync_per_minute),
+        // As on Lambda: a step waits 2 s at most for a token, then defers.
+        max_wait: Duration::from_secs(2),
+    }))
+}
+
+fn worker(
+    sim: &ArgoSim,
+    budget: Arc<LocalBudget>,
+    store: &Arc<MemoryIncidentStore>,
+    dedupe: &Arc<MemoryDedupe>,
+    lock: &Arc<MemoryLock>,
+    queue: &Arc<MemoryQueue>,
+) -> anyhow::Result<StormWorker> {
     Ok(Worker {
         config: WorkerConfig::default(),
         argo: client(sim)?,
@@ -127,13 +150,7 @@ fn worker(sim: &ArgoSim, o: &Options, store: &Arc<MemoryIncidentStore>, dedupe: 
         lock: lock.clone(),
         queue: queue.clone(),
         escalator: LogEscalator::forgetful(),
-        // As on Lambda (LambdaEnv::worker_budget): each worker its share, a 2 s wait at most.
-        budget: LocalBudget::new(BudgetRates {
-            refresh_per_minute: share,
-            hard_refresh_per_minute: (defaults.hard_refresh_per_minute / o.workers.max(1)).max(1),
-            sync_per_minute: (defaults.sync_per_minute / o.workers.max(1)).max(1),
-            max_wait: Duration::from_secs(2),
-        }),
+        budget,
         clock: SystemClock,
         policy: DecisionPolicy::new(PolicyConfig::default()),
         metrics: Metrics::quiet("storm"),
@@ -165,7 +182,8 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     // Argo Medic: ingest every delivery, drain with the workers, then sweep.
     let (sim, _) = fleet_sim(&o).await?;
     let queue = Arc::new(MemoryQueue::default());
-    let (store, dedupe, lock) = (Arc::new(MemoryIncidentStore::default()), Arc::new(MemoryDedupe::default()), Arc::new(MemoryLock::default()));
+    let (store, dedupe, lock) =
+        (Arc::new(MemoryIncidentStore::default()), Arc::new(MemoryDedupe::default()), Arc::new(MemoryLock::default()));
     let ingest = Ingest {
         config: IngestConfig::default(),
         secrets: WebhookSecrets::new(SECRET, None),
@@ -180,7 +198,10 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     for body in &deliveries {
         rejected += usize::from(ingest.handle(request(body.clone())).await.status() != 202);
     }
-    let workers: Vec<StormWorker> = (0..o.workers.max(1)).map(|_| worker(&sim, &o, &store, &dedupe, &lock, &queue)).collect::<anyhow::Result<_>>()?;
+    let shared = budget(&o, 1);
+    let workers: Vec<StormWorker> = (0..o.workers.max(1))
+        .map(|_| worker(&sim, if o.shared_budget { shared.clone() } else { budget(&o, o.workers) }, &store, &dedupe, &lock, &queue))
+        .collect::<anyhow::Result<_>>()?;
     let started = Instant::now();
     let (mut invocations, mut failures, mut next_id) = (0usize, 0usize, 0usize);
     loop {
@@ -214,7 +235,8 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         });
         for (items, ids, response) in futures::future::join_all(runs.collect::<Vec<_>>()).await {
             invocations += 1;
-            let failed: Vec<String> = response.map(|r| r.batch_item_failures.into_iter().map(|f| f.item_identifier).collect()).unwrap_or(ids.clone());
+            let failed: Vec<String> =
+                response.map(|r| r.batch_item_failures.into_iter().map(|f| f.item_identifier).collect()).unwrap_or(ids.clone());
             for (item, id) in items.iter().zip(&ids) {
                 if failed.contains(id) {
                     // The visibility timeout: SQS hands a failed message out again later.
@@ -251,13 +273,14 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     let per_app = app_calls.len() as f64 / o.stale.max(1) as f64;
     let bound = o.stale as f64 * 60.0 / f64::from(o.refresh_per_minute.max(1));
     println!(
-        "storm: {} apps, {} stale, {} deliveries ({} each, shuffled, {rejected} rejected), {} workers, refresh budget {}/min",
+        "storm: {} apps, {} stale, {} deliveries ({} each, shuffled, {rejected} rejected), {} workers, refresh budget {}/min ({})",
         o.apps,
         o.stale,
         deliveries.len(),
         o.copies,
         o.workers,
-        o.refresh_per_minute
+        o.refresh_per_minute,
+        if o.shared_budget { "one budget shared by the workers" } else { "each worker its share" }
     );
     println!(
         "argo medic: {calls} calls ({} to apps), {bytes} bytes; {invocations} invocations, {failures} failed messages; drained in {drain_secs:.1} s; the sweep after listed {} and looked at {}",
