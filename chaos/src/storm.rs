@@ -120,18 +120,15 @@ fn account(log: &[LoggedRequest]) -> (usize, usize) {
     (log.len(), log.iter().map(|r| r.response.to_string().len()).sum())
 }
 
-/// Each worker's budget: its static share of the instance's rates (as `LambdaEnv::worker_budget`
-/// gives on Lambda), or with `--shared-budget` the instance's rates for all.
-fn budget(o: &Options, shares: u32) -> Arc<LocalBudget> {
-    let share = |per_minute: u32| (per_minute / shares.max(1)).max(1);
-    let defaults = BudgetRates::default();
-    Arc::new(LocalBudget::new(BudgetRates {
-        refresh_per_minute: share(o.refresh_per_minute),
-        hard_refresh_per_minute: share(defaults.hard_refresh_per_minute),
-        sync_per_minute: share(defaults.sync_per_minute),
-        // As on Lambda: a step waits 2 s at most for a token, then defers.
-        max_wait: Duration::from_secs(2),
-    }))
+/// Each worker's budget as the functions give it (`LambdaEnv::worker_budget`): its share of the
+/// instance's rates and a batch's wait; with `--shared-budget` the instance's rates for all.
+fn budget(o: &Options, shared: bool) -> Arc<LocalBudget> {
+    let instance = BudgetRates { refresh_per_minute: o.refresh_per_minute, ..BudgetRates::default() };
+    let (timeout, batch) = (Duration::from_secs(60), medic_adapters::lambda_env::WORKER_BATCH_SIZE);
+    // Shared: one bucket for every worker's batch at once.
+    let rates =
+        if shared { instance.worker_share(1, batch * o.workers.max(1), timeout) } else { instance.worker_share(o.workers, batch, timeout) };
+    Arc::new(LocalBudget::new(rates))
 }
 
 fn worker(
@@ -198,9 +195,9 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     for body in &deliveries {
         rejected += usize::from(ingest.handle(request(body.clone())).await.status() != 202);
     }
-    let shared = budget(&o, 1);
+    let shared = budget(&o, true);
     let workers: Vec<StormWorker> = (0..o.workers.max(1))
-        .map(|_| worker(&sim, if o.shared_budget { shared.clone() } else { budget(&o, o.workers) }, &store, &dedupe, &lock, &queue))
+        .map(|_| worker(&sim, if o.shared_budget { shared.clone() } else { budget(&o, false) }, &store, &dedupe, &lock, &queue))
         .collect::<anyhow::Result<_>>()?;
     let started = Instant::now();
     let (mut invocations, mut failures, mut next_id) = (0usize, 0usize, 0usize);

@@ -26,6 +26,27 @@ impl Default for BudgetRates {
     }
 }
 
+impl BudgetRates {
+    /// One worker's budget when at most `workers` run at once: its share of every rate (together
+    /// they never exceed the instance's), and a wait long enough for a whole batch of `batch`
+    /// steps to take their refresh at that share (at most a sixth of the function's `timeout`,
+    /// at least `max_wait`). A step that gives up waiting is re-enqueued and reads its app again
+    /// when it comes back: with the 2 s wait, the storm benchmark (docs/benchmarks.md) measured
+    /// one such extra read for every third stale app. Waiting a few seconds inside the invocation
+    /// costs less than those reads.
+    pub fn worker_share(&self, workers: u32, batch: u32, timeout: Duration) -> BudgetRates {
+        let share = |per_minute: u32| (per_minute / workers.max(1)).max(1);
+        let refresh = share(self.refresh_per_minute);
+        let batch_wait = Duration::from_millis(u64::from(batch) * 60_000 / u64::from(refresh)) + Duration::from_secs(1);
+        BudgetRates {
+            refresh_per_minute: refresh,
+            hard_refresh_per_minute: share(self.hard_refresh_per_minute),
+            sync_per_minute: share(self.sync_per_minute),
+            max_wait: batch_wait.min(timeout / 6).max(self.max_wait),
+        }
+    }
+}
+
 type Bucket = RateLimiter<NotKeyed, InMemoryState, DefaultClock>;
 
 /// Token buckets in this process.
@@ -97,5 +118,18 @@ mod tests {
         assert!(budget.acquire(BudgetKind::Refresh).await.is_ok());
         assert!(budget.acquire(BudgetKind::Refresh).await.is_ok());
         assert!(budget.acquire(BudgetKind::Refresh).await.is_err());
+    }
+
+    #[test]
+    fn a_worker_gets_its_share_and_waits_for_a_batch_within_its_timeout() {
+        let instance =
+            BudgetRates { refresh_per_minute: 300, hard_refresh_per_minute: 10, sync_per_minute: 30, max_wait: Duration::from_secs(2) };
+        let w = instance.worker_share(2, 10, Duration::from_secs(60));
+        assert_eq!((w.refresh_per_minute, w.hard_refresh_per_minute, w.sync_per_minute), (150, 5, 15));
+        assert_eq!(w.max_wait, Duration::from_secs(5), "10 refreshes at 2.5 a second, and a second of slack");
+        let tight = instance.worker_share(2, 10, Duration::from_secs(12));
+        assert_eq!(tight.max_wait, Duration::from_secs(2), "never past a sixth of the timeout, never under the instance's wait");
+        let fast = BudgetRates { refresh_per_minute: 60_000, ..instance }.worker_share(2, 10, Duration::from_secs(60));
+        assert_eq!(fast.max_wait, Duration::from_secs(2));
     }
 }

@@ -299,19 +299,16 @@ impl LambdaEnv {
         DynamoDbStore::new(self.dynamodb_client(), self.table.clone(), self.instance_id.clone())
     }
 
-    /// This worker's share of the instance's budgets: the event source runs at most
-    /// `MEDIC_WORKER_MAX_CONCURRENCY` workers at once, so each gets that fraction, and together
-    /// they never exceed the instance's rates.
+    /// This worker's share of the instance's budgets ([`BudgetRates::worker_share`]): the event
+    /// source runs at most `MEDIC_WORKER_MAX_CONCURRENCY` workers at once, so each gets that
+    /// fraction, and together they never exceed the instance's rates.
     pub fn worker_budget(&self) -> LocalBudget {
-        let share = |per_minute: u32| (per_minute / self.worker_max_concurrency).max(1);
-        LocalBudget::new(BudgetRates {
-            refresh_per_minute: share(self.rates.refresh_per_minute),
-            hard_refresh_per_minute: share(self.rates.hard_refresh_per_minute),
-            sync_per_minute: share(self.rates.sync_per_minute),
-            max_wait: self.rates.max_wait,
-        })
+        LocalBudget::new(self.rates.worker_share(self.worker_max_concurrency, WORKER_BATCH_SIZE, self.function_timeout))
     }
 }
+
+/// The event source mapping's `BatchSize` (template.yaml): messages one worker invocation handles.
+pub const WORKER_BATCH_SIZE: u32 = 10;
 
 #[cfg(test)]
 mod tests {
