@@ -43,9 +43,13 @@ pub struct Options {
     /// Deliveries of each notification.
     #[arg(long, default_value_t = 4)]
     pub copies: usize,
-    /// Worker invocations at once (the event source's maximum concurrency).
+    /// The event source's maximum concurrency: each worker's budget is `rate / workers`.
     #[arg(long, default_value_t = 2)]
     pub workers: u32,
+    /// Worker invocations actually running at once (default: `--workers`); fewer than the
+    /// maximum shows what the static split of the budget leaves unused.
+    #[arg(long)]
+    pub running: Option<u32>,
     /// The instance's refresh budget; each worker gets `rate / workers`.
     #[arg(long, default_value_t = BudgetRates::default().refresh_per_minute)]
     pub refresh_per_minute: u32,
@@ -196,7 +200,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         rejected += usize::from(ingest.handle(request(body.clone())).await.status() != 202);
     }
     let shared = budget(&o, true);
-    let workers: Vec<StormWorker> = (0..o.workers.max(1))
+    let workers: Vec<StormWorker> = (0..o.running.unwrap_or(o.workers).max(1))
         .map(|_| worker(&sim, if o.shared_budget { shared.clone() } else { budget(&o, false) }, &store, &dedupe, &lock, &queue))
         .collect::<anyhow::Result<_>>()?;
     let started = Instant::now();
@@ -270,11 +274,12 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     let per_app = app_calls.len() as f64 / o.stale.max(1) as f64;
     let bound = o.stale as f64 * 60.0 / f64::from(o.refresh_per_minute.max(1));
     println!(
-        "storm: {} apps, {} stale, {} deliveries ({} each, shuffled, {rejected} rejected), {} workers, refresh budget {}/min ({})",
+        "storm: {} apps, {} stale, {} deliveries ({} each, shuffled, {rejected} rejected), {} of at most {} workers running, refresh budget {}/min ({})",
         o.apps,
         o.stale,
         deliveries.len(),
         o.copies,
+        o.running.unwrap_or(o.workers),
         o.workers,
         o.refresh_per_minute,
         if o.shared_budget { "one budget shared by the workers" } else { "each worker its share" }
