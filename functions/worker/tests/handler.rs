@@ -23,7 +23,7 @@ type TwinWorker =
     Worker<HttpArgoClient, MemoryIncidentStore, MemoryDedupe, MemoryLock, MemoryQueue, LogEscalator, LocalBudget, SystemClock, FixedSwitch>;
 
 fn events_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../events")
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).join("../../events")
 }
 
 async fn sim() -> ArgoSim {
