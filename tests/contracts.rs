@@ -1,6 +1,7 @@
 //! One contract per port, run against every implementation of it: the in-memory twins `medic
-//! serve` and the handler tests use, the CLI's SQLite store, and the adapters on DynamoDB and SQS
-//! (moto_server on 127.0.0.1). A twin that drifts from its production adapter would make every test
+//! serve` and the handler tests use, the CLI's SQLite store, the adapters on DynamoDB and SQS
+//! (moto_server on 127.0.0.1), and the Slack escalator against the Slack simulator. ArgoApi has one
+//! implementation, held to Argo CD's own spec (tests/argo.rs, the swagger checks). A twin that drifts from its production adapter would make every test
 //! built on it prove the wrong thing; these keep them saying the same.
 //!
 //! Leases and expiries are real (whole seconds, as DynamoDB keeps them); nothing here sets a
@@ -310,4 +311,57 @@ async fn ledger_contract<S: IncidentStore + medic_core::ports::IncidentLedger>(s
 async fn both_incident_ledgers_keep_the_same_contract() {
     ledger_contract(&SqliteIncidentStore::in_memory().unwrap(), "sqlite").await;
     ledger_contract(&dynamodb().await, "dynamodb").await;
+}
+
+// --- Escalator -------------------------------------------------------------------------------
+
+/// What every escalator does alike: it takes an escalation, an alert and a resolution without
+/// error, resolving an app with nothing open is a no-op, and no id it did not hand out stands for
+/// a human action. (Posting once per incident is the Slack escalator's own contract,
+/// tests/slack.rs; the log escalator writes a line per call.)
+async fn escalator_contract<E: medic_core::ports::Escalator>(escalator: &E, label: &str) {
+    use crate::support::slack::{escalation_of, sample_app};
+    let app = sample_app("hook-failed.json");
+    let d = escalation_of(&app);
+    escalator.escalate(&app, &d).await.unwrap_or_else(|e| panic!("{label}: {e}"));
+    escalator.alert("contract: a problem of the service itself").await.unwrap_or_else(|e| panic!("{label}: {e}"));
+    escalator
+        .resolve(&AppId::new("argocd", "never-escalated"), &Decision::gone(&AppId::new("argocd", "never-escalated"), Utc::now()))
+        .await
+        .unwrap();
+    escalator.resolve(&app.id(), &Decision::gone(&app.id(), Utc::now())).await.unwrap_or_else(|e| panic!("{label}: {e}"));
+    assert_eq!(escalator.human_action("amact-00000000000000000000").await.unwrap(), None, "{label}: an id never handed out");
+}
+
+#[tokio::test]
+async fn every_escalator_keeps_the_same_contract() {
+    use crate::support::slack::{settings, slack_escalator};
+    escalator_contract(&medic_adapters::memory::LogEscalator::default(), "log").await;
+    let slack = medic_sim::SlackSim::start(medic_sim::SlackSimConfig::default()).await.unwrap();
+    let memory = slack_escalator(&slack, settings(&slack), MemoryEscalationStore::default());
+    escalator_contract(&memory, "slack on the memory store").await;
+    let (ddb, table) = table().await;
+    let dynamo = slack_escalator(&slack, settings(&slack), DynamoDbEscalationStore::new(ddb, table, "contract"));
+    escalator_contract(&dynamo, "slack on DynamoDB").await;
+    escalator_contract(
+        &medic_adapters::slack::AnyEscalator::Slack(Box::new(slack_escalator(&slack, settings(&slack), MemoryEscalationStore::default()))),
+        "any",
+    )
+    .await;
+}
+
+// --- Switch ----------------------------------------------------------------------------------
+
+/// A switch nobody flipped acts, and has nothing to tell a person.
+async fn switch_contract<W: medic_core::switch::Switch>(switch: &W, label: &str) {
+    assert_eq!(switch.mode().await, medic_core::switch::Mode::Act, "{label}");
+    assert_eq!(switch.take_alert(), None, "{label}");
+}
+
+#[tokio::test]
+async fn every_switch_keeps_the_same_contract() {
+    use medic_adapters::switch::{CachedSwitch, MemorySwitchStore};
+    switch_contract(&medic_core::switch::FixedSwitch::default(), "fixed").await;
+    switch_contract(&CachedSwitch::new(MemorySwitchStore::default(), medic_adapters::memory::SystemClock), "cached, memory").await;
+    switch_contract(&CachedSwitch::new(dynamodb().await, medic_adapters::memory::SystemClock), "cached, DynamoDB").await;
 }
