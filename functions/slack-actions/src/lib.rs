@@ -168,9 +168,11 @@ pub enum ActionsInitError {
 impl LambdaSlackActions {
     /// Builds slack-actions from the function's settings (what `main` runs; tests build it the same way).
     pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, ActionsInitError> {
+        // The secrets at once: each is a Secrets Manager round trip of the cold start.
+        let (work_item_key, signing_secret) = tokio::try_join!(env.work_item_key(), env.slack_signing_secret())?;
         Ok(SlackActions {
-            config: ActionsConfig { work_item_key: Some(env.work_item_key().await?), ..ActionsConfig::default() },
-            secret: SigningSecret::from_secret(&env.slack_signing_secret().await?)?,
+            config: ActionsConfig { work_item_key: Some(work_item_key), ..ActionsConfig::default() },
+            secret: SigningSecret::from_secret(&signing_secret)?,
             allow: AllowList::from_json(env.slack_allowed_users.as_deref().unwrap_or("{}"))?,
             queue: env.queue(),
             dedupe: env.store(),

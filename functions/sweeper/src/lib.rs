@@ -59,17 +59,19 @@ pub type LambdaSweeper = Sweeper<
 impl LambdaSweeper {
     /// Builds the sweeper from the function's settings (what `main` runs; tests build it the same way).
     pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, medic_adapters::lambda_env::EnvError> {
+        // The Argo CD and Slack tokens at once: each is a Secrets Manager round trip of the cold start.
+        let (argo, escalator) = tokio::try_join!(env.argo_client(), env.escalator())?;
         Ok(Sweeper {
             config: SweeperConfig {
                 scope: SweepScope { projects: env.policy.projects.clone(), selector: env.policy.selector.clone(), ..SweepScope::default() },
                 recheck_interval: Duration::from_secs(env.recheck_secs),
                 probe_canaries: !env.dry_run && !env.kill_switch,
             },
-            argo: env.argo_client().await?,
+            argo,
             store: env.store(),
             dedupe: env.store(),
             queue: env.queue(),
-            escalator: env.escalator().await?,
+            escalator,
             clock: medic_adapters::memory::SystemClock,
             metrics: Metrics::new(&env.instance_id),
         })

@@ -133,7 +133,9 @@ pub type LambdaWorker = Worker<
 impl LambdaWorker {
     /// Builds the worker from the function's settings (what `main` runs; tests build it the same way).
     pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, medic_adapters::lambda_env::EnvError> {
-        let argo = env.argo_client().await?;
+        // The secrets at once (the Argo CD token, the work-item key, the Slack token): each is a
+        // Secrets Manager round trip of the cold start.
+        let (argo, work_item_key, escalator) = tokio::try_join!(env.argo_client(), env.work_item_key(), env.escalator())?;
         // Rules that differ between Argo CD versions read it from the policy; when the call fails
         // the version stays unknown and those rules assume the oldest behaviour.
         let mut policy = env.policy.clone();
@@ -147,7 +149,7 @@ impl LambdaWorker {
             config: WorkerConfig {
                 dry_run: env.dry_run,
                 kill_switch: env.kill_switch,
-                work_item_key: Some(env.work_item_key().await?),
+                work_item_key: Some(work_item_key),
                 max_receive_count: env.max_receive_count,
                 ..WorkerConfig::for_timeout(env.function_timeout)
             },
@@ -156,7 +158,7 @@ impl LambdaWorker {
             dedupe: env.store(),
             lock: env.store(),
             queue: env.queue(),
-            escalator: env.escalator().await?,
+            escalator,
             budget: env.worker_budget(),
             clock: medic_adapters::memory::SystemClock,
             policy: DecisionPolicy::new(policy),
