@@ -119,7 +119,7 @@ fn request(body: String) -> lambda_http::Request {
         .expect("a valid request")
 }
 
-/// Calls to one app's path and the JSON bytes of their answers, from a simulator's log.
+/// The calls in a simulator's log and the JSON bytes of their answers.
 fn account(log: &[LoggedRequest]) -> (usize, usize) {
     (log.len(), log.iter().map(|r| r.response.to_string().len()).sum())
 }

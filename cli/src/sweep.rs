@@ -98,15 +98,12 @@ where
     let open: BTreeSet<medic_core::AppId> = r.store.open_incidents().await?.into_iter().collect();
     let plan = plan(&listed, &open, &opts.scope);
     let trigger = Trigger::sweep();
-    // The canaries are probed, not put through the per-app ladder: a refresh each, no incident,
-    // no escalation of their own (the cause has one alert).
-    let canaries: BTreeSet<medic_core::AppId> = plan.causes.iter().flat_map(|c| c.canaries().iter().cloned()).collect();
     let mut outages = Vec::new();
     let mut waves: Vec<(usize, Vec<AppRef>)> = Vec::new();
     let mut results: Vec<(AppRef, Result<StepReport, StepError>)> = Vec::new();
     for cause in &plan.causes {
         if !r.dry_run {
-            r.escalator.alert(&alerts::outage(cause, wave_eta_secs(cause, opts))).await.ok();
+            r.escalator.alert(&alerts::outage(cause, cause.wave_secs(opts.refresh_per_minute))).await.ok();
         }
         let (probed, healed) = probe(r, &listed, cause, &trigger, &mut results).await;
         outages.push(OutageReport {
@@ -122,7 +119,9 @@ where
             waves.push((outages.len() - 1, wave(&listed, cause)));
         }
     }
-    let candidates: Vec<AppRef> = plan.looks().filter(|a| !canaries.contains(&a.id())).cloned().collect();
+    // The canaries are probed, not put through the per-app ladder: a refresh each, no incident,
+    // no escalation of their own (the cause has one alert).
+    let candidates: Vec<AppRef> = plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).cloned().collect();
     let total = candidates.len() + waves.iter().map(|(_, w)| w.len()).sum::<usize>();
     let done = std::sync::atomic::AtomicUsize::new(0);
     let (trigger, done, progress) = (&trigger, &done, &progress);
@@ -223,11 +222,6 @@ where
         }
     }
     (probed, healed)
-}
-
-/// Seconds the recovery wave of `cause` takes at the refresh budget (for the alert's estimate).
-fn wave_eta_secs(cause: &FleetCause, opts: &SweepOptions) -> u64 {
-    (cause.wave().len() as u64 * 60).div_ceil(u64::from(opts.refresh_per_minute.max(1)))
 }
 
 /// A rejected token stops the sweep and raises exactly one alert: every further call would fail.

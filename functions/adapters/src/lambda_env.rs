@@ -327,6 +327,14 @@ mod tests {
         }
     }
 
+    /// The worker's budget assumes the event source's batch: the two must not drift apart.
+    #[test]
+    fn the_worker_batch_size_is_the_template_s() {
+        let template = include_str!("../../../template.yaml");
+        let sizes: Vec<&str> = template.lines().filter_map(|l| l.trim().strip_prefix("BatchSize:")).map(str::trim).collect();
+        assert_eq!(sizes, [WORKER_BATCH_SIZE.to_string()], "template.yaml's BatchSize");
+    }
+
     static VALUE: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
 
     fn plaintext_is(name: &str) -> Option<String> {

@@ -152,6 +152,11 @@ impl FleetCause {
     pub fn covers(&self, app: &AppId) -> bool {
         self.apps.contains(app)
     }
+
+    /// Seconds the recovery wave takes at `refresh_per_minute` (the estimate the alert gives).
+    pub fn wave_secs(&self, refresh_per_minute: u32) -> u64 {
+        (self.wave().len() as u64 * 60).div_ceil(u64::from(refresh_per_minute.max(1)))
+    }
 }
 
 /// The priority an app's owners gave it ([`PRIORITY_KEY`], annotation before label), 0 when unset

@@ -27,11 +27,18 @@ pub struct SweeperConfig {
     /// Refresh the canaries of a fleet outage (off in a dry run or with the kill switch: the
     /// sweeper then changes nothing in Argo CD, and a wave waits for the outage to clear in the list).
     pub probe_canaries: bool,
+    /// The instance's refresh rate: the recovery wave's estimate in a cause's alert.
+    pub refresh_per_minute: u32,
 }
 
 impl Default for SweeperConfig {
     fn default() -> Self {
-        Self { scope: SweepScope::default(), recheck_interval: Duration::from_secs(900), probe_canaries: true }
+        Self {
+            scope: SweepScope::default(),
+            recheck_interval: Duration::from_secs(900),
+            probe_canaries: true,
+            refresh_per_minute: medic_adapters::budget::BudgetRates::default().refresh_per_minute,
+        }
     }
 }
 
@@ -66,6 +73,7 @@ impl LambdaSweeper {
                 scope: SweepScope { projects: env.policy.projects.clone(), selector: env.policy.selector.clone(), ..SweepScope::default() },
                 recheck_interval: Duration::from_secs(env.recheck_secs),
                 probe_canaries: !env.dry_run && !env.kill_switch,
+                refresh_per_minute: env.rates.refresh_per_minute,
             },
             argo,
             store: env.store(),
@@ -159,26 +167,33 @@ where
             held: plan.held,
             ..SweepRun::default()
         };
-        let canaries: BTreeSet<AppId> = plan.causes.iter().flat_map(|c| c.canaries().iter().cloned()).collect();
+        // The canaries are probed here, not enqueued.
         let mut looks: Vec<(AppRef, Trigger)> =
-            plan.looks().filter(|a| !canaries.contains(&a.id())).map(|a| (a.clone(), trigger.clone())).collect();
+            plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).map(|a| (a.clone(), trigger.clone())).collect();
         for cause in &plan.causes {
             self.metrics.count("Outages", None, 1.0);
             let key = format!("alert-outage-{}-{window}", cause.scope.key());
-            alerts::once(&self.dedupe, &self.escalator, &key, self.config.recheck_interval, &alerts::outage(cause, 0), WhenUnsure::Skip)
-                .await;
+            alerts::once(
+                &self.dedupe,
+                &self.escalator,
+                &key,
+                self.config.recheck_interval,
+                &alerts::outage(cause, cause.wave_secs(self.config.refresh_per_minute)),
+                WhenUnsure::Skip,
+            )
+            .await;
             let (probed, healed) = self.probe(&listed, cause).await;
             (run.probed, run.healed) = (run.probed + probed, run.healed + healed);
             // The hold the workers read: a notification of a covered app is left to the cause
             // while it lasts. Kept for two windows, so one missed sweep does not lift it.
             let hold = medic_core::keys::fleet_hold_marker(&cause.scope.key());
-            if healed > 0 {
-                self.dedupe.forget(&hold).await.ok();
-            } else if let Err(e) = self.dedupe.first_sighting(&hold, self.config.recheck_interval * 2).await {
-                tracing::warn!(cause = %cause.scope, error = %e, "could not mark the fleet hold; workers will act on its apps");
-            }
-            if healed > 0 {
+            if healed == 0 {
+                if let Err(e) = self.dedupe.first_sighting(&hold, self.config.recheck_interval * 2).await {
+                    tracing::warn!(cause = %cause.scope, error = %e, "could not mark the fleet hold; workers will act on its apps");
+                }
+            } else {
                 // The cause is over: its apps go to the workers in priority order, paced by their budgets.
+                self.dedupe.forget(&hold).await.ok();
                 let wave = medic_core::sweep::wave(&listed, cause);
                 run.released += wave.len();
                 looks.extend(wave.into_iter().map(|a| (a, Trigger::recovery())));
