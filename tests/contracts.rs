@@ -285,6 +285,34 @@ async fn both_switch_stores_keep_the_same_contract() {
     switch_store_contract(&dynamodb().await, "dynamodb").await;
 }
 
+// --- BucketStore -----------------------------------------------------------------------------
+
+/// Absent until written; a write lands only on the version it read, so of two workers that read
+/// the same bucket one wins and the other reads again; the budgets are separate buckets.
+async fn bucket_store_contract<S: medic_core::ports::BucketStore>(store: &S, label: &str) {
+    use medic_core::ports::{BucketState, BudgetKind};
+    let first = BucketState { milli_tokens: 25_000, at_ms: 1_764_000_000_000, version: 1 };
+    assert_eq!(store.read_bucket(BudgetKind::Refresh).await.unwrap(), None, "{label}: never written");
+    assert!(store.replace_bucket(BudgetKind::Refresh, None, &first).await.unwrap(), "{label}: the first write");
+    assert!(!store.replace_bucket(BudgetKind::Refresh, None, &first).await.unwrap(), "{label}: no second first write");
+    assert_eq!(store.read_bucket(BudgetKind::Refresh).await.unwrap(), Some(first), "{label}");
+
+    let mine = BucketState { milli_tokens: 20_000, at_ms: first.at_ms + 10, version: 2 };
+    let theirs = BucketState { milli_tokens: 15_000, at_ms: first.at_ms + 12, version: 2 };
+    assert!(store.replace_bucket(BudgetKind::Refresh, Some(&first), &mine).await.unwrap(), "{label}");
+    assert!(!store.replace_bucket(BudgetKind::Refresh, Some(&first), &theirs).await.unwrap(), "{label}: a stale read loses");
+    assert_eq!(store.read_bucket(BudgetKind::Refresh).await.unwrap(), Some(mine), "{label}: the winner's write stands");
+
+    assert_eq!(store.read_bucket(BudgetKind::HardRefresh).await.unwrap(), None, "{label}: one bucket per budget");
+    assert!(!store.replace_bucket(BudgetKind::Sync, Some(&first), &mine).await.unwrap(), "{label}: a read of a bucket that is not there");
+}
+
+#[tokio::test]
+async fn both_bucket_stores_keep_the_same_compare_and_set_contract() {
+    bucket_store_contract(&medic_adapters::memory::MemoryBuckets::default(), "memory").await;
+    bucket_store_contract(&dynamodb().await, "dynamodb").await;
+}
+
 // --- IncidentLedger --------------------------------------------------------------------------
 
 /// An incident is listed open from its first claim, with its attempts; once closed it is listed

@@ -4,9 +4,10 @@
 //! Progressing, not reconciled for two hours; a refresh heals them). argocd-notifications reports
 //! each one `--copies` times, in a shuffled order (its at-most-once send retried by a proxy, two
 //! controllers, a replayed queue). The real ingest handler takes every delivery onto an in-memory
-//! queue; `--workers` real worker handlers drain it in batches of ten, each with its share of the
-//! instance's budgets as on Lambda (`rate / max concurrency`); a failed message comes back after a
-//! visibility delay. The real sweeper runs last and finds what is left.
+//! queue; `--workers` real worker handlers drain it in batches of ten, drawing on the instance's
+//! budgets as on Lambda (token buckets shared by the workers, `SharedBudget`; or with
+//! `--static-split`, each worker `rate / max concurrency`, as before); a failed message comes back
+//! after a visibility delay. The real sweeper runs last and finds what is left.
 //!
 //! Beside it, on a fresh simulator holding the same fleet, the cron script of the stale-at-scale
 //! document: list every app, read every app again, refresh the stale ones. Both are counted from
@@ -21,9 +22,9 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use chrono::Utc;
 use medic_adapters::argocd::HttpArgoClient;
-use medic_adapters::budget::{BudgetRates, LocalBudget};
+use medic_adapters::budget::{BudgetRates, LocalBudget, SharedBudget};
 use medic_adapters::config::ArgoSettings;
-use medic_adapters::memory::{LogEscalator, MemoryDedupe, MemoryIncidentStore, MemoryLock, MemoryQueue, SystemClock};
+use medic_adapters::memory::{LogEscalator, MemoryBuckets, MemoryDedupe, MemoryIncidentStore, MemoryLock, MemoryQueue, SystemClock};
 use medic_adapters::telemetry::Metrics;
 use medic_core::switch::FixedSwitch;
 use medic_core::{DecisionPolicy, PolicyConfig};
@@ -43,22 +44,22 @@ pub struct Options {
     /// Deliveries of each notification.
     #[arg(long, default_value_t = 4)]
     pub copies: usize,
-    /// The event source's maximum concurrency: each worker's budget is `rate / workers`.
+    /// The event source's maximum concurrency.
     #[arg(long, default_value_t = 2)]
     pub workers: u32,
     /// Worker invocations actually running at once (default: `--workers`); fewer than the
-    /// maximum shows what the static split of the budget leaves unused.
+    /// maximum shows what a static split of the budget would leave unused.
     #[arg(long)]
     pub running: Option<u32>,
-    /// The instance's refresh budget; each worker gets `rate / workers`.
+    /// The instance's refresh budget.
     #[arg(long, default_value_t = BudgetRates::default().refresh_per_minute)]
     pub refresh_per_minute: u32,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// One budget shared by every worker, as a shared limiter would give, instead of each worker's
-    /// static share (what the functions do today).
+    /// Each worker its static share of the budget (`rate / workers`), as the functions did before
+    /// the shared buckets.
     #[arg(long)]
-    pub shared_budget: bool,
+    pub static_split: bool,
 }
 
 const SECRET: &str = "storm-webhook-secret-not-for-production";
@@ -70,7 +71,7 @@ type StormWorker = Worker<
     Arc<MemoryLock>,
     Arc<MemoryQueue>,
     LogEscalator,
-    Arc<LocalBudget>,
+    StormBudget,
     SystemClock,
     FixedSwitch,
 >;
@@ -124,20 +125,36 @@ fn account(log: &[LoggedRequest]) -> (usize, usize) {
     (log.len(), log.iter().map(|r| r.response.to_string().len()).sum())
 }
 
-/// Each worker's budget as the functions give it (`LambdaEnv::worker_budget`): its share of the
-/// instance's rates and a batch's wait; with `--shared-budget` the instance's rates for all.
-fn budget(o: &Options, shared: bool) -> Arc<LocalBudget> {
+/// A worker's budget: the functions' (shared buckets) or the static split they had before.
+enum StormBudget {
+    Shared(SharedBudget<Arc<MemoryBuckets>>),
+    Split(LocalBudget),
+}
+
+impl medic_core::ports::Budget for StormBudget {
+    async fn acquire(&self, kind: medic_core::ports::BudgetKind) -> Result<(), medic_core::ports::BudgetExhausted> {
+        match self {
+            StormBudget::Shared(b) => b.acquire(kind).await,
+            StormBudget::Split(b) => b.acquire(kind).await,
+        }
+    }
+}
+
+/// Each worker's budget as `LambdaEnv::worker_budget` builds it: the instance's rates in buckets
+/// every worker shares, with its share's wait; or with `--static-split` its share alone.
+fn budget(o: &Options, buckets: &Arc<MemoryBuckets>) -> StormBudget {
     let instance = BudgetRates { refresh_per_minute: o.refresh_per_minute, ..BudgetRates::default() };
-    let (timeout, batch) = (Duration::from_secs(60), medic_adapters::lambda_env::WORKER_BATCH_SIZE);
-    // Shared: one bucket for every worker's batch at once.
-    let rates =
-        if shared { instance.worker_share(1, batch * o.workers.max(1), timeout) } else { instance.worker_share(o.workers, batch, timeout) };
-    Arc::new(LocalBudget::new(rates))
+    let share = instance.worker_share(o.workers, medic_adapters::lambda_env::WORKER_BATCH_SIZE, Duration::from_secs(60));
+    if o.static_split {
+        StormBudget::Split(LocalBudget::new(share))
+    } else {
+        StormBudget::Shared(SharedBudget::new(buckets.clone(), instance, share))
+    }
 }
 
 fn worker(
     sim: &ArgoSim,
-    budget: Arc<LocalBudget>,
+    budget: StormBudget,
     store: &Arc<MemoryIncidentStore>,
     dedupe: &Arc<MemoryDedupe>,
     lock: &Arc<MemoryLock>,
@@ -199,9 +216,9 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     for body in &deliveries {
         rejected += usize::from(ingest.handle(request(body.clone())).await.status() != 202);
     }
-    let shared = budget(&o, true);
+    let buckets = Arc::new(MemoryBuckets::default());
     let workers: Vec<StormWorker> = (0..o.running.unwrap_or(o.workers).max(1))
-        .map(|_| worker(&sim, if o.shared_budget { shared.clone() } else { budget(&o, false) }, &store, &dedupe, &lock, &queue))
+        .map(|_| worker(&sim, budget(&o, &buckets), &store, &dedupe, &lock, &queue))
         .collect::<anyhow::Result<_>>()?;
     let started = Instant::now();
     let (mut invocations, mut failures, mut next_id) = (0usize, 0usize, 0usize);
@@ -282,7 +299,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         o.running.unwrap_or(o.workers),
         o.workers,
         o.refresh_per_minute,
-        if o.shared_budget { "one budget shared by the workers" } else { "each worker its share" }
+        if o.static_split { "each worker its static share" } else { "shared by the workers" }
     );
     println!(
         "argo medic: {calls} calls ({} to apps), {bytes} bytes; {invocations} invocations, {failures} failed messages; drained in {drain_secs:.1} s; the sweep after listed {} and looked at {}",

@@ -1,13 +1,20 @@
-//! Per-instance budgets for refresh, hard refresh and sync, as in-process token buckets
-//! (`governor`, GCRA). A caller waits up to `max_wait` for a token, then is told to come back
-//! later. For the serverless pipeline, where many workers share one Argo CD, the same port is
-//! implemented over a shared store.
+//! Per-instance budgets for refresh, hard refresh and sync. A caller waits up to `max_wait` for a
+//! token, then is told to come back later.
+//!
+//! - [`LocalBudget`]: in-process token buckets (`governor`, GCRA), for one process (`medic sweep`,
+//!   `medic serve`), and for a worker when the shared buckets cannot be reached.
+//! - [`SharedBudget`]: token buckets in a store every worker reads ([`BucketStore`]; the state
+//!   table on AWS), so the workers that run get the whole instance budget between them.
 
+use std::collections::HashMap;
 use std::num::NonZeroU32;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use governor::{Jitter, Quota, RateLimiter, clock::DefaultClock, state::InMemoryState, state::NotKeyed};
-use medic_core::ports::{Budget, BudgetExhausted, BudgetKind};
+use medic_core::budget::{BucketRate, Take, take};
+use medic_core::ports::{BucketStore, Budget, BudgetExhausted, BudgetKind};
+use rand::Rng;
 
 /// Rates per instance. Defaults follow docs/argo-cd-behaviour.md §5: refreshes at about the controller's own
 /// pace, hard refreshes scarce (they bypass the repo-server's cache), syncs few.
@@ -27,6 +34,15 @@ impl Default for BudgetRates {
 }
 
 impl BudgetRates {
+    /// The rate of one budget.
+    pub fn per_minute(&self, kind: BudgetKind) -> u32 {
+        match kind {
+            BudgetKind::Refresh => self.refresh_per_minute,
+            BudgetKind::HardRefresh => self.hard_refresh_per_minute,
+            BudgetKind::Sync => self.sync_per_minute,
+        }
+    }
+
     /// One worker's budget when at most `workers` run at once: its share of every rate (together
     /// they never exceed the instance's), and a wait long enough for a whole batch of `batch`
     /// steps to take their refresh at that share (at most a sixth of the function's `timeout`,
@@ -98,6 +114,106 @@ impl Budget for LocalBudget {
     }
 }
 
+/// The most tokens a worker takes from a shared bucket at once. One conditional write per block
+/// rather than per refresh; small, so a worker never sits on tokens another one waits for (it
+/// uses a block within a second at the default rate).
+pub const SHARED_BLOCK: u32 = 5;
+
+/// How long taken tokens stay usable: a warm container's leftovers must not add a burst minutes
+/// later to the one the bucket already allows.
+const POOL_TTL: Duration = Duration::from_secs(10);
+
+/// Tokens this worker took from a shared bucket and has not used yet.
+struct Pool {
+    tokens: u32,
+    taken_at: Instant,
+}
+
+/// Budgets shared by every worker of the instance: one token bucket per budget in `store`, at the
+/// instance's rates ([`medic_core::budget`]). The storm benchmark (docs/benchmarks.md) measured
+/// why: with the static split (`rate / max concurrency` each), one of two workers running drained
+/// at 1.93× the budget's bound.
+///
+/// When the store fails, the worker falls back to its static share ([`BudgetRates::worker_share`])
+/// for that token: slower, never over the instance's rate, and remediation goes on.
+pub struct SharedBudget<S> {
+    store: S,
+    rates: BudgetRates,
+    fallback: LocalBudget,
+    pools: Mutex<HashMap<BudgetKind, Pool>>,
+}
+
+impl<S: BucketStore> SharedBudget<S> {
+    /// `rates` are the instance's; `share` is this worker's share of them
+    /// ([`BudgetRates::worker_share`]): its fallback, and its wait for a token.
+    pub fn new(store: S, rates: BudgetRates, share: BudgetRates) -> Self {
+        Self {
+            store,
+            rates: BudgetRates { max_wait: share.max_wait, ..rates },
+            fallback: LocalBudget::new(share),
+            pools: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn take_pooled(&self, kind: BudgetKind) -> bool {
+        let mut pools = self.pools.lock().expect("pool lock");
+        match pools.get_mut(&kind) {
+            Some(pool) if pool.tokens > 0 && pool.taken_at.elapsed() < POOL_TTL => {
+                pool.tokens -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn keep(&self, kind: BudgetKind, tokens: u32) {
+        self.pools.lock().expect("pool lock").insert(kind, Pool { tokens, taken_at: Instant::now() });
+    }
+
+    async fn fall_back(&self, kind: BudgetKind, error: medic_core::ports::StoreError) -> Result<(), BudgetExhausted> {
+        tracing::warn!(%error, budget = kind.as_str(), "shared budget unreadable; using this worker's share of it");
+        self.fallback.acquire(kind).await
+    }
+}
+
+fn jitter(max_ms: u64) -> Duration {
+    Duration::from_millis(rand::rng().random_range(0..=max_ms))
+}
+
+impl<S: BucketStore> Budget for SharedBudget<S> {
+    async fn acquire(&self, kind: BudgetKind) -> Result<(), BudgetExhausted> {
+        if self.take_pooled(kind) {
+            return Ok(());
+        }
+        let rate = BucketRate::per_minute(self.rates.per_minute(kind));
+        let block = SHARED_BLOCK.min(rate.burst);
+        let deadline = Instant::now() + self.rates.max_wait;
+        loop {
+            let read = match self.store.read_bucket(kind).await {
+                Ok(read) => read,
+                Err(e) => return self.fall_back(kind, e).await,
+            };
+            let wait = match take(read.as_ref(), rate, chrono::Utc::now().timestamp_millis(), block) {
+                Take::Granted { tokens, next } => match self.store.replace_bucket(kind, read.as_ref(), &next).await {
+                    Ok(true) => {
+                        self.keep(kind, tokens - 1);
+                        return Ok(());
+                    }
+                    // Another worker wrote first: read again, a moment later so two do not collide again.
+                    Ok(false) => jitter(20),
+                    Err(e) => return self.fall_back(kind, e).await,
+                },
+                // Jitter spreads workers that wake together, so Argo CD sees a smooth rate.
+                Take::Wait(wait) => wait + jitter(50),
+            };
+            if Instant::now() + wait > deadline {
+                return Err(BudgetExhausted { kind, retry_after: wait.max(Duration::from_secs(1)) });
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +247,84 @@ mod tests {
         assert_eq!(tight.max_wait, Duration::from_secs(2), "never past a sixth of the timeout, never under the instance's wait");
         let fast = BudgetRates { refresh_per_minute: 60_000, ..instance }.worker_share(2, 10, Duration::from_secs(60));
         assert_eq!(fast.max_wait, Duration::from_secs(2));
+    }
+
+    /// A store that cannot be reached: what a worker sees when DynamoDB throttles or fails.
+    struct Unreachable;
+
+    impl BucketStore for Unreachable {
+        async fn read_bucket(&self, _: BudgetKind) -> Result<Option<medic_core::ports::BucketState>, medic_core::ports::StoreError> {
+            Err(medic_core::ports::StoreError("DynamoDB GetItem: service unavailable".into()))
+        }
+        async fn replace_bucket(
+            &self,
+            _: BudgetKind,
+            _: Option<&medic_core::ports::BucketState>,
+            _: &medic_core::ports::BucketState,
+        ) -> Result<bool, medic_core::ports::StoreError> {
+            unreachable!("never read, never written")
+        }
+    }
+
+    fn instance(per_minute: u32, wait: Duration) -> BudgetRates {
+        BudgetRates { refresh_per_minute: per_minute, hard_refresh_per_minute: 1, sync_per_minute: 1, max_wait: wait }
+    }
+
+    /// Takes refresh tokens until `budget` defers one; how many it got.
+    async fn drain(budget: &impl Budget) -> u32 {
+        let mut n = 0;
+        while budget.acquire(BudgetKind::Refresh).await.is_ok() {
+            n += 1;
+        }
+        n
+    }
+
+    #[tokio::test]
+    async fn one_running_worker_gets_the_whole_shared_budget_where_the_static_split_gives_it_half() {
+        // 600 a minute, burst 60; two workers at most, so the static share is 300 a minute, burst 30.
+        let rates = instance(600, Duration::from_millis(10));
+        let share = rates.worker_share(2, 10, Duration::from_secs(60));
+        let shared =
+            SharedBudget::new(crate::memory::MemoryBuckets::default(), rates, BudgetRates { max_wait: Duration::from_millis(10), ..share });
+        let alone = drain(&shared).await;
+        let split = drain(&LocalBudget::new(BudgetRates { max_wait: Duration::from_millis(10), ..share })).await;
+        assert!((60..=62).contains(&alone), "the instance's burst, and what refilled meanwhile: {alone}");
+        assert!((30..=31).contains(&split), "the static share's burst: {split}");
+    }
+
+    #[tokio::test]
+    async fn workers_drawing_together_never_exceed_the_instance_rate() {
+        // 1,200 a minute (20 a second), burst 120: four workers for about 1.5 s.
+        let buckets = std::sync::Arc::new(crate::memory::MemoryBuckets::default());
+        let rates = instance(1_200, Duration::from_millis(1_500));
+        let share = rates.worker_share(4, 10, Duration::from_secs(60));
+        let started = Instant::now();
+        let workers = (0..4).map(|_| {
+            let budget = SharedBudget::new(buckets.clone(), rates, BudgetRates { max_wait: Duration::from_millis(1_500), ..share });
+            tokio::spawn(async move {
+                let mut n = 0u32;
+                while started.elapsed() < Duration::from_millis(1_500) && budget.acquire(BudgetKind::Refresh).await.is_ok() {
+                    n += 1;
+                }
+                n
+            })
+        });
+        let mut total = 0;
+        for w in workers.collect::<Vec<_>>() {
+            total += w.await.unwrap();
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        // Tokens left in the workers' pools were taken, so they count: at most a block each.
+        let bound = 120.0 + 20.0 * elapsed + f64::from(4 * SHARED_BLOCK);
+        assert!(f64::from(total) <= bound, "{total} tokens in {elapsed:.2} s, bound {bound:.0}");
+        assert!(total >= 120 + 20, "the burst and at least a second's refill: {total}");
+    }
+
+    #[tokio::test]
+    async fn a_worker_that_cannot_reach_the_shared_buckets_uses_its_own_share() {
+        let rates = instance(600, Duration::from_millis(10));
+        let share = BudgetRates { max_wait: Duration::from_millis(10), ..rates.worker_share(2, 10, Duration::from_secs(60)) };
+        let budget = SharedBudget::new(Unreachable, rates, share);
+        assert_eq!(drain(&budget).await, 30, "the share's burst, then deferred");
     }
 }

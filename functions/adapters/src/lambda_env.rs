@@ -12,7 +12,7 @@ use medic_core::PolicyConfig;
 use thiserror::Error;
 
 use crate::argocd::HttpArgoClient;
-use crate::budget::{BudgetRates, LocalBudget};
+use crate::budget::{BudgetRates, SharedBudget};
 use crate::config::{ArgoSettings, Settings, SettingsError};
 use crate::dynamodb::DynamoDbStore;
 use crate::memory::LogEscalator;
@@ -299,11 +299,17 @@ impl LambdaEnv {
         DynamoDbStore::new(self.dynamodb_client(), self.table.clone(), self.instance_id.clone())
     }
 
-    /// This worker's share of the instance's budgets ([`BudgetRates::worker_share`]): the event
-    /// source runs at most `MEDIC_WORKER_MAX_CONCURRENCY` workers at once, so each gets that
-    /// fraction, and together they never exceed the instance's rates.
-    pub fn worker_budget(&self) -> LocalBudget {
-        LocalBudget::new(self.rates.worker_share(self.worker_max_concurrency, WORKER_BATCH_SIZE, self.function_timeout))
+    /// The worker's budget: the instance's rates in token buckets on the state table, shared by
+    /// every worker that runs ([`SharedBudget`]). Its share of them
+    /// ([`BudgetRates::worker_share`]: the event source runs at most
+    /// `MEDIC_WORKER_MAX_CONCURRENCY` workers at once) sets its wait for a token, and is what it
+    /// falls back to when the table cannot be read.
+    pub fn worker_budget(&self) -> SharedBudget<DynamoDbStore> {
+        SharedBudget::new(
+            self.store(),
+            self.rates,
+            self.rates.worker_share(self.worker_max_concurrency, WORKER_BATCH_SIZE, self.function_timeout),
+        )
     }
 }
 

@@ -339,3 +339,30 @@ impl medic_core::ports::WorkQueue for MemoryQueue {
         Ok(())
     }
 }
+
+/// The shared token buckets in this process: the twin of the state table's (`medic serve`, the
+/// storm benchmark's workers, tests).
+#[derive(Default)]
+pub struct MemoryBuckets {
+    buckets: Mutex<HashMap<medic_core::ports::BudgetKind, medic_core::ports::BucketState>>,
+}
+
+impl medic_core::ports::BucketStore for MemoryBuckets {
+    async fn read_bucket(&self, kind: medic_core::ports::BudgetKind) -> Result<Option<medic_core::ports::BucketState>, StoreError> {
+        Ok(self.buckets.lock().expect("bucket lock").get(&kind).copied())
+    }
+
+    async fn replace_bucket(
+        &self,
+        kind: medic_core::ports::BudgetKind,
+        read: Option<&medic_core::ports::BucketState>,
+        next: &medic_core::ports::BucketState,
+    ) -> Result<bool, StoreError> {
+        let mut buckets = self.buckets.lock().expect("bucket lock");
+        if buckets.get(&kind).map(|b| b.version) != read.map(|r| r.version) {
+            return Ok(false);
+        }
+        buckets.insert(kind, *next);
+        Ok(true)
+    }
+}

@@ -136,6 +136,17 @@ pub enum BudgetKind {
     Sync,
 }
 
+impl BudgetKind {
+    /// Its name in stored keys and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetKind::Refresh => "refresh",
+            BudgetKind::HardRefresh => "hard_refresh",
+            BudgetKind::Sync => "sync",
+        }
+    }
+}
+
 /// Buttons a human may press on an escalation for this mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -5,6 +5,7 @@
 //! - [`catalogue`]: the failure-mode catalogue, the single home of Argo CD's literal messages;
 //! - [`policy`]: classification and the decision policy, a pure function of its inputs;
 //! - [`ladder`]: actions, rungs, budgets and human actions, one name table each;
+//! - [`budget`]: the token bucket the workers share;
 //! - [`keys`]: every key derivation (incident ids, idempotency and dedupe keys, button ids);
 //! - [`incident`]: incident history and outcomes;
 //! - [`sweep`]: the one sweep plan;
@@ -17,6 +18,7 @@
 
 pub mod alerts;
 pub mod app;
+pub mod budget;
 pub mod catalogue;
 pub mod config;
 pub mod decision;

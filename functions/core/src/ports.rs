@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use thiserror::Error;
 
 use crate::app::{AppId, Application, ApplicationSyncRequest};
+pub use crate::budget::BucketState;
 use crate::decision::Decision;
 use crate::escalation::{HumanActionOutcome, HumanActionRequest};
 use crate::event::AppRef;
@@ -223,6 +224,20 @@ pub trait Budget: Send + Sync {
     fn acquire(&self, kind: BudgetKind) -> impl Future<Output = Result<(), BudgetExhausted>> + Send;
 }
 
+/// The token buckets every worker shares ([`crate::budget`]), on the state table: read a bucket,
+/// and replace it only if nobody wrote it since (an optimistic compare-and-set).
+pub trait BucketStore: Send + Sync {
+    fn read_bucket(&self, kind: BudgetKind) -> impl Future<Output = Result<Option<BucketState>, StoreError>> + Send;
+    /// Writes `next` when the stored bucket is still `read` (`None`: still absent); `false` when
+    /// another writer came first.
+    fn replace_bucket(
+        &self,
+        kind: BudgetKind,
+        read: Option<&BucketState>,
+        next: &BucketState,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
 /// The time. A port so tests can fix it; the policy itself only ever receives `now`.
 pub trait Clock: Send + Sync {
     fn now(&self) -> DateTime<Utc>;
@@ -403,6 +418,20 @@ impl<T: Escalator> Escalator for Arc<T> {
 impl<T: Budget> Budget for Arc<T> {
     fn acquire(&self, kind: BudgetKind) -> impl Future<Output = Result<(), BudgetExhausted>> + Send {
         (**self).acquire(kind)
+    }
+}
+
+impl<T: BucketStore> BucketStore for Arc<T> {
+    fn read_bucket(&self, kind: BudgetKind) -> impl Future<Output = Result<Option<BucketState>, StoreError>> + Send {
+        (**self).read_bucket(kind)
+    }
+    fn replace_bucket(
+        &self,
+        kind: BudgetKind,
+        read: Option<&BucketState>,
+        next: &BucketState,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).replace_bucket(kind, read, next)
     }
 }
 

@@ -125,7 +125,7 @@ pub type LambdaWorker = Worker<
     medic_adapters::dynamodb::DynamoDbStore,
     medic_adapters::sqs::SqsWorkQueue,
     medic_adapters::slack::AnyEscalator<medic_adapters::slack::DynamoDbEscalationStore>,
-    medic_adapters::budget::LocalBudget,
+    medic_adapters::budget::SharedBudget<medic_adapters::dynamodb::DynamoDbStore>,
     medic_adapters::memory::SystemClock,
     medic_adapters::switch::CachedSwitch<medic_adapters::dynamodb::DynamoDbStore, medic_adapters::memory::SystemClock>,
 >;

@@ -14,6 +14,7 @@
 //! | action (idempotency record) | `APP#<instance>#<app>` | `ACTION#<incident id>#<idempotency key>` | `app`, `incident_id`, `idempotency_key`, `rung`, `at` (RFC 3339), `outcome` (serde names: `hard_refresh`, `no_effect`), `status` (`INPROGRESS` or `COMPLETED`), `in_progress_until` (epoch milliseconds, while in progress); `expires_at` only once the incident has closed (`closed_at` + 30 days): while the incident is open its actions are kept, however long it lasts |
 //! | dedupe record | `DEDUPE#<instance>#<dedupe key>` | `-` | `seen_at` (RFC 3339), `expires_at`; a work item's record also `status` (`INPROGRESS` while a delivery handles it, then `COMPLETED`), `owner` (the delivery: message id and receive count) and `lease_until` (epoch milliseconds, while in progress). A record without `status` (markers, and releases before leases) is done |
 //! | app lock | `LOCK#<instance>#<app>` | `-` | `owner`, `locked_at` (RFC 3339), `expires_at` |
+//! | a shared budget | `BUDGET#<instance>#<kind>` (`refresh`, `hard_refresh`, `sync`) | `-` | `milli_tokens`, `at_ms` (epoch milliseconds), `version` (bumped by every write; each write is conditional on the version read). The token bucket the workers draw from (`medic_core::budget`). No expiry |
 //! | the switch | `SWITCH#<instance>` | `-` | `mode` (`act`, `dry-run` or `off`), `set_by`, `set_at` (RFC 3339). Written by `medic switch`, read by the worker (cached 30 s per container). No expiry |
 //!
 //! An app's incident and its actions share a partition, so `history` is one `GetItem` and one
@@ -64,6 +65,7 @@ use medic_core::ports::{AppLock, Begun, Claim, DedupeStore, IncidentLedger, Inci
 
 use crate::aws::describe;
 
+mod budget;
 mod dedupe;
 mod incidents;
 mod switch;
