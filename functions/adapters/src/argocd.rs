@@ -10,15 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
-use medic_core::app::{Application, ApplicationList, ApplicationSyncRequest};
+use medic_core::app::{Application, ApplicationSyncRequest};
 use medic_core::event::AppRef;
 use medic_core::ports::{ArgoApi, ArgoError, ListQuery, RefreshKind};
 use reqwest::{Method, StatusCode, header};
 use secrecy::ExposeSecret;
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
+use crate::answer::{Answer, ChunkReader, ListedApps};
 use crate::breaker::{BreakerSettings, CircuitBreaker};
 use crate::config::{ArgoSettings, SettingsError};
 use crate::token::TokenSource;
@@ -154,7 +154,7 @@ impl HttpArgoClient {
     }
 
     /// One API call with retries (429, 5xx, timeouts) inside the deadline, behind the breaker.
-    async fn call<T: DeserializeOwned>(
+    async fn call<T: Answer>(
         &self,
         method: Method,
         path: &str,
@@ -168,7 +168,7 @@ impl HttpArgoClient {
     /// [`Self::retrying`], and once more with a new token when Argo CD rejected the one sent
     /// (401: nothing was done, even by a mutating call). Not on 403: Argo CD answers 403 for an
     /// app it does not show this account (a missing one queried without its project, too).
-    async fn call_with<T: DeserializeOwned>(
+    async fn call_with<T: Answer>(
         &self,
         effect: Effect,
         method: Method,
@@ -185,7 +185,7 @@ impl HttpArgoClient {
         }
     }
 
-    async fn retrying<T: DeserializeOwned>(
+    async fn retrying<T: Answer>(
         &self,
         effect: Effect,
         method: Method,
@@ -228,7 +228,7 @@ impl HttpArgoClient {
             .unwrap_or_else(|_| Err(ArgoError::Transient(format!("timeout: no answer within {}s, retries included", deadline.as_secs()))))
     }
 
-    async fn attempt<T: DeserializeOwned>(
+    async fn attempt<T: Answer>(
         &self,
         method: Method,
         path: &str,
@@ -242,7 +242,7 @@ impl HttpArgoClient {
         result
     }
 
-    async fn send<T: DeserializeOwned>(
+    async fn send<T: Answer>(
         &self,
         method: Method,
         path: &str,
@@ -260,14 +260,44 @@ impl HttpArgoClient {
         let response = req.send().await.map_err(|e| ArgoError::Transient(describe_reqwest(&e)))?;
         let status = response.status();
         let retry_after = response.headers().get(header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+        let unexpected = |e: serde_json::Error| ArgoError::Invalid(format!("unexpected response body from {path}: {e}"));
+        if status.is_success() && T::STREAMED {
+            return streamed::<T>(response, path).await?.map_err(unexpected);
+        }
         let bytes = response.bytes().await.map_err(|e| ArgoError::Transient(describe_reqwest(&e)))?;
         if status.is_success() {
-            let unexpected = |e: serde_json::Error| ArgoError::Invalid(format!("unexpected response body from {path}: {e}"));
-            let mut value: serde_json::Value = serde_json::from_slice(&bytes).map_err(unexpected)?;
-            medic_core::app::strip_nulls(&mut value);
-            return serde_json::from_value(value).map_err(unexpected);
+            return T::from_json(&bytes[..]).map_err(unexpected);
         }
         Err(map_error(status, retry_after, &bytes))
+    }
+}
+
+/// Decodes the body on a blocking thread while it arrives, a few chunks in flight: the 31 MB list
+/// of 50,000 apps is never held whole. A transport failure mid-body is transient, like one before it.
+async fn streamed<T: Answer>(mut response: reqwest::Response, path: &str) -> Result<serde_json::Result<T>, ArgoError> {
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    let decoder = tokio::task::spawn_blocking(move || T::from_json(ChunkReader::new(rx)));
+    let mut failed = None;
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                // A send fails only when the decoder has stopped on malformed JSON, which it reports.
+                if tx.send(chunk).await.is_err() {
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                failed = Some(ArgoError::Transient(describe_reqwest(&e)));
+                break;
+            }
+        }
+    }
+    drop(tx);
+    let decoded = decoder.await.map_err(|e| ArgoError::Invalid(format!("decoding the answer from {path}: {e}")))?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(decoded),
     }
 }
 
@@ -380,8 +410,8 @@ impl ArgoApi for HttpArgoClient {
         if !q.fields.is_empty() {
             query.push(("fields", q.fields.join(",")));
         }
-        let list: ApplicationList = self.call(Method::GET, "api/v1/applications", &query, None).await?;
-        Ok(list.items)
+        let list: ListedApps = self.call(Method::GET, "api/v1/applications", &query, None).await?;
+        Ok(list.0)
     }
 
     async fn sync(&self, app: &AppRef, request: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
@@ -481,5 +511,45 @@ mod tests {
     fn path_segments_are_escaped() {
         assert_eq!(seg("web-1.prod"), "web-1.prod");
         assert_eq!(seg("a/../b"), "a%2F..%2Fb");
+    }
+
+    /// An HTTP/1.1 server on 127.0.0.1 that answers `GET /api/v1/applications` first with a body
+    /// cut off mid-list (the connection closed before the promised length), then whole.
+    async fn list_server_cutting_the_first_answer(body: &'static str) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = served.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut conn, _) = listener.accept().await.unwrap();
+                let mut request = vec![0u8; 4096];
+                let _ = conn.read(&mut request).await;
+                let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let sent = if n == 0 { &body[..body.len() / 2] } else { body };
+                let _ = conn.write_all(head.as_bytes()).await;
+                let _ = conn.write_all(sent.as_bytes()).await;
+                let _ = conn.shutdown().await;
+            }
+        });
+        (url, served)
+    }
+
+    #[tokio::test]
+    async fn a_list_cut_off_mid_body_is_read_again_and_never_answered_short() {
+        let body = r#"{"items":[{"metadata":{"name":"one","namespace":"argocd"}},{"metadata":{"name":"two","namespace":"argocd"}},{"metadata":{"name":"three","namespace":"argocd"}}]}"#;
+        let (server, served) = list_server_cutting_the_first_answer(body).await;
+        let mut settings = ArgoSettings::new(server, "t.o.k");
+        settings.plaintext = true;
+        let client = HttpArgoClient::new(settings).unwrap();
+        let apps = client.list_apps(&ListQuery::default()).await.expect("read again after the cut");
+        let names: Vec<&str> = apps.iter().map(|a| a.metadata.name.as_str()).collect();
+        assert_eq!(names, ["one", "two", "three"]);
+        assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 2, "the cut answer was retried, once");
     }
 }

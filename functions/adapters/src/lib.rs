@@ -1,9 +1,10 @@
 //! Argo Medic's adapters: every piece of I/O behind the core's ports.
 //!
 //! - [`argocd`]: the Argo CD REST client (reqwest + rustls), with retries and the circuit breaker;
+//! - `answer`: how its JSON answers are decoded (the app list while it arrives);
 //! - [`aws`]: the AWS SDK configuration shared by the AWS adapters, and error descriptions;
 //! - [`breaker`]: the circuit breaker that stops calls while Argo CD is failing;
-//! - [`budget`]: per-instance token buckets for refresh, hard refresh and sync;
+//! - [`budget`]: token buckets for refresh, hard refresh and sync, in-process or shared by the workers;
 //! - [`config`]: the one reader of settings (one grammar for booleans and numbers) and Argo CD's connection settings;
 //! - [`edge`]: secrets that rotate without a redeploy, compared in constant time, and HMACs (ingest, slack-actions);
 //! - [`dynamodb`]: the incident store, the dedupe store, the per-app lock and the switch on one table;
@@ -17,6 +18,7 @@
 //!
 //! Settings are read through [`config::Settings`] only: by [`lambda_env`] for the functions, and by the CLI.
 
+mod answer;
 pub mod argocd;
 pub mod aws;
 pub mod breaker;

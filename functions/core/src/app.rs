@@ -115,7 +115,7 @@ pub struct Application {
     pub status: ApplicationStatus,
     /// Non-null while an operation is requested or running (the "busy" signal).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub operation: Option<Operation>,
+    pub operation: Option<Box<Operation>>,
 }
 
 /// A list response (`GET /api/v1/applications`).
@@ -183,7 +183,7 @@ pub struct ApplicationSpec {
     pub sources: Vec<ApplicationSource>,
     pub destination: ApplicationDestination,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sync_policy: Option<SyncPolicy>,
+    pub sync_policy: Option<Box<SyncPolicy>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -252,7 +252,7 @@ pub struct ApplicationStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health: Option<HealthStatus>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub operation_state: Option<OperationState>,
+    pub operation_state: Option<Box<OperationState>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<ApplicationCondition>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -260,7 +260,7 @@ pub struct ApplicationStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reconciled_at: Option<DateTime<Utc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary: Option<ApplicationSummary>,
+    pub summary: Option<Box<ApplicationSummary>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -336,12 +336,12 @@ pub struct Info {
 #[serde(default, rename_all = "camelCase")]
 pub struct OperationState {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub operation: Option<Operation>,
+    pub operation: Option<Box<Operation>>,
     pub phase: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sync_result: Option<SyncOperationResult>,
+    pub sync_result: Option<Box<SyncOperationResult>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_at: Option<DateTime<Utc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -646,16 +646,16 @@ mod tests {
         app.status.sync = Some(SyncStatus { status: "Synced".into(), revision: "r1".into(), ..Default::default() });
         app.status.health = Some(HealthStatus { status: "Healthy".into(), ..Default::default() });
         assert!(app.is_calm());
-        app.status.operation_state = Some(OperationState { phase: "Failed".into(), ..Default::default() });
+        app.status.operation_state = Some(Box::new(OperationState { phase: "Failed".into(), ..Default::default() }));
         assert!(!app.is_calm(), "a list item: the result is unknown");
         let result = |hook_phase: &str| SyncOperationResult {
             revision: "r1".into(),
             resources: vec![ResourceResult { hook_type: "PostSync".into(), hook_phase: hook_phase.into(), ..Default::default() }],
             ..Default::default()
         };
-        app.status.operation_state.as_mut().unwrap().sync_result = Some(result("Succeeded"));
+        app.status.operation_state.as_mut().unwrap().sync_result = Some(Box::new(result("Succeeded")));
         assert!(app.is_calm(), "the workloads are fine and no hook failed");
-        app.status.operation_state.as_mut().unwrap().sync_result = Some(result("Failed"));
+        app.status.operation_state.as_mut().unwrap().sync_result = Some(Box::new(result("Failed")));
         assert!(!app.is_calm(), "a failed hook is a failed deployment");
         app.status.operation_state.as_mut().unwrap().phase = "Succeeded".into();
         app.status.conditions.push(ApplicationCondition { kind: "SharedResourceWarning".into(), ..Default::default() });

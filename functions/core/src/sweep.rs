@@ -133,7 +133,7 @@ mod tests {
         a.metadata.name = "a".into();
         a.status.sync = Some(SyncStatus { status: sync.into(), ..Default::default() });
         a.status.health = Some(HealthStatus { status: health.into(), ..Default::default() });
-        a.status.operation_state = phase.map(|p| OperationState { phase: p.into(), ..Default::default() });
+        a.status.operation_state = phase.map(|p| Box::new(OperationState { phase: p.into(), ..Default::default() }));
         a
     }
 

@@ -91,12 +91,12 @@ prop_compose! {
         OperationState {
             phase: phase.into(), message: msg.into(), started_at: Some(at(started)),
             finished_at: if running { None } else { Some(at(started) + Duration::minutes(took.min(started))) },
-            operation: Some(Operation {
+            operation: Some(Box::new(Operation {
                 sync: Some(SyncOperation { revision: "rev1".into(), prune, ..Default::default() }),
                 initiated_by: Some(OperationInitiator { automated, username: if automated { String::new() } else { "alice".into() } }),
                 ..Default::default()
-            }),
-            sync_result: Some(SyncOperationResult { revision: if same_revision { "rev1".into() } else { "rev0".into() }, resources: results, ..Default::default() }),
+            })),
+            sync_result: Some(Box::new(SyncOperationResult { revision: if same_revision { "rev1".into() } else { "rev0".into() }, resources: results, ..Default::default() })),
             ..Default::default()
         }
     }
@@ -128,12 +128,12 @@ prop_compose! {
         app.status.sync = Some(SyncStatus { status: sync.into(), revision: "rev1".into(), ..Default::default() });
         app.status.health = Some(HealthStatus { status: health.into(), last_transition_time: Some(at(transition)), ..Default::default() });
         if let Some((prune, enabled)) = auto {
-            app.spec.sync_policy = Some(SyncPolicy { automated: Some(SyncPolicyAutomated { prune, self_heal: true, enabled, ..Default::default() }), ..Default::default() });
+            app.spec.sync_policy = Some(Box::new(SyncPolicy { automated: Some(SyncPolicyAutomated { prune, self_heal: true, enabled, ..Default::default() }), ..Default::default() }));
         }
         if busy {
-            app.operation = op.as_ref().and_then(|o| o.operation.clone()).or(Some(Operation::default()));
+            app.operation = op.as_ref().and_then(|o| o.operation.clone()).or(Some(Box::default()));
         }
-        app.status.operation_state = op;
+        app.status.operation_state = op.map(Box::new);
         app.status.conditions = conditions.into_iter().map(|((kind, msg), ago)| ApplicationCondition { kind: kind.into(), message: msg.into(), last_transition_time: Some(at(ago)) }).collect();
         app.status.resources = resources;
         app.status.reconciled_at = reconciled.map(at);

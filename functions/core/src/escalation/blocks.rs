@@ -770,10 +770,10 @@ mod tests {
         };
         let plan = human_sync_plan(&app, &d);
         assert_eq!((plan.revision.as_str(), plan.prune), ("abc", false));
-        app.spec.sync_policy = Some(crate::app::SyncPolicy {
+        app.spec.sync_policy = Some(Box::new(crate::app::SyncPolicy {
             automated: Some(crate::app::SyncPolicyAutomated { prune: true, ..Default::default() }),
             ..Default::default()
-        });
+        }));
         let plan = human_sync_plan(&app, &d);
         assert_eq!((plan.revision.as_str(), plan.prune), ("", false));
     }

@@ -129,7 +129,7 @@ pub(super) fn waiting_for_healthy(message: &str) -> Option<(String, String, Stri
 }
 
 pub(super) fn classify_running_operation(app: &Application, now: DateTime<Utc>, cfg: &PolicyConfig) -> Option<Finding> {
-    let state = app.status.operation_state.as_ref();
+    let state = app.status.operation_state.as_deref();
     let running = state.is_some_and(|s| s.phase == phase::RUNNING || s.phase == phase::TERMINATING);
     if app.operation.is_none() && !running {
         return None;
