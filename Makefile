@@ -4,7 +4,7 @@ CARGO ?= cargo
 # a line here; `make test` ends by listing them.
 SKIP_LOG := $(CURDIR)/.test-skips.log
 
-.PHONY: sweep demo venv test test-unit lint fmt catalogue ci bench storm storm-smoke lambda-build lambda-watch lambda-smoke chaos chaos-smoke fuzz
+.PHONY: sweep demo venv test test-unit lint fmt catalogue ci bench storm storm-moto storm-smoke envelope lambda-build lambda-watch lambda-smoke chaos chaos-smoke fuzz
 
 ## sweep: the main job on the embedded default: one sweep of the sample fleet in the simulator
 sweep:
@@ -98,9 +98,25 @@ chaos: venv
 storm:
 	$(CARGO) run --release -q -p medic-chaos -- storm --apps 5000 --stale 2000 --copies 4
 
-## storm-smoke: the same, small and fast (in `make test`)
-storm-smoke:
+## envelope: the functions' Lambda envelope (docs/benchmarks.md): each release bootstrap under a
+## Runtime API stub on 127.0.0.1, with moto and the Argo CD simulator, secrets from the environment
+## and from Secrets Manager; init, first and warm response, peak RSS, size, beside a hello world;
+## 15 shuffled rounds, medians (a few minutes; not in `make test`). The functions are built on their
+## own, as `sam build` builds each, so the harness's features do not leak into them.
+envelope: venv
+	$(CARGO) build --release --locked -p ingest -p worker -p sweeper -p slack-actions
+	$(CARGO) build --release --locked -p medic-chaos
+	$${CARGO_TARGET_DIR:-target}/release/medic-chaos envelope --rounds 15
+
+## storm-moto: the storm on the AWS adapters (SQS, DynamoDB in moto_server), every function built as on
+## Lambda, counting the AWS requests each makes per delivery and per app (the counts docs/cost.md prices)
+storm-moto: venv
+	$(CARGO) run --release -q -p medic-chaos -- storm --moto --apps 1000 --stale 400 --copies 4
+
+## storm-smoke: both, small and fast (in `make test`)
+storm-smoke: venv
 	$(CARGO) run -q -p medic-chaos -- storm --apps 300 --stale 100 --copies 4 --refresh-per-minute 60000
+	$(CARGO) run -q -p medic-chaos -- storm --moto --apps 300 --stale 100 --copies 4 --refresh-per-minute 60000 | grep -v '^{'
 
 ## chaos-smoke: the same run, small; D = L = S = 0 and every boundary's kills are required (fresh trouble
 ## keeps the run alive until they happen, within 500 events)

@@ -16,6 +16,7 @@ mod failpoints;
 mod proxy;
 mod run;
 mod storm;
+mod storm_aws;
 mod worker;
 
 use clap::{Parser, Subcommand};

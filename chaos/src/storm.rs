@@ -60,9 +60,13 @@ pub struct Options {
     /// the shared buckets.
     #[arg(long)]
     pub static_split: bool,
+    /// On the AWS adapters (SQS, DynamoDB in moto_server), every function built as its Lambda
+    /// builds it, counting the AWS requests each makes (docs/cost.md).
+    #[arg(long)]
+    pub moto: bool,
 }
 
-const SECRET: &str = "storm-webhook-secret-not-for-production";
+pub(crate) const SECRET: &str = "storm-webhook-secret-not-for-production";
 
 type StormWorker = Worker<
     HttpArgoClient,
@@ -77,7 +81,7 @@ type StormWorker = Worker<
 >;
 
 /// One fleet in its own simulator.
-async fn fleet_sim(o: &Options) -> anyhow::Result<(ArgoSim, Vec<serde_json::Value>)> {
+pub(crate) async fn fleet_sim(o: &Options) -> anyhow::Result<(ArgoSim, Vec<serde_json::Value>)> {
     let sim = ArgoSim::start(SimConfig::default()).await?;
     let mut stale = Vec::new();
     for (app, outcomes) in synthetic_fleet(o.apps, o.stale, Utc::now()) {
@@ -97,7 +101,7 @@ fn client(sim: &ArgoSim) -> anyhow::Result<HttpArgoClient> {
 
 /// The notification argocd-notifications renders for a stale app (the sample's shape, this app's
 /// values).
-fn notification(sample: &serde_json::Value, app: &serde_json::Value) -> String {
+pub(crate) fn notification(sample: &serde_json::Value, app: &serde_json::Value) -> String {
     let mut n = sample.clone();
     let status = &app["status"];
     n["app"]["name"] = app["metadata"]["name"].clone();
@@ -110,7 +114,7 @@ fn notification(sample: &serde_json::Value, app: &serde_json::Value) -> String {
     n.to_string()
 }
 
-fn request(body: String) -> lambda_http::Request {
+pub(crate) fn request(body: String) -> lambda_http::Request {
     lambda_http::http::Request::builder()
         .method("POST")
         .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/events")
@@ -121,7 +125,7 @@ fn request(body: String) -> lambda_http::Request {
 }
 
 /// The calls in a simulator's log and the JSON bytes of their answers.
-fn account(log: &[LoggedRequest]) -> (usize, usize) {
+pub(crate) fn account(log: &[LoggedRequest]) -> (usize, usize) {
     (log.len(), log.iter().map(|r| r.response.to_string().len()).sum())
 }
 
@@ -177,6 +181,9 @@ fn worker(
 }
 
 pub async fn run(o: Options) -> anyhow::Result<bool> {
+    if o.moto {
+        return crate::storm_aws::run(o).await;
+    }
     let sample: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(medic_sim::workspace_root().join("events/webhook/stale-progressing.json"))?)?;
 
