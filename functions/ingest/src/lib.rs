@@ -13,6 +13,8 @@
 //!   the notifications controller's secrets, who must not thereby be able to order refreshes.
 //!   Without a refresh secret the route answers 404.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -20,8 +22,9 @@ use lambda_http::http::{Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 use medic_adapters::telemetry::Metrics;
 use medic_core::Trigger;
+use medic_core::app::{Application, ApplicationSyncRequest};
 use medic_core::event::{AppRef, EventError, NotificationEvent, WorkItem, WorkKind};
-use medic_core::ports::{ArgoApi, ListQuery, RefreshKind, WorkQueue};
+use medic_core::ports::{ArgoApi, ArgoError, ListQuery, RefreshKind, WorkQueue};
 use medic_core::sweep::LIST_FIELDS;
 use serde::Deserialize;
 use serde_json::json;
@@ -98,7 +101,56 @@ pub struct Ingest<Q, A> {
 }
 
 /// Ingest as the Lambda runs it, built from the environment.
-pub type LambdaIngest = Ingest<medic_adapters::sqs::SqsWorkQueue, medic_adapters::argocd::HttpArgoClient>;
+pub type LambdaIngest = Ingest<medic_adapters::sqs::SqsWorkQueue, LazyArgo<medic_adapters::argocd::HttpArgoClient>>;
+
+/// Builds an Argo CD client; its error is the reason, for the caller's answer.
+type BuildArgo<A> = Box<dyn Fn() -> Pin<Box<dyn Future<Output = Result<A, String>> + Send>> + Send + Sync>;
+
+/// An Argo CD client made on first use. Only a signed refresh that names its apps by selector
+/// calls Argo CD, so the webhook path, almost every invocation, neither reads the Argo CD token
+/// (a Secrets Manager round trip of the cold start) nor builds the client. A failed build is not
+/// kept: the next call tries again, and this one fails as unavailable (503, the caller retries).
+pub struct LazyArgo<A> {
+    client: tokio::sync::OnceCell<A>,
+    build: BuildArgo<A>,
+}
+
+impl<A> LazyArgo<A> {
+    pub fn new<F, Fut>(build: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<A, String>> + Send + 'static,
+    {
+        Self { client: tokio::sync::OnceCell::new(), build: Box::new(move || Box::pin(build())) }
+    }
+
+    /// True once the client has been built.
+    pub fn is_built(&self) -> bool {
+        self.client.initialized()
+    }
+
+    async fn client(&self) -> Result<&A, ArgoError> {
+        self.client
+            .get_or_try_init(|| (self.build)())
+            .await
+            .map_err(|e| ArgoError::Transient(format!("the Argo CD client could not be made: {e}")))
+    }
+}
+
+impl<A: ArgoApi> ArgoApi for LazyArgo<A> {
+    async fn get_app(&self, app: &AppRef, refresh: Option<RefreshKind>) -> Result<Application, ArgoError> {
+        self.client().await?.get_app(app, refresh).await
+    }
+    async fn list_apps(&self, query: &ListQuery) -> Result<Vec<Application>, ArgoError> {
+        self.client().await?.list_apps(query).await
+    }
+    async fn sync(&self, app: &AppRef, request: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
+        self.client().await?.sync(app, request).await
+    }
+    async fn terminate_operation(&self, app: &AppRef) -> Result<(), ArgoError> {
+        self.client().await?.terminate_operation(app).await
+    }
+}
 
 /// Why ingest could not start.
 #[derive(Debug, thiserror::Error)]
@@ -112,9 +164,19 @@ pub enum IngestInitError {
 impl LambdaIngest {
     /// Builds ingest from the function's settings (what `main` runs; tests build it the same way).
     pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, IngestInitError> {
-        // The secrets at once: each is a Secrets Manager round trip of the cold start.
-        let (work_item_key, webhook_secret, refresh_secret, argo) =
-            tokio::try_join!(env.work_item_key(), env.webhook_secret(), env.refresh_secret(), env.argo_client())?;
+        // The secrets at once: each is a Secrets Manager round trip of the cold start. Not the
+        // Argo CD token: only a refresh by selector needs it, and reads it then (`LazyArgo`);
+        // its server is required now, so a deployment without one still fails at start.
+        if env.argocd.server.is_empty() {
+            return Err(medic_adapters::lambda_env::EnvError::Missing("ARGOCD_SERVER").into());
+        }
+        let (work_item_key, webhook_secret, refresh_secret) =
+            tokio::try_join!(env.work_item_key(), env.webhook_secret(), env.refresh_secret())?;
+        let argo_env = env.clone();
+        let argo = LazyArgo::new(move || {
+            let env = argo_env.clone();
+            async move { env.argo_client().await.map_err(|e| e.to_string()) }
+        });
         Ok(Ingest {
             config: IngestConfig { max_body_bytes: env.max_body_bytes, work_item_key: Some(work_item_key), ..IngestConfig::default() },
             secrets: WebhookSecrets::from_json(&webhook_secret)?,
