@@ -12,6 +12,7 @@
 //! `chaos: E events, K kills, F faults, D duplicate actions, L lost incidents, S stuck incidents`
 //! and the exit status is non-zero unless D = L = S = 0.
 
+mod envelope;
 mod failpoints;
 mod proxy;
 mod run;
@@ -37,6 +38,9 @@ enum Command {
     /// The storm benchmark: the morning after an outage through the real handlers, in one
     /// process, beside the cron script's approach (`make storm`).
     Storm(storm::Options),
+    /// The Lambda envelope: cold start, warm invocation, peak RSS and size of the release
+    /// bootstraps under a Runtime API stub, beside a hello world (`make envelope`).
+    Envelope(envelope::Options),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -48,6 +52,7 @@ fn main() -> anyhow::Result<()> {
             let ok = runtime.block_on(storm::run(options))?;
             std::process::exit(if ok { 0 } else { 1 });
         }
+        Command::Envelope(options) => runtime.block_on(envelope::run(options)),
         Command::Run(options) => {
             let ok = runtime.block_on(run::run(options))?;
             std::process::exit(if ok { 0 } else { 1 });

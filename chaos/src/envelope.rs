@@ -1,0 +1,457 @@
+//! `medic-chaos envelope`: the functions' Lambda envelope measured locally: cold start, first and
+//! warm response, peak memory, bootstrap size.
+//!
+//! A Lambda Runtime API stub on 127.0.0.1 (`GET /2018-06-01/runtime/invocation/next`, `POST
+//! .../invocation/{id}/response` and `/error`, `POST .../init/error`) serves each release
+//! bootstrap two invocations of the same sample event (events/lambda/<fn>/); the bootstrap runs
+//! with `AWS_LAMBDA_RUNTIME_API` pointing at the stub and the function's environment, against
+//! moto (SQS, DynamoDB, Secrets Manager) and the Argo CD simulator, with its secrets either in the
+//! environment or in Secrets Manager. Measured from just before the exec:
+//! - **init**: exec → the first `/next` (the runtime asks for work once `main` has built the
+//!   function);
+//! - **first**: exec → the first response;
+//! - **warm**: the second invocation, `/next` answered → its response;
+//! - **cold overhead**: first − warm, what a cold start adds to the invocation that triggers it;
+//! - **peak RSS**: `VmHWM` of `/proc/<pid>/status` after the second response.
+//!
+//! A hello-world `lambda_runtime` binary (`envelope-hello`, same crate, same release profile) runs
+//! in every round; each round runs every target once in a shuffled order, with a fresh queue per
+//! run. Medians are printed; "x hello" is the median of each round's ratio to that round's hello
+//! init, so the interleaving cancels the machine's drift.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use chrono::Utc;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use medic_sim::moto::MotoServer;
+use medic_sim::{ArgoSim, SimConfig};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Options {
+    /// The directory of the release bootstraps (`ingest`, `worker`, `sweeper`, `slack-actions`,
+    /// `envelope-hello`); default `$CARGO_TARGET_DIR/release` (or `target/release`).
+    #[arg(long)]
+    pub bin_dir: Option<PathBuf>,
+    /// The hello world's directory, when it is not `--bin-dir`.
+    #[arg(long)]
+    pub hello_dir: Option<PathBuf>,
+    /// Other builds of the functions to run in the same rounds, `NAME=DIR` (e.g. the bootstraps
+    /// before a change, copied aside): a before/after comparison on the same machine state.
+    #[arg(long = "also")]
+    pub also: Vec<String>,
+    /// Rounds; each runs every target once, shuffled.
+    #[arg(long, default_value_t = 15)]
+    pub rounds: usize,
+    /// The functions measured.
+    #[arg(long, value_delimiter = ',', default_value = "ingest,worker,sweeper,slack-actions")]
+    pub functions: Vec<String>,
+    /// Where the secrets come from: `env`, `sm` (Secrets Manager in moto), or both.
+    #[arg(long, value_delimiter = ',', default_value = "env,sm")]
+    pub secrets: Vec<String>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Keep each run's output (the function's log) in this directory.
+    #[arg(long)]
+    pub keep_logs: Option<PathBuf>,
+}
+
+const WEBHOOK_SECRET: &str = "local-test-secret-not-for-production";
+const WORK_ITEM_KEY: &str = "envelope-work-item-key-not-for-production";
+const REFRESH_SECRET: &str = r#"{"current":"envelope-refresh-secret-not-for-production"}"#;
+const SIGNING_SECRET: &str = "envelope-slack-signing-secret-not-for-production";
+const API: &str = "/2018-06-01/runtime";
+
+/// What the stub saw, with when.
+#[derive(Debug)]
+enum Seen {
+    Next(usize, Instant),
+    Response(usize, Instant),
+    Error(usize, String),
+    InitError(String),
+}
+
+/// The Runtime API of one run: `events[i]` is the i-th invocation; later `/next` calls wait.
+struct Stub {
+    events: Vec<String>,
+    served: AtomicUsize,
+    seen: mpsc::UnboundedSender<Seen>,
+}
+
+async fn stub_serve(stub: Arc<Stub>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, hyper::Error> {
+    let now = Instant::now();
+    let path = req.uri().path().to_owned();
+    let method = req.method().clone();
+    let body = req.into_body().collect().await?.to_bytes();
+    let text = String::from_utf8_lossy(&body).into_owned();
+    let ok = |status: StatusCode| Response::builder().status(status).body(Full::new(Bytes::new())).expect("a response");
+    let rest = path.strip_prefix(API).unwrap_or("");
+    if method == hyper::Method::GET && rest == "/invocation/next" {
+        let n = stub.served.fetch_add(1, Ordering::SeqCst);
+        let _ = stub.seen.send(Seen::Next(n, now));
+        let Some(event) = stub.events.get(n) else {
+            // No more work: the runtime waits here until the process is killed.
+            std::future::pending::<()>().await;
+            unreachable!()
+        };
+        let deadline = Utc::now().timestamp_millis() + 60_000;
+        return Ok(Response::builder()
+            .header("content-type", "application/json")
+            .header("lambda-runtime-aws-request-id", format!("envelope-{n}"))
+            .header("lambda-runtime-deadline-ms", deadline.to_string())
+            .header("lambda-runtime-invoked-function-arn", "arn:aws:lambda:us-east-1:123456789012:function:envelope")
+            .header("lambda-runtime-trace-id", format!("Root=1-5759e988-bd862e3fe1be46a99427{n:04};Parent=53995c3f42cd8ad8;Sampled=0"))
+            .body(Full::new(Bytes::from(event.clone())))
+            .expect("a response"));
+    }
+    if method == hyper::Method::POST && rest == "/init/error" {
+        let _ = stub.seen.send(Seen::InitError(text));
+        return Ok(ok(StatusCode::ACCEPTED));
+    }
+    if let Some(id) = rest.strip_prefix("/invocation/envelope-").filter(|_| method == hyper::Method::POST) {
+        let (n, kind) = id.split_once('/').unwrap_or((id, ""));
+        let n: usize = n.parse().unwrap_or(usize::MAX);
+        let seen = match kind {
+            "response" => Seen::Response(n, now),
+            _ => Seen::Error(n, text),
+        };
+        let _ = stub.seen.send(seen);
+        return Ok(ok(StatusCode::ACCEPTED));
+    }
+    Ok(ok(StatusCode::NOT_FOUND))
+}
+
+/// Starts a stub on a free loopback port.
+async fn start_stub(events: Vec<String>) -> anyhow::Result<(u16, mpsc::UnboundedReceiver<Seen>, tokio::task::JoinHandle<()>)> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let stub = Arc::new(Stub { events, served: AtomicUsize::new(0), seen: tx });
+    let task = tokio::spawn(async move {
+        let mut connections = tokio::task::JoinSet::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            let stub = Arc::clone(&stub);
+            connections.spawn(async move {
+                let service = service_fn(move |req| stub_serve(Arc::clone(&stub), req));
+                let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+    Ok((port, rx, task))
+}
+
+/// One run's figures.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    init: Duration,
+    first: Duration,
+    warm: Duration,
+    peak_rss_kb: u64,
+}
+
+/// One bootstrap to run: its file, environment and two invocations.
+struct Target {
+    label: String,
+    function: String,
+    secrets: String,
+    binary: PathBuf,
+}
+
+/// Everything the functions reach, shared by the runs.
+struct World {
+    moto: MotoServer,
+    sqs: aws_sdk_sqs::Client,
+    table: String,
+    argo: ArgoSim,
+    /// Secrets Manager ARNs by the variable that names them.
+    arns: Vec<(&'static str, String)>,
+    events: PathBuf,
+    queue_count: AtomicUsize,
+    clicks: AtomicUsize,
+}
+
+impl World {
+    async fn start() -> anyhow::Result<World> {
+        let moto = tokio::task::spawn_blocking(MotoServer::start).await?;
+        let sdk = medic_adapters::aws::sdk_config(Some(&moto.url)).await;
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let ddb = aws_sdk_dynamodb::Client::new(&sdk);
+        let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
+        let table = "envelope-state".to_owned();
+        medic_adapters::dynamodb::create_table(&ddb, &table).await.map_err(|e| anyhow::anyhow!("creating the table: {e}"))?;
+        let argo = ArgoSim::start(SimConfig::default()).await?;
+        let events = medic_sim::workspace_root().join("events");
+        argo.load_samples(&events, Utc::now()).context("loading the sample apps into the simulator")?;
+        let token = SimConfig::default().tokens[0].token.clone();
+        let mut arns = Vec::new();
+        for (var, name, value) in [
+            ("ARGOCD_AUTH_TOKEN_SECRET_ARN", "argocd-token", token.as_str()),
+            ("WEBHOOK_SECRET_ARN", "webhook", WEBHOOK_SECRET),
+            ("REFRESH_SECRET_ARN", "refresh", REFRESH_SECRET),
+            ("WORK_ITEM_KEY_SECRET_ARN", "work-item-key", WORK_ITEM_KEY),
+            ("SLACK_SIGNING_SECRET_ARN", "slack-signing", SIGNING_SECRET),
+        ] {
+            let out = secrets.create_secret().name(format!("envelope-{name}")).secret_string(value).send().await?;
+            arns.push((var, out.arn.context("a secret's ARN")?));
+        }
+        Ok(World { moto, sqs, table, argo, arns, events, queue_count: AtomicUsize::new(0), clicks: AtomicUsize::new(0) })
+    }
+
+    /// A fresh queue for one run.
+    async fn queue(&self) -> anyhow::Result<String> {
+        let n = self.queue_count.fetch_add(1, Ordering::Relaxed);
+        let out = self.sqs.create_queue().queue_name(format!("envelope-{n}")).send().await?;
+        out.queue_url.context("a queue URL")
+    }
+
+    /// The environment of `target` as template.yaml and Lambda give it.
+    fn env(&self, target: &Target, queue_url: &str, runtime_api: &str) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = [
+            ("AWS_LAMBDA_RUNTIME_API", runtime_api),
+            ("AWS_LAMBDA_FUNCTION_NAME", target.function.as_str()),
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
+            ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST"),
+            ("AWS_LAMBDA_LOG_GROUP_NAME", "/aws/lambda/envelope"),
+            ("AWS_LAMBDA_LOG_STREAM_NAME", "envelope"),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_DEFAULT_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AWS_ENDPOINT_URL", self.moto.url.as_str()),
+            ("MEDIC_INSTANCE_ID", "envelope"),
+            ("QUEUE_URL", queue_url),
+            ("TABLE_NAME", self.table.as_str()),
+            ("SLACK_ALLOWED_USERS", r#"{"*": ["U0ALICE001"]}"#),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        env.push(("ARGOCD_SERVER".into(), self.argo.base_url()));
+        if target.secrets == "sm" {
+            env.extend(self.arns.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        } else {
+            env.extend(
+                [
+                    ("ARGOCD_AUTH_TOKEN", SimConfig::default().tokens[0].token.clone()),
+                    ("MEDIC_WEBHOOK_SECRET", WEBHOOK_SECRET.into()),
+                    ("MEDIC_REFRESH_SECRET", REFRESH_SECRET.into()),
+                    ("MEDIC_WORK_ITEM_KEY", WORK_ITEM_KEY.into()),
+                    ("SLACK_SIGNING_SECRET", SIGNING_SECRET.into()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v)),
+            );
+        }
+        env
+    }
+
+    /// The two invocations' payloads: the function's sample event (slack-actions' signed now,
+    /// each click its own trigger id, so no invocation is refused as a replay of an earlier one).
+    fn payloads(&self, function: &str) -> anyhow::Result<Vec<String>> {
+        let sample =
+            |name: &str| std::fs::read_to_string(self.events.join("lambda").join(name)).with_context(|| format!("events/lambda/{name}"));
+        Ok(match function {
+            "ingest" | "hello" => vec![sample("ingest/webhook-sync-failed.json")?; 2],
+            "worker" => vec![sample("worker/batch-with-poison.json")?; 2],
+            "sweeper" => vec![sample("sweeper/scheduled.json")?; 2],
+            "slack-actions" => {
+                let event: serde_json::Value = serde_json::from_str(&sample("slack-actions/block-actions-sync.json")?)?;
+                let secret = medic_slack_actions::SigningSecret::from_secret(SIGNING_SECRET)?;
+                let now = Utc::now().timestamp();
+                (0..2)
+                    .map(|_| {
+                        let mut e = event.clone();
+                        let ts = now.to_string();
+                        let click = self.clicks.fetch_add(1, Ordering::Relaxed);
+                        let body = e["body"].as_str().unwrap_or_default().replace("1234567890", &format!("{click:010}"));
+                        e["body"] = body.clone().into();
+                        e["headers"]["x-slack-request-timestamp"] = ts.clone().into();
+                        e["headers"]["x-slack-signature"] = secret.sign(&ts, body.as_bytes()).into();
+                        e.to_string()
+                    })
+                    .collect()
+            }
+            other => bail!("no sample event for `{other}`"),
+        })
+    }
+}
+
+/// Peak resident set size (kB) of a running process.
+fn peak_rss_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// One cold start and one warm invocation of `target`.
+async fn run_once(world: &World, target: &Target, logs: &Path, round: usize) -> anyhow::Result<Sample> {
+    let queue_url = world.queue().await?;
+    let (port, mut seen, server) = start_stub(world.payloads(&target.function)?).await?;
+    let log_path = logs.join(format!("{}-{round}.log", target.label.replace('/', "-")));
+    let log = std::fs::File::create(&log_path)?;
+    let mut command = tokio::process::Command::new(&target.binary);
+    command
+        .env_clear()
+        .envs(world.env(target, &queue_url, &format!("127.0.0.1:{port}")))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .kill_on_drop(true);
+    let start = Instant::now();
+    let mut child = command.spawn().with_context(|| format!("starting {}", target.binary.display()))?;
+    let pid = child.id().context("the child's pid")?;
+    let (mut init, mut first, mut warm_from, mut warm) = (None, None, None, None);
+    let deadline = tokio::time::sleep(Duration::from_secs(60));
+    tokio::pin!(deadline);
+    let outcome: anyhow::Result<()> = loop {
+        tokio::select! {
+            s = seen.recv() => match s {
+                Some(Seen::Next(0, t)) => init = Some(t - start),
+                Some(Seen::Next(1, t)) => warm_from = Some(t),
+                Some(Seen::Next(..)) => {}
+                Some(Seen::Response(0, t)) => first = Some(t - start),
+                Some(Seen::Response(1, t)) => {
+                    warm = warm_from.map(|from| t - from);
+                    break Ok(());
+                }
+                Some(Seen::Response(..)) => {}
+                Some(Seen::Error(n, body)) => break Err(anyhow::anyhow!("invocation {n} failed: {body}")),
+                Some(Seen::InitError(body)) => break Err(anyhow::anyhow!("init failed: {body}")),
+                None => break Err(anyhow::anyhow!("the stub stopped")),
+            },
+            status = child.wait() => break Err(anyhow::anyhow!("the bootstrap exited: {status:?}")),
+            _ = &mut deadline => break Err(anyhow::anyhow!("no second response within 60 s")),
+        }
+    };
+    let peak = peak_rss_kb(pid);
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+    server.abort();
+    let _ = world.sqs.delete_queue().queue_url(&queue_url).send().await;
+    if let Err(e) = outcome {
+        let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let tail: Vec<&str> = output.lines().rev().take(20).collect();
+        bail!("{} (round {round}): {e}\n{}", target.label, tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+    }
+    let (Some(init), Some(first), Some(warm), Some(peak_rss_kb)) = (init, first, warm, peak) else {
+        bail!("{}: incomplete timings", target.label);
+    };
+    Ok(Sample { init, first, warm, peak_rss_kb })
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+pub async fn run(o: Options) -> anyhow::Result<()> {
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| medic_sim::workspace_root().join("target"));
+    let bin_dir = o.bin_dir.clone().unwrap_or_else(|| target_dir.join("release"));
+    let hello_dir = o.hello_dir.clone().unwrap_or_else(|| bin_dir.clone());
+    let mut builds = vec![(String::new(), bin_dir)];
+    for also in &o.also {
+        let Some((name, dir)) = also.split_once('=') else { bail!("--also takes NAME=DIR, not `{also}`") };
+        builds.push((format!("@{name}"), PathBuf::from(dir)));
+    }
+    let mut targets =
+        vec![Target { label: "hello".into(), function: "hello".into(), secrets: "-".into(), binary: hello_dir.join("envelope-hello") }];
+    for function in &o.functions {
+        for secrets in &o.secrets {
+            if !["env", "sm"].contains(&secrets.as_str()) {
+                bail!("--secrets takes env and sm, not `{secrets}`");
+            }
+            for (name, dir) in &builds {
+                targets.push(Target {
+                    label: format!("{function}/{secrets}{name}"),
+                    function: function.clone(),
+                    secrets: secrets.clone(),
+                    binary: dir.join(function),
+                });
+            }
+        }
+    }
+    for t in &targets {
+        if !t.binary.is_file() {
+            bail!("{} is missing: build the release bootstraps first (make envelope does)", t.binary.display());
+        }
+    }
+    let logs = match &o.keep_logs {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join(format!("medic-envelope-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&logs)?;
+    let world = World::start().await?;
+    eprintln!(
+        "envelope: {} targets x {} rounds; moto {}, Argo CD simulator {}",
+        targets.len(),
+        o.rounds,
+        world.moto.url,
+        world.argo.base_url()
+    );
+
+    let mut rng = rand::rngs::StdRng::seed_from_u64(o.seed);
+    let mut samples: BTreeMap<usize, Vec<(usize, Sample)>> = BTreeMap::new();
+    // One unmeasured run of each first: the page cache holds every binary, moto has compiled
+    // its handlers for each call.
+    for (i, t) in targets.iter().enumerate() {
+        run_once(&world, t, &logs, 0).await.with_context(|| format!("warm-up run of {}", targets[i].label))?;
+    }
+    for round in 1..=o.rounds {
+        let mut order: Vec<usize> = (0..targets.len()).collect();
+        order.shuffle(&mut rng);
+        for i in order {
+            let s = run_once(&world, &targets[i], &logs, round).await?;
+            samples.entry(i).or_default().push((round, s));
+        }
+        eprintln!("envelope: round {round}/{} done", o.rounds);
+    }
+    if o.keep_logs.is_none() {
+        let _ = std::fs::remove_dir_all(&logs);
+    }
+
+    let hello: BTreeMap<usize, Sample> = samples.get(&0).map(|v| v.iter().copied().collect()).unwrap_or_default();
+    println!(
+        "{:<20} {:>8} {:>8} {:>9} {:>8} {:>13} {:>13} {:>9} {:>9}",
+        "target", "init ms", "x hello", "first ms", "warm ms", "overhead ms", "ovh/hello-init", "RSS MB", "size MB"
+    );
+    for (i, t) in targets.iter().enumerate() {
+        let runs = samples.get(&i).cloned().unwrap_or_default();
+        let init = median(runs.iter().map(|(_, s)| ms(s.init)).collect());
+        let x_hello = median(runs.iter().filter_map(|(r, s)| hello.get(r).map(|h| ms(s.init) / ms(h.init))).collect());
+        let first = median(runs.iter().map(|(_, s)| ms(s.first)).collect());
+        let warm = median(runs.iter().map(|(_, s)| ms(s.warm)).collect());
+        let overhead = median(runs.iter().map(|(_, s)| ms(s.first) - ms(s.warm)).collect());
+        let ovh_hello = median(runs.iter().filter_map(|(r, s)| hello.get(r).map(|h| (ms(s.first) - ms(s.warm)) / ms(h.init))).collect());
+        let rss = median(runs.iter().map(|(_, s)| s.peak_rss_kb as f64 / 1024.0).collect());
+        let size = std::fs::metadata(&t.binary).map(|m| m.len() as f64 / 1e6).unwrap_or(f64::NAN);
+        println!(
+            "{:<20} {init:>8.2} {x_hello:>8.2} {first:>9.2} {warm:>8.2} {overhead:>13.2} {ovh_hello:>13.2} {rss:>9.1} {size:>9.2}",
+            t.label
+        );
+    }
+    println!("envelope: medians of {} rounds; x hello and ovh/hello-init are medians of each round's ratio to its hello init", o.rounds);
+    Ok(())
+}
