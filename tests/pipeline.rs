@@ -387,12 +387,14 @@ async fn the_sweeper_counts_the_apps_in_trouble_no_notification_reported_once_a_
 
 /// A fleet outage through the functions (issue 10): the sweeper holds the covered apps back and
 /// probes three canaries; once Git is back and a canary heals, it enqueues the rest as one
-/// recovery wave, and the workers refresh each once. No app of the cause is escalated.
+/// recovery wave, and the workers refresh each once. No app of the cause is escalated on its
+/// own: the cause is, once, when it has lasted past its time bound (an hour; this one began 70
+/// minutes ago).
 #[tokio::test]
 async fn the_sweeper_holds_an_outage_back_probes_canaries_and_releases_one_wave_when_one_heals() {
     let stack = stack().await;
     let sim = ArgoSim::start(SimConfig::default()).await.unwrap();
-    let since = (chrono::Utc::now() - chrono::TimeDelta::hours(1)).to_rfc3339();
+    let since = (chrono::Utc::now() - chrono::TimeDelta::minutes(70)).to_rfc3339();
     for (i, (mut app, outcomes)) in medic_sim::synthetic_fleet(60, 0, chrono::Utc::now()).into_iter().enumerate() {
         let name = app["metadata"]["name"].as_str().unwrap().to_owned();
         if i < 40 {
@@ -408,9 +410,18 @@ async fn the_sweeper_holds_an_outage_back_probes_canaries_and_releases_one_wave_
     let sweeper = stack.sweeper(&sim);
     let during = sweeper.run().await.unwrap();
     assert_eq!((during.outages, during.held, during.probed, during.healed, during.released), (1, 37, 3, 0, 0), "{during:?}");
+    assert_eq!(during.escalated, 1, "past its time bound: {during:?}");
+    let escalations: Vec<String> =
+        sweeper.escalator.alerts().into_iter().filter(|a| a.starts_with("Escalation: the fleet outage")).collect();
+    assert_eq!(escalations.len(), 1, "{escalations:?}");
+    assert!(escalations[0].contains("git.down.example.com") && escalations[0].contains("40 apps are still held back"), "{escalations:?}");
+    let still = sweeper.run().await.unwrap();
+    assert_eq!(still.held, 37, "{still:?}");
+    let told = sweeper.escalator.alerts().into_iter().filter(|a| a.starts_with("Escalation: the fleet outage")).count();
+    assert_eq!(told, 1, "escalated once per cause, not once per sweep");
     let queued: Vec<String> = stack.receive().await.iter().filter_map(|m| m.body.clone()).collect();
     assert_eq!(during.enqueued, 0, "nothing of the cause goes to the workers while it lasts: {queued:?}");
-    assert_eq!(sim.counts().refresh, 3);
+    assert_eq!(sim.counts().refresh, 6, "three canaries probed by each of the two sweeps");
     // A notification of a covered app meanwhile is left to the cause by the worker.
     let worker = stack.worker(&sim, stack.store());
     let app = medic_core::event::AppRef { name: "app-00010".into(), namespace: "argocd".into(), project: Some("team-e".into()) };
@@ -420,7 +431,7 @@ async fn the_sweeper_holds_an_outage_back_probes_canaries_and_releases_one_wave_
     (record.message_id, record.body) = (Some("n-1".into()), Some(serde_json::to_string(&item).unwrap()));
     assert_eq!(worker.handle_message(&record).await.unwrap(), Handled::HeldByFleet("repo:git.down.example.com".into()));
     assert_eq!(worker.metrics.total("HeldByFleetOutage"), 1.0);
-    assert_eq!(sim.counts().refresh, 3, "the held app was read, not refreshed");
+    assert_eq!(sim.counts().refresh, 6, "the held app was read, not refreshed");
 
     for i in 0..40 {
         let heal = medic_sim::Outcomes { refresh: medic_sim::RefreshOutcome::Heal, ..Default::default() };
@@ -429,7 +440,7 @@ async fn the_sweeper_holds_an_outage_back_probes_canaries_and_releases_one_wave_
     let after = sweeper.run().await.unwrap();
     assert_eq!((after.probed, after.healed, after.released, after.enqueued), (3, 3, 37, 37), "{after:?}");
     drain(&stack, &worker).await;
-    assert_eq!(sim.counts().refresh, 3 + 3 + 37, "one refresh per released app");
+    assert_eq!(sim.counts().refresh, 6 + 3 + 37, "one refresh per released app");
     let synced = (1..=40).filter(|i| sim.app("argocd", &format!("app-{i:05}")).is_some_and(|a| a["status"]["sync"]["status"] == "Synced"));
     assert_eq!(synced.count(), 40);
     assert!(worker.escalator.escalations().is_empty(), "{:?}", worker.escalator.escalations());

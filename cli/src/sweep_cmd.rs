@@ -238,6 +238,7 @@ fn totals(s: &SweepSummary) -> String {
     }
     for o in &s.outages {
         let wave = match (o.healed, o.paused) {
+            (0, _) if o.overdue => "held back, past its time bound: escalated".to_owned(),
             (0, _) => "held back".to_owned(),
             (_, false) => format!("{} released", o.released),
             (_, true) => format!("{} released, then paused", o.released),

@@ -28,6 +28,24 @@ pub fn outage(cause: &FleetCause, eta_secs: u64) -> String {
     )
 }
 
+/// A cause past its time bound ([`FleetCause::overdue`]): the escalation of its fleet incident,
+/// for the apps it holds back.
+pub fn outage_overdue(cause: &FleetCause, now: DateTime<Utc>) -> String {
+    let began = cause.began_at.unwrap_or(now);
+    format!(
+        "Escalation: the fleet outage of {} has lasted {} min (its first app went down at {}); {} apps are still held back and no canary has healed. Argo Medic keeps probing and will release the wave when one does; the cause needs a person.",
+        cause.scope.describe(),
+        (now - began).num_minutes(),
+        began.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        cause.apps.len()
+    )
+}
+
+/// The marker of an outage's escalation: once per cause and start, whatever the window.
+pub fn outage_overdue_key(cause: &FleetCause) -> String {
+    format!("alert-outage-overdue-{}-{}", cause.scope.key(), cause.began_at.map_or(0, |t| t.timestamp()))
+}
+
 /// The marker of an alert told at most once an hour (`alert-<kind>-<YYYYMMDDHH>`).
 pub fn hourly(kind: &str, now: DateTime<Utc>) -> String {
     format!("alert-{kind}-{}", now.format("%Y%m%d%H"))
@@ -78,7 +96,13 @@ mod tests {
     #[test]
     fn an_outage_alert_names_the_cause_the_count_and_the_wave() {
         let apps: Vec<crate::AppId> = (0..30).map(|i| crate::AppId::new("argocd", &format!("a{i}"))).collect();
-        let cause = FleetCause { scope: crate::fleet::CauseScope::RepoHost("git.example.com".into()), listed: 40, apps, canaries: 3 };
+        let cause = FleetCause {
+            scope: crate::fleet::CauseScope::RepoHost("git.example.com".into()),
+            listed: 40,
+            apps,
+            canaries: 3,
+            began_at: None,
+        };
         let text = outage(&cause, 12);
         assert!(text.starts_with("Fleet outage: 30 of 40 apps of source host git.example.com cannot be compared"), "{text}");
         assert!(text.contains("3 canary app(s)") && text.contains("the other 27 are refreshed") && text.contains("about 12 s"), "{text}");

@@ -118,11 +118,25 @@ pub struct FleetRules {
     /// [`FleetRules::pause_percent`] of a batch does not heal.
     pub wave_batch: usize,
     pub pause_percent: usize,
+    /// The fleet incident's own time bound: a cause still down this long after its first app
+    /// went down is escalated to a person, once per cause. Its apps' own ladders, which it holds
+    /// back, would have escalated each of them by then (an `Unknown` app is refreshed, hard
+    /// refreshed, then handed over within the ladder's bound), so the cause must not stay
+    /// quieter than they would have been.
+    pub escalate_after_secs: i64,
 }
 
 impl Default for FleetRules {
     fn default() -> Self {
-        Self { min_apps: 10, min_scope_percent: 50, min_instance_percent: 20, canaries: 3, wave_batch: 20, pause_percent: 50 }
+        Self {
+            min_apps: 10,
+            min_scope_percent: 50,
+            min_instance_percent: 20,
+            canaries: 3,
+            wave_batch: 20,
+            pause_percent: 50,
+            escalate_after_secs: 3600,
+        }
     }
 }
 
@@ -137,6 +151,9 @@ pub struct FleetCause {
     pub apps: Vec<AppId>,
     /// How many of `apps` are canaries.
     pub canaries: usize,
+    /// When its first covered app went down, as far as the list shows (health transition or last
+    /// operation's end).
+    pub began_at: Option<DateTime<Utc>>,
 }
 
 impl FleetCause {
@@ -151,6 +168,13 @@ impl FleetCause {
 
     pub fn covers(&self, app: &AppId) -> bool {
         self.apps.contains(app)
+    }
+
+    /// True when the cause has outlived its time bound ([`FleetRules::escalate_after_secs`]) at
+    /// `now`: a person must hear of it. A cause whose start the list does not show is timed from
+    /// when it was first found, which the caller knows; here it is never overdue.
+    pub fn overdue(&self, rules: &FleetRules, now: DateTime<Utc>) -> bool {
+        self.began_at.is_some_and(|began| (now - began).num_seconds() >= rules.escalate_after_secs)
     }
 
     /// Seconds the recovery wave takes at `refresh_per_minute` (the estimate the alert gives).
@@ -227,8 +251,9 @@ pub fn detect(listed: &[Application], rules: &FleetRules) -> Vec<FleetCause> {
                 priority(b).cmp(&priority(a)).then_with(|| failed_at(b).cmp(&failed_at(a))).then_with(|| a.id().cmp(&b.id()))
             });
             let listed = if scope == CauseScope::Instance { listed_count } else { listed_in.get(&scope).copied().unwrap_or(0) };
+            let began_at = apps.iter().filter_map(|a| failed_at(a)).min();
             let apps: Vec<AppId> = apps.iter().map(|a| a.id()).collect();
-            FleetCause { canaries: rules.canaries.min(apps.len()), scope, listed, apps }
+            FleetCause { canaries: rules.canaries.min(apps.len()), scope, listed, apps, began_at }
         })
         .collect()
 }
@@ -363,6 +388,24 @@ mod tests {
         fleet[7].metadata.annotations.insert(PRIORITY_KEY.into(), "not a number".into());
         let order: Vec<String> = detect(&fleet, &FleetRules::default())[0].apps.iter().map(|a| a.name().to_owned()).collect();
         assert_eq!(&order[..4], ["a03", "a05", "a11", "a10"], "priority first, then the latest failure");
+    }
+
+    #[test]
+    fn a_cause_is_timed_from_its_first_app_down_and_overdue_past_its_bound() {
+        let t = |m: i64| DateTime::<Utc>::from_timestamp(1_700_000_000 + m * 60, 0).unwrap();
+        let mut fleet: Vec<Application> = (0..12).map(|i| app(&format!("a{i:02}"), "https://github.com/x", IN, "Unknown")).collect();
+        for (i, a) in fleet.iter_mut().enumerate() {
+            a.status.health.as_mut().unwrap().last_transition_time = Some(t(10 + i as i64));
+        }
+        // A later operation end counts for its app, not an earlier one.
+        fleet[11].status.operation_state = Some(Box::new(crate::app::OperationState { finished_at: Some(t(2)), ..Default::default() }));
+        let rules = FleetRules::default();
+        let cause = &detect(&fleet, &rules)[0];
+        assert_eq!(cause.began_at, Some(t(10)), "the earliest of the apps' own failure times");
+        assert!(!cause.overdue(&rules, t(10 + 59)));
+        assert!(cause.overdue(&rules, t(10 + 60)), "an hour after the first app went down");
+        let unknown_start = FleetCause { began_at: None, ..cause.clone() };
+        assert!(!unknown_start.overdue(&rules, t(10_000)));
     }
 
     #[test]

@@ -107,6 +107,8 @@ pub struct SweepRun {
     pub probed: usize,
     pub healed: usize,
     pub released: usize,
+    /// Causes past their time bound, escalated ([`medic_core::fleet::FleetCause::overdue`]).
+    pub escalated: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -184,6 +186,21 @@ where
             .await;
             let (probed, healed) = self.probe(&listed, cause).await;
             (run.probed, run.healed) = (run.probed + probed, run.healed + healed);
+            // Past its own time bound: the fleet incident is escalated, once per cause and start,
+            // for every app it holds back (their own ladders would have escalated them by now).
+            if healed == 0 && cause.overdue(&self.config.scope.fleet, now) {
+                self.metrics.count("OutagesEscalated", None, 1.0);
+                alerts::once(
+                    &self.dedupe,
+                    &self.escalator,
+                    &alerts::outage_overdue_key(cause),
+                    Duration::from_secs(24 * 3600),
+                    &alerts::outage_overdue(cause, now),
+                    WhenUnsure::Skip,
+                )
+                .await;
+                run.escalated += 1;
+            }
             // The hold the workers read: a notification of a covered app is left to the cause
             // while it lasts. Kept for two windows, so one missed sweep does not lift it.
             let hold = medic_core::keys::fleet_hold_marker(&cause.scope.key());
