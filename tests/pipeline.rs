@@ -447,6 +447,41 @@ async fn the_sweeper_holds_an_outage_back_probes_canaries_and_releases_one_wave_
     assert!(stack.store().open_incidents().await.unwrap().is_empty(), "every wave refresh closed its incident");
 }
 
+/// A cause the repo-server keeps answering from its cache of the failed generation (issue 10):
+/// a normal refresh of a canary replays `Manifest generation error (cached)` and cannot tell
+/// whether the source is back, so the sweeper hard-refreshes it; it heals, and the wave goes.
+#[tokio::test]
+async fn canaries_of_a_cached_generation_failure_are_hard_refreshed_and_release_the_wave() {
+    let stack = stack().await;
+    let sim = ArgoSim::start(SimConfig::default()).await.unwrap();
+    let since = (chrono::Utc::now() - chrono::TimeDelta::minutes(10)).to_rfc3339();
+    let cached = medic_sim::Outcomes {
+        refresh: medic_sim::RefreshOutcome::Noop,
+        hard_refresh: medic_sim::RefreshOutcome::Heal,
+        ..Default::default()
+    };
+    for (i, (mut app, outcomes)) in medic_sim::synthetic_fleet(30, 0, chrono::Utc::now()).into_iter().enumerate() {
+        let name = app["metadata"]["name"].as_str().unwrap().to_owned();
+        if i < 20 {
+            app["spec"]["source"]["repoURL"] = "https://git.cached.example.com/platform/deployments.git".into();
+            app["status"]["sync"]["status"] = "Unknown".into();
+            app["status"]["health"] = serde_json::json!({"status": "Unknown", "lastTransitionTime": since});
+            app["status"]["conditions"] = serde_json::json!([{"type": "ComparisonError", "lastTransitionTime": since,
+                "message": "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = Manifest generation error (cached): git fetch: 503 Service Unavailable"}]);
+            sim.set_outcomes(&name, cached.clone());
+        } else {
+            sim.set_outcomes(&name, outcomes);
+        }
+        sim.insert_app(app);
+    }
+    let run = stack.sweeper(&sim).run().await.unwrap();
+    assert_eq!((run.outages, run.probed, run.healed, run.released, run.escalated), (1, 3, 3, 17, 0), "{run:?}");
+    assert_eq!((sim.counts().refresh, sim.counts().hard_refresh), (3, 3), "a normal refresh, then a hard one, per canary");
+    drain(&stack, &stack.worker(&sim, stack.store())).await;
+    let synced = (1..=20).filter(|i| sim.app("argocd", &format!("app-{i:05}")).is_some_and(|a| a["status"]["sync"]["status"] == "Synced"));
+    assert_eq!(synced.count(), 20, "the wave's own steps hard-refresh the rest (the ladder of a cached error)");
+}
+
 #[tokio::test]
 async fn an_incident_of_an_app_deleted_from_argo_cd_is_closed_by_the_next_sweep_not_left_open() {
     let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);

@@ -192,7 +192,8 @@ where
 }
 
 /// Refreshes the canaries of `cause` (each within the refresh budget, unless the switch or a dry
-/// run says act on nothing). A canary Argo CD can compare again has healed; its step then runs on
+/// run says act on nothing; hard, within its budget, after a normal refresh answered with a cached
+/// generation failure: [`medic_core::fleet::needs_hard_probe`]). A canary Argo CD can compare again has healed; its step then runs on
 /// the app just read (no second read), so an incident it had is closed. Returns (probed, healed).
 async fn probe<A, S, E, B, C, W>(
     r: &Remediator<'_, A, S, E, B, C, W>,
@@ -215,7 +216,14 @@ where
     let refs: Vec<AppRef> = listed.iter().filter(|a| cause.canaries().contains(&a.id())).map(AppRef::from).collect();
     let probes = futures::future::join_all(refs.into_iter().map(|app| async move {
         r.budget.acquire(BudgetKind::Refresh).await.ok()?;
-        Some((app.clone(), r.argo.get_app(&app, Some(RefreshKind::Normal)).await))
+        let read = match r.argo.get_app(&app, Some(RefreshKind::Normal)).await {
+            Ok(read) if medic_core::fleet::needs_hard_probe(&read) => match r.budget.acquire(BudgetKind::HardRefresh).await {
+                Ok(()) => r.argo.get_app(&app, Some(RefreshKind::Hard)).await,
+                Err(_) => Ok(read),
+            },
+            other => other,
+        };
+        Some((app.clone(), read))
     }))
     .await;
     let (mut probed, mut healed) = (0, 0);

@@ -102,6 +102,14 @@ pub fn is_down(app: &Application) -> bool {
     !app.opted_out() && app.sync_status() == sync_status::UNKNOWN
 }
 
+/// True when a canary a normal refresh left down shows the repo-server's cached generation failure
+/// (`Manifest generation error (cached)`): the repo-server replays a failed generation for up to
+/// an hour without trying again (catalogue: `cached-manifest-error`), so a normal refresh cannot
+/// tell whether the source is back. The probe hard-refreshes it, which bypasses that cache.
+pub fn needs_hard_probe(app: &Application) -> bool {
+    is_down(app) && app.status.conditions.iter().any(|c| crate::FailureMode::CachedManifestError.signalled_by(&c.message))
+}
+
 /// When apps failing together are one cause.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FleetRules {
@@ -406,6 +414,28 @@ mod tests {
         assert!(cause.overdue(&rules, t(10 + 60)), "an hour after the first app went down");
         let unknown_start = FleetCause { began_at: None, ..cause.clone() };
         assert!(!unknown_start.overdue(&rules, t(10_000)));
+    }
+
+    #[test]
+    fn a_canary_is_hard_refreshed_only_when_argo_cd_answers_from_the_failed_generation_cache() {
+        let condition = |message: &str| crate::app::ApplicationCondition {
+            kind: "ComparisonError".into(),
+            message: message.into(),
+            ..Default::default()
+        };
+        let mut cached = app("c", "https://github.com/x", IN, "Unknown");
+        // Argo CD's words (reposerver/repository/repository.go): the cached error is prefixed so.
+        cached.status.conditions = vec![condition(
+            "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = Manifest generation error (cached): `kustomize build` failed exit status 1",
+        )];
+        assert!(needs_hard_probe(&cached));
+        let mut unreachable = app("u", "https://github.com/x", IN, "Unknown");
+        unreachable.status.conditions =
+            vec![condition("rpc error: code = Unknown desc = failed to list refs: dial tcp: connect: connection refused")];
+        assert!(!needs_hard_probe(&unreachable), "a normal refresh asks the host again");
+        let mut back = cached.clone();
+        back.status.sync.as_mut().unwrap().status = "Synced".into();
+        assert!(!needs_hard_probe(&back), "comparable again: healed, nothing more to ask");
     }
 
     #[test]

@@ -252,14 +252,21 @@ where
         Ok(run)
     }
 
-    /// Refreshes the canaries of `cause`; a canary Argo CD can compare again has healed. A failed
+    /// Refreshes the canaries of `cause` (hard, after a normal refresh answered with a cached
+    /// generation failure); a canary Argo CD can compare again has healed. A failed
     /// read counts as not healed (the next sweep probes again). Returns (probed, healed).
     async fn probe(&self, listed: &[medic_core::Application], cause: &medic_core::fleet::FleetCause) -> (usize, usize) {
         if !self.config.probe_canaries {
             return (0, 0);
         }
         let refs: Vec<AppRef> = listed.iter().filter(|a| cause.canaries().contains(&a.id())).map(AppRef::from).collect();
-        let reads = futures::future::join_all(refs.iter().map(|app| self.argo.get_app(app, Some(RefreshKind::Normal)))).await;
+        let reads = futures::future::join_all(refs.iter().map(|app| async move {
+            match self.argo.get_app(app, Some(RefreshKind::Normal)).await {
+                Ok(read) if medic_core::fleet::needs_hard_probe(&read) => self.argo.get_app(app, Some(RefreshKind::Hard)).await,
+                other => other,
+            }
+        }))
+        .await;
         let healed = reads.iter().filter(|r| r.as_ref().is_ok_and(|app| !medic_core::fleet::is_down(app))).count();
         self.metrics.count("CanariesHealed", None, healed as f64);
         (reads.len(), healed)
