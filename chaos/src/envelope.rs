@@ -69,6 +69,13 @@ pub struct Options {
     /// Keep each run's output (the function's log) in this directory.
     #[arg(long)]
     pub keep_logs: Option<PathBuf>,
+    /// A synthetic fleet of this many apps in the simulator instead of the sample apps: the
+    /// sweeper's peak memory at scale (issue 10: 50,000 apps within 200 MB).
+    #[arg(long)]
+    pub fleet: Option<usize>,
+    /// With `--fleet`, how many of its apps are stale.
+    #[arg(long, default_value_t = 0)]
+    pub stale: usize,
 }
 
 const WEBHOOK_SECRET: &str = "local-test-secret-not-for-production";
@@ -186,7 +193,7 @@ struct World {
 }
 
 impl World {
-    async fn start() -> anyhow::Result<World> {
+    async fn start(fleet: Option<(usize, usize)>) -> anyhow::Result<World> {
         let moto = tokio::task::spawn_blocking(MotoServer::start).await?;
         let sdk = medic_adapters::aws::sdk_config(Some(&moto.url)).await;
         let sqs = aws_sdk_sqs::Client::new(&sdk);
@@ -196,7 +203,18 @@ impl World {
         medic_adapters::dynamodb::create_table(&ddb, &table).await.map_err(|e| anyhow::anyhow!("creating the table: {e}"))?;
         let argo = ArgoSim::start(SimConfig::default()).await?;
         let events = medic_sim::workspace_root().join("events");
-        argo.load_samples(&events, Utc::now()).context("loading the sample apps into the simulator")?;
+        match fleet {
+            Some((apps, stale)) => {
+                for (app, outcomes) in medic_sim::synthetic_fleet(apps, stale, Utc::now()) {
+                    let name = app["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+                    argo.insert_app(app);
+                    argo.set_outcomes(&name, outcomes);
+                }
+            }
+            None => {
+                argo.load_samples(&events, Utc::now()).context("loading the sample apps into the simulator")?;
+            }
+        }
         let token = SimConfig::default().tokens[0].token.clone();
         let mut arns = Vec::new();
         for (var, name, value) in [
@@ -403,7 +421,7 @@ pub async fn run(o: Options) -> anyhow::Result<()> {
         None => std::env::temp_dir().join(format!("medic-envelope-{}", std::process::id())),
     };
     std::fs::create_dir_all(&logs)?;
-    let world = World::start().await?;
+    let world = World::start(o.fleet.map(|apps| (apps, o.stale))).await?;
     eprintln!(
         "envelope: {} targets x {} rounds; moto {}, Argo CD simulator {}",
         targets.len(),
