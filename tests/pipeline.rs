@@ -412,12 +412,15 @@ async fn the_sweeper_holds_an_outage_back_probes_canaries_and_releases_one_wave_
     assert_eq!((during.outages, during.held, during.probed, during.healed, during.released), (1, 37, 3, 0, 0), "{during:?}");
     assert_eq!(during.escalated, 1, "past its time bound: {during:?}");
     let escalations: Vec<String> =
-        sweeper.escalator.alerts().into_iter().filter(|a| a.starts_with("Escalation: the fleet outage")).collect();
+        sweeper.escalator.alerts().into_iter().filter(|a| a.starts_with("Escalation: fleet outage past its time bound")).collect();
     assert_eq!(escalations.len(), 1, "{escalations:?}");
-    assert!(escalations[0].contains("git.down.example.com") && escalations[0].contains("40 apps are still held back"), "{escalations:?}");
+    assert!(
+        escalations[0].contains("git.down.example.com") && escalations[0].contains("40 of 40 apps of source host git.down.example.com"),
+        "{escalations:?}"
+    );
     let still = sweeper.run().await.unwrap();
     assert_eq!(still.held, 37, "{still:?}");
-    let told = sweeper.escalator.alerts().into_iter().filter(|a| a.starts_with("Escalation: the fleet outage")).count();
+    let told = sweeper.escalator.alerts().into_iter().filter(|a| a.starts_with("Escalation: fleet outage past its time bound")).count();
     assert_eq!(told, 1, "escalated once per cause, not once per sweep");
     let queued: Vec<String> = stack.receive().await.iter().filter_map(|m| m.body.clone()).collect();
     assert_eq!(during.enqueued, 0, "nothing of the cause goes to the workers while it lasts: {queued:?}");

@@ -706,3 +706,84 @@ async fn past_the_reply_limit_fleet_apps_are_counted_in_the_parent_without_a_rep
     let text = text_of(&ps[0]);
     assert!(text.contains("Fleet incident · 12 apps") && text.contains("and 7 more"), "{text}");
 }
+
+/// A fleet outage's Slack parent (issue 10): posted once by the sweeper and rewritten in place
+/// each sweep, with pause and release buttons. A fleet button acts on every app of the cause, so
+/// only a person allowed on every one of its projects may press it. Pause holds the wave back even
+/// when a canary heals; release lets it go at the next sweep without one.
+#[tokio::test]
+async fn an_outage_parent_is_updated_in_place_and_its_buttons_need_every_project_and_steer_the_wave() {
+    let stack = stack().await;
+    let sim = medic_sim::ArgoSim::start(medic_sim::SimConfig::default()).await.unwrap();
+    let since = (Utc::now() - chrono::TimeDelta::minutes(20)).to_rfc3339();
+    for (i, (mut app, outcomes)) in medic_sim::synthetic_fleet(30, 0, Utc::now()).into_iter().enumerate() {
+        let name = app["metadata"]["name"].as_str().unwrap().to_owned();
+        if i < 20 {
+            app["spec"]["source"]["repoURL"] = "https://git.down.example.com/platform/deployments.git".into();
+            // Two projects: a person must be allowed on both.
+            app["spec"]["project"] = if i % 2 == 0 { "payments" } else { "platform" }.into();
+            app["status"]["sync"]["status"] = "Unknown".into();
+            app["status"]["health"] = json!({"status": "Unknown", "lastTransitionTime": since});
+        }
+        sim.insert_app(app);
+        sim.set_outcomes(&name, outcomes);
+    }
+    let sweeper = medic_sweeper::Sweeper {
+        config: medic_sweeper::SweeperConfig::default(),
+        argo: crate::support::client(&sim),
+        store: stack.store(),
+        dedupe: stack.store(),
+        queue: stack.queue(),
+        escalator: slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
+        clock: medic_adapters::memory::SystemClock,
+        metrics: medic_adapters::telemetry::Metrics::quiet("test"),
+    };
+    let first = sweeper.run().await.unwrap();
+    assert_eq!((first.outages, first.probed, first.healed, first.released), (1, 3, 0, 0), "{first:?}");
+    let outage_parents = || stack.slack.parents(CH).into_iter().filter(|m| text_of(m).contains("Fleet outage")).collect::<Vec<_>>();
+    let parent = outage_parents().remove(0);
+    assert!(text_of(&parent).contains("Held back") && text_of(&parent).contains("20 of 20 listed"), "{}", text_of(&parent));
+    assert!(escalation::violations(&parent.text, parent.blocks.as_array().unwrap()).is_empty());
+    let pause = button(&parent, "Pause wave");
+    let release = button(&parent, "Release wave now");
+    assert!(medic_core::keys::is_fleet_button_id(&pause) && !pause.contains("git.down"), "opaque: {pause}");
+
+    // Alice is allowed on `payments` only: refused, nothing changes. Bob's list has `platform`
+    // only. A user allowed on both may pause.
+    let actions = stack.actions();
+    let now = Utc::now().timestamp();
+    let refused = actions.handle(click(&pause, ALICE, now, SIGNING_SECRET)).await;
+    assert_eq!(refused.status(), 403, "{}", reason_of(&refused));
+    let said = String::from_utf8_lossy(refused.body().as_ref()).into_owned();
+    assert!(reason_of(&refused) == "unauthorised" && said.contains("project `platform`"), "{said}");
+    let both = medic_slack_actions::SlackActions {
+        allow: medic_slack_actions::AllowList::from_json(r#"{"payments": ["U0CAROL001"], "platform": ["U0CAROL001"]}"#).unwrap(),
+        ..stack.actions()
+    };
+    assert_eq!(both.handle(click(&pause, "U0CAROL001", now + 1, SIGNING_SECRET)).await.status(), 200);
+    assert_eq!(stack.depth().await, 0, "a fleet button enqueues nothing");
+
+    // Git is back and the canaries heal, but the wave is paused: held.
+    for i in 0..20 {
+        sim.set_outcomes(
+            &format!("app-{:05}", i + 1),
+            medic_sim::Outcomes { refresh: medic_sim::RefreshOutcome::Heal, ..Default::default() },
+        );
+    }
+    let paused = sweeper.run().await.unwrap();
+    assert_eq!((paused.healed, paused.released, paused.enqueued), (3, 0, 0), "{paused:?}");
+    assert_eq!(outage_parents().len(), 1, "one parent, rewritten in place");
+    let now_shown = stack.slack.message(CH, &parent.ts).unwrap();
+    assert!(text_of(&now_shown).contains("Paused") && text_of(&now_shown).contains("3 healed of 3 probed"), "{}", text_of(&now_shown));
+
+    // Released by a person allowed on both: the next sweep lets the others go (the three healed
+    // canaries are no longer down; three new ones are probed, and the 14 left are the wave).
+    assert_eq!(both.handle(click(&release, "U0CAROL001", now + 2, SIGNING_SECRET)).await.status(), 200);
+    let released = sweeper.run().await.unwrap();
+    assert_eq!(released.released, 14, "{released:?}");
+    let shown = stack.slack.message(CH, &parent.ts).unwrap();
+    assert!(text_of(&shown).contains("Released") && text_of(&shown).contains("14 apps"), "{}", text_of(&shown));
+    assert!(shown.blocks.as_array().unwrap().iter().all(|b| b["type"] != "actions"), "no buttons once released");
+    assert_eq!(actions.metrics.get("SlackActionRejected", ("Reason", "unauthorised")), 1.0);
+    assert_eq!(both.metrics.get("SlackActionAccepted", ("Action", "fleet_pause")), 1.0);
+}

@@ -104,13 +104,16 @@ where
     let mut waves: Vec<(usize, Vec<AppRef>)> = Vec::new();
     let mut results: Vec<(AppRef, Result<StepReport, StepError>)> = Vec::new();
     for cause in &plan.causes {
-        if !r.dry_run {
-            r.escalator.alert(&alerts::outage(cause, cause.wave_secs(opts.refresh_per_minute))).await.ok();
-        }
         let (probed, healed) = probe(r, &listed, cause, &trigger, &mut results).await;
         let overdue = healed == 0 && cause.overdue(&opts.scope.fleet, r.clock.now());
-        if overdue && !r.dry_run {
-            r.escalator.alert(&alerts::outage_overdue(cause, r.clock.now())).await.ok();
+        // One alert per cause and sweep: past its time bound, the escalation says it all.
+        if !r.dry_run {
+            let text = if overdue {
+                alerts::outage_overdue(cause, r.clock.now())
+            } else {
+                alerts::outage(cause, cause.wave_secs(opts.refresh_per_minute))
+            };
+            r.escalator.alert(&text).await.ok();
         }
         outages.push(OutageReport {
             cause: cause.scope.key(),

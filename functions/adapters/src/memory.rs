@@ -147,6 +147,7 @@ impl IncidentStore for MemoryIncidentStore {
 pub struct LogEscalator {
     sent: Mutex<Vec<(AppId, Decision)>>,
     alerts: Mutex<Vec<String>>,
+    outages: Mutex<Vec<medic_core::fleet::OutageView>>,
     forgetful: bool,
 }
 
@@ -162,6 +163,11 @@ impl LogEscalator {
 
     pub fn alerts(&self) -> Vec<String> {
         self.alerts.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Every outage view told, in order (one per cause per sweep).
+    pub fn outages(&self) -> Vec<medic_core::fleet::OutageView> {
+        self.outages.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
@@ -179,6 +185,14 @@ impl Escalator for LogEscalator {
         tracing::error!(summary, "service alert");
         if !self.forgetful {
             self.alerts.lock().unwrap_or_else(|e| e.into_inner()).push(summary.to_owned());
+        }
+        Ok(())
+    }
+
+    async fn outage(&self, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
+        tracing::error!(cause = %view.scope, covered = view.covered, listed = view.listed, state = ?view.state, released = view.released, eta_secs = view.eta_secs, overdue = view.overdue, "fleet outage");
+        if !self.forgetful {
+            self.outages.lock().unwrap_or_else(|e| e.into_inner()).push(view.clone());
         }
         Ok(())
     }

@@ -33,11 +33,12 @@ pub fn outage(cause: &FleetCause, eta_secs: u64) -> String {
 pub fn outage_overdue(cause: &FleetCause, now: DateTime<Utc>) -> String {
     let began = cause.began_at.unwrap_or(now);
     format!(
-        "Escalation: the fleet outage of {} has lasted {} min (its first app went down at {}); {} apps are still held back and no canary has healed. Argo Medic keeps probing and will release the wave when one does; the cause needs a person.",
-        cause.scope.describe(),
+        "Escalation: fleet outage past its time bound ({} min since its first app went down at {}): {} of {} apps of {} cannot be compared and no canary has healed. Their own actions stay held back and Argo Medic keeps probing, releasing the wave when one heals; the cause needs a person.",
         (now - began).num_minutes(),
         began.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        cause.apps.len()
+        cause.apps.len(),
+        cause.listed,
+        cause.scope.describe()
     )
 }
 

@@ -16,7 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 
+use serde::{Deserialize, Serialize};
+
 use crate::app::{AppId, Application, sync_status};
+pub use crate::ladder::FleetControl;
 
 /// Annotation (or label) an app owner sets to order the recovery wave: an integer, higher first
 /// (default 0).
@@ -264,6 +267,77 @@ pub fn detect(listed: &[Application], rules: &FleetRules) -> Vec<FleetCause> {
             FleetCause { canaries: rules.canaries.min(apps.len()), scope, listed, apps, began_at }
         })
         .collect()
+}
+
+/// The Argo CD projects of a cause's apps: a person pressing a fleet button must be allowed on
+/// every one of them, since the button acts on all its apps at once.
+pub fn cause_projects(listed: &[Application], cause: &FleetCause) -> Vec<String> {
+    let covered: BTreeSet<&AppId> = cause.apps.iter().collect();
+    let projects: BTreeSet<String> = listed.iter().filter(|a| covered.contains(&a.id())).map(|a| a.spec.project.clone()).collect();
+    projects.into_iter().collect()
+}
+
+/// Where a cause's recovery wave stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaveState {
+    /// No canary has healed: the apps are held back, the canaries probed each sweep.
+    Held,
+    /// A person paused it: held back even if a canary heals.
+    Paused,
+    /// Released to the workers (a canary healed, or a person released it).
+    Released,
+}
+
+/// What a fleet outage's Slack parent shows, rewritten in place each sweep.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutageView {
+    /// [`CauseScope::key`] and [`CauseScope::describe`].
+    pub scope: String,
+    pub describe: String,
+    /// When the first covered app went down (RFC 3339, seconds), if the list shows it.
+    pub began: Option<String>,
+    /// Covered apps, and the listed apps of the scope.
+    pub covered: usize,
+    pub listed: usize,
+    pub canaries: usize,
+    /// This sweep's probes, and how many canaries came back.
+    pub probed: usize,
+    pub healed: usize,
+    pub state: WaveState,
+    /// Apps released as the wave (this sweep), and the seconds the refresh budget needs for them.
+    pub released: usize,
+    pub eta_secs: u64,
+    /// A person's button set the state (pause, or release before a canary healed).
+    pub by_person: bool,
+    /// Past its time bound with no canary healed.
+    pub overdue: bool,
+    /// The projects of its apps (see [`cause_projects`]).
+    pub projects: Vec<String>,
+}
+
+impl OutageView {
+    /// The key of its Slack parent: one per cause and start, so a later outage of the same scope
+    /// gets a parent of its own.
+    pub fn key(&self) -> String {
+        format!("outage:{}:{}", self.scope, self.began.as_deref().unwrap_or("-"))
+    }
+
+    /// The id of its button for `control`.
+    pub fn button(&self, control: FleetControl) -> String {
+        crate::keys::fleet_button_id(&self.scope, self.began.as_deref().unwrap_or("-"), control)
+    }
+}
+
+/// What a fleet button stands for, stored when its parent is posted and read on the click.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetButton {
+    pub id: String,
+    pub control: FleetControl,
+    /// The cause's [`CauseScope::key`], and its projects: the clicking user must be allowed on all.
+    pub scope: String,
+    pub projects: Vec<String>,
+    pub offered_at: DateTime<Utc>,
 }
 
 /// How one release batch of a wave went: `healed` of `released` apps are calm after their step.

@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::app::AppId;
-use crate::ladder::{HumanAction, Rung};
+use crate::ladder::{FleetControl, HumanAction, Rung};
 
 /// The identity of one incident.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -88,6 +88,25 @@ pub fn notified_marker(app: &AppId, at: DateTime<Utc>) -> String {
 /// holds its apps back; the worker leaves a notification of a covered app to the cause.
 pub fn fleet_hold_marker(scope_key: &str) -> String {
     format!("fleet-hold-{scope_key}")
+}
+
+/// The marker a person's fleet button leaves for the sweeper: `fleet-pause-<scope>` holds the
+/// cause's wave back, `fleet-release-<scope>` releases it at the next sweep.
+pub fn fleet_control_marker(scope_key: &str, control: FleetControl) -> String {
+    format!("fleet-{}-{scope_key}", control.as_str())
+}
+
+const FLEET_BUTTON_PREFIX: &str = "amfleet-";
+
+/// The opaque id of a fleet outage's button: `amfleet-` and 32 hex digits over the cause's scope,
+/// when it began and the control. Nothing can be read back from it.
+pub fn fleet_button_id(scope_key: &str, began: &str, control: FleetControl) -> String {
+    format!("{FLEET_BUTTON_PREFIX}{}", &digest(&["argo-medic/fleet-button/v1", scope_key, began, control.as_str()])[..32])
+}
+
+/// True for an id [`fleet_button_id`] makes.
+pub fn is_fleet_button_id(s: &str) -> bool {
+    s.strip_prefix(FLEET_BUTTON_PREFIX).is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// The marker that counts an app as missed by notifications at most once a day.

@@ -147,6 +147,26 @@ impl BudgetKind {
     }
 }
 
+/// What a person may do to a fleet outage's recovery wave from its Slack parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FleetControl {
+    /// Hold the wave back, even after a canary healed (the cause is not really over).
+    Pause,
+    /// Release the wave now, without waiting for a canary (the cause is known to be fixed).
+    Release,
+}
+
+impl FleetControl {
+    /// The serde name, also part of the button's id and of its marker.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FleetControl::Pause => "pause",
+            FleetControl::Release => "release",
+        }
+    }
+}
+
 /// Buttons a human may press on an escalation for this mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

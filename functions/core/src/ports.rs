@@ -165,6 +165,9 @@ pub trait Escalator: Send + Sync {
     fn escalate(&self, app: &Application, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send;
     /// A problem of the service itself (for example Argo CD rejecting its token).
     fn alert(&self, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send;
+    /// A fleet outage as it stands this sweep: one parent per cause and start (Slack: posted
+    /// once, then rewritten in place, with pause and release buttons while the wave waits).
+    fn outage(&self, view: &crate::fleet::OutageView) -> impl Future<Output = Result<(), EscalationError>> + Send;
     /// The app (`namespace/name`) is out of trouble (`decision` says why): every open escalation
     /// of it is marked resolved. Idempotent; cheap when nothing is open.
     fn resolve(&self, app: &AppId, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send;
@@ -397,6 +400,9 @@ impl<T: Escalator> Escalator for Arc<T> {
     fn alert(&self, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send {
         (**self).alert(summary)
     }
+    fn outage(&self, view: &crate::fleet::OutageView) -> impl Future<Output = Result<(), EscalationError>> + Send {
+        (**self).outage(view)
+    }
     // Every method forwards: a defaulted one here would silently replace the adapter's own
     // (resolutions and button actions did nothing in `medic serve` that way).
     fn resolve(&self, app: &AppId, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send {
@@ -489,6 +495,7 @@ mod tests {
         resolved: AtomicUsize,
         looked_up: AtomicUsize,
         recorded: AtomicUsize,
+        outages: AtomicUsize,
     }
 
     impl Escalator for Counting {
@@ -496,6 +503,10 @@ mod tests {
             Ok(())
         }
         async fn alert(&self, _: &str) -> Result<(), EscalationError> {
+            Ok(())
+        }
+        async fn outage(&self, _: &crate::fleet::OutageView) -> Result<(), EscalationError> {
+            self.outages.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
         async fn resolve(&self, _: &AppId, _: &Decision) -> Result<(), EscalationError> {
@@ -541,6 +552,24 @@ mod tests {
         ready(Escalator::human_action(&shared, "amact-0")).unwrap();
         let outcome = HumanActionOutcome { performed: true, state: None, summary: String::new(), snoozed_until: None };
         ready(Escalator::record_human_action(&shared, &request, "U1", &outcome)).unwrap();
+        let view = crate::fleet::OutageView {
+            scope: "repo:git.example.com".into(),
+            describe: "source host git.example.com".into(),
+            began: None,
+            covered: 10,
+            listed: 12,
+            canaries: 3,
+            probed: 3,
+            healed: 0,
+            state: crate::fleet::WaveState::Held,
+            released: 0,
+            eta_secs: 0,
+            by_person: false,
+            overdue: false,
+            projects: vec![],
+        };
+        ready(Escalator::outage(&shared, &view)).unwrap();
+        assert_eq!(inner.outages.load(Ordering::SeqCst), 1, "outage reached the adapter");
         assert_eq!(inner.resolved.load(Ordering::SeqCst), 1, "resolve reached the adapter");
         assert_eq!(inner.looked_up.load(Ordering::SeqCst), 1, "human_action reached the adapter");
         assert_eq!(inner.recorded.load(Ordering::SeqCst), 1, "record_human_action reached the adapter");

@@ -54,6 +54,16 @@ fn button_ids_are_pinned() {
     let id = incident().id();
     assert_eq!(action_id(&id, HumanAction::Sync, 0), "amact-5c880e8b4ca2835a91295771ad99ad75");
     assert_eq!(action_id(&id, HumanAction::Acknowledge, 3), "amact-333ff990dd2f4c7889bdf445861b62e0");
+    use medic_core::fleet::FleetControl;
+    use medic_core::keys::fleet_button_id;
+    assert_eq!(
+        fleet_button_id("repo:git.example.com", "2026-11-01T08:00:00Z", FleetControl::Pause),
+        "amfleet-168f9bff0881655df1c42e153673de65"
+    );
+    assert_eq!(
+        fleet_button_id("repo:git.example.com", "2026-11-01T08:00:00Z", FleetControl::Release),
+        "amfleet-53bcc7be16185d088016419686e66972"
+    );
 }
 
 #[test]
@@ -92,9 +102,12 @@ fn work_item_signatures_are_pinned() {
 
 #[test]
 fn state_table_markers_are_pinned() {
-    use medic_core::keys::{fleet_hold_marker, missed_marker, notified_marker};
+    use medic_core::keys::{fleet_control_marker, fleet_hold_marker, missed_marker, notified_marker};
     let app = medic_core::AppId::new("argocd", "payments");
     assert_eq!(notified_marker(&app, began()), "notified-argocd/payments-2026110112");
     assert_eq!(missed_marker(&app, began()), "missed-argocd/payments-20261101");
     assert_eq!(fleet_hold_marker("repo:git.example.com"), "fleet-hold-repo:git.example.com");
+    use medic_core::fleet::FleetControl;
+    assert_eq!(fleet_control_marker("cluster:https://10.0.0.1", FleetControl::Pause), "fleet-pause-cluster:https://10.0.0.1");
+    assert_eq!(fleet_control_marker("instance", FleetControl::Release), "fleet-release-instance");
 }

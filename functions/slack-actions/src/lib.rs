@@ -25,6 +25,12 @@
 //!    `requestedBy`: `slack:<user id>`, a dedupe key derived from the id), write the audit line,
 //!    answer 200. All of it takes a few tens of milliseconds, well inside Slack's 3 seconds.
 //!
+//! A fleet outage's **pause** and **release** buttons (`amfleet-` ids) go through steps 1-4, then
+//! their record (the cause's scope and projects) is read, the person must be on the allow-list of
+//! **every** project of the cause (the button acts on all its apps), and a marker is left in the
+//! state table for the sweeper's next run (`fleet-pause-<scope>` or `fleet-release-<scope>`; each
+//! clears the other). Nothing is enqueued. See docs/fleet.md.
+//!
 //! Every refusal gets its status and a JSON `{"error", "reason"}` and is counted
 //! (`SlackActionRejected` by `Reason`); Slack shows the clicker that the action failed.
 
@@ -280,9 +286,14 @@ impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore> SlackActions<Q, D, S> {
             return Ok(respond(StatusCode::OK, json!({"accepted": false, "ignored": payload.kind})));
         }
         let clicked = payload.actions.first().ok_or_else(|| reject(StatusCode::BAD_REQUEST, "malformed", "the payload names no action"))?;
-        let id = clicked.value.as_deref().filter(|v| escalation::is_action_id(v)).unwrap_or(clicked.action_id.as_str());
-        if !escalation::is_action_id(id) {
+        let ours = |v: &str| escalation::is_action_id(v) || medic_core::keys::is_fleet_button_id(v);
+        let id = clicked.value.as_deref().filter(|v| ours(v)).unwrap_or(clicked.action_id.as_str());
+        if !ours(id) {
             return Err(reject(StatusCode::BAD_REQUEST, "malformed", "the action is not an Argo Medic button"));
+        }
+        let team = payload.team.as_ref().and_then(|t| t.get("id")).and_then(Value::as_str).unwrap_or("");
+        if medic_core::keys::is_fleet_button_id(id) {
+            return self.fleet_click(id, payload.user.id.as_str(), team).await;
         }
         let request = match load_action(&self.actions, id).await {
             Ok(Some(r)) => r,
@@ -293,7 +304,6 @@ impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore> SlackActions<Q, D, S> {
         let user = payload.user.id.as_str();
         let action = request.action.as_str();
         let app = request.app.id();
-        let team = payload.team.as_ref().and_then(|t| t.get("id")).and_then(Value::as_str).unwrap_or("");
         if !self.allow.allows(&project, user) {
             tracing::warn!(audit = true, user, team, action, app = %app, project, action_id = id, "Slack action refused: the user is not on the project's allow-list");
             return Err(reject(StatusCode::FORBIDDEN, "unauthorised", format!("you may not act on apps of project `{project}`")));
@@ -341,6 +351,53 @@ impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore> SlackActions<Q, D, S> {
             "Slack action accepted and enqueued"
         );
         Ok(respond(StatusCode::OK, json!({"accepted": true})))
+    }
+}
+
+/// How long a pause holds a wave back (a day: past it the canaries decide again), and how long a
+/// release waits for the next sweep to act on it.
+const PAUSE_TTL: Duration = Duration::from_secs(24 * 3600);
+const RELEASE_TTL: Duration = Duration::from_secs(3600);
+
+impl<Q, D, S> SlackActions<Q, D, S>
+where
+    Q: WorkQueue,
+    D: DedupeStore,
+    S: EscalationStore,
+{
+    /// A fleet outage's pause or release button: it acts on every app of the cause at once, so
+    /// the person must be on the allow-list of every one of their projects. It leaves a marker the
+    /// sweeper reads at its next run (each control clears the other), and enqueues nothing.
+    async fn fleet_click(&self, id: &str, user: &str, team: &str) -> Result<Response<Body>, Rejection> {
+        let button = match medic_adapters::slack::load_fleet_button(&self.actions, id).await {
+            Ok(Some(b)) => b,
+            Ok(None) => return Err(reject(StatusCode::GONE, "unknown_action", "this button is unknown or has expired")),
+            Err(e) => return Err(unavailable(&e)),
+        };
+        let control = button.control.as_str();
+        let projects: Vec<&str> = if button.projects.is_empty() { vec!["*"] } else { button.projects.iter().map(String::as_str).collect() };
+        if let Some(refused) = projects.iter().find(|p| !self.allow.allows(p, user)) {
+            tracing::warn!(audit = true, user, team, control, cause = %button.scope, project = refused, action_id = id, "fleet button refused: the user is not on the allow-list of every project of the outage");
+            return Err(reject(
+                StatusCode::FORBIDDEN,
+                "unauthorised",
+                format!("a fleet button acts on every app of the outage; you may not act on apps of project `{refused}`"),
+            ));
+        }
+        let (pause, release) = (
+            medic_core::keys::fleet_control_marker(&button.scope, medic_core::fleet::FleetControl::Pause),
+            medic_core::keys::fleet_control_marker(&button.scope, medic_core::fleet::FleetControl::Release),
+        );
+        let (set, clear, ttl) = match button.control {
+            medic_core::fleet::FleetControl::Pause => (pause, release, PAUSE_TTL),
+            medic_core::fleet::FleetControl::Release => (release, pause, RELEASE_TTL),
+        };
+        self.dedupe.forget(&clear).await.map_err(|e| unavailable(&e))?;
+        // Already set (a second click) is as good as set now.
+        self.dedupe.first_sighting(&set, ttl).await.map_err(|e| unavailable(&e))?;
+        self.metrics.count("SlackActionAccepted", Some(("Action", &format!("fleet_{control}"))), 1.0);
+        tracing::info!(audit = true, user, team, control, cause = %button.scope, projects = ?button.projects, action_id = id, "fleet button accepted: the next sweep acts on it");
+        Ok(respond(StatusCode::OK, json!({"accepted": true, "control": control})))
     }
 }
 

@@ -12,6 +12,8 @@ use medic_adapters::telemetry::Metrics;
 use medic_core::alerts::{self, WhenUnsure};
 use medic_core::event::AppRef;
 use medic_core::event::{WorkItem, WorkKind};
+use medic_core::fleet::{FleetControl, OutageView, WaveState};
+use medic_core::keys::fleet_control_marker;
 use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, Escalator, IncidentStore, RefreshKind, Seen, WorkQueue};
 use medic_core::sweep::{SweepScope, plan};
 use medic_core::{AppId, Trigger};
@@ -174,21 +176,21 @@ where
             plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).map(|a| (a.clone(), trigger.clone())).collect();
         for cause in &plan.causes {
             self.metrics.count("Outages", None, 1.0);
-            let key = format!("alert-outage-{}-{window}", cause.scope.key());
-            alerts::once(
-                &self.dedupe,
-                &self.escalator,
-                &key,
-                self.config.recheck_interval,
-                &alerts::outage(cause, cause.wave_secs(self.config.refresh_per_minute)),
-                WhenUnsure::Skip,
-            )
-            .await;
             let (probed, healed) = self.probe(&listed, cause).await;
+            // A person's button (slack-actions) overrides the canaries: pause holds the wave even
+            // after one healed; release lets it go without one (once).
+            let scope = cause.scope.key();
+            let (pause, release) = (fleet_control_marker(&scope, FleetControl::Pause), fleet_control_marker(&scope, FleetControl::Release));
+            let controls = self.dedupe.marked(&[pause.clone(), release.clone()]).await.unwrap_or_else(|e| {
+                tracing::warn!(cause = %cause.scope, error = %e, "could not read the fleet buttons' markers; the canaries decide");
+                Default::default()
+            });
+            let (paused, released_by_person) = (controls.contains(&pause), controls.contains(&release));
+            let release_wave = !paused && (healed > 0 || released_by_person);
             (run.probed, run.healed) = (run.probed + probed, run.healed + healed);
             // Past its own time bound: the fleet incident is escalated, once per cause and start,
             // for every app it holds back (their own ladders would have escalated them by now).
-            if healed == 0 && cause.overdue(&self.config.scope.fleet, now) {
+            if !release_wave && cause.overdue(&self.config.scope.fleet, now) {
                 self.metrics.count("OutagesEscalated", None, 1.0);
                 alerts::once(
                     &self.dedupe,
@@ -203,17 +205,45 @@ where
             }
             // The hold the workers read: a notification of a covered app is left to the cause
             // while it lasts. Kept for two windows, so one missed sweep does not lift it.
-            let hold = medic_core::keys::fleet_hold_marker(&cause.scope.key());
-            if healed == 0 {
+            let hold = medic_core::keys::fleet_hold_marker(&scope);
+            let mut released = 0;
+            if !release_wave {
                 if let Err(e) = self.dedupe.first_sighting(&hold, self.config.recheck_interval * 2).await {
                     tracing::warn!(cause = %cause.scope, error = %e, "could not mark the fleet hold; workers will act on its apps");
                 }
             } else {
                 // The cause is over: its apps go to the workers in priority order, paced by their budgets.
                 self.dedupe.forget(&hold).await.ok();
+                self.dedupe.forget(&release).await.ok();
                 let wave = medic_core::sweep::wave(&listed, cause);
+                released = wave.len();
                 run.released += wave.len();
                 looks.extend(wave.into_iter().map(|a| (a, Trigger::recovery())));
+            }
+            let view = OutageView {
+                scope: scope.clone(),
+                describe: cause.scope.describe(),
+                began: cause.began_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                covered: cause.apps.len(),
+                listed: cause.listed,
+                canaries: cause.canaries,
+                probed,
+                healed,
+                state: if paused {
+                    WaveState::Paused
+                } else if release_wave {
+                    WaveState::Released
+                } else {
+                    WaveState::Held
+                },
+                released,
+                eta_secs: cause.wave_secs(self.config.refresh_per_minute),
+                by_person: paused || (released_by_person && healed == 0),
+                overdue: !release_wave && cause.overdue(&self.config.scope.fleet, now),
+                projects: medic_core::fleet::cause_projects(&listed, cause),
+            };
+            if let Err(e) = self.escalator.outage(&view).await {
+                tracing::warn!(cause = %cause.scope, error = %e, "could not tell the fleet outage; the next sweep tells it again");
             }
         }
         let mut batch = Vec::new();

@@ -31,6 +31,13 @@ impl<S: EscalationStore> Escalator for AnyEscalator<S> {
         }
     }
 
+    async fn outage(&self, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
+        match self {
+            AnyEscalator::Log(e) => e.outage(view).await,
+            AnyEscalator::Slack(e) => e.outage(view).await,
+        }
+    }
+
     async fn resolve(&self, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
         match self {
             AnyEscalator::Log(e) => e.resolve(app, decision).await,

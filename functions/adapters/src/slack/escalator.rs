@@ -402,6 +402,29 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         self.client.post_message(&self.settings.channel, None, &message, None).await.map(|_| ()).map_err(esc_err)
     }
 
+    /// Posts the cause's parent once (its buttons stored first, so a click never meets an
+    /// unknown id), then rewrites it in place on every later sweep.
+    async fn outage(&self, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
+        let key = view.key();
+        let message = escalation::outage_parent(view);
+        for control in [medic_core::fleet::FleetControl::Pause, medic_core::fleet::FleetControl::Release] {
+            let button = medic_core::fleet::FleetButton {
+                id: view.button(control),
+                control,
+                scope: view.scope.clone(),
+                projects: view.projects.clone(),
+                offered_at: self.clock.now(),
+            };
+            // Created once; a later sweep finds it (the cause's projects as first seen).
+            self.save("fleetbtn", &button.id, &button, None, self.settings.action_ttl).await?;
+        }
+        if self.ts_of(&key).await?.is_some() {
+            self.update_message(&key, &message).await
+        } else {
+            self.post_once(&key, None, &message).await.map(|_| ())
+        }
+    }
+
     async fn resolve(&self, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
         let group = app_group(app);
         for (incident_id, v) in self.store.list(&group).await.map_err(esc_err)? {

@@ -64,5 +64,5 @@ mod store;
 pub use any::AnyEscalator;
 pub use client::{DEFAULT_API_URL, HistoryMessage, SlackClient, SlackError, SlackSettings};
 pub use escalator::SlackEscalator;
-pub use records::{FleetView, SlackIncidentView, incident_view, load_action};
+pub use records::{FleetView, SlackIncidentView, incident_view, load_action, load_fleet_button};
 pub use store::{DynamoDbEscalationStore, MemoryEscalationStore};

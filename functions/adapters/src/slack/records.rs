@@ -233,6 +233,18 @@ pub async fn load_action<S: EscalationStore>(store: &S, id: &str) -> Result<Opti
     }
 }
 
+/// What the fleet button with opaque id `id` stands for (slack-actions reads it on a click).
+/// `None` when unknown or expired.
+pub async fn load_fleet_button<S: EscalationStore>(store: &S, id: &str) -> Result<Option<medic_core::fleet::FleetButton>, StoreError> {
+    if !medic_core::keys::is_fleet_button_id(id) {
+        return Ok(None);
+    }
+    match store.load("fleetbtn", id).await? {
+        Some(v) => serde_json::from_value(v.doc).map(Some).map_err(|e| StoreError(format!("fleet button {id}: unreadable record: {e}"))),
+        None => Ok(None),
+    }
+}
+
 /// What the Slack records say about one incident, for operators (`medic incidents`): its state
 /// in Slack, where its thread is, and the fleet incident it belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -542,6 +542,48 @@ pub fn note(emoji: &str, text: &str) -> Rendered {
     Rendered { text: fallback(text.to_owned()), blocks: vec![section(body)] }
 }
 
+/// A fleet outage's parent, rewritten in place each sweep: the cause, how many apps it holds,
+/// the canaries, where the wave stands with its ETA at the refresh budget, and two buttons, pause
+/// and release, while the wave has not gone (a person must be allowed on every project of the
+/// cause to press them: slack-actions checks).
+pub fn outage_parent(view: &crate::fleet::OutageView) -> Rendered {
+    use crate::fleet::{FleetControl, WaveState};
+    let head = format!("{} Fleet outage · {}", if view.state == WaveState::Released { "🌊" } else { "🛑" }, view.describe);
+    let state = match view.state {
+        WaveState::Held if view.overdue => "*Held back, past its time bound*: no canary has healed; the cause needs a person.".to_owned(),
+        WaveState::Held => "*Held back*: no canary has healed yet; they are probed each sweep.".to_owned(),
+        WaveState::Paused => {
+            "*Paused* by a person: the wave waits even if a canary heals; press Release when the cause is fixed.".to_owned()
+        }
+        WaveState::Released => format!(
+            "*Released*{}: {} apps handed to the workers in priority order, about {} s at the refresh budget.",
+            if view.by_person { " by a person" } else { " (a canary healed)" },
+            view.released,
+            view.eta_secs
+        ),
+    };
+    let fields = json!({"type": "section", "fields": [
+        {"type": "mrkdwn", "text": format!("*Apps held*\n{} of {} listed", view.covered, view.listed)},
+        {"type": "mrkdwn", "text": format!("*Canaries*\n{} healed of {} probed ({} kept)", view.healed, view.probed, view.canaries)},
+        {"type": "mrkdwn", "text": format!("*Since*\n{}", view.began.as_deref().unwrap_or("unknown"))},
+        {"type": "mrkdwn", "text": format!("*Projects*\n{}", fit(&escape(&view.projects.join(", ")), 1900))},
+    ]});
+    let mut blocks = vec![header(&head), section(state), fields];
+    if view.state != WaveState::Released {
+        let button = |control: FleetControl, label: &str, style: &str| {
+            json!({"type": "button", "text": {"type": "plain_text", "text": label, "emoji": true},
+                   "action_id": view.button(control), "value": view.button(control), "style": style})
+        };
+        let elements = match view.state {
+            WaveState::Paused => vec![button(FleetControl::Release, "Release wave", "primary")],
+            _ => vec![button(FleetControl::Pause, "Pause wave", "danger"), button(FleetControl::Release, "Release wave now", "primary")],
+        };
+        blocks.push(json!({"type": "actions", "block_id": fit_plain(&format!("am-fleet-{}", view.button(FleetControl::Pause)), limits::MAX_ID), "elements": elements}));
+    }
+    let text = fallback(format!("Fleet outage of {}: {} of {} apps held ({:?})", view.describe, view.covered, view.listed, view.state));
+    Rendered { text, blocks }
+}
+
 /// A thread reply about a person's action: who (a mention), what, and how it turned out.
 pub fn action_note(user_id: &str, verb: &str, summary: &str) -> Rendered {
     let body = format!("{} · *{}* · {}", mention(user_id), escape(verb), fit(summary, 2500));
@@ -709,6 +751,46 @@ mod tests {
             assert!(is_action_id(e["value"].as_str().unwrap()));
             assert_eq!(e["value"], e["action_id"], "a button carries only its opaque id");
         }
+    }
+
+    #[test]
+    fn an_outage_parent_offers_pause_and_release_while_the_wave_waits_and_nothing_once_it_went() {
+        use crate::fleet::{FleetControl, OutageView, WaveState};
+        let view = OutageView {
+            scope: "repo:git.example.com".into(),
+            describe: "source host git.example.com".into(),
+            began: Some("2026-11-01T08:00:00Z".into()),
+            covered: 1_990,
+            listed: 2_000,
+            canaries: 3,
+            probed: 3,
+            healed: 0,
+            state: WaveState::Held,
+            released: 0,
+            eta_secs: 398,
+            by_person: false,
+            overdue: false,
+            // Many long project names still fit the field.
+            projects: (0..400).map(|i| format!("team-with-a-long-project-name-{i:03}")).collect(),
+        };
+        let ids = |r: &Rendered| -> Vec<String> {
+            r.blocks
+                .iter()
+                .filter(|b| b["type"] == "actions")
+                .flat_map(|b| b["elements"].as_array().unwrap().iter().map(|e| e["value"].as_str().unwrap().to_owned()))
+                .collect()
+        };
+        let held = outage_parent(&view);
+        assert!(violations(&held.text, &held.blocks).is_empty(), "{:?}", violations(&held.text, &held.blocks));
+        assert_eq!(ids(&held), [view.button(FleetControl::Pause), view.button(FleetControl::Release)]);
+        let paused = outage_parent(&OutageView { state: WaveState::Paused, by_person: true, ..view.clone() });
+        assert_eq!(ids(&paused), [view.button(FleetControl::Release)], "paused: only release");
+        let gone = outage_parent(&OutageView { state: WaveState::Released, released: 1_987, ..view.clone() });
+        assert!(ids(&gone).is_empty());
+        assert!(gone.blocks.iter().any(|b| b.to_string().contains("1987 apps handed to the workers")), "{:?}", gone.blocks);
+        let later = OutageView { began: Some("2026-11-02T08:00:00Z".into()), ..view.clone() };
+        assert_ne!(later.button(FleetControl::Pause), view.button(FleetControl::Pause), "a later outage of the scope has its own buttons");
+        assert_ne!(later.key(), view.key(), "and its own parent");
     }
 
     #[test]
