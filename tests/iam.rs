@@ -424,6 +424,16 @@ async fn run_every_function() {
     let snooze = button_of(&parent, "Snooze");
     let refused = failing_actions.handle(crate::support::slack::click(&snooze, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await;
     assert_ne!(refused.status(), 200, "a click that could not be queued is not acknowledged as done");
+    // The outage's Slack parent (posted by the failing sweep before its enqueue failed): a person
+    // pauses the wave, which slack-actions records for the next sweep.
+    let outage =
+        slack.parents(SLACK_CHANNEL).into_iter().find(|m| m.blocks.to_string().contains("Fleet outage")).expect("an outage parent");
+    let pause = button_of(&outage, "Pause wave");
+    let mut outage_env = env().await.with_interceptor(logs["slack-actions"].clone());
+    outage_env.instance_id = "iam-failures".into();
+    let outage_actions = LambdaSlackActions::from_env(&outage_env).await.unwrap();
+    let paused = outage_actions.handle(crate::support::slack::click(&pause, ALICE, Utc::now().timestamp() + 1, SIGNING_SECRET)).await;
+    assert_eq!(paused.status(), 200);
 
     let calls: BTreeMap<&str, BTreeSet<Call>> = logs.iter().map(|(f, log)| (*f, log.calls())).collect();
     // The run reached the paths that matter: a claim on an open incident (the ConditionCheck).
