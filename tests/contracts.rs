@@ -127,13 +127,23 @@ async fn dedupe_contract<D: DedupeStore>(store: &D, label: &str) {
         store.first_sighting(k, hour).await.unwrap();
     }
     store.first_sighting(&format!("{marker}-short"), Duration::from_secs(1)).await.unwrap();
+    // A mark is renewed by the next, whatever was there: marked with a second to live, then an
+    // hour, it outlives the second; first seen for a second, a mark extends it too.
+    store.mark(&format!("{marker}-renewed"), Duration::from_secs(1)).await.unwrap();
+    store.mark(&format!("{marker}-renewed"), hour).await.unwrap();
+    store.first_sighting(&format!("{marker}-extended"), Duration::from_secs(1)).await.unwrap();
+    store.mark(&format!("{marker}-extended"), hour).await.unwrap();
     tokio::time::sleep(Duration::from_millis(2100)).await;
     let mut asked = many.clone();
     asked.push(format!("{marker}-short"));
+    asked.push(format!("{marker}-renewed"));
+    asked.push(format!("{marker}-extended"));
     asked.push(marker.clone());
     let found = store.marked(&asked).await.unwrap();
     let mut expected: std::collections::BTreeSet<String> = many.iter().step_by(3).cloned().collect();
     expected.insert(marker.clone());
+    expected.insert(format!("{marker}-renewed"));
+    expected.insert(format!("{marker}-extended"));
     assert_eq!(found, expected, "{label}: set and unexpired markers only");
     assert!(store.marked(&[]).await.unwrap().is_empty(), "{label}");
 

@@ -11,7 +11,7 @@ use medic_adapters::dynamodb::DynamoDbStore;
 use medic_adapters::memory::{LogEscalator, SystemClock};
 use medic_adapters::sqs::SqsWorkQueue;
 use medic_adapters::telemetry::Metrics;
-use medic_core::ports::{IncidentStore, WorkQueue};
+use medic_core::ports::{DedupeStore, IncidentStore, WorkQueue};
 use medic_core::switch::{FixedSwitch, Mode, Switch, SwitchStore};
 use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
 use medic_sim::{ArgoSim, Fault, FaultKind, SimConfig};
@@ -448,6 +448,37 @@ async fn the_sweeper_holds_an_outage_back_probes_canaries_and_releases_one_wave_
     assert_eq!(synced.count(), 40);
     assert!(worker.escalator.escalations().is_empty(), "{:?}", worker.escalator.escalations());
     assert!(stack.store().open_incidents().await.unwrap().is_empty(), "every wave refresh closed its incident");
+}
+
+/// The hold lasts as long as the outage: every sweep that still sees the cause renews it. Before,
+/// the sweep wrote it once (a conditional first sighting that later sweeps found and left alone),
+/// so it lapsed two windows after the outage began, and until the next sweep the workers climbed
+/// every covered app's ladder. Windows here are 2 s (production: 900 s), sweeps 3 s apart.
+#[tokio::test]
+async fn the_fleet_hold_is_renewed_by_every_sweep_that_still_sees_the_outage() {
+    let stack = stack().await;
+    let sim = ArgoSim::start(SimConfig::default()).await.unwrap();
+    let since = (chrono::Utc::now() - chrono::TimeDelta::minutes(10)).to_rfc3339();
+    for (i, (mut app, outcomes)) in medic_sim::synthetic_fleet(20, 0, chrono::Utc::now()).into_iter().enumerate() {
+        let name = app["metadata"]["name"].as_str().unwrap().to_owned();
+        if i < 15 {
+            app["spec"]["source"]["repoURL"] = "https://git.down.example.com/platform/deployments.git".into();
+            app["status"]["sync"]["status"] = "Unknown".into();
+            app["status"]["health"] = serde_json::json!({"status": "Unknown", "lastTransitionTime": since});
+        }
+        sim.insert_app(app);
+        sim.set_outcomes(&name, outcomes);
+    }
+    let mut sweeper = stack.sweeper(&sim);
+    sweeper.config.recheck_interval = Duration::from_secs(2);
+    let hold = medic_core::keys::fleet_hold_marker("repo:git.down.example.com");
+    let held = async || stack.store().marked(std::slice::from_ref(&hold)).await.unwrap().contains(&hold);
+    assert_eq!(sweeper.run().await.unwrap().outages, 1);
+    assert!(held().await);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(sweeper.run().await.unwrap().outages, 1, "still down");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(held().await, "five seconds in, two after the last sweep saw the outage: still held");
 }
 
 /// A cause the repo-server keeps answering from its cache of the failed generation (issue 10):

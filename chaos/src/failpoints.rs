@@ -67,6 +67,9 @@ impl<T: DedupeStore> DedupeStore for Failpoint<T> {
     async fn forget(&self, key: &str) -> Result<(), StoreError> {
         self.0.forget(key).await
     }
+    async fn mark(&self, key: &str, ttl: Duration) -> Result<(), StoreError> {
+        self.0.mark(key, ttl).await
+    }
     async fn begin(&self, key: &str, owner: &str, lease: Duration) -> Result<Begun, StoreError> {
         let begun = self.0.begin(key, owner, lease).await?;
         if begun == Begun::Owned {

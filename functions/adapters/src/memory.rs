@@ -248,6 +248,12 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
         Ok(())
     }
 
+    async fn mark(&self, dedupe_key: &str, ttl: Duration) -> Result<(), StoreError> {
+        let until = Utc::now() + chrono::Duration::from_std(ttl).unwrap_or_default();
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(dedupe_key.to_owned(), until);
+        Ok(())
+    }
+
     async fn begin(&self, dedupe_key: &str, owner: &str, lease: Duration) -> Result<medic_core::ports::Begun, StoreError> {
         use medic_core::ports::Begun;
         let now = Utc::now();

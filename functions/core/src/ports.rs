@@ -291,6 +291,9 @@ pub trait DedupeStore: Send + Sync {
     fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> impl Future<Output = Result<Seen, StoreError>> + Send;
     /// Forgets a marker whose work failed, so the next attempt makes it again.
     fn forget(&self, dedupe_key: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Marks the key for `ttl` from now, marked already or not: a marker that must last as long
+    /// as the condition it records (a fleet outage's hold), renewed by whoever still sees it.
+    fn mark(&self, dedupe_key: &str, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Begins handling a work item: an in-progress record owned by `owner` (one delivery of the
     /// item) until `lease` passes, so that a killed handler's record is taken over once its
     /// lease ends instead of dropping the redelivery as a duplicate (the Powertools idempotency
@@ -456,6 +459,9 @@ impl<T: DedupeStore> DedupeStore for Arc<T> {
     }
     fn forget(&self, dedupe_key: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).forget(dedupe_key)
+    }
+    fn mark(&self, dedupe_key: &str, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).mark(dedupe_key, ttl)
     }
     fn begin(&self, dedupe_key: &str, owner: &str, lease: Duration) -> impl Future<Output = Result<Begun, StoreError>> + Send {
         (**self).begin(dedupe_key, owner, lease)

@@ -204,11 +204,12 @@ where
                 run.escalated += 1;
             }
             // The hold the workers read: a notification of a covered app is left to the cause
-            // while it lasts. Kept for two windows, so one missed sweep does not lift it.
+            // while it lasts. Renewed by every sweep that sees the cause, for two windows, so one
+            // missed sweep does not lift it.
             let hold = medic_core::keys::fleet_hold_marker(&scope);
             let mut released = 0;
             if !release_wave {
-                if let Err(e) = self.dedupe.first_sighting(&hold, self.config.recheck_interval * 2).await {
+                if let Err(e) = self.dedupe.mark(&hold, self.config.recheck_interval * 2).await {
                     tracing::warn!(cause = %cause.scope, error = %e, "could not mark the fleet hold; workers will act on its apps");
                 }
             } else {

@@ -26,6 +26,22 @@ impl DedupeStore for DynamoDbStore {
         }
     }
 
+    /// An unconditional `PutItem`: the marker and its expiry, whatever was there.
+    async fn mark(&self, dedupe_key: &str, ttl: Duration) -> Result<(), StoreError> {
+        let now = Utc::now();
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(self.dedupe_pk(dedupe_key)))
+            .item("sk", s(SINGLETON_SK))
+            .item("seen_at", s(now.to_rfc3339()))
+            .item(TTL_ATTRIBUTE, n(expiry_secs(now, ttl)))
+            .send()
+            .await
+            .map_err(|e| StoreError(describe(&self.op("PutItem"), &e)))?;
+        Ok(())
+    }
+
     /// `BatchGetItem` in chunks of 100 keys (DynamoDB's limit); keys DynamoDB leaves unprocessed
     /// (throttling) are asked again, a few times, then the read fails rather than answer wrongly.
     async fn marked(&self, keys: &[String]) -> Result<std::collections::BTreeSet<String>, StoreError> {
