@@ -393,20 +393,8 @@ async fn the_sweeper_counts_the_apps_in_trouble_no_notification_reported_once_a_
 #[tokio::test]
 async fn the_sweeper_holds_an_outage_back_probes_canaries_and_releases_one_wave_when_one_heals() {
     let stack = stack().await;
-    let sim = ArgoSim::start(SimConfig::default()).await.unwrap();
-    let since = (chrono::Utc::now() - chrono::TimeDelta::minutes(70)).to_rfc3339();
-    for (i, (mut app, outcomes)) in medic_sim::synthetic_fleet(60, 0, chrono::Utc::now()).into_iter().enumerate() {
-        let name = app["metadata"]["name"].as_str().unwrap().to_owned();
-        if i < 40 {
-            app["spec"]["source"]["repoURL"] = "https://git.down.example.com/platform/deployments.git".into();
-            app["status"]["sync"]["status"] = "Unknown".into();
-            app["status"]["health"] = serde_json::json!({"status": "Unknown", "lastTransitionTime": since});
-            app["status"]["conditions"] = serde_json::json!([{"type": "ComparisonError", "lastTransitionTime": since,
-                "message": "rpc error: code = Unknown desc = failed to list refs: dial tcp 10.20.30.40:443: connect: connection refused"}]);
-        }
-        sim.insert_app(app);
-        sim.set_outcomes(&name, outcomes);
-    }
+    let refused = "rpc error: code = Unknown desc = failed to list refs: dial tcp 10.20.30.40:443: connect: connection refused";
+    let sim = crate::support::outage_fleet(60, 40, "git.down.example.com", 70, Some(refused), |_, _| None).await;
     let sweeper = stack.sweeper(&sim);
     let during = sweeper.run().await.unwrap();
     assert_eq!((during.outages, during.held, during.probed, during.healed, during.released), (1, 37, 3, 0, 0), "{during:?}");
@@ -457,18 +445,7 @@ async fn the_sweeper_holds_an_outage_back_probes_canaries_and_releases_one_wave_
 #[tokio::test]
 async fn the_fleet_hold_is_renewed_by_every_sweep_that_still_sees_the_outage() {
     let stack = stack().await;
-    let sim = ArgoSim::start(SimConfig::default()).await.unwrap();
-    let since = (chrono::Utc::now() - chrono::TimeDelta::minutes(10)).to_rfc3339();
-    for (i, (mut app, outcomes)) in medic_sim::synthetic_fleet(20, 0, chrono::Utc::now()).into_iter().enumerate() {
-        let name = app["metadata"]["name"].as_str().unwrap().to_owned();
-        if i < 15 {
-            app["spec"]["source"]["repoURL"] = "https://git.down.example.com/platform/deployments.git".into();
-            app["status"]["sync"]["status"] = "Unknown".into();
-            app["status"]["health"] = serde_json::json!({"status": "Unknown", "lastTransitionTime": since});
-        }
-        sim.insert_app(app);
-        sim.set_outcomes(&name, outcomes);
-    }
+    let sim = crate::support::outage_fleet(20, 15, "git.down.example.com", 10, None, |_, _| None).await;
     let mut sweeper = stack.sweeper(&sim);
     sweeper.config.recheck_interval = Duration::from_secs(2);
     let hold = medic_core::keys::fleet_hold_marker("repo:git.down.example.com");
@@ -487,27 +464,14 @@ async fn the_fleet_hold_is_renewed_by_every_sweep_that_still_sees_the_outage() {
 #[tokio::test]
 async fn canaries_of_a_cached_generation_failure_are_hard_refreshed_and_release_the_wave() {
     let stack = stack().await;
-    let sim = ArgoSim::start(SimConfig::default()).await.unwrap();
-    let since = (chrono::Utc::now() - chrono::TimeDelta::minutes(10)).to_rfc3339();
     let cached = medic_sim::Outcomes {
         refresh: medic_sim::RefreshOutcome::Noop,
         hard_refresh: medic_sim::RefreshOutcome::Heal,
         ..Default::default()
     };
-    for (i, (mut app, outcomes)) in medic_sim::synthetic_fleet(30, 0, chrono::Utc::now()).into_iter().enumerate() {
-        let name = app["metadata"]["name"].as_str().unwrap().to_owned();
-        if i < 20 {
-            app["spec"]["source"]["repoURL"] = "https://git.cached.example.com/platform/deployments.git".into();
-            app["status"]["sync"]["status"] = "Unknown".into();
-            app["status"]["health"] = serde_json::json!({"status": "Unknown", "lastTransitionTime": since});
-            app["status"]["conditions"] = serde_json::json!([{"type": "ComparisonError", "lastTransitionTime": since,
-                "message": "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = Manifest generation error (cached): git fetch: 503 Service Unavailable"}]);
-            sim.set_outcomes(&name, cached.clone());
-        } else {
-            sim.set_outcomes(&name, outcomes);
-        }
-        sim.insert_app(app);
-    }
+    let message = "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = Manifest generation error (cached): git fetch: 503 Service Unavailable";
+    let sim =
+        crate::support::outage_fleet(30, 20, "git.cached.example.com", 10, Some(message), |i, _| (i < 20).then(|| cached.clone())).await;
     let run = stack.sweeper(&sim).run().await.unwrap();
     assert_eq!((run.outages, run.probed, run.healed, run.released, run.escalated), (1, 3, 3, 17, 0), "{run:?}");
     assert_eq!((sim.counts().refresh, sim.counts().hard_refresh), (3, 3), "a normal refresh, then a hard one, per canary");

@@ -714,20 +714,14 @@ async fn past_the_reply_limit_fleet_apps_are_counted_in_the_parent_without_a_rep
 #[tokio::test]
 async fn an_outage_parent_is_updated_in_place_and_its_buttons_need_every_project_and_steer_the_wave() {
     let stack = stack().await;
-    let sim = medic_sim::ArgoSim::start(medic_sim::SimConfig::default()).await.unwrap();
-    let since = (Utc::now() - chrono::TimeDelta::minutes(20)).to_rfc3339();
-    for (i, (mut app, outcomes)) in medic_sim::synthetic_fleet(30, 0, Utc::now()).into_iter().enumerate() {
-        let name = app["metadata"]["name"].as_str().unwrap().to_owned();
+    // Two projects among the apps down: a person must be allowed on both.
+    let sim = crate::support::outage_fleet(30, 20, "git.down.example.com", 20, None, |i, app| {
         if i < 20 {
-            app["spec"]["source"]["repoURL"] = "https://git.down.example.com/platform/deployments.git".into();
-            // Two projects: a person must be allowed on both.
             app["spec"]["project"] = if i % 2 == 0 { "payments" } else { "platform" }.into();
-            app["status"]["sync"]["status"] = "Unknown".into();
-            app["status"]["health"] = json!({"status": "Unknown", "lastTransitionTime": since});
         }
-        sim.insert_app(app);
-        sim.set_outcomes(&name, outcomes);
-    }
+        None
+    })
+    .await;
     let sweeper = medic_sweeper::Sweeper {
         config: medic_sweeper::SweeperConfig::default(),
         argo: crate::support::client(&sim),

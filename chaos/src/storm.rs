@@ -284,19 +284,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     };
     let swept = sweeper.run().await?;
 
-    let log = sim.requests();
-    let app_calls: Vec<&LoggedRequest> = log.iter().filter(|r| r.path.starts_with("/api/v1/applications/")).collect();
-    let mut refreshes: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    for r in app_calls.iter().filter(|r| r.query.iter().any(|(k, _)| k == "refresh")) {
-        *refreshes.entry(r.path.as_str()).or_default() += 1;
-    }
-    let duplicates: usize = refreshes.values().map(|n| n.saturating_sub(1)).sum();
-    let healed = (1..=o.apps)
-        .filter(|i| sim.app("argocd", &format!("app-{i:05}")).is_some_and(|a| a["status"]["health"]["status"] == "Healthy"))
-        .count();
-    let (calls, bytes) = account(&log);
-    let per_app = app_calls.len() as f64 / o.stale.max(1) as f64;
-    let bound = o.stale as f64 * 60.0 / f64::from(o.refresh_per_minute.max(1));
+    let Tally { healed, duplicates, app_calls, calls, bytes, per_app, bound } = tally(&sim, &o);
     println!(
         "storm: {} apps, {} stale, {} deliveries ({} each, shuffled, {rejected} rejected), {} of at most {} workers running, refresh budget {}/min ({})",
         o.apps,
@@ -310,9 +298,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     );
     println!(
         "argo medic: {calls} calls ({} to apps), {bytes} bytes; {invocations} invocations, {failures} failed messages; drained in {drain_secs:.1} s; the sweep after listed {} and looked at {}",
-        app_calls.len(),
-        swept.listed,
-        swept.candidates
+        app_calls, swept.listed, swept.candidates
     );
     println!("cron script: {cron_calls} calls, {cron_bytes} bytes, {cron_healed} refreshes, one pass in {cron_secs:.1} s");
     println!(
@@ -326,4 +312,39 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         drain_secs / bound.max(0.001)
     );
     Ok(healed == o.apps && duplicates == 0 && per_app <= 2.0)
+}
+
+/// What a storm did, from the simulator's own log: apps healthy at the end, refreshes of an app
+/// beyond its first (duplicate actions), calls to the apps and in all, the bytes answered, calls
+/// per remediated app, and the budget's bound on the drain (stale apps at the refresh rate).
+pub(crate) struct Tally {
+    pub healed: usize,
+    pub duplicates: usize,
+    pub app_calls: usize,
+    pub calls: usize,
+    pub bytes: usize,
+    pub per_app: f64,
+    pub bound: f64,
+}
+
+pub(crate) fn tally(sim: &ArgoSim, o: &Options) -> Tally {
+    let log = sim.requests();
+    let app_calls: Vec<&LoggedRequest> = log.iter().filter(|r| r.path.starts_with("/api/v1/applications/")).collect();
+    let mut refreshes: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for r in app_calls.iter().filter(|r| r.query.iter().any(|(k, _)| k == "refresh")) {
+        *refreshes.entry(r.path.as_str()).or_default() += 1;
+    }
+    let healed = (1..=o.apps)
+        .filter(|i| sim.app("argocd", &format!("app-{i:05}")).is_some_and(|a| a["status"]["health"]["status"] == "Healthy"))
+        .count();
+    let (calls, bytes) = account(&log);
+    Tally {
+        healed,
+        duplicates: refreshes.values().map(|n| n.saturating_sub(1)).sum(),
+        app_calls: app_calls.len(),
+        calls,
+        bytes,
+        per_app: app_calls.len() as f64 / o.stale.max(1) as f64,
+        bound: o.stale as f64 * 60.0 / f64::from(o.refresh_per_minute.max(1)),
+    }
 }

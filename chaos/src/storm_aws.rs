@@ -23,11 +23,11 @@ use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use medic_adapters::lambda_env::LambdaEnv;
 use medic_sim::moto::{moto, unique};
-use medic_sim::{ArgoSim, LoggedRequest, SimConfig};
+use medic_sim::{ArgoSim, SimConfig};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 
-use crate::storm::{Options, SECRET, account, fleet_sim, notification, request};
+use crate::storm::{Options, SECRET, Tally, fleet_sim, notification, request, tally};
 
 /// The queue's visibility timeout in this run: a failed message is handed out again after it.
 const VISIBILITY: Duration = Duration::from_secs(30);
@@ -209,19 +209,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     let swept = sweeper.run().await?;
     timings.entry("sweeper").or_default().add(swept_at.elapsed());
 
-    let log = sim.requests();
-    let app_calls: Vec<&LoggedRequest> = log.iter().filter(|r| r.path.starts_with("/api/v1/applications/")).collect();
-    let mut refreshes: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in app_calls.iter().filter(|r| r.query.iter().any(|(k, _)| k == "refresh")) {
-        *refreshes.entry(r.path.as_str()).or_default() += 1;
-    }
-    let duplicates: usize = refreshes.values().map(|n| n.saturating_sub(1)).sum();
-    let healed = (1..=o.apps)
-        .filter(|i| sim.app("argocd", &format!("app-{i:05}")).is_some_and(|a| a["status"]["health"]["status"] == "Healthy"))
-        .count();
-    let (calls, bytes) = account(&log);
-    let per_app = app_calls.len() as f64 / o.stale.max(1) as f64;
-    let bound = o.stale as f64 * 60.0 / f64::from(o.refresh_per_minute.max(1));
+    let Tally { healed, duplicates, app_calls, calls, bytes, per_app, bound } = tally(&sim, &o);
     println!(
         "storm (moto): {} apps, {} stale, {} deliveries ({} each, shuffled, {rejected} rejected), {} of at most {} workers, refresh budget {}/min (shared buckets on the state table)",
         o.apps,
@@ -234,9 +222,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     );
     println!(
         "argo medic: {calls} Argo CD calls ({} to apps), {bytes} bytes; {failures} failed messages; drained in {drain_secs:.1} s; the sweep after listed {} and looked at {}",
-        app_calls.len(),
-        swept.listed,
-        swept.candidates
+        app_calls, swept.listed, swept.candidates
     );
     println!("AWS requests per function (calls / items), per delivery and per remediated app:");
     for (function, counter) in counters.iter().map(|(f, c)| (*f, c)).chain([("events", &event_source)]) {

@@ -34,6 +34,38 @@ pub async fn sim_with_samples(config: SimConfig) -> ArgoSim {
     sim
 }
 
+/// A fleet outage in a fresh simulator: `apps` synthetic apps, the first `down` of them sourced
+/// from Git host `host` and not comparable since `minutes_ago` (sync and health `Unknown`, and
+/// `condition` as their ComparisonError when given). `edit` shapes each app further (its index
+/// and JSON) and may return outcomes to replace its own.
+pub async fn outage_fleet(
+    apps: usize,
+    down: usize,
+    host: &str,
+    minutes_ago: i64,
+    condition: Option<&str>,
+    edit: impl Fn(usize, &mut serde_json::Value) -> Option<medic_sim::Outcomes>,
+) -> ArgoSim {
+    let sim = ArgoSim::start(SimConfig::default()).await.expect("simulator starts");
+    let since = (Utc::now() - chrono::TimeDelta::minutes(minutes_ago)).to_rfc3339();
+    for (i, (mut app, outcomes)) in medic_sim::synthetic_fleet(apps, 0, Utc::now()).into_iter().enumerate() {
+        let name = app["metadata"]["name"].as_str().expect("a synthetic app has a name").to_owned();
+        if i < down {
+            app["spec"]["source"]["repoURL"] = format!("https://{host}/platform/deployments.git").into();
+            app["status"]["sync"]["status"] = "Unknown".into();
+            app["status"]["health"] = serde_json::json!({"status": "Unknown", "lastTransitionTime": since});
+            if let Some(message) = condition {
+                app["status"]["conditions"] =
+                    serde_json::json!([{"type": "ComparisonError", "lastTransitionTime": since, "message": message}]);
+            }
+        }
+        let outcomes = edit(i, &mut app).unwrap_or(outcomes);
+        sim.insert_app(app);
+        sim.set_outcomes(&name, outcomes);
+    }
+    sim
+}
+
 /// Settings for a test client: quick retries so backoff tests take seconds, not minutes.
 pub fn settings(sim: &ArgoSim, token: &str) -> ArgoSettings {
     let mut s = ArgoSettings::new(sim.base_url(), token);
