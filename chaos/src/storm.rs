@@ -1,7 +1,10 @@
 //! `medic-chaos storm`: the morning after an outage, through the real handlers, in one process.
 //!
 //! A synthetic fleet in the Argo CD simulator has `--stale` apps left stale by an outage (health
-//! Progressing, not reconciled for two hours; a refresh heals them). argocd-notifications reports
+//! Progressing, not reconciled for two hours; a refresh heals them). First the outage itself: the
+//! stale apps' Git host is unreachable, so Argo CD cannot compare them (sync `Unknown`); the real
+//! sweeper finds one cause and probes its canaries, and argocd-notifications' reports of each app
+//! going `Unknown` reach the workers, which leave them to the cause. Then Git is back. argocd-notifications reports
 //! each one `--copies` times, in a shuffled order (its at-most-once send retried by a proxy, two
 //! controllers, a replayed queue). The real ingest handler takes every delivery onto an in-memory
 //! queue; `--workers` real worker handlers drain it in batches of ten, drawing on the instance's
@@ -66,7 +69,13 @@ pub struct Options {
     pub moto: bool,
 }
 
+/// The Git repository of the apps the outage left stale, on its own host.
+const OUTAGE_REPO: &str = "https://git.outage.example.com/platform/deployments.git";
+
 pub(crate) const SECRET: &str = "storm-webhook-secret-not-for-production";
+
+type StormSweeper =
+    medic_sweeper::Sweeper<HttpArgoClient, Arc<MemoryIncidentStore>, Arc<MemoryDedupe>, Arc<MemoryQueue>, LogEscalator, SystemClock>;
 
 type StormWorker = Worker<
     HttpArgoClient,
@@ -86,7 +95,10 @@ pub(crate) async fn fleet_sim(o: &Options) -> anyhow::Result<(ArgoSim, Vec<serde
     let mut stale = Vec::new();
     for (app, outcomes) in synthetic_fleet(o.apps, o.stale, Utc::now()) {
         let name = app["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        let mut app = app;
         if outcomes.refresh == medic_sim::RefreshOutcome::Heal {
+            // The stale apps share the Git host the outage took down; the others use another.
+            app["spec"]["source"]["repoURL"] = OUTAGE_REPO.into();
             stale.push(app.clone());
         }
         sim.insert_app(app);
@@ -217,18 +229,143 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         argo: client(&sim)?,
         metrics: Metrics::quiet("storm"),
     };
+    let buckets = Arc::new(MemoryBuckets::default());
+    let workers: Vec<StormWorker> = (0..o.running.unwrap_or(o.workers).max(1))
+        .map(|_| worker(&sim, budget(&o, &buckets), &store, &dedupe, &lock, &queue))
+        .collect::<anyhow::Result<_>>()?;
+    let sweeper: StormSweeper = medic_sweeper::Sweeper {
+        config: medic_sweeper::SweeperConfig::default(),
+        argo: client(&sim)?,
+        store: store.clone(),
+        dedupe: dedupe.clone(),
+        queue: queue.clone(),
+        escalator: LogEscalator::default(),
+        clock: SystemClock,
+        metrics: Metrics::quiet("storm"),
+    };
+
+    let outage = outage_phase(&o, &sim, &stale, &ingest, &workers, &queue, &sweeper).await?;
+    // Git is back: Argo CD compares the apps again, and they stay Progressing until refreshed.
+    for app in &stale {
+        let name = app["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        sim.insert_app(app.clone());
+        sim.set_outcomes(&name, medic_sim::Outcomes { refresh: medic_sim::RefreshOutcome::Heal, ..Default::default() });
+    }
+    sim.clear_requests();
+
     let mut deliveries: Vec<String> = stale.iter().flat_map(|app| std::iter::repeat_n(notification(&sample, app), o.copies)).collect();
     deliveries.shuffle(&mut rand::rngs::StdRng::seed_from_u64(o.seed));
     let mut rejected = 0;
     for body in &deliveries {
         rejected += usize::from(ingest.handle(request(body.clone())).await.status() != 202);
     }
-    let buckets = Arc::new(MemoryBuckets::default());
-    let workers: Vec<StormWorker> = (0..o.running.unwrap_or(o.workers).max(1))
-        .map(|_| worker(&sim, budget(&o, &buckets), &store, &dedupe, &lock, &queue))
-        .collect::<anyhow::Result<_>>()?;
     let started = Instant::now();
-    let (mut invocations, mut failures, mut next_id) = (0usize, 0usize, 0usize);
+    let mut next_id = 0usize;
+    let (invocations, failures) = drain(&workers, &queue, &mut next_id).await?;
+    let drain_secs = started.elapsed().as_secs_f64();
+    let swept = sweeper.run().await?;
+
+    let Tally { healed, duplicates, app_calls, calls, bytes, per_app, bound } = tally(&sim, &o);
+    println!(
+        "storm: {} apps, {} stale, {} deliveries ({} each, shuffled, {rejected} rejected), {} of at most {} workers running, refresh budget {}/min ({})",
+        o.apps,
+        o.stale,
+        deliveries.len(),
+        o.copies,
+        o.running.unwrap_or(o.workers),
+        o.workers,
+        o.refresh_per_minute,
+        if o.static_split { "each worker its static share" } else { "shared by the workers" }
+    );
+    println!(
+        "argo medic: {calls} calls ({} to apps), {bytes} bytes; {invocations} invocations, {failures} failed messages; drained in {drain_secs:.1} s; the sweep after listed {} and looked at {}",
+        app_calls, swept.listed, swept.candidates
+    );
+    println!(
+        "outage: {} fleet incident(s) ({}), {} canaries probed and {} per-app actions; {} notifications of apps going Unknown, {} left to the cause; {} Argo CD calls while it lasted ({} refreshes)",
+        outage.causes.len(),
+        outage.causes.join(", "),
+        outage.probed,
+        outage.refreshes.saturating_sub(outage.probed),
+        outage.deliveries,
+        outage.held,
+        outage.calls,
+        outage.refreshes
+    );
+    println!("cron script: {cron_calls} calls, {cron_bytes} bytes, {cron_healed} refreshes, one pass in {cron_secs:.1} s");
+    println!(
+        "ratio: the cron script makes {:.1}x the calls and {:.1}x the bytes of Argo Medic",
+        cron_calls as f64 / calls.max(1) as f64,
+        cron_bytes as f64 / bytes.max(1) as f64
+    );
+    println!(
+        "storm: {healed} of {} healthy, {duplicates} duplicate actions, {per_app:.3} calls per remediated app, drain {:.2}x the budget bound ({bound:.0} s)",
+        o.apps,
+        drain_secs / bound.max(0.001)
+    );
+    let outage_ok = outage.causes.len() == 1 && outage.refreshes == outage.probed && outage.held == outage.deliveries;
+    Ok(healed == o.apps && duplicates == 0 && per_app <= 2.0 && outage_ok)
+}
+
+/// The outage as the functions saw it.
+struct OutageFigures {
+    /// The causes the sweeper found (`repo:<host> (covered of listed)`).
+    causes: Vec<String>,
+    probed: usize,
+    /// Notifications of apps going `Unknown`, and how many the workers left to the cause.
+    deliveries: usize,
+    held: usize,
+    /// Argo CD calls while it lasted, and how many of them were refreshes.
+    calls: usize,
+    refreshes: usize,
+}
+
+/// The stale apps' Git host is unreachable: Argo CD cannot compare them (sync and health
+/// `Unknown`, a ComparisonError; a refresh changes nothing). The sweeper runs once and
+/// argocd-notifications reports each app going `Unknown` once (shuffled); the workers drain it.
+async fn outage_phase(
+    o: &Options,
+    sim: &ArgoSim,
+    stale: &[serde_json::Value],
+    ingest: &Ingest<Arc<MemoryQueue>, HttpArgoClient>,
+    workers: &[StormWorker],
+    queue: &Arc<MemoryQueue>,
+    sweeper: &StormSweeper,
+) -> anyhow::Result<OutageFigures> {
+    let since = (Utc::now() - chrono::TimeDelta::minutes(20)).to_rfc3339();
+    for app in stale {
+        let mut down = app.clone();
+        down["status"]["sync"]["status"] = "Unknown".into();
+        down["status"]["health"] = serde_json::json!({"status": "Unknown", "lastTransitionTime": since});
+        down["status"]["conditions"] = serde_json::json!([{"type": "ComparisonError", "lastTransitionTime": since,
+            "message": "rpc error: code = Unknown desc = failed to list refs: dial tcp 10.20.30.40:443: connect: connection refused"}]);
+        let name = down["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        sim.insert_app(down);
+        sim.set_outcomes(&name, medic_sim::Outcomes::default());
+    }
+    sim.clear_requests();
+    let run = sweeper.run().await?;
+    let sample: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
+        medic_sim::workspace_root().join("events/webhook/comparison-error-transient.json"),
+    )?)?;
+    let mut bodies: Vec<String> = stale.iter().map(|app| notification(&sample, app)).collect();
+    bodies.shuffle(&mut rand::rngs::StdRng::seed_from_u64(o.seed + 1));
+    for body in &bodies {
+        ingest.handle(request(body.clone())).await;
+    }
+    let mut next_id = 1_000_000_000;
+    drain(workers, queue, &mut next_id).await?;
+    let held = workers.iter().map(|w| w.metrics.total("HeldByFleetOutage")).sum::<f64>() as usize;
+    // The fleet incidents as the sweeper told them (its Slack parent, here the log escalator's).
+    let causes = sweeper.escalator.outages().iter().map(|v| format!("{}: {} of {} apps", v.scope, v.covered, v.listed)).collect();
+    let (calls, refreshes) = (sim.requests().len(), sim.counts().refresh);
+    Ok(OutageFigures { causes, probed: run.probed, deliveries: bodies.len(), held, calls, refreshes })
+}
+
+/// The event source mapping over the in-memory queue: batches of ten to each worker at once, a
+/// failed message back after its visibility delay (5 s). Returns (invocations, failed messages).
+async fn drain(workers: &[StormWorker], queue: &Arc<MemoryQueue>, next_id: &mut usize) -> anyhow::Result<(usize, usize)> {
+    let (mut invocations, mut failures) = (0usize, 0usize);
     loop {
         let batches: Vec<Vec<medic_core::event::WorkItem>> = workers.iter().map(|_| queue.take_ready(10)).collect();
         if batches.iter().all(Vec::is_empty) {
@@ -242,7 +379,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
             let records: Vec<SqsMessage> = items
                 .iter()
                 .map(|item| {
-                    next_id += 1;
+                    *next_id += 1;
                     let mut m = SqsMessage::default();
                     m.message_id = Some(format!("m-{next_id}"));
                     m.body = serde_json::to_string(item).ok();
@@ -266,52 +403,12 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
                 if failed.contains(id) {
                     // The visibility timeout: SQS hands a failed message out again later.
                     failures += 1;
-                    medic_core::ports::WorkQueue::enqueue(&*queue, item, Duration::from_secs(5)).await?;
+                    medic_core::ports::WorkQueue::enqueue(&**queue, item, Duration::from_secs(5)).await?;
                 }
             }
         }
     }
-    let drain_secs = started.elapsed().as_secs_f64();
-    let sweeper = medic_sweeper::Sweeper {
-        config: medic_sweeper::SweeperConfig::default(),
-        argo: client(&sim)?,
-        store: store.clone(),
-        dedupe: dedupe.clone(),
-        queue: queue.clone(),
-        escalator: LogEscalator::forgetful(),
-        clock: SystemClock,
-        metrics: Metrics::quiet("storm"),
-    };
-    let swept = sweeper.run().await?;
-
-    let Tally { healed, duplicates, app_calls, calls, bytes, per_app, bound } = tally(&sim, &o);
-    println!(
-        "storm: {} apps, {} stale, {} deliveries ({} each, shuffled, {rejected} rejected), {} of at most {} workers running, refresh budget {}/min ({})",
-        o.apps,
-        o.stale,
-        deliveries.len(),
-        o.copies,
-        o.running.unwrap_or(o.workers),
-        o.workers,
-        o.refresh_per_minute,
-        if o.static_split { "each worker its static share" } else { "shared by the workers" }
-    );
-    println!(
-        "argo medic: {calls} calls ({} to apps), {bytes} bytes; {invocations} invocations, {failures} failed messages; drained in {drain_secs:.1} s; the sweep after listed {} and looked at {}",
-        app_calls, swept.listed, swept.candidates
-    );
-    println!("cron script: {cron_calls} calls, {cron_bytes} bytes, {cron_healed} refreshes, one pass in {cron_secs:.1} s");
-    println!(
-        "ratio: the cron script makes {:.1}x the calls and {:.1}x the bytes of Argo Medic",
-        cron_calls as f64 / calls.max(1) as f64,
-        cron_bytes as f64 / bytes.max(1) as f64
-    );
-    println!(
-        "storm: {healed} of {} healthy, {duplicates} duplicate actions, {per_app:.3} calls per remediated app, drain {:.2}x the budget bound ({bound:.0} s)",
-        o.apps,
-        drain_secs / bound.max(0.001)
-    );
-    Ok(healed == o.apps && duplicates == 0 && per_app <= 2.0)
+    Ok((invocations, failures))
 }
 
 /// What a storm did, from the simulator's own log: apps healthy at the end, refreshes of an app
