@@ -10,6 +10,12 @@ use serde_json::{Map, Value, json};
 /// The CloudWatch namespace of every Argo Medic metric.
 pub const NAMESPACE: &str = "ArgoMedic";
 
+/// Metrics with a breakdown that are also published per `Instance` alone, because an alarm in
+/// template.yaml watches their total. Every other breakdown is published per value only: each
+/// dimension set is one more CloudWatch custom metric, billed for every hour it is published
+/// (docs/cost.md), and the dashboard sums the values with `SEARCH`.
+pub const ALARMED_TOTALS: &[&str] = &["WebhookRejected"];
+
 /// Emits metrics with the instance as a dimension.
 #[derive(Debug)]
 pub struct Metrics {
@@ -30,8 +36,8 @@ impl Metrics {
     }
 
     /// One metric, with the `Instance` dimension and optionally one more (`Reason`, `Action`, ...).
-    /// The metric is published both per instance and per instance and that dimension, so an
-    /// alarm can watch the total while a dashboard splits it.
+    /// With one more, it is published per instance and that dimension, and also per instance
+    /// alone when an alarm watches the total ([`ALARMED_TOTALS`]).
     pub fn count(&self, name: &str, extra: Option<(&str, &str)>, value: f64) {
         self.emit(name, extra, value, "Count");
     }
@@ -53,9 +59,12 @@ impl Metrics {
 
     /// The EMF document for one metric.
     pub fn line(&self, name: &str, extra: Option<(&str, &str)>, value: f64, unit: &str, timestamp_ms: i64) -> String {
-        let mut dimensions = vec![json!(["Instance"])];
+        let mut dimensions = Vec::new();
         let mut doc = Map::new();
         doc.insert("Instance".into(), Value::String(self.instance.clone()));
+        if extra.is_none() || ALARMED_TOTALS.contains(&name) {
+            dimensions.push(json!(["Instance"]));
+        }
         if let Some((k, v)) = extra {
             dimensions.push(json!(["Instance", k]));
             doc.insert(k.into(), Value::String(v.into()));
@@ -97,6 +106,15 @@ mod tests {
         assert_eq!(spec["Dimensions"], json!([["Instance"], ["Instance", "Reason"]]));
         assert_eq!(spec["Metrics"][0], json!({"Name": "WebhookRejected", "Unit": "Count"}));
         assert_eq!(line["_aws"]["Timestamp"], 1_700_000_000_000i64);
+    }
+
+    #[test]
+    fn a_breakdown_nobody_alarms_on_is_published_per_value_only() {
+        let m = Metrics::quiet("prod");
+        let line: Value = serde_json::from_str(&m.line("Decisions", Some(("Action", "refresh")), 1.0, "Count", 0)).unwrap();
+        assert_eq!(line["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Instance", "Action"]]), "no per-Instance twin");
+        let plain: Value = serde_json::from_str(&m.line("QueueLag", None, 5.0, "Milliseconds", 0)).unwrap();
+        assert_eq!(plain["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Instance"]]));
     }
 
     #[test]
