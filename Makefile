@@ -111,12 +111,16 @@ envelope: venv
 ## storm-moto: the storm on the AWS adapters (SQS, DynamoDB in moto_server), every function built as on
 ## Lambda, counting the AWS requests each makes per delivery and per app (the counts docs/cost.md prices)
 storm-moto: venv
-	$(CARGO) run --release -q -p medic-chaos -- storm --moto --apps 1000 --stale 400 --copies 4
+	@out=$$(mktemp); status=0; $(CARGO) run --release -q -p medic-chaos -- storm --moto --apps 1000 --stale 400 --copies 4 \
+		> $$out || status=$$?; grep -v '^{' $$out; rm -f $$out; exit $$status
 
 ## storm-smoke: both, small and fast (in `make test`)
 storm-smoke: venv
 	$(CARGO) run -q -p medic-chaos -- storm --apps 300 --stale 100 --copies 4 --refresh-per-minute 60000
-	$(CARGO) run -q -p medic-chaos -- storm --moto --apps 300 --stale 100 --copies 4 --refresh-per-minute 60000 | grep -v '^{'
+	@# The functions print their metric lines (EMF) on stdout: kept out of the way, and the storm's
+	@# own exit status kept (a pipe into grep would report grep's).
+	@out=$$(mktemp); status=0; $(CARGO) run -q -p medic-chaos -- storm --moto --apps 300 --stale 100 --copies 4 \
+		--refresh-per-minute 60000 > $$out || status=$$?; grep -v '^{' $$out; rm -f $$out; exit $$status
 
 ## chaos-smoke: the same run, small; D = L = S = 0 and every boundary's kills are required (fresh trouble
 ## keeps the run alive until they happen, within 500 events)
