@@ -190,6 +190,10 @@ struct World {
     events: PathBuf,
     queue_count: AtomicUsize,
     clicks: AtomicUsize,
+    /// How long a run may take for both its invocations: a minute for the samples; a synthetic
+    /// fleet's sweep lists, plans and enqueues thousands of apps through moto (the sweeper's own
+    /// timeout is 240 s).
+    patience: Duration,
 }
 
 impl World {
@@ -227,7 +231,8 @@ impl World {
             let out = secrets.create_secret().name(format!("envelope-{name}")).secret_string(value).send().await?;
             arns.push((var, out.arn.context("a secret's ARN")?));
         }
-        Ok(World { moto, sqs, table, argo, arns, events, queue_count: AtomicUsize::new(0), clicks: AtomicUsize::new(0) })
+        let patience = Duration::from_secs(if fleet.is_some() { 600 } else { 60 });
+        Ok(World { moto, sqs, table, argo, arns, events, queue_count: AtomicUsize::new(0), clicks: AtomicUsize::new(0), patience })
     }
 
     /// A fresh queue for one run.
@@ -334,7 +339,7 @@ async fn run_once(world: &World, target: &Target, logs: &Path, round: usize) -> 
     let mut child = command.spawn().with_context(|| format!("starting {}", target.binary.display()))?;
     let pid = child.id().context("the child's pid")?;
     let (mut init, mut first, mut warm_from, mut warm) = (None, None, None, None);
-    let deadline = tokio::time::sleep(Duration::from_secs(60));
+    let deadline = tokio::time::sleep(world.patience);
     tokio::pin!(deadline);
     let outcome: anyhow::Result<()> = loop {
         tokio::select! {
@@ -353,7 +358,7 @@ async fn run_once(world: &World, target: &Target, logs: &Path, round: usize) -> 
                 None => break Err(anyhow::anyhow!("the stub stopped")),
             },
             status = child.wait() => break Err(anyhow::anyhow!("the bootstrap exited: {status:?}")),
-            _ = &mut deadline => break Err(anyhow::anyhow!("no second response within 60 s")),
+            _ = &mut deadline => break Err(anyhow::anyhow!("no second response within {} s", world.patience.as_secs())),
         }
     };
     let peak = peak_rss_kb(pid);
