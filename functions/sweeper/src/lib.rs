@@ -88,6 +88,10 @@ impl LambdaSweeper {
     }
 }
 
+/// Marker writes in flight at once (one per app enqueued, one per app missed by notifications),
+/// a chunk at a time.
+const MARKER_WRITES: usize = 32;
+
 /// What one run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SweepRun {
@@ -247,16 +251,33 @@ where
                 tracing::warn!(cause = %cause.scope, error = %e, "could not tell the fleet outage; the next sweep tells it again");
             }
         }
+        // The sweeper's own marker per item (the worker dedupes on the item's key itself), written
+        // MARKER_WRITES at a time: one after another, 20,000 apps in trouble took longer than the
+        // function's timeout (measured under moto; about 100 s of round trips on DynamoDB).
+        let items: Vec<WorkItem> =
+            looks.into_iter().map(|(app, trigger)| WorkItem::for_app(WorkKind::Sweep, app, trigger, &window, now)).collect();
+        let keys: Vec<String> = items.iter().map(|item| format!("enqueued-{}", item.dedupe_key)).collect();
+        let mut seen = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(MARKER_WRITES) {
+            seen.extend(futures::future::join_all(chunk.iter().map(|k| self.dedupe.first_sighting(k, self.config.recheck_interval))).await);
+        }
+        let sightings = items.into_iter().zip(seen);
         let mut batch = Vec::new();
-        for (app_ref, trigger) in looks {
-            let item = WorkItem::for_app(WorkKind::Sweep, app_ref, trigger, &window, now);
-            // The sweeper's own marker: the worker dedupes on the item's key itself.
-            if self.dedupe.first_sighting(&format!("enqueued-{}", item.dedupe_key), self.config.recheck_interval).await? == Seen::Duplicate
-            {
-                run.skipped += 1;
-                continue;
+        let mut failure = None;
+        for (item, seen) in sightings {
+            match seen {
+                Ok(Seen::New) => batch.push(item),
+                Ok(Seen::Duplicate) => run.skipped += 1,
+                Err(e) => failure = Some(e),
             }
-            batch.push(item);
+        }
+        if let Some(e) = failure {
+            // Nothing is enqueued: the markers this run wrote are forgotten so the next run sends
+            // their items, instead of skipping them for the rest of the window.
+            for item in &batch {
+                self.dedupe.forget(&format!("enqueued-{}", item.dedupe_key)).await.ok();
+            }
+            return Err(e.into());
         }
         run.missed_notifications = self.missed_notifications(&plan, &open, now).await;
         if let Err(e) = self.queue.enqueue_batch(&batch).await {
@@ -323,13 +344,20 @@ where
                 return 0;
             }
         };
-        let mut missed = 0;
-        for (app, _) in trouble.iter().zip(&markers).filter(|(_, m)| !m.iter().any(|k| notified.contains(k))) {
-            if matches!(self.dedupe.first_sighting(&missed_marker(app, now), Duration::from_secs(24 * 3600)).await, Ok(Seen::New)) {
-                tracing::info!(app = %app, "in trouble and not reported by a notification");
-                missed += 1;
-            }
+        let unreported: Vec<&AppId> =
+            trouble.iter().zip(&markers).filter(|(_, m)| !m.iter().any(|k| notified.contains(k))).map(|(app, _)| app).collect();
+        let keys: Vec<String> = unreported.iter().map(|app| missed_marker(app, now)).collect();
+        let mut seen = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(MARKER_WRITES) {
+            seen.extend(
+                futures::future::join_all(chunk.iter().map(|k| self.dedupe.first_sighting(k, Duration::from_secs(24 * 3600)))).await,
+            );
         }
+        let first: Vec<&AppId> = unreported.into_iter().zip(seen).filter(|(_, s)| matches!(s, Ok(Seen::New))).map(|(app, _)| app).collect();
+        for app in &first {
+            tracing::info!(app = %app, "in trouble and not reported by a notification");
+        }
+        let missed = first.len();
         self.metrics.count("MissedNotifications", None, missed as f64);
         missed
     }
