@@ -2,17 +2,30 @@
 
 use super::*;
 
-impl DedupeStore for DynamoDbStore {
-    async fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> Result<Seen, StoreError> {
-        let now = Utc::now();
-        let result = self
-            .client
+impl DynamoDbStore {
+    /// The `PutItem` of a marker written at `now` that expires after `ttl` (the caller adds any
+    /// condition).
+    fn marker_put(
+        &self,
+        dedupe_key: &str,
+        now: DateTime<Utc>,
+        ttl: Duration,
+    ) -> aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder {
+        self.client
             .put_item()
             .table_name(&self.table)
             .item("pk", s(self.dedupe_pk(dedupe_key)))
             .item("sk", s(SINGLETON_SK))
             .item("seen_at", s(now.to_rfc3339()))
             .item(TTL_ATTRIBUTE, n(expiry_secs(now, ttl)))
+    }
+}
+
+impl DedupeStore for DynamoDbStore {
+    async fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> Result<Seen, StoreError> {
+        let now = Utc::now();
+        let result = self
+            .marker_put(dedupe_key, now, ttl)
             .condition_expression("attribute_not_exists(#pk) OR #expires <= :now")
             .expression_attribute_names("#pk", "pk")
             .expression_attribute_names("#expires", TTL_ATTRIBUTE)
@@ -28,17 +41,7 @@ impl DedupeStore for DynamoDbStore {
 
     /// An unconditional `PutItem`: the marker and its expiry, whatever was there.
     async fn mark(&self, dedupe_key: &str, ttl: Duration) -> Result<(), StoreError> {
-        let now = Utc::now();
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .item("pk", s(self.dedupe_pk(dedupe_key)))
-            .item("sk", s(SINGLETON_SK))
-            .item("seen_at", s(now.to_rfc3339()))
-            .item(TTL_ATTRIBUTE, n(expiry_secs(now, ttl)))
-            .send()
-            .await
-            .map_err(|e| StoreError(describe(&self.op("PutItem"), &e)))?;
+        self.marker_put(dedupe_key, Utc::now(), ttl).send().await.map_err(|e| StoreError(describe(&self.op("PutItem"), &e)))?;
         Ok(())
     }
 
