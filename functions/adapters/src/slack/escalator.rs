@@ -407,6 +407,11 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
     async fn outage(&self, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
         let key = view.key();
         let message = escalation::outage_parent(view);
+        // Posted: rewritten in place, one read and one chat.update a sweep. Its buttons were
+        // stored before it was posted.
+        if let Some((_, MessageRec { channel, ts: Some(ts), .. })) = self.load::<MessageRec>("msg", &key).await? {
+            return self.client.update(&channel, &ts, &message).await.map_err(esc_err);
+        }
         for control in [medic_core::fleet::FleetControl::Pause, medic_core::fleet::FleetControl::Release] {
             let button = medic_core::fleet::FleetButton {
                 id: view.button(control),
@@ -415,14 +420,10 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                 projects: view.projects.clone(),
                 offered_at: self.clock.now(),
             };
-            // Created once; a later sweep finds it (the cause's projects as first seen).
+            // Created once (a retry after a crash finds it): the cause's projects as first seen.
             self.save("fleetbtn", &button.id, &button, None, self.settings.action_ttl).await?;
         }
-        if self.ts_of(&key).await?.is_some() {
-            self.update_message(&key, &message).await
-        } else {
-            self.post_once(&key, None, &message).await.map(|_| ())
-        }
+        self.post_once(&key, None, &message).await.map(|_| ())
     }
 
     async fn resolve(&self, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
