@@ -337,6 +337,10 @@ async fn run_every_function() {
     let worker = medic_worker::LambdaWorker::from_env(&env().await.with_interceptor(logs["worker"].clone())).await.unwrap();
     let sweeper = medic_sweeper::LambdaSweeper::from_env(&env().await.with_interceptor(logs["sweeper"].clone())).await.unwrap();
     let actions = LambdaSlackActions::from_env(&env().await.with_interceptor(logs["slack-actions"].clone())).await.unwrap();
+    // Init asks Argo CD nothing (it is paid on every cold start); the worker learns the version
+    // on its first batch.
+    let version_calls = || argo.requests().iter().filter(|r| r.path == "/api/version").count();
+    assert_eq!(argo.requests().len(), 0, "no function calls Argo CD at init: {:?}", argo.requests());
 
     // The event source mapping: receive, invoke, delete what did not fail.
     let poll = async || {
@@ -370,7 +374,9 @@ async fn run_every_function() {
     }
     let run = sweeper.run().await.unwrap();
     assert!(run.enqueued > 5, "{run:?}");
+    assert_eq!(version_calls(), 0);
     poll().await;
+    assert_eq!(version_calls(), 1, "the worker asks for the version once, on its first batch");
     // A second look at every sample app: the next rung of open incidents (a claim on an open
     // incident), and closing the healed ones.
     let apps: Vec<String> =

@@ -186,7 +186,7 @@ fn worker(
         escalator: LogEscalator::forgetful(),
         budget,
         clock: SystemClock,
-        policy: DecisionPolicy::new(PolicyConfig::default()),
+        policy: DecisionPolicy::new(PolicyConfig::default()).into(),
         metrics: Metrics::quiet("storm"),
         switch: FixedSwitch::default(),
     })

@@ -184,7 +184,7 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
         escalator: Arc::clone(&escalator),
         budget: LocalBudget::new(opts.rates),
         clock: SystemClock,
-        policy: DecisionPolicy::new(opts.policy.clone()),
+        policy: DecisionPolicy::new(opts.policy.clone()).into(),
         metrics: Metrics::quiet(&instance),
         switch: medic_core::switch::FixedSwitch::default(),
     });

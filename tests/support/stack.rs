@@ -108,7 +108,7 @@ impl AwsStack {
             escalator,
             budget: super::generous_budget(),
             clock: SystemClock,
-            policy: test_policy(),
+            policy: test_policy().into(),
             metrics: Metrics::quiet("test"),
             switch,
         }

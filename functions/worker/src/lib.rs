@@ -99,6 +99,62 @@ impl WorkerConfig {
     }
 }
 
+/// Asks Argo CD for its version; `None` when it cannot say.
+pub type VersionProbe = Box<dyn Fn() -> futures::future::BoxFuture<'static, Option<String>> + Send + Sync>;
+
+/// The decision policy, with the Argo CD version its version-dependent rules read
+/// (`PolicyConfig::argocd_version`) learned on first use when it is not configured.
+pub struct WorkerPolicy {
+    base: DecisionPolicy,
+    probe: Option<VersionProbe>,
+    learned: tokio::sync::OnceCell<DecisionPolicy>,
+}
+
+impl WorkerPolicy {
+    /// How long the first step waits for the version: an Argo CD that is down would otherwise
+    /// hold it for the client's whole retry budget. Unanswered, the version stays unknown for
+    /// the container's life and those rules assume the oldest behaviour.
+    pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+    /// A policy used as it is.
+    pub fn fixed(policy: DecisionPolicy) -> Self {
+        Self { base: policy, probe: None, learned: tokio::sync::OnceCell::new() }
+    }
+
+    /// A policy whose Argo CD version `probe` tells, asked once, when the first step needs it.
+    pub fn learning(
+        policy: DecisionPolicy,
+        probe: impl Fn() -> futures::future::BoxFuture<'static, Option<String>> + Send + Sync + 'static,
+    ) -> Self {
+        Self { base: policy, probe: Some(Box::new(probe)), learned: tokio::sync::OnceCell::new() }
+    }
+
+    /// The policy as configured, for what the version does not change (the scope).
+    pub fn base(&self) -> &DecisionPolicy {
+        &self.base
+    }
+
+    /// The policy to decide with; the first call of a learning policy asks for the version
+    /// (concurrent callers wait for that one answer).
+    pub async fn get(&self) -> &DecisionPolicy {
+        let Some(probe) = &self.probe else { return &self.base };
+        self.learned
+            .get_or_init(|| async {
+                let version = tokio::time::timeout(Self::PROBE_TIMEOUT, probe()).await.ok().flatten().filter(|v| !v.is_empty());
+                let mut config = self.base.config.clone();
+                config.argocd_version = version;
+                DecisionPolicy::new(config)
+            })
+            .await
+    }
+}
+
+impl From<DecisionPolicy> for WorkerPolicy {
+    fn from(policy: DecisionPolicy) -> Self {
+        Self::fixed(policy)
+    }
+}
+
 /// The worker's collaborators, built once per container.
 pub struct Worker<A, S, D, L, Q, E, B, C, W = FixedSwitch> {
     pub config: WorkerConfig,
@@ -110,7 +166,7 @@ pub struct Worker<A, S, D, L, Q, E, B, C, W = FixedSwitch> {
     pub escalator: E,
     pub budget: B,
     pub clock: C,
-    pub policy: DecisionPolicy,
+    pub policy: WorkerPolicy,
     pub metrics: Metrics,
     /// The instant switch (`medic switch`), read right before every call that changes Argo CD
     /// and every Slack post; the configuration's `dry_run` and `kill_switch` still apply.
@@ -136,15 +192,19 @@ impl LambdaWorker {
         // The secrets at once (the Argo CD token, the work-item key, the Slack token): each is a
         // Secrets Manager round trip of the cold start.
         let (argo, work_item_key, escalator) = tokio::try_join!(env.argo_client(), env.work_item_key(), env.escalator())?;
-        // Rules that differ between Argo CD versions read it from the policy; when the call fails
-        // the version stays unknown and those rules assume the oldest behaviour.
-        let mut policy = env.policy.clone();
-        if policy.argocd_version.is_none() {
-            // At most two seconds of the cold start: Lambda allows init ten, and an Argo CD that
-            // is down would otherwise hold it for the client's whole retry budget.
-            let version = tokio::time::timeout(Duration::from_secs(2), argo.version()).await.ok().and_then(Result::ok);
-            policy.argocd_version = version.map(|v| v.version).filter(|v| !v.is_empty());
-        }
+        // Rules that differ between Argo CD versions read it from the policy. Unless configured,
+        // it is asked for on the first batch, not here: init is paid on every cold start and
+        // makes no other call to Argo CD.
+        let policy = match env.policy.argocd_version {
+            Some(_) => WorkerPolicy::fixed(DecisionPolicy::new(env.policy.clone())),
+            None => {
+                let client = argo.clone();
+                WorkerPolicy::learning(DecisionPolicy::new(env.policy.clone()), move || {
+                    let client = client.clone();
+                    Box::pin(async move { client.version().await.ok().map(|v| v.version) })
+                })
+            }
+        };
         Ok(Worker {
             config: WorkerConfig {
                 dry_run: env.dry_run,
@@ -161,7 +221,7 @@ impl LambdaWorker {
             escalator,
             budget: env.worker_budget(),
             clock: medic_adapters::memory::SystemClock,
-            policy: DecisionPolicy::new(policy),
+            policy,
             metrics: Metrics::new(&env.instance_id),
             switch: medic_adapters::switch::CachedSwitch::new(env.store(), medic_adapters::memory::SystemClock),
         })
@@ -390,7 +450,7 @@ where
             escalator: &self.escalator,
             budget: &self.budget,
             clock: &self.clock,
-            policy: &self.policy,
+            policy: self.policy.get().await,
             dry_run: self.config.dry_run || self.config.kill_switch,
             switch: &self.switch,
             claim_timeout: self.config.claim_timeout,
@@ -509,7 +569,7 @@ where
         // A refresh someone asks for honours the same scope and opt-out as everything Argo Medic
         // does (L1): read the app first (a read, not a refresh, so no budget), then refresh.
         match self.argo.get_app(&item.app, None).await {
-            Ok(app) if app.opted_out() || !self.policy.config.in_scope(&app) => {
+            Ok(app) if app.opted_out() || !self.policy.base().config.in_scope(&app) => {
                 self.metrics.count("RefusedRequests", None, 1.0);
                 let why = if app.opted_out() { "the app opted out" } else { "the app is out of this deployment's scope" };
                 tracing::warn!(
@@ -745,5 +805,59 @@ where
         }
         let key = alerts::hourly("unauthenticated", self.clock.now());
         alerts::once(&self.dedupe, &self.escalator, &key, Duration::from_secs(3600), &alerts::unauthenticated(e), WhenUnsure::Skip).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use medic_core::PolicyConfig;
+
+    use super::*;
+
+    fn counting(answer: Option<&'static str>, delay: Duration) -> (Arc<AtomicUsize>, WorkerPolicy) {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&asked);
+        let policy = WorkerPolicy::learning(DecisionPolicy::new(PolicyConfig::default()), move || {
+            count.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move {
+                tokio::time::sleep(delay).await;
+                answer.map(str::to_owned)
+            })
+        });
+        (asked, policy)
+    }
+
+    #[tokio::test]
+    async fn a_learning_policy_asks_once_on_first_use_however_many_steps_wait() {
+        let (asked, policy) = counting(Some("v3.2.1+8d0dde1"), Duration::from_millis(50));
+        assert_eq!(asked.load(Ordering::SeqCst), 0, "built without asking");
+        let got = join_all((0..8).map(|_| policy.get())).await;
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        assert!(got.iter().all(|p| p.config.argocd_version.as_deref() == Some("v3.2.1+8d0dde1")));
+        assert!(policy.get().await.config.argocd_at_least(3, 2), "{:?}", policy.get().await.config.argocd_version);
+        assert_eq!(policy.base().config.argocd_version, None, "the configured policy is kept as it was");
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_probe_leaves_the_version_unknown_after_its_timeout_and_is_not_asked_again() {
+        let (asked, policy) = counting(Some("v3.2.1"), WorkerPolicy::PROBE_TIMEOUT + Duration::from_secs(5));
+        let started = Instant::now();
+        assert_eq!(policy.get().await.config.argocd_version, None);
+        let waited = started.elapsed();
+        assert!(waited >= WorkerPolicy::PROBE_TIMEOUT && waited < WorkerPolicy::PROBE_TIMEOUT + Duration::from_secs(2), "{waited:?}");
+        assert_eq!(policy.get().await.config.argocd_version, None);
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        let (_, empty) = counting(Some(""), Duration::ZERO);
+        assert_eq!(empty.get().await.config.argocd_version, None, "an empty version is no version");
+    }
+
+    #[tokio::test]
+    async fn a_fixed_policy_never_asks() {
+        let config = PolicyConfig { argocd_version: Some("v2.14.3".into()), ..PolicyConfig::default() };
+        let policy = WorkerPolicy::from(DecisionPolicy::new(config));
+        assert_eq!(policy.get().await.config.argocd_version.as_deref(), Some("v2.14.3"));
     }
 }

@@ -44,7 +44,7 @@ fn worker(sim: &ArgoSim) -> TwinWorker {
         escalator: LogEscalator::default(),
         budget: LocalBudget::new(BudgetRates::default()),
         clock: SystemClock,
-        policy: DecisionPolicy::new(PolicyConfig { settle_secs: 0, ..PolicyConfig::default() }),
+        policy: DecisionPolicy::new(PolicyConfig { settle_secs: 0, ..PolicyConfig::default() }).into(),
         metrics: Metrics::quiet("test"),
         switch: FixedSwitch::default(),
     }
