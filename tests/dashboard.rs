@@ -4,8 +4,8 @@
 //! with the extra dimension each is emitted with), the AWS ones are metrics SQS and Lambda
 //! publish, for this stack's own queues and functions. Every metric the code emits is on it too.
 //!
-//! The metric names live as literals at their emission sites (`self.metrics.count("Decisions",
-//! Some(("Action", ...)), ...)`); there is no list of them in code, so the sources are the single
+//! The metric names live as literals at their emission sites (`self.metrics.count("HumanActions",
+//! Some(("Action", ...)), ...)`, `self.metrics.millis_with("StepLatency", &breakdown, ...)`); there is no list of them in code, so the sources are the single
 //! source of truth and this test reads them.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -98,14 +98,19 @@ fn emitted_metrics() -> BTreeSet<(String, Option<String>)> {
                 continue;
             }
             let source = fs::read_to_string(&path).unwrap();
-            for call in [".count(", ".millis("] {
+            for call in [".count(", ".millis(", ".count_with(", ".millis_with("] {
                 for (at, _) in source.match_indices(call) {
                     let args = source[at + call.len()..].trim_start();
                     let Some(args) = args.strip_prefix('"') else { continue };
                     let name = &args[..args.find('"').unwrap()];
                     let after = args[name.len() + 1..].trim_start().trim_start_matches(',').trim_start();
+                    // `_with` calls publish per Instance alone; their breakdown is properties.
                     let dimension = after.strip_prefix("Some((\"").map(|d| d[..d.find('"').unwrap()].to_owned());
-                    assert!(dimension.is_some() || after.starts_with("None"), "{}: cannot read the call to {name}", path.display());
+                    assert!(
+                        dimension.is_some() || after.starts_with("None") || call.ends_with("_with("),
+                        "{}: cannot read the call to {name}",
+                        path.display()
+                    );
                     found.insert((name.to_owned(), dimension));
                 }
             }
@@ -260,8 +265,16 @@ fn every_metric_on_the_dashboard_exists_and_every_metric_the_code_emits_is_on_it
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 
-    // The other way round: a metric the code emits and nobody can see is a gap.
-    let shown: BTreeSet<&str> = names.iter().filter(|m| m.namespace == "ArgoMedic").map(|m| m.name.as_str()).collect();
+    // The other way round: a metric the code emits and nobody can see is a gap. A breakdown kept
+    // as log properties is seen through a log widget over the metric's lines.
+    let mut shown: BTreeSet<&str> = names.iter().filter(|m| m.namespace == "ArgoMedic").map(|m| m.name.as_str()).collect();
+    shown.extend(
+        log_breakdowns(&body)
+            .into_iter()
+            .map(|(metric, _)| metric)
+            .filter_map(|m| emitted.iter().find(|(n, _)| *n == m))
+            .map(|(n, _)| n.as_str()),
+    );
     let missing: Vec<&String> = emitted.iter().map(|(n, _)| n).filter(|n| !shown.contains(n.as_str())).collect();
     assert!(missing.is_empty(), "emitted but not on the dashboard: {missing:?}");
 
@@ -272,6 +285,39 @@ fn every_metric_on_the_dashboard_exists_and_every_metric_the_code_emits_is_on_it
             let name = props["MetricName"].as_str().unwrap();
             assert!(alone(name), "{id} watches ArgoMedic/{name} per Instance, which nothing publishes (see telemetry::ALARMED_TOTALS)");
         }
+    }
+}
+
+/// `(metric, field)` of every log widget that breaks an EMF metric's lines down:
+/// `filter ispresent(Metric) ... | stats ... by Field`.
+fn log_breakdowns(body: &Json) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for w in body["widgets"].as_array().unwrap().iter().filter(|w| w["type"] == "log") {
+        let query = w["properties"]["query"].as_str().unwrap();
+        let Some(metric) = query.split("ispresent(").nth(1).map(|m| m[..m.find(')').unwrap()].to_owned()) else { continue };
+        if metric.starts_with('`') || metric.starts_with('@') {
+            continue;
+        }
+        let Some(by) = query.rsplit(" by ").next().filter(|_| query.contains("| stats ")) else { continue };
+        for field in by.split(',').map(str::trim) {
+            out.push((metric.clone(), field.to_owned()));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_log_breakdown_reads_a_metric_and_a_property_the_code_emits() {
+    let body = dashboard_body(&template());
+    let emitted = emitted_metrics();
+    let breakdowns = log_breakdowns(&body);
+    assert!(breakdowns.len() >= 4, "{breakdowns:?}");
+    let sources: String =
+        ["functions/ingest/src/lib.rs", "functions/worker/src/lib.rs"].iter().map(|f| fs::read_to_string(repo_path(f)).unwrap()).collect();
+    for (metric, field) in breakdowns {
+        assert!(emitted.contains(&(metric.clone(), None)), "a log widget reads {metric}, which is not emitted per Instance alone");
+        // The property is named as a literal beside its value, e.g. `("Result", result_name)`.
+        assert!(sources.contains(&format!("(\"{field}\", ")), "a log widget breaks {metric} down by {field}, which no emission names");
     }
 }
 

@@ -23,11 +23,14 @@ pub struct Metrics {
     /// Print EMF lines (off in tests that only want the counts).
     print: bool,
     recorded: Mutex<BTreeMap<String, f64>>,
+    /// What was recorded per value of a property (`name|key=value`), apart: a property is no
+    /// CloudWatch metric, and the metric's total must not count it twice.
+    by_property: Mutex<BTreeMap<String, f64>>,
 }
 
 impl Metrics {
     pub fn new(instance: impl Into<String>) -> Self {
-        Self { instance: instance.into(), print: true, recorded: Mutex::new(BTreeMap::new()) }
+        Self { instance: instance.into(), print: true, recorded: Mutex::new(BTreeMap::new()), by_property: Mutex::new(BTreeMap::new()) }
     }
 
     /// Records without printing.
@@ -46,21 +49,58 @@ impl Metrics {
         self.emit(name, extra, value, "Milliseconds");
     }
 
+    /// One metric per `Instance` alone, with `properties` in its log line: a breakdown for Logs
+    /// Insights (`stats count(*) by Result`) that costs no CloudWatch metric per value, unlike a
+    /// dimension (docs/cost.md).
+    pub fn count_with(&self, name: &str, properties: &[(&str, &str)], value: f64) {
+        self.emit_with(name, None, properties, value, "Count");
+    }
+
+    pub fn millis_with(&self, name: &str, properties: &[(&str, &str)], value: f64) {
+        self.emit_with(name, None, properties, value, "Milliseconds");
+    }
+
     fn emit(&self, name: &str, extra: Option<(&str, &str)>, value: f64, unit: &str) {
+        self.emit_with(name, extra, &[], value, unit);
+    }
+
+    fn emit_with(&self, name: &str, extra: Option<(&str, &str)>, properties: &[(&str, &str)], value: f64, unit: &str) {
         let key = match extra {
             Some((k, v)) => format!("{name}|{k}={v}"),
             None => name.to_owned(),
         };
         *self.recorded.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default() += value;
+        if !properties.is_empty() {
+            let mut by_property = self.by_property.lock().unwrap_or_else(|e| e.into_inner());
+            for (k, v) in properties {
+                *by_property.entry(format!("{name}|{k}={v}")).or_default() += value;
+            }
+        }
         if self.print {
-            println!("{}", self.line(name, extra, value, unit, chrono::Utc::now().timestamp_millis()));
+            println!("{}", self.line_with(name, extra, properties, value, unit, chrono::Utc::now().timestamp_millis()));
         }
     }
 
     /// The EMF document for one metric.
     pub fn line(&self, name: &str, extra: Option<(&str, &str)>, value: f64, unit: &str, timestamp_ms: i64) -> String {
+        self.line_with(name, extra, &[], value, unit, timestamp_ms)
+    }
+
+    /// The EMF document for one metric with properties that are not dimensions.
+    pub fn line_with(
+        &self,
+        name: &str,
+        extra: Option<(&str, &str)>,
+        properties: &[(&str, &str)],
+        value: f64,
+        unit: &str,
+        timestamp_ms: i64,
+    ) -> String {
         let mut dimensions = Vec::new();
         let mut doc = Map::new();
+        for (k, v) in properties {
+            doc.insert((*k).into(), Value::String((*v).into()));
+        }
         doc.insert("Instance".into(), Value::String(self.instance.clone()));
         if extra.is_none() || ALARMED_TOTALS.contains(&name) {
             dimensions.push(json!(["Instance"]));
@@ -83,9 +123,16 @@ impl Metrics {
         recorded.iter().filter(|(k, _)| k.as_str() == name || k.starts_with(&format!("{name}|"))).map(|(_, v)| v).sum()
     }
 
-    /// The total recorded for `name` with one extra dimension value.
+    /// True when a line of `name` carried the property `key=value`.
+    pub fn has_property(&self, name: &str, (key, value): (&str, &str)) -> bool {
+        self.by_property.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&format!("{name}|{key}={value}"))
+    }
+
+    /// The total recorded for `name` with one extra dimension value, or one property value.
     pub fn get(&self, name: &str, extra: (&str, &str)) -> f64 {
-        self.recorded.lock().unwrap_or_else(|e| e.into_inner()).get(&format!("{name}|{}={}", extra.0, extra.1)).copied().unwrap_or(0.0)
+        let key = format!("{name}|{}={}", extra.0, extra.1);
+        let dimension = self.recorded.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied();
+        dimension.or_else(|| self.by_property.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied()).unwrap_or(0.0)
     }
 }
 
@@ -111,10 +158,33 @@ mod tests {
     #[test]
     fn a_breakdown_nobody_alarms_on_is_published_per_value_only() {
         let m = Metrics::quiet("prod");
-        let line: Value = serde_json::from_str(&m.line("Decisions", Some(("Action", "refresh")), 1.0, "Count", 0)).unwrap();
+        let line: Value = serde_json::from_str(&m.line("HumanActions", Some(("Action", "sync")), 1.0, "Count", 0)).unwrap();
         assert_eq!(line["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Instance", "Action"]]), "no per-Instance twin");
         let plain: Value = serde_json::from_str(&m.line("QueueLag", None, 5.0, "Milliseconds", 0)).unwrap();
         assert_eq!(plain["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Instance"]]));
+    }
+
+    #[test]
+    fn a_property_breakdown_is_one_metric_per_instance_with_the_values_in_its_line() {
+        let m = Metrics::quiet("prod");
+        let line: Value = serde_json::from_str(&m.line_with(
+            "StepLatency",
+            None,
+            &[("Result", "refreshed"), ("FailureMode", "stale-comparison")],
+            41.0,
+            "Milliseconds",
+            0,
+        ))
+        .unwrap();
+        assert_eq!(line["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Instance"]]), "the properties are no dimensions");
+        assert_eq!(line["Result"], "refreshed");
+        assert_eq!(line["FailureMode"], "stale-comparison");
+        assert_eq!(line["StepLatency"], 41.0);
+        m.millis_with("StepLatency", &[("Result", "refreshed")], 41.0);
+        m.millis_with("StepLatency", &[("Result", "deferred")], 9.0);
+        assert_eq!(m.total("StepLatency"), 50.0, "properties are not counted twice in the total");
+        assert_eq!(m.get("StepLatency", ("Result", "deferred")), 9.0);
+        assert!(m.has_property("StepLatency", ("Result", "refreshed")) && !m.has_property("StepLatency", ("Result", "synced")));
     }
 
     #[test]

@@ -257,7 +257,7 @@ impl<Q: WorkQueue, A: ArgoApi> Ingest<Q, A> {
             // 503 makes argocd-notifications retry (it retries 5xx, not 4xx).
             reject(StatusCode::SERVICE_UNAVAILABLE, "enqueue_failed", "the work queue is unavailable; retry later")
         })?;
-        self.metrics.count("WebhookAccepted", Some(("Trigger", item.trigger.as_str())), 1.0);
+        self.metrics.count_with("WebhookAccepted", &[("Trigger", item.trigger.as_str())], 1.0);
         tracing::info!(app = %item.app.id(), trigger = %item.trigger, dedupe_key = %item.dedupe_key, "notification enqueued");
         Ok(respond(StatusCode::ACCEPTED, json!({"accepted": true, "dedupeKey": item.dedupe_key})))
     }

@@ -93,6 +93,13 @@ async fn a_poison_message_fails_alone_and_a_redelivered_notification_acts_once()
     assert_eq!(failed(first), ["m-2", "m-3"], "the poison message and the held duplicate go back to the queue");
     assert_eq!(worker.metrics.total("PoisonMessages"), 1.0);
     assert_eq!(refreshes_of(&sim, "pricing"), 1, "{:?}", sim.requests());
+    // One StepLatency line for the step, its breakdown as properties (what the dashboard's Logs
+    // Insights widgets group by), no metric per value.
+    for (property, value) in
+        [("Action", "refresh"), ("FailureMode", "stale-progressing"), ("Result", "refreshed"), ("Trigger", "on-stale-progressing")]
+    {
+        assert!(worker.metrics.has_property("StepLatency", (property, value)), "StepLatency {property}={value}");
+    }
     // The duplicate's next delivery finds it handled; the poison message fails again (SQS moves it
     // to the DLQ after maxReceiveCount).
     let second = worker.handle_batch(batch(vec![record("m-3", &pricing, 2), record("m-2", "{not a work item", 2)])).await.expect("ids");
