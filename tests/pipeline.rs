@@ -3,6 +3,7 @@
 //! (Function URL requests parsed by lambda_http, SQS batches built from messages received from
 //! the queue, as Lambda's event source mapping does).
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsEvent;
@@ -436,6 +437,54 @@ async fn the_sweeper_holds_an_outage_back_probes_canaries_and_releases_one_wave_
     assert_eq!(synced.count(), 40);
     assert!(worker.escalator.escalations().is_empty(), "{:?}", worker.escalator.escalations());
     assert!(stack.store().open_incidents().await.unwrap().is_empty(), "every wave refresh closed its incident");
+}
+
+/// A recovery wave pauses itself when most of a batch fails again: here only the canaries came
+/// back (the rest of the host's apps still cannot be compared). The workers record each wave
+/// step's outcome in the state table; the one that completes the first batch of 20 with most of
+/// it failed leaves the relapse marker, the rest of the wave is held without a call to Argo CD,
+/// and the next sweep holds the cause again though its canaries are healthy.
+#[tokio::test]
+async fn a_recovery_wave_whose_first_batch_fails_again_pauses_itself_and_is_not_released_again() {
+    let stack = stack().await;
+    let refused = "rpc error: code = Unknown desc = failed to list refs: dial tcp 10.20.30.41:443: connect: connection refused";
+    let sim = crate::support::outage_fleet(60, 40, "git.flaky.example.com", 70, Some(refused), |_, _| None).await;
+    let sweeper = stack.sweeper(&sim);
+    let during = sweeper.run().await.unwrap();
+    assert_eq!((during.outages, during.held, during.probed, during.released), (1, 37, 3, 0), "{during:?}");
+    let refreshed = |sim: &ArgoSim| -> Vec<String> {
+        sim.requests()
+            .iter()
+            .filter(|r| r.query.iter().any(|(k, _)| k == "refresh"))
+            .filter_map(|r| r.path.strip_prefix("/api/v1/applications/").map(str::to_owned))
+            .collect()
+    };
+    let canaries: BTreeSet<String> = refreshed(&sim).into_iter().collect();
+    assert_eq!(canaries.len(), 3, "{canaries:?}");
+    for canary in &canaries {
+        sim.set_outcomes(canary, medic_sim::Outcomes { refresh: medic_sim::RefreshOutcome::Heal, ..Default::default() });
+    }
+    sim.clear_requests();
+    let after = sweeper.run().await.unwrap();
+    assert_eq!((after.healed, after.released, after.enqueued), (3, 37, 37), "{after:?}");
+    let worker = stack.worker(&sim, stack.store());
+    drain(&stack, &worker).await;
+
+    let relapse = medic_core::keys::fleet_relapse_marker("repo:git.flaky.example.com");
+    assert!(stack.store().marked(std::slice::from_ref(&relapse)).await.unwrap().contains(&relapse), "the wave paused itself");
+    assert_eq!(worker.metrics.total("WavesPaused"), 1.0, "one batch judged failed, one pause");
+    let wave_refreshes = refreshed(&sim).into_iter().filter(|a| !canaries.contains(a)).count();
+    let held = worker.metrics.total("HeldByFleetOutage") as usize;
+    assert!((20..37).contains(&wave_refreshes), "the first batch was stepped, not the whole wave: {wave_refreshes}");
+    assert_eq!(wave_refreshes + held, 37, "every wave item was stepped or held: {wave_refreshes} + {held}");
+    assert!(worker.escalator.escalations().is_empty(), "no app of the cause escalated: {:?}", worker.escalator.escalations());
+
+    // The cause is seen again; the canaries are healthy now, but the wave stays held.
+    sim.clear_requests();
+    let again = sweeper.run().await.unwrap();
+    assert_eq!((again.outages, again.released, again.enqueued), (1, 0, 0), "{again:?}");
+    let hold = medic_core::keys::fleet_hold_marker("repo:git.flaky.example.com");
+    assert!(stack.store().marked(std::slice::from_ref(&hold)).await.unwrap().contains(&hold), "notifications are held again");
 }
 
 /// The hold lasts as long as the outage: every sweep that still sees the cause renews it. Before,

@@ -9,7 +9,7 @@ use futures::stream::{self, StreamExt};
 use medic_core::Trigger;
 use medic_core::alerts;
 use medic_core::event::AppRef;
-use medic_core::fleet::{FleetCause, is_down, should_pause};
+use medic_core::fleet::{FleetCause, WaveOutcome, is_down, should_pause};
 use medic_core::ladder::BudgetKind;
 use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, Escalator, IncidentStore, RefreshKind};
 use medic_core::remediate::{Remediator, StepError, StepReport, StepResult};
@@ -158,18 +158,10 @@ where
     for (outage, apps) in waves {
         for batch in apps.chunks(opts.scope.fleet.wave_batch.max(1)) {
             let batch_results = run_all(batch.to_vec(), recovery.clone()).await;
-            let (healed, failed) = batch_results.iter().fold((0, 0), |(h, f), (_, result)| match result {
-                Ok(r) if r.result == StepResult::Resolved || r.resolution.is_some() => (h + 1, f),
-                Ok(r)
-                    if matches!(
-                        r.result,
-                        StepResult::Refreshed | StepResult::RefreshUnverified | StepResult::Failed | StepResult::Escalated
-                    ) =>
-                {
-                    (h, f + 1)
-                }
-                Ok(_) => (h, f),
-                Err(_) => (h, f + 1),
+            let (healed, failed) = batch_results.iter().fold((0, 0), |(h, f), (_, result)| match medic_core::remediate::wave_outcome(result) {
+                WaveOutcome::Healed => (h + 1, f),
+                WaveOutcome::Failed => (h, f + 1),
+                WaveOutcome::Neither => (h, f),
             });
             outages[outage].released += batch.len();
             results.extend(batch_results);

@@ -246,6 +246,11 @@ pub struct WorkItem {
     /// worker accepts. Absent on other items and on items of earlier releases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// For a fleet outage's recovery wave: the cause and the item's place in the wave, so the
+    /// workers can tell when most of a batch fails again and pause the rest
+    /// (`crate::fleet::WaveSlot`). Absent on other items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wave: Option<crate::fleet::WaveSlot>,
 }
 
 /// What a `requested` item asks for. On the wire it stays the string of
@@ -393,6 +398,7 @@ impl NotificationEvent {
             requested_by: None,
             rechecks: 0,
             signature: None,
+            wave: None,
         }
     }
 }
@@ -442,6 +448,7 @@ impl WorkItem {
             requested_by: None,
             rechecks: 0,
             signature: None,
+            wave: None,
         }
     }
 }

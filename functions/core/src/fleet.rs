@@ -285,6 +285,9 @@ pub enum WaveState {
     Held,
     /// A person paused it: held back even if a canary heals.
     Paused,
+    /// Most of a released batch failed again (the cause is probably back): the rest of the wave
+    /// is held, and it is not released again until the relapse marker lapses and a canary heals.
+    Relapsed,
     /// Released to the workers (a canary healed, or a person released it).
     Released,
 }
@@ -344,6 +347,19 @@ pub struct FleetButton {
 /// True when the wave should pause (the cause is probably back).
 pub fn should_pause(rules: &FleetRules, released: usize, healed: usize) -> bool {
     released > 0 && (released - healed.min(released)) * 100 > rules.pause_percent * released
+}
+
+pub use crate::ladder::{WaveOutcome, WaveSlot};
+
+/// The verdict on one batch of a wave from the outcomes recorded for its items (an item with
+/// several, stepped again after a failure, counts as its best): `None` while an item of the batch
+/// has none yet, else whether the wave should pause ([`should_pause`]).
+pub fn batch_verdict(rules: &FleetRules, outcomes: &[Vec<WaveOutcome>]) -> Option<bool> {
+    let best: Option<Vec<WaveOutcome>> = outcomes.iter().map(|o| o.iter().min().copied()).collect();
+    let best = best?;
+    let healed = best.iter().filter(|o| **o == WaveOutcome::Healed).count();
+    let failed = best.iter().filter(|o| **o == WaveOutcome::Failed).count();
+    Some(should_pause(rules, healed + failed, healed))
 }
 
 #[cfg(test)]
@@ -519,5 +535,29 @@ mod tests {
         assert!(!should_pause(&rules, 20, 10), "half healed: go on");
         assert!(should_pause(&rules, 20, 9));
         assert!(!should_pause(&rules, 0, 0));
+    }
+
+    #[test]
+    fn a_wave_slot_knows_its_batch_and_a_batch_is_judged_once_every_item_has_an_outcome() {
+        let slot = |index, len| WaveSlot { scope: "repo:git.example.com".into(), wave: "w".into(), index, len };
+        assert_eq!(slot(0, 37).batch(20), 0..20);
+        assert_eq!(slot(19, 37).batch(20), 0..20);
+        assert_eq!(slot(20, 37).batch(20), 20..37, "the last batch is shorter");
+        assert_eq!(slot(36, 37).batch(20), 20..37);
+        assert_eq!(slot(3, 4).batch(0), 3..4, "a batch of zero is a batch of one");
+        let rules = FleetRules::default();
+        use WaveOutcome::*;
+        let batch = |healed: usize, failed: usize, neither: usize| -> Vec<Vec<WaveOutcome>> {
+            [vec![vec![Healed]; healed], vec![vec![Failed]; failed], vec![vec![Neither]; neither]].concat()
+        };
+        assert_eq!(batch_verdict(&rules, &batch(5, 15, 0)), Some(true));
+        assert_eq!(batch_verdict(&rules, &batch(10, 10, 0)), Some(false), "half healed: go on");
+        assert_eq!(batch_verdict(&rules, &batch(2, 3, 15)), Some(true), "waits and deferrals are not counted");
+        assert_eq!(batch_verdict(&rules, &batch(0, 0, 20)), Some(false));
+        let mut unfinished = batch(0, 19, 0);
+        unfinished.push(vec![]);
+        assert_eq!(batch_verdict(&rules, &unfinished), None, "an item without an outcome: not yet");
+        let retried: Vec<Vec<WaveOutcome>> = vec![vec![Failed, Healed]; 20];
+        assert_eq!(batch_verdict(&rules, &retried), Some(false), "a failed step that healed on its retry counts as healed");
     }
 }

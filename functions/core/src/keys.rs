@@ -96,6 +96,18 @@ pub fn fleet_control_marker(scope_key: &str, control: FleetControl) -> String {
     format!("fleet-{}-{scope_key}", control.as_str())
 }
 
+/// The marker a recovery wave leaves when most of one of its batches failed again
+/// (`fleet::batch_verdict`): the workers hold the rest of the cause's wave, and the
+/// sweeper does not release it again while it lasts.
+pub fn fleet_relapse_marker(scope_key: &str) -> String {
+    format!("fleet-relapse-{scope_key}")
+}
+
+/// The marker of how one item of a recovery wave went: `fleet-wave-<scope>-<wave>-<index>-<outcome>`.
+pub fn wave_outcome_marker(slot: &crate::ladder::WaveSlot, index: u32, outcome: crate::ladder::WaveOutcome) -> String {
+    format!("fleet-wave-{}-{}-{index}-{}", slot.scope, slot.wave, outcome.as_str())
+}
+
 const FLEET_BUTTON_PREFIX: &str = "amfleet-";
 
 /// The opaque id of a fleet outage's button: `amfleet-` and 32 hex digits over the cause's scope,

@@ -191,6 +191,48 @@ impl HumanAction {
     }
 }
 
+/// An item's place in a released recovery wave: the cause (`crate::fleet::CauseScope::key`), the wave (the
+/// sweep window that released it: a wave released again after a pause is another wave), its
+/// index in wave order and the wave's length.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaveSlot {
+    pub scope: String,
+    pub wave: String,
+    pub index: u32,
+    pub len: u32,
+}
+
+impl WaveSlot {
+    /// The indices of the slot's batch of `batch` items (the last batch may be shorter).
+    pub fn batch(&self, batch: usize) -> std::ops::Range<u32> {
+        let size = u32::try_from(batch.max(1)).unwrap_or(u32::MAX);
+        let start = (self.index / size) * size;
+        start..(start.saturating_add(size)).min(self.len.max(self.index + 1))
+    }
+}
+
+/// How one app of a wave came out of its step: what `crate::fleet::should_pause` counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WaveOutcome {
+    /// Calm after the step (its incident resolved).
+    Healed,
+    /// Acted on and still not calm, or the step failed: the cause may be back.
+    Failed,
+    /// Neither (a wait, a deferral, nothing to do): not counted.
+    Neither,
+}
+
+impl WaveOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Healed => "healed",
+            Self::Failed => "failed",
+            Self::Neither => "neither",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

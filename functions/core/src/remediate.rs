@@ -443,3 +443,18 @@ fn report(app: AppId, d: Option<&Decision>, result: StepResult, detail: String, 
         resolution: None,
     }
 }
+
+/// How one step of a fleet outage's recovery wave came out (`Err`: the step failed): what a
+/// wave's batch verdict counts (`crate::fleet::batch_verdict`). The one reading of a step both
+/// `medic sweep`'s batches and the workers' use.
+pub fn wave_outcome<E>(step: &Result<StepReport, E>) -> crate::fleet::WaveOutcome {
+    use crate::fleet::WaveOutcome;
+    match step {
+        Ok(r) if r.result == StepResult::Resolved || r.resolution.is_some() => WaveOutcome::Healed,
+        Ok(r) if matches!(r.result, StepResult::Refreshed | StepResult::RefreshUnverified | StepResult::Failed | StepResult::Escalated) => {
+            WaveOutcome::Failed
+        }
+        Ok(_) => WaveOutcome::Neither,
+        Err(_) => WaveOutcome::Failed,
+    }
+}

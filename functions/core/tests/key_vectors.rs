@@ -110,4 +110,10 @@ fn state_table_markers_are_pinned() {
     use medic_core::fleet::FleetControl;
     assert_eq!(fleet_control_marker("cluster:https://10.0.0.1", FleetControl::Pause), "fleet-pause-cluster:https://10.0.0.1");
     assert_eq!(fleet_control_marker("instance", FleetControl::Release), "fleet-release-instance");
+    use medic_core::fleet::{WaveOutcome, WaveSlot};
+    use medic_core::keys::{fleet_relapse_marker, wave_outcome_marker};
+    assert_eq!(fleet_relapse_marker("repo:git.example.com"), "fleet-relapse-repo:git.example.com");
+    let slot = WaveSlot { scope: "repo:git.example.com".into(), wave: "2026-11-01T12:00:00+00:00".into(), index: 7, len: 37 };
+    assert_eq!(wave_outcome_marker(&slot, 3, WaveOutcome::Failed), "fleet-wave-repo:git.example.com-2026-11-01T12:00:00+00:00-3-failed");
+    assert_eq!(wave_outcome_marker(&slot, 19, WaveOutcome::Healed), "fleet-wave-repo:git.example.com-2026-11-01T12:00:00+00:00-19-healed");
 }

@@ -12,7 +12,7 @@ use medic_adapters::telemetry::Metrics;
 use medic_core::alerts::{self, WhenUnsure};
 use medic_core::event::AppRef;
 use medic_core::event::{WorkItem, WorkKind};
-use medic_core::fleet::{FleetControl, OutageView, WaveState};
+use medic_core::fleet::{FleetControl, OutageView, WaveSlot, WaveState};
 use medic_core::keys::fleet_control_marker;
 use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, Escalator, IncidentStore, RefreshKind, Seen, WorkQueue};
 use medic_core::sweep::{SweepScope, plan};
@@ -176,21 +176,25 @@ where
             ..SweepRun::default()
         };
         // The canaries are probed here, not enqueued.
-        let mut looks: Vec<(AppRef, Trigger)> =
-            plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).map(|a| (a.clone(), trigger.clone())).collect();
+        let mut looks: Vec<(AppRef, Trigger, Option<WaveSlot>)> =
+            plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).map(|a| (a.clone(), trigger.clone(), None)).collect();
         for cause in &plan.causes {
             self.metrics.count("Outages", None, 1.0);
             let (probed, healed) = self.probe(&listed, cause).await;
             // A person's button (slack-actions) overrides the canaries: pause holds the wave even
             // after one healed; release lets it go without one (once).
             let scope = cause.scope.key();
+            // A wave whose batch mostly failed again (the workers' relapse marker) is not released
+            // again while the marker lasts: the cause is probably back.
             let (pause, release) = (fleet_control_marker(&scope, FleetControl::Pause), fleet_control_marker(&scope, FleetControl::Release));
-            let controls = self.dedupe.marked(&[pause.clone(), release.clone()]).await.unwrap_or_else(|e| {
+            let relapse = medic_core::keys::fleet_relapse_marker(&scope);
+            let controls = self.dedupe.marked(&[pause.clone(), release.clone(), relapse.clone()]).await.unwrap_or_else(|e| {
                 tracing::warn!(cause = %cause.scope, error = %e, "could not read the fleet buttons' markers; the canaries decide");
                 Default::default()
             });
             let (paused, released_by_person) = (controls.contains(&pause), controls.contains(&release));
-            let release_wave = !paused && (healed > 0 || released_by_person);
+            let relapsed = controls.contains(&relapse) && !released_by_person;
+            let release_wave = !paused && (released_by_person || (healed > 0 && !relapsed));
             (run.probed, run.healed) = (run.probed + probed, run.healed + healed);
             // Past its own time bound: the fleet incident is escalated, once per cause and start,
             // for every app it holds back (their own ladders would have escalated them by now).
@@ -220,10 +224,15 @@ where
                 // The cause is over: its apps go to the workers in priority order, paced by their budgets.
                 self.dedupe.forget(&hold).await.ok();
                 self.dedupe.forget(&release).await.ok();
+                self.dedupe.forget(&relapse).await.ok();
                 let wave = medic_core::sweep::wave(&listed, cause);
                 released = wave.len();
                 run.released += wave.len();
-                looks.extend(wave.into_iter().map(|a| (a, Trigger::recovery())));
+                let len = u32::try_from(wave.len()).unwrap_or(u32::MAX);
+                looks.extend(wave.into_iter().enumerate().map(|(i, a)| {
+                    let slot = WaveSlot { scope: scope.clone(), wave: window.clone(), index: u32::try_from(i).unwrap_or(u32::MAX), len };
+                    (a, Trigger::recovery(), Some(slot))
+                }));
             }
             let view = OutageView {
                 scope: scope.clone(),
@@ -236,6 +245,8 @@ where
                 healed,
                 state: if paused {
                     WaveState::Paused
+                } else if relapsed && !release_wave {
+                    WaveState::Relapsed
                 } else if release_wave {
                     WaveState::Released
                 } else {
@@ -254,8 +265,10 @@ where
         // The sweeper's own marker per item (the worker dedupes on the item's key itself), written
         // MARKER_WRITES at a time: one after another, 20,000 apps in trouble took longer than the
         // function's timeout (measured under moto; about 100 s of round trips on DynamoDB).
-        let items: Vec<WorkItem> =
-            looks.into_iter().map(|(app, trigger)| WorkItem::for_app(WorkKind::Sweep, app, trigger, &window, now)).collect();
+        let items: Vec<WorkItem> = looks
+            .into_iter()
+            .map(|(app, trigger, wave)| WorkItem { wave, ..WorkItem::for_app(WorkKind::Sweep, app, trigger, &window, now) })
+            .collect();
         let keys: Vec<String> = items.iter().map(|item| format!("enqueued-{}", item.dedupe_key)).collect();
         let mut seen = Vec::with_capacity(keys.len());
         for chunk in keys.chunks(MARKER_WRITES) {

@@ -58,6 +58,11 @@ pub struct WorkerConfig {
     /// `maxReceiveCount`): on the last one a person's click that still fails is answered in its
     /// thread instead of vanishing into the DLQ.
     pub max_receive_count: u32,
+    /// When a recovery wave pauses itself (`medic_core::fleet::batch_verdict`).
+    pub fleet: medic_core::fleet::FleetRules,
+    /// How long a wave that paused itself holds the rest of its items, and keeps the sweeper from
+    /// releasing it again (two sweep windows: the cause is seen again, the canaries probed).
+    pub relapse_hold: Duration,
 }
 
 /// How long a notification's marker lives: the hour it was set in and the next, the two hours
@@ -95,6 +100,8 @@ impl WorkerConfig {
             snooze: Duration::from_secs(4 * 3600),
             work_item_key: None,
             max_receive_count: 5,
+            fleet: medic_core::fleet::FleetRules::default(),
+            relapse_hold: Duration::from_secs(2 * 900),
         }
     }
 }
@@ -211,6 +218,7 @@ impl LambdaWorker {
                 kill_switch: env.kill_switch,
                 work_item_key: Some(work_item_key),
                 max_receive_count: env.max_receive_count,
+                relapse_hold: Duration::from_secs(2 * env.recheck_secs),
                 ..WorkerConfig::for_timeout(env.function_timeout)
             },
             argo,
@@ -443,6 +451,58 @@ where
         })
     }
 
+    /// Why the rest of a recovery wave waits: its cause's wave paused itself, or a person paused
+    /// it. A store that cannot be read pauses nothing (the wave goes on, as without the check).
+    async fn wave_paused(&self, slot: &medic_core::fleet::WaveSlot) -> Option<&'static str> {
+        let relapse = medic_core::keys::fleet_relapse_marker(&slot.scope);
+        let pause = medic_core::keys::fleet_control_marker(&slot.scope, medic_core::fleet::FleetControl::Pause);
+        let marked = self.dedupe.marked(&[relapse.clone(), pause.clone()]).await.ok()?;
+        if marked.contains(&relapse) {
+            Some("most of a released batch failed again")
+        } else if marked.contains(&pause) {
+            Some("a person paused it")
+        } else {
+            None
+        }
+    }
+
+    /// Records how a wave item came out, and when that completes its batch with most of it failed
+    /// again, pauses the rest of the wave (the relapse marker; the sweeper holds the cause again
+    /// and probes its canaries). Any worker may complete a batch, so each reads the batch's
+    /// outcomes after writing its own (the read is eventually consistent: two last writers that
+    /// both miss the other's outcome leave the batch unjudged, and the wave goes on as it did
+    /// before this check).
+    async fn tally_wave(&self, slot: &medic_core::fleet::WaveSlot, outcome: medic_core::fleet::WaveOutcome) {
+        use medic_core::fleet::WaveOutcome;
+        const KEPT: Duration = Duration::from_secs(24 * 3600);
+        if let Err(e) = self.dedupe.mark(&medic_core::keys::wave_outcome_marker(slot, slot.index, outcome), KEPT).await {
+            tracing::warn!(cause = %slot.scope, error = %e, "could not record the wave step's outcome; its batch will not be judged");
+            return;
+        }
+        let outcomes = [WaveOutcome::Healed, WaveOutcome::Failed, WaveOutcome::Neither];
+        let batch: Vec<u32> = slot.batch(self.config.fleet.wave_batch).collect();
+        let keys: Vec<String> =
+            batch.iter().flat_map(|i| outcomes.iter().map(move |o| medic_core::keys::wave_outcome_marker(slot, *i, *o))).collect();
+        let Ok(marked) = self.dedupe.marked(&keys).await else { return };
+        let recorded: Vec<Vec<WaveOutcome>> = batch
+            .iter()
+            .map(|i| outcomes.iter().copied().filter(|o| marked.contains(&medic_core::keys::wave_outcome_marker(slot, *i, *o))).collect())
+            .collect();
+        if medic_core::fleet::batch_verdict(&self.config.fleet, &recorded) == Some(true) {
+            let relapse = medic_core::keys::fleet_relapse_marker(&slot.scope);
+            // Conditional, so the workers that see the batch complete together count it once
+            // (the sweeper forgets the marker when it releases a wave).
+            match self.dedupe.first_sighting(&relapse, self.config.relapse_hold).await {
+                Ok(medic_core::ports::Seen::Duplicate) => {}
+                Ok(medic_core::ports::Seen::New) => {
+                    self.metrics.count("WavesPaused", None, 1.0);
+                    tracing::warn!(cause = %slot.scope, wave = %slot.wave, batch = ?slot.batch(self.config.fleet.wave_batch), "most of a recovery wave's batch failed again: the rest of the wave is paused");
+                }
+                Err(e) => tracing::warn!(cause = %slot.scope, error = %e, "could not pause the recovery wave"),
+            }
+        }
+    }
+
     async fn step(&self, item: &WorkItem) -> Result<Handled, MessageError> {
         let remediator = Remediator {
             argo: &self.argo,
@@ -456,6 +516,13 @@ where
             claim_timeout: self.config.claim_timeout,
         };
         let started = Instant::now();
+        if let Some(slot) = &item.wave {
+            if let Some(why) = self.wave_paused(slot).await {
+                self.metrics.count("HeldByFleetOutage", None, 1.0);
+                tracing::info!(app = %item.app.id(), cause = %slot.scope, why, "recovery wave paused: the app waits for the sweep to release it again");
+                return Ok(Handled::HeldByFleet(slot.scope.clone()));
+            }
+        }
         let stepped = match self.fleet_hold(item).await {
             Ok(FleetHold::Held(cause)) => {
                 self.metrics.count("HeldByFleetOutage", None, 1.0);
@@ -467,6 +534,9 @@ where
             Err(ArgoError::NotFound(_) | ArgoError::PermissionDenied(_)) => remediator.run(&item.app, &item.trigger, None).await,
             Err(e) => Err(StepError::Argo(e)),
         };
+        if let Some(slot) = &item.wave {
+            self.tally_wave(slot, medic_core::remediate::wave_outcome(&stepped)).await;
+        }
         let report = match stepped {
             Ok(report) => report,
             Err(StepError::Argo(e @ ArgoError::Unauthenticated(_))) => {

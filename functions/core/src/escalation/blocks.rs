@@ -555,6 +555,9 @@ pub fn outage_parent(view: &crate::fleet::OutageView) -> Rendered {
         WaveState::Paused => {
             "*Paused* by a person: the wave waits even if a canary heals; press Release when the cause is fixed.".to_owned()
         }
+        WaveState::Relapsed => "*Paused by the wave*: most of a released batch failed again, so the cause is probably back; \
+             the rest is held and the canaries are probed again. Press Release to send it anyway."
+            .to_owned(),
         WaveState::Released => format!(
             "*Released*{}: {} apps handed to the workers in priority order, about {} s at the refresh budget.",
             if view.by_person { " by a person" } else { " (a canary healed)" },
@@ -575,7 +578,7 @@ pub fn outage_parent(view: &crate::fleet::OutageView) -> Rendered {
                    "action_id": view.button(control), "value": view.button(control), "style": style})
         };
         let elements = match view.state {
-            WaveState::Paused => vec![button(FleetControl::Release, "Release wave", "primary")],
+            WaveState::Paused | WaveState::Relapsed => vec![button(FleetControl::Release, "Release wave", "primary")],
             _ => vec![button(FleetControl::Pause, "Pause wave", "danger"), button(FleetControl::Release, "Release wave now", "primary")],
         };
         blocks.push(json!({"type": "actions", "block_id": fit_plain(&format!("am-fleet-{}", view.button(FleetControl::Pause)), limits::MAX_ID), "elements": elements}));
@@ -785,6 +788,10 @@ mod tests {
         assert_eq!(ids(&held), [view.button(FleetControl::Pause), view.button(FleetControl::Release)]);
         let paused = outage_parent(&OutageView { state: WaveState::Paused, by_person: true, ..view.clone() });
         assert_eq!(ids(&paused), [view.button(FleetControl::Release)], "paused: only release");
+        let relapsed = outage_parent(&OutageView { state: WaveState::Relapsed, ..view.clone() });
+        assert_eq!(ids(&relapsed), [view.button(FleetControl::Release)], "paused by the wave: only release");
+        assert!(relapsed.blocks.iter().any(|b| b.to_string().contains("Paused by the wave")), "{:?}", relapsed.blocks);
+        assert!(violations(&relapsed.text, &relapsed.blocks).is_empty());
         let gone = outage_parent(&OutageView { state: WaveState::Released, released: 1_987, ..view.clone() });
         assert!(ids(&gone).is_empty());
         assert!(gone.blocks.iter().any(|b| b.to_string().contains("1987 apps handed to the workers")), "{:?}", gone.blocks);
