@@ -158,11 +158,12 @@ where
     for (outage, apps) in waves {
         for batch in apps.chunks(opts.scope.fleet.wave_batch.max(1)) {
             let batch_results = run_all(batch.to_vec(), recovery.clone()).await;
-            let (healed, failed) = batch_results.iter().fold((0, 0), |(h, f), (_, result)| match medic_core::remediate::wave_outcome(result) {
-                WaveOutcome::Healed => (h + 1, f),
-                WaveOutcome::Failed => (h, f + 1),
-                WaveOutcome::Neither => (h, f),
-            });
+            let (healed, failed) =
+                batch_results.iter().fold((0, 0), |(h, f), (_, result)| match medic_core::remediate::wave_outcome(result) {
+                    WaveOutcome::Healed => (h + 1, f),
+                    WaveOutcome::Failed => (h, f + 1),
+                    WaveOutcome::Neither => (h, f),
+                });
             outages[outage].released += batch.len();
             results.extend(batch_results);
             if should_pause(&opts.scope.fleet, healed + failed, healed) {
