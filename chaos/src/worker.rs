@@ -55,7 +55,7 @@ pub async fn run() -> anyhow::Result<()> {
         escalator: env.escalator_with(Failpoint(env.escalation_store())).await?,
         budget: built.budget,
         clock: built.clock,
-        policy: built.policy.into(),
+        policy: built.policy,
         // EMF lines go to stdout on Lambda; here stdout is the invocation channel.
         metrics: Metrics::quiet(&env.instance_id),
         switch: built.switch,
