@@ -313,6 +313,15 @@ fn mismatches(event: &NotificationEvent, app: &Json, trigger: &str) -> Vec<Strin
     check("reconciledAt", format!("{:?}", event.reconciled_at), format!("{:?}", time(&status["reconciledAt"])));
     check("resourceVersion", format!("{:?}", event.resource_version), format!("{:?}", string(&meta["resourceVersion"])));
     check("argocdUrl", format!("{:?}", event.argocd_url), format!("{:?}", Some(ARGOCD_URL)));
+    // The sources' repoURLs (spec.sources, then spec.source: "" when there is none) and the
+    // destination, which the worker reads a fleet outage's scopes from (`NotificationEvent::down_scopes`).
+    let spec = &app["spec"];
+    let mut urls: Vec<String> =
+        spec["sources"].as_array().into_iter().flatten().map(|s| s["repoURL"].as_str().unwrap_or("").to_owned()).collect();
+    urls.push(spec["source"]["repoURL"].as_str().unwrap_or("").to_owned());
+    let dest = |k: &str| Some(spec["destination"][k].as_str().unwrap_or("").to_owned());
+    let source = event.source.as_ref().map(|s| (s.repo_urls.clone(), s.destination.as_ref().map(|d| (d.server.clone(), d.name.clone()))));
+    check("source", format!("{source:?}"), format!("{:?}", Some((urls, Some((dest("server"), dest("name")))))));
     wrong
 }
 
@@ -408,6 +417,14 @@ fn sparse_apps() -> Vec<(&'static str, Json)> {
                 "operationState": {"phase": "Running", "startedAt": "2026-11-01T12:00:00Z"}}}),
         ),
         ("empty operation message", json!({"metadata": meta, "status": {"operationState": {"phase": "Failed", "message": ""}}})),
+        (
+            "several sources, a destination by name",
+            json!({"metadata": meta, "spec": {"project": "default", "destination": {"name": "prod-eu"}, "sources": [
+                {"repoURL": "https://git.example.com/platform/values.git", "ref": "values"},
+                {"repoURL": "oci://registry.example.com/charts", "chart": "web", "targetRevision": "1.2.3"},
+                {"chart": "no-repo-url"}]},
+                "status": {"sync": {"status": "Unknown"}}}),
+        ),
     ]
 }
 

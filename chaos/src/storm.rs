@@ -123,6 +123,10 @@ pub(crate) fn notification(sample: &serde_json::Value, app: &serde_json::Value) 
     n["operation"]["finishedAt"] = status["operationState"]["finishedAt"].clone();
     n["reconciledAt"] = status["reconciledAt"].clone();
     n["resourceVersion"] = app["metadata"]["resourceVersion"].clone();
+    let spec = &app["spec"];
+    n["source"]["repoURLs"] = serde_json::json!([spec["source"]["repoURL"].as_str().unwrap_or("")]);
+    n["source"]["destination"]["server"] = spec["destination"]["server"].as_str().unwrap_or("").into();
+    n["source"]["destination"]["name"] = spec["destination"]["name"].as_str().unwrap_or("").into();
     n.to_string()
 }
 

@@ -36,7 +36,8 @@ pub fn to_gtmpl(value: &Json) -> Value {
 // what the templates need.
 // ---------------------------------------------------------------------------------------------
 
-const SPRIG: &[(&str, Func)] = &[("dict", sprig_dict), ("dig", sprig_dig), ("toJson", sprig_to_json), ("trunc", sprig_trunc)];
+const SPRIG: &[(&str, Func)] =
+    &[("dict", sprig_dict), ("dig", sprig_dig), ("list", sprig_list), ("toJson", sprig_to_json), ("trunc", sprig_trunc)];
 
 fn func_error(msg: impl Into<String>) -> FuncError {
     FuncError::Generic(msg.into())
@@ -83,6 +84,12 @@ fn strval(value: &Value) -> String {
 fn sprig_dict(args: &[Value]) -> Result<Value, FuncError> {
     let map = args.chunks(2).map(|pair| (strval(&pair[0]), pair.get(1).cloned().unwrap_or_else(|| Value::from("")))).collect();
     Ok(Value::Map(map))
+}
+
+/// `list a b ...`: a list of the arguments (`list` alone: an empty one, what `range` over a
+/// missing field needs in place of no value).
+fn sprig_list(args: &[Value]) -> Result<Value, FuncError> {
+    Ok(Value::Array(args.to_vec()))
 }
 
 /// `trunc n s`: the first n BYTES of s (Go strings are bytes), or its last -n bytes for n < 0.

@@ -51,6 +51,31 @@ pub struct NotificationEvent {
     pub resource_version: Option<String>,
     #[serde(default, rename = "argocdUrl")]
     pub argocd_url: Option<String>,
+    /// Where the app's manifests come from and go, as the notification saw them (absent from
+    /// events of earlier templates).
+    #[serde(default)]
+    pub source: Option<EventSource>,
+}
+
+/// The sources' `repoURL`s and the destination of the app: enough to tell which fleet outage
+/// covers it (`fleet::scopes_from`) without reading it from Argo CD.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventSource {
+    /// `spec.sources[].repoURL` and `spec.source.repoURL`; empty strings are no source (the
+    /// template writes one for the source an app does not have).
+    #[serde(default, rename = "repoURLs")]
+    pub repo_urls: Vec<String>,
+    #[serde(default)]
+    pub destination: Option<EventDestination>,
+}
+
+/// `spec.destination`: the cluster by API server URL or by name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventDestination {
+    #[serde(default)]
+    pub server: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// Which app: its namespace, name and project.
@@ -251,6 +276,11 @@ pub struct WorkItem {
     /// (`crate::fleet::WaveSlot`). Absent on other items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wave: Option<crate::fleet::WaveSlot>,
+    /// For a notification of an app Argo CD could not compare (sync `Unknown`): the fleet scopes
+    /// (`fleet::CauseScope::key`) its event named, so the worker can find a fleet outage's hold
+    /// before reading the app. Empty otherwise, and for events of earlier templates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
 }
 
 /// What a `requested` item asks for. On the wire it stays the string of
@@ -385,8 +415,25 @@ impl NotificationEvent {
         crate::keys::notification_dedupe_key(&refs)
     }
 
+    /// The fleet scopes of an app this event shows Argo CD could not compare (`Unknown`, what a
+    /// fleet outage covers: `fleet::is_down`), from the event's source and destination.
+    pub fn down_scopes(&self) -> Vec<String> {
+        let unknown = self.sync.as_ref().and_then(|s| s.status.as_deref()) == Some(crate::app::sync_status::UNKNOWN);
+        let Some(source) = self.source.as_ref().filter(|_| unknown) else { return Vec::new() };
+        let destination = source.destination.clone().unwrap_or_default();
+        crate::fleet::scopes_from(
+            source.repo_urls.iter().map(String::as_str),
+            destination.server.as_deref().unwrap_or(""),
+            destination.name.as_deref().unwrap_or(""),
+        )
+        .iter()
+        .map(crate::fleet::CauseScope::key)
+        .collect()
+    }
+
     /// The work item that carries this notification to the worker.
     pub fn into_work(self, now: DateTime<Utc>) -> WorkItem {
+        let scopes = self.down_scopes();
         WorkItem {
             schema_version: SCHEMA_VERSION,
             kind: WorkKind::Notification,
@@ -399,6 +446,7 @@ impl NotificationEvent {
             rechecks: 0,
             signature: None,
             wave: None,
+            scopes,
         }
     }
 }
@@ -449,6 +497,7 @@ impl WorkItem {
             rechecks: 0,
             signature: None,
             wave: None,
+            scopes: Vec::new(),
         }
     }
 }
@@ -463,6 +512,24 @@ mod work_tests {
             "operation":{{"phase":"{phase}","startedAt":"2026-11-01T12:00:00Z"}},"resourceVersion":"1","reconciledAt":"2026-11-01T12:01:00Z"}}"#
         );
         NotificationEvent::parse(body.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn an_event_of_an_app_argo_cd_cannot_compare_names_its_fleet_scopes_in_the_work_item() {
+        let body = r#"{"schemaVersion":1,"trigger":"on-sync-status-unknown","app":{"name":"web","namespace":"argocd","project":"p"},
+            "sync":{"status":"Unknown"},"source":{"repoURLs":["git@git.example.com:platform/web.git","oci://registry.example.com/charts",""],
+            "destination":{"server":"https://10.0.0.1/","name":null}}}"#;
+        let event = NotificationEvent::parse(body.as_bytes()).unwrap();
+        let at: DateTime<Utc> = "2026-11-01T12:30:00Z".parse().unwrap();
+        let item = event.clone().into_work(at);
+        assert_eq!(item.scopes, ["repo:git.example.com", "repo:registry.example.com", "cluster:https://10.0.0.1"]);
+        assert_eq!(WorkItem::parse(serde_json::to_string(&item).unwrap().as_bytes(), at).unwrap().scopes, item.scopes);
+        let synced = NotificationEvent { sync: Some(EventSync { status: Some("OutOfSync".into()), revision: None }), ..event.clone() };
+        assert!(synced.into_work(at).scopes.is_empty(), "only an app Argo CD cannot compare is a fleet outage's");
+        let older_template = NotificationEvent { source: None, ..event };
+        let item = older_template.into_work(at);
+        assert!(item.scopes.is_empty());
+        assert!(!serde_json::to_string(&item).unwrap().contains("scopes"), "not written when empty");
     }
 
     #[test]

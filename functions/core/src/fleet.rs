@@ -90,10 +90,16 @@ pub fn repo_host(repo_url: &str) -> Option<String> {
 
 /// The scopes an app depends on: the hosts of its sources and its destination cluster.
 pub fn scopes_of(app: &Application) -> Vec<CauseScope> {
-    let mut hosts: BTreeSet<String> = app.spec.source.iter().chain(&app.spec.sources).filter_map(|s| repo_host(&s.repo_url)).collect();
-    let mut scopes: Vec<CauseScope> = std::mem::take(&mut hosts).into_iter().map(CauseScope::RepoHost).collect();
     let destination = &app.spec.destination;
-    let cluster = if destination.server.is_empty() { &destination.name } else { &destination.server };
+    scopes_from(app.spec.source.iter().chain(&app.spec.sources).map(|s| s.repo_url.as_str()), &destination.server, &destination.name)
+}
+
+/// The scopes of an app from its sources' `repoURL`s and its destination (server URL, else name):
+/// what [`scopes_of`] reads from an Application, from a notification's fields.
+pub fn scopes_from<'a>(repo_urls: impl IntoIterator<Item = &'a str>, server: &str, name: &str) -> Vec<CauseScope> {
+    let hosts: BTreeSet<String> = repo_urls.into_iter().filter_map(repo_host).collect();
+    let mut scopes: Vec<CauseScope> = hosts.into_iter().map(CauseScope::RepoHost).collect();
+    let cluster = if server.is_empty() { name } else { server };
     if !cluster.is_empty() {
         scopes.push(CauseScope::Cluster(cluster.trim_end_matches('/').to_owned()));
     }

@@ -428,9 +428,21 @@ where
     /// Git outage does not turn into one ladder per app. The read is the one the step would
     /// make, and its failure is the step's (retried, or for a 404/403 left to the step's own read
     /// and list); a store that cannot be read is no hold.
+    ///
+    /// A notification that names the app's scopes (`WorkItem::scopes`, from its event: Argo CD
+    /// could not compare it when it was sent) is checked before the read, so during an outage
+    /// a held app costs Argo CD nothing.
     async fn fleet_hold(&self, item: &WorkItem) -> Result<FleetHold, ArgoError> {
         if item.kind != WorkKind::Notification || item.trigger.as_str() == medic_core::Trigger::RECOVERY {
             return Ok(FleetHold::Free(None));
+        }
+        if !item.scopes.is_empty() {
+            let keys: Vec<String> =
+                item.scopes.iter().cloned().chain(std::iter::once(medic_core::fleet::CauseScope::Instance.key())).collect();
+            if let Some(key) = self.held_scope(keys).await {
+                return Ok(FleetHold::Held(key));
+            }
+            // Not held by what the event named: the app as it is now decides (below).
         }
         let app = self.argo.get_app(&item.app, None).await?;
         if !medic_core::fleet::is_down(&app) {
@@ -441,14 +453,18 @@ where
             .map(|s| s.key())
             .chain(std::iter::once(medic_core::fleet::CauseScope::Instance.key()))
             .collect();
-        let markers: Vec<String> = keys.iter().map(|k| medic_core::keys::fleet_hold_marker(k)).collect();
-        Ok(match self.dedupe.marked(&markers).await {
-            Ok(held) => match keys.into_iter().zip(markers).find(|(_, m)| held.contains(m)) {
-                Some((key, _)) => FleetHold::Held(key),
-                None => FleetHold::Free(Some(Box::new(app))),
-            },
-            Err(_) => FleetHold::Free(Some(Box::new(app))),
+        Ok(match self.held_scope(keys).await {
+            Some(key) => FleetHold::Held(key),
+            None => FleetHold::Free(Some(Box::new(app))),
         })
+    }
+
+    /// The first of the scope `keys` a fleet outage holds (its marker), with one `BatchGetItem`;
+    /// a store that cannot be read holds nothing.
+    async fn held_scope(&self, keys: Vec<String>) -> Option<String> {
+        let markers: Vec<String> = keys.iter().map(|k| medic_core::keys::fleet_hold_marker(k)).collect();
+        let held = self.dedupe.marked(&markers).await.ok()?;
+        keys.into_iter().zip(markers).find(|(_, m)| held.contains(m)).map(|(key, _)| key)
     }
 
     /// Why the rest of a recovery wave waits: its cause's wave paused itself, or a person paused

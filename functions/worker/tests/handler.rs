@@ -138,8 +138,15 @@ async fn a_notification_of_an_app_held_by_a_fleet_outage_is_left_to_the_outage()
     assert_eq!(handled, Handled::HeldByFleet("repo:git.example.com".into()));
     assert_eq!(held.metrics.total("HeldByFleetOutage"), 1.0);
     let calls = |sim: &ArgoSim| sim.requests().iter().filter(|r| r.path.ends_with("/applications/payments-api")).count();
-    assert_eq!(calls(&sim), 1, "one read, nothing else: {:?}", sim.requests());
+    assert_eq!(calls(&sim), 0, "the event named the app's source host: no call to Argo CD at all: {:?}", sim.requests());
     assert!(held.store.history(&AppId::new("argocd", "payments-api")).await.unwrap().incident.is_none(), "no incident of its own");
+    // An event of an earlier template (no source): the app is read to find its scopes.
+    let mut older: serde_json::Value = serde_json::from_str(&body).unwrap();
+    older.as_object_mut().unwrap().remove("scopes");
+    older["dedupeKey"] = "ev1-an-earlier-template".into();
+    let handled = held.handle_message(&record("m-0", &older.to_string(), 1)).await.unwrap();
+    assert_eq!(handled, Handled::HeldByFleet("repo:git.example.com".into()));
+    assert_eq!(calls(&sim), 1, "one read, nothing else: {:?}", sim.requests());
 
     let free = worker(&sim);
     let handled = free.handle_message(&record("m-2", &body, 1)).await.unwrap();
