@@ -780,4 +780,24 @@ async fn an_outage_parent_is_updated_in_place_and_its_buttons_need_every_project
     assert!(shown.blocks.as_array().unwrap().iter().all(|b| b["type"] != "actions"), "no buttons once released");
     assert_eq!(actions.metrics.get("SlackActionRejected", ("Reason", "unauthorised")), 1.0);
     assert_eq!(both.metrics.get("SlackActionAccepted", ("Action", "fleet_pause")), 1.0);
+
+    // The wave's apps heal (each refreshed, as a worker's step would): the next sweep no longer
+    // finds the cause and rewrites the parent a last time, as over; later sweeps leave it.
+    let argo = crate::support::client(&sim);
+    for i in 0..20 {
+        let app = medic_core::event::AppRef { name: format!("app-{:05}", i + 1), namespace: "argocd".into(), project: None };
+        medic_core::ports::ArgoApi::get_app(&argo, &app, Some(medic_core::ports::RefreshKind::Normal)).await.unwrap();
+    }
+    let over = sweeper.run().await.unwrap();
+    assert_eq!(over.outages, 0, "{over:?}");
+    assert_eq!(outage_parents().len(), 1, "no new parent");
+    let last = stack.slack.message(CH, &parent.ts).unwrap();
+    assert!(text_of(&last).contains("Over") && text_of(&last).contains("✅"), "{}", text_of(&last));
+    assert!(last.blocks.as_array().unwrap().iter().all(|b| b["type"] != "actions"), "no buttons once over");
+    assert!(escalation::violations(&last.text, last.blocks.as_array().unwrap()).is_empty());
+    assert_eq!(sweeper.metrics.total("OutagesEnded"), 1.0);
+    let updates = stack.slack.calls_of("chat.update").len();
+    sweeper.run().await.unwrap();
+    assert_eq!(stack.slack.calls_of("chat.update").len(), updates, "told over once");
+    assert_eq!(sweeper.metrics.total("OutagesEnded"), 1.0);
 }

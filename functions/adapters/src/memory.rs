@@ -197,6 +197,25 @@ impl Escalator for LogEscalator {
         Ok(())
     }
 
+    /// Remembers nothing when forgetful (the functions' log), so nothing is told as over there.
+    async fn outages_ended(&self, current: &[String]) -> Result<usize, EscalationError> {
+        let mut outages = self.outages.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last: std::collections::BTreeMap<String, medic_core::fleet::OutageView> = Default::default();
+        for view in outages.iter() {
+            last.insert(view.key(), view.clone());
+        }
+        let ended: Vec<medic_core::fleet::OutageView> = last
+            .into_iter()
+            .filter(|(key, view)| !current.contains(key) && view.state != medic_core::fleet::WaveState::Recovered)
+            .map(|(_, view)| view.recovered())
+            .collect();
+        for view in &ended {
+            tracing::warn!(cause = %view.scope, covered = view.covered, "fleet outage over");
+        }
+        outages.extend(ended.iter().cloned());
+        Ok(ended.len())
+    }
+
     async fn resolve(&self, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
         tracing::info!(app = %app, reason = %decision.reason, "resolved");
         Ok(())

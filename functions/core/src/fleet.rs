@@ -296,6 +296,9 @@ pub enum WaveState {
     Relapsed,
     /// Released to the workers (a canary healed, or a person released it).
     Released,
+    /// Over: the sweep no longer finds the cause (its apps can be compared again, or too few are
+    /// left down to be one). Told once, the parent's last rewrite.
+    Recovered,
 }
 
 /// What a fleet outage's Slack parent shows, rewritten in place each sweep.
@@ -326,6 +329,11 @@ pub struct OutageView {
 }
 
 impl OutageView {
+    /// The same view, told as over ([`WaveState::Recovered`]).
+    pub fn recovered(&self) -> Self {
+        Self { state: WaveState::Recovered, overdue: false, by_person: false, ..self.clone() }
+    }
+
     /// The key of its Slack parent: one per cause and start, so a later outage of the same scope
     /// gets a parent of its own.
     pub fn key(&self) -> String {

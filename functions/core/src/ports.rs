@@ -168,6 +168,10 @@ pub trait Escalator: Send + Sync {
     /// A fleet outage as it stands this sweep: one parent per cause and start (Slack: posted
     /// once, then rewritten in place, with pause and release buttons while the wave waits).
     fn outage(&self, view: &crate::fleet::OutageView) -> impl Future<Output = Result<(), EscalationError>> + Send;
+    /// Every fleet outage told before ([`Escalator::outage`]) whose parent key
+    /// (`OutageView::key`) is not in `current`, the causes this sweep sees, is told once more as
+    /// over (`WaveState::Recovered`: Slack rewrites its parent a last time). Returns how many.
+    fn outages_ended(&self, current: &[String]) -> impl Future<Output = Result<usize, EscalationError>> + Send;
     /// The app (`namespace/name`) is out of trouble (`decision` says why): every open escalation
     /// of it is marked resolved. Idempotent; cheap when nothing is open.
     fn resolve(&self, app: &AppId, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send;
@@ -406,6 +410,9 @@ impl<T: Escalator> Escalator for Arc<T> {
     fn outage(&self, view: &crate::fleet::OutageView) -> impl Future<Output = Result<(), EscalationError>> + Send {
         (**self).outage(view)
     }
+    fn outages_ended(&self, current: &[String]) -> impl Future<Output = Result<usize, EscalationError>> + Send {
+        (**self).outages_ended(current)
+    }
     // Every method forwards: a defaulted one here would silently replace the adapter's own
     // (resolutions and button actions did nothing in `medic serve` that way).
     fn resolve(&self, app: &AppId, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send {
@@ -502,6 +509,7 @@ mod tests {
         looked_up: AtomicUsize,
         recorded: AtomicUsize,
         outages: AtomicUsize,
+        ended: AtomicUsize,
     }
 
     impl Escalator for Counting {
@@ -514,6 +522,10 @@ mod tests {
         async fn outage(&self, _: &crate::fleet::OutageView) -> Result<(), EscalationError> {
             self.outages.fetch_add(1, Ordering::SeqCst);
             Ok(())
+        }
+        async fn outages_ended(&self, _: &[String]) -> Result<usize, EscalationError> {
+            self.ended.fetch_add(1, Ordering::SeqCst);
+            Ok(0)
         }
         async fn resolve(&self, _: &AppId, _: &Decision) -> Result<(), EscalationError> {
             self.resolved.fetch_add(1, Ordering::SeqCst);
@@ -575,7 +587,9 @@ mod tests {
             projects: vec![],
         };
         ready(Escalator::outage(&shared, &view)).unwrap();
+        ready(Escalator::outages_ended(&shared, &[])).unwrap();
         assert_eq!(inner.outages.load(Ordering::SeqCst), 1, "outage reached the adapter");
+        assert_eq!(inner.ended.load(Ordering::SeqCst), 1, "outages_ended reached the adapter");
         assert_eq!(inner.resolved.load(Ordering::SeqCst), 1, "resolve reached the adapter");
         assert_eq!(inner.looked_up.load(Ordering::SeqCst), 1, "human_action reached the adapter");
         assert_eq!(inner.recorded.load(Ordering::SeqCst), 1, "record_human_action reached the adapter");

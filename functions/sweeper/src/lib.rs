@@ -176,6 +176,7 @@ where
             ..SweepRun::default()
         };
         // The canaries are probed here, not enqueued.
+        let mut told: Vec<String> = Vec::new();
         let mut looks: Vec<(AppRef, Trigger, Option<WaveSlot>)> =
             plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).map(|a| (a.clone(), trigger.clone(), None)).collect();
         for cause in &plan.causes {
@@ -258,9 +259,19 @@ where
                 overdue: !release_wave && cause.overdue(&self.config.scope.fleet, now),
                 projects: medic_core::fleet::cause_projects(&listed, cause),
             };
+            told.push(view.key());
             if let Err(e) = self.escalator.outage(&view).await {
                 tracing::warn!(cause = %cause.scope, error = %e, "could not tell the fleet outage; the next sweep tells it again");
             }
+        }
+        // A cause told before and not seen now is over: its parent says so, once.
+        match self.escalator.outages_ended(&told).await {
+            Ok(0) => {}
+            Ok(n) => {
+                self.metrics.count("OutagesEnded", None, n as f64);
+                tracing::info!(ended = n, "fleet outages over");
+            }
+            Err(e) => tracing::warn!(error = %e, "could not tell which fleet outages are over; the next sweep tells them"),
         }
         // The sweeper's own marker per item (the worker dedupes on the item's key itself), written
         // MARKER_WRITES at a time: one after another, 20,000 apps in trouble took longer than the

@@ -38,6 +38,13 @@ impl<S: EscalationStore> Escalator for AnyEscalator<S> {
         }
     }
 
+    async fn outages_ended(&self, current: &[String]) -> Result<usize, EscalationError> {
+        match self {
+            AnyEscalator::Log(e) => e.outages_ended(current).await,
+            AnyEscalator::Slack(e) => e.outages_ended(current).await,
+        }
+    }
+
     async fn resolve(&self, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
         match self {
             AnyEscalator::Log(e) => e.resolve(app, decision).await,

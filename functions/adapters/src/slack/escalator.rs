@@ -406,6 +406,11 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
     /// unknown id), then rewrites it in place on every later sweep.
     async fn outage(&self, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
         let key = view.key();
+        // The view as told, for the sweep that finds the cause gone (written each sweep: a
+        // concurrent writer's newer view wins, one sweep's is as good as another's).
+        let version = self.store.load("outage", &key).await.map_err(esc_err)?.map(|v| v.version);
+        let rec = OutageRec { view: view.clone(), ended: false };
+        self.save("outage", &key, &rec, version, self.settings.action_ttl).await?;
         let message = escalation::outage_parent(view);
         // Posted: rewritten in place, one read and one chat.update a sweep. Its buttons were
         // stored before it was posted.
@@ -424,6 +429,27 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             self.save("fleetbtn", &button.id, &button, None, self.settings.action_ttl).await?;
         }
         self.post_once(&key, None, &message).await.map(|_| ())
+    }
+
+    /// One `Query` of the `outage` group a sweep; for each cause told and no longer seen, one
+    /// `chat.update` of its parent (when it was posted) and the record marked ended.
+    async fn outages_ended(&self, current: &[String]) -> Result<usize, EscalationError> {
+        let mut ended = 0;
+        for (key, v) in self.store.list("outage").await.map_err(esc_err)? {
+            let rec: OutageRec = parse(&v, &format!("outage/{key}"))?;
+            if rec.ended || current.contains(&key) {
+                continue;
+            }
+            let over = rec.view.recovered();
+            if let Some((_, MessageRec { channel, ts: Some(ts), .. })) = self.load::<MessageRec>("msg", &key).await? {
+                self.client.update(&channel, &ts, &escalation::outage_parent(&over)).await.map_err(esc_err)?;
+            }
+            // Another sweep that told it first wins; either way it is over.
+            if self.save("outage", &key, &OutageRec { view: over, ended: true }, Some(v.version), self.settings.action_ttl).await? {
+                ended += 1;
+            }
+        }
+        Ok(ended)
     }
 
     async fn resolve(&self, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {

@@ -13,6 +13,15 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The last view of a fleet outage told (group `outage`, keyed like its parent message), so that
+/// a later sweep that no longer sees the cause can tell it over (`Escalator::outages_ended`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct OutageRec {
+    pub(super) view: medic_core::fleet::OutageView,
+    #[serde(default)]
+    pub(super) ended: bool,
+}
+
 /// A message posted once (group `msg`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct MessageRec {

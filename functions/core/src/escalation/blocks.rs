@@ -548,7 +548,12 @@ pub fn note(emoji: &str, text: &str) -> Rendered {
 /// cause to press them: slack-actions checks).
 pub fn outage_parent(view: &crate::fleet::OutageView) -> Rendered {
     use crate::fleet::{FleetControl, WaveState};
-    let head = format!("{} Fleet outage · {}", if view.state == WaveState::Released { "🌊" } else { "🛑" }, view.describe);
+    let icon = match view.state {
+        WaveState::Released => "🌊",
+        WaveState::Recovered => "✅",
+        _ => "🛑",
+    };
+    let head = format!("{icon} Fleet outage · {}", view.describe);
     let state = match view.state {
         WaveState::Held if view.overdue => "*Held back, past its time bound*: no canary has healed; the cause needs a person.".to_owned(),
         WaveState::Held => "*Held back*: no canary has healed yet; they are probed each sweep.".to_owned(),
@@ -557,6 +562,9 @@ pub fn outage_parent(view: &crate::fleet::OutageView) -> Rendered {
         }
         WaveState::Relapsed => "*Paused by the wave*: most of a released batch failed again, so the cause is probably back; \
              the rest is held and the canaries are probed again. Press Release to send it anyway."
+            .to_owned(),
+        WaveState::Recovered => "*Over*: the sweep no longer finds this cause; its apps can be compared again, and any still in \
+             trouble have their own handling."
             .to_owned(),
         WaveState::Released => format!(
             "*Released*{}: {} apps handed to the workers in priority order, about {} s at the refresh budget.",
@@ -572,7 +580,7 @@ pub fn outage_parent(view: &crate::fleet::OutageView) -> Rendered {
         {"type": "mrkdwn", "text": format!("*Projects*\n{}", fit(&escape(&view.projects.join(", ")), 1900))},
     ]});
     let mut blocks = vec![header(&head), section(state), fields];
-    if view.state != WaveState::Released {
+    if !matches!(view.state, WaveState::Released | WaveState::Recovered) {
         let button = |control: FleetControl, label: &str, style: &str| {
             json!({"type": "button", "text": {"type": "plain_text", "text": label, "emoji": true},
                    "action_id": view.button(control), "value": view.button(control), "style": style})
