@@ -75,6 +75,17 @@ pub struct LambdaEnv {
     /// Interceptors every AWS client built here carries (the IAM conformance test records each
     /// call a function makes with one).
     interceptors: Vec<SharedInterceptor>,
+    /// One client per AWS service, built on first use and shared by every adapter (a client is
+    /// an `Arc`): building one validates its config and its HTTPS connector, which the worker
+    /// otherwise did six times at init for DynamoDB alone.
+    clients: AwsClients,
+}
+
+#[derive(Debug, Clone, Default)]
+struct AwsClients {
+    sqs: std::sync::OnceLock<aws_sdk_sqs::Client>,
+    dynamodb: std::sync::OnceLock<aws_sdk_dynamodb::Client>,
+    secrets: std::sync::OnceLock<aws_sdk_secretsmanager::Client>,
 }
 
 impl From<SettingsError> for EnvError {
@@ -144,29 +155,40 @@ impl LambdaEnv {
             sdk: crate::aws::sdk_config(endpoint.as_deref()).await,
             settings: settings.clone(),
             interceptors: Vec::new(),
+            clients: AwsClients::default(),
         })
     }
 
     /// Adds an interceptor to every AWS client built from now on.
     pub fn with_interceptor(mut self, interceptor: impl Intercept + 'static) -> Self {
         self.interceptors.push(SharedInterceptor::new(interceptor));
+        self.clients = AwsClients::default();
         self
     }
 
     fn sqs_client(&self) -> aws_sdk_sqs::Client {
-        let config = self.interceptors.iter().fold(aws_sdk_sqs::config::Builder::from(&self.sdk), |b, i| b.interceptor(i.clone()));
-        aws_sdk_sqs::Client::from_conf(config.build())
+        let build = || {
+            let config = self.interceptors.iter().fold(aws_sdk_sqs::config::Builder::from(&self.sdk), |b, i| b.interceptor(i.clone()));
+            aws_sdk_sqs::Client::from_conf(config.build())
+        };
+        self.clients.sqs.get_or_init(build).clone()
     }
 
     fn dynamodb_client(&self) -> aws_sdk_dynamodb::Client {
-        let config = self.interceptors.iter().fold(aws_sdk_dynamodb::config::Builder::from(&self.sdk), |b, i| b.interceptor(i.clone()));
-        aws_sdk_dynamodb::Client::from_conf(config.build())
+        let build = || {
+            let config = self.interceptors.iter().fold(aws_sdk_dynamodb::config::Builder::from(&self.sdk), |b, i| b.interceptor(i.clone()));
+            aws_sdk_dynamodb::Client::from_conf(config.build())
+        };
+        self.clients.dynamodb.get_or_init(build).clone()
     }
 
     fn secrets_client(&self) -> aws_sdk_secretsmanager::Client {
-        let config =
-            self.interceptors.iter().fold(aws_sdk_secretsmanager::config::Builder::from(&self.sdk), |b, i| b.interceptor(i.clone()));
-        aws_sdk_secretsmanager::Client::from_conf(config.build())
+        let build = || {
+            let config =
+                self.interceptors.iter().fold(aws_sdk_secretsmanager::config::Builder::from(&self.sdk), |b, i| b.interceptor(i.clone()));
+            aws_sdk_secretsmanager::Client::from_conf(config.build())
+        };
+        self.clients.secrets.get_or_init(build).clone()
     }
 
     /// A secret by ARN from Secrets Manager, or the fallback environment variable for local runs.
