@@ -5,9 +5,11 @@
 //! so every configuration made here carries [`http_client`]: hyper 1 with rustls on `ring`, the TLS
 //! stack the Argo CD client already uses.
 //!
-//! Its root certificates are Mozilla's, compiled in ([`Roots::CompiledIn`]), unless the
-//! deployment names its own ([`Roots::for_env`]): reading the system's store took 2.7-3.5 ms of
-//! every cold start that called AWS (147 files on Debian), for the same public roots.
+//! Its root certificates are the Amazon Trust Services roots, compiled in ([`Roots::CompiledIn`]),
+//! unless the deployment names its own or runs where AWS uses other CAs ([`Roots::for_env`]):
+//! reading the system's store took 2.7-3.5 ms of every cold start that called AWS (147 files on
+//! Debian), and parsing all of Mozilla's roots compiled in was still the largest piece of CPU in
+//! slack-actions' init (perf under the envelope), for five roots the endpoints chain to.
 
 use std::error::Error;
 
@@ -24,10 +26,16 @@ pub const LOCAL_REGION: &str = "us-east-1";
 /// tools' name, which the Rust SDK does not read itself, so its certificates go in the system's).
 pub const CA_BUNDLE_VARS: [&str; 3] = ["AWS_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR"];
 
+/// The roots AWS's endpoint certificates chain to (Amazon Trust Services), by common name: the
+/// trust store AWS documents for its endpoints. Found among Mozilla's (`webpki-root-certs`).
+pub const AMAZON_TRUST_SERVICES: [&str; 5] =
+    ["Amazon Root CA 1", "Amazon Root CA 2", "Amazon Root CA 3", "Amazon Root CA 4", "Starfield Services Root Certificate Authority - G2"];
+
 /// Where the SDK's HTTPS client takes its root certificates from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Roots {
-    /// Mozilla's roots compiled into the binary (the `webpki-root-certs` crate): no file is read.
+    /// The Amazon Trust Services roots ([`AMAZON_TRUST_SERVICES`]) compiled into the binary (from
+    /// the `webpki-root-certs` crate): no file is read, five certificates are parsed.
     CompiledIn,
     /// The system's store (`/etc/ssl/certs`, `SSL_CERT_FILE`, ...), read on the first request.
     Native,
@@ -38,8 +46,9 @@ impl Roots {
     /// endpoint: the system's when a CA bundle variable ([`CA_BUNDLE_VARS`]) is set or an AWS
     /// endpoint is overridden over HTTPS (`endpoint_url`, `AWS_ENDPOINT_URL`,
     /// `AWS_ENDPOINT_URL_<SERVICE>`: a VPC endpoint or proxy may present a private CA installed
-    /// there); else the compiled-in ones. A plain `http://` override (moto, local mode) makes no
-    /// TLS connection to that endpoint, so it changes nothing.
+    /// there), or in a region of a partition whose endpoints other CAs sign (China `cn-*`, the
+    /// isolated `*-iso*` ones); else the compiled-in ones. A plain `http://` override (moto,
+    /// local mode) makes no TLS connection to that endpoint, so it changes nothing.
     pub fn for_env<I, K, V>(vars: I, endpoint_url: Option<&str>) -> Roots
     where
         I: IntoIterator<Item = (K, V)>,
@@ -55,6 +64,8 @@ impl Roots {
             }
             native |= CA_BUNDLE_VARS.contains(&name);
             native |= (name == "AWS_ENDPOINT_URL" || name.starts_with("AWS_ENDPOINT_URL_")) && https(value);
+            let region = value.trim().to_ascii_lowercase();
+            native |= (name == "AWS_REGION" || name == "AWS_DEFAULT_REGION") && (region.starts_with("cn-") || region.contains("-iso"));
         }
         if native { Roots::Native } else { Roots::CompiledIn }
     }
@@ -65,12 +76,21 @@ fn compiled_in_trust_store() -> TrustStore {
     TrustStore::empty().with_native_roots(false).with_pem_certificate(compiled_in_pem().into_bytes())
 }
 
+/// The compiled-in roots: Mozilla's whose subject names one of [`AMAZON_TRUST_SERVICES`] (a
+/// root's DER holds its common name as plain text).
+fn amazon_trust_services() -> impl Iterator<Item = &'static [u8]> {
+    webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .map(|cert| -> &'static [u8] { cert.as_ref() })
+        .filter(|der| AMAZON_TRUST_SERVICES.iter().any(|name| der.windows(name.len()).any(|w| w == name.as_bytes())))
+}
+
 /// Every compiled-in root certificate, PEM-encoded, one after another.
 fn compiled_in_pem() -> String {
     use base64::Engine;
-    let mut pem = String::with_capacity(webpki_root_certs::TLS_SERVER_ROOT_CERTS.len() * 2_600);
-    for cert in webpki_root_certs::TLS_SERVER_ROOT_CERTS {
-        let b64 = base64::engine::general_purpose::STANDARD.encode(cert.as_ref());
+    let mut pem = String::with_capacity(AMAZON_TRUST_SERVICES.len() * 2_600);
+    for cert in amazon_trust_services() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(cert);
         pem.push_str("-----BEGIN CERTIFICATE-----\n");
         for line in b64.as_bytes().chunks(64) {
             pem.push_str(std::str::from_utf8(line).expect("base64 is ASCII"));
@@ -205,14 +225,22 @@ mod tests {
         assert_eq!(Roots::for_env([("AWS_ENDPOINT_URL_SECRETS_MANAGER", "https://proxy.internal")], None), Roots::Native);
         // Plain HTTP (moto, local mode) opens no TLS connection to it.
         assert_eq!(Roots::for_env(none, Some("http://127.0.0.1:5000")), Roots::CompiledIn);
+        // Partitions whose endpoints other CAs sign: the system's store.
+        assert_eq!(Roots::for_env([("AWS_REGION", "cn-north-1")], None), Roots::Native);
+        assert_eq!(Roots::for_env([("AWS_DEFAULT_REGION", "us-iso-east-1")], None), Roots::Native);
+        assert_eq!(Roots::for_env([("AWS_REGION", "us-gov-west-1")], None), Roots::CompiledIn);
         assert_eq!(Roots::for_env([("AWS_ENDPOINT_URL_SQS", "HTTP://127.0.0.1:5000")], None), Roots::CompiledIn);
     }
 
     #[test]
-    fn the_compiled_in_store_holds_every_mozilla_root_as_pem() {
+    fn the_compiled_in_store_holds_the_five_amazon_trust_services_roots_as_pem() {
         use base64::Engine;
-        let roots = webpki_root_certs::TLS_SERVER_ROOT_CERTS;
-        assert!(roots.len() > 100, "{} roots", roots.len());
+        let roots: Vec<_> = amazon_trust_services().collect();
+        assert_eq!(roots.len(), AMAZON_TRUST_SERVICES.len(), "each named root found once among Mozilla's");
+        for name in AMAZON_TRUST_SERVICES {
+            let holding = roots.iter().filter(|r| r.windows(name.len()).any(|w| w == name.as_bytes())).count();
+            assert_eq!(holding, 1, "{name}");
+        }
         let pem = compiled_in_pem();
         let blocks: Vec<&str> = pem.split("-----END CERTIFICATE-----\n").filter(|b| !b.is_empty()).collect();
         assert_eq!(blocks.len(), roots.len());
@@ -220,7 +248,7 @@ mod tests {
             let body = block.strip_prefix("-----BEGIN CERTIFICATE-----\n").expect("a PEM header");
             assert!(body.lines().all(|l| l.len() <= 64), "PEM lines are at most 64 characters");
             let decoded = base64::engine::general_purpose::STANDARD.decode(body.replace('\n', "")).unwrap();
-            assert_eq!(decoded, der.as_ref());
+            assert_eq!(decoded, *der);
         }
     }
 
