@@ -177,7 +177,10 @@ impl Pacer {
 
 /// The Slack Web API methods Argo Medic uses, with a bot token.
 pub struct SlackClient {
-    pub(super) http: reqwest::Client,
+    /// Built on the first call: most invocations of the worker post nothing, and building an
+    /// HTTPS client is a measurable part of a cold start's init (docs/benchmarks.md).
+    http: std::sync::OnceLock<reqwest::Client>,
+    request_timeout: Duration,
     pub(super) base: String,
     /// The bot token, re-read after `invalid_auth` or `token_revoked`.
     pub(super) token: std::sync::Arc<crate::token::TokenSource>,
@@ -188,20 +191,29 @@ pub struct SlackClient {
 }
 
 impl SlackClient {
+    /// The HTTPS client, built on first use (a build that fails is tried again on the next call).
+    fn http(&self) -> Result<&reqwest::Client, SlackError> {
+        if let Some(http) = self.http.get() {
+            return Ok(http);
+        }
+        let http = reqwest::Client::builder()
+            .timeout(self.request_timeout)
+            .user_agent(concat!("argo-medic/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| SlackError::Transport { method: "client".into(), message: e.to_string() })?;
+        Ok(self.http.get_or_init(|| http))
+    }
+
     pub fn new(settings: &SlackSettings, token: impl Into<String>) -> Result<Self, SlackError> {
         Self::with_token_source(settings, crate::token::TokenSource::fixed(token))
     }
 
     /// A client whose token comes from `token` (re-read when Slack rejects it).
     pub fn with_token_source(settings: &SlackSettings, token: crate::token::TokenSource) -> Result<Self, SlackError> {
-        let http = reqwest::Client::builder()
-            .timeout(settings.request_timeout)
-            .user_agent(concat!("argo-medic/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| SlackError::Transport { method: "client".into(), message: e.to_string() })?;
         let base = if settings.api_url.ends_with('/') { settings.api_url.clone() } else { format!("{}/", settings.api_url) };
         Ok(Self {
-            http,
+            http: std::sync::OnceLock::new(),
+            request_timeout: settings.request_timeout,
             base,
             token: std::sync::Arc::new(token),
             pacer: Pacer { interval: settings.post_interval, next: Mutex::new(HashMap::new()) },
@@ -241,8 +253,10 @@ impl SlackClient {
                 }
             }
             let request = match json_body {
-                Some(body) => self.http.post(&url).header(header::CONTENT_TYPE, "application/json; charset=utf-8").body(body.to_string()),
-                None => self.http.get(&url).query(query),
+                Some(body) => {
+                    self.http()?.post(&url).header(header::CONTENT_TYPE, "application/json; charset=utf-8").body(body.to_string())
+                }
+                None => self.http()?.get(&url).query(query),
             };
             let used = self.token.get();
             let response = request.bearer_auth(used.expose_secret()).send().await.map_err(|e| transport(crate::aws::chain(&e)))?;
