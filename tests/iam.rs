@@ -191,6 +191,15 @@ fn resource_names(v: &Yaml) -> BTreeSet<String> {
             ("Ref", Yaml::String(s)) if s == "AWS::NoValue" => BTreeSet::new(),
             ("Ref", Yaml::String(s)) => BTreeSet::from([s.clone()]),
             ("If", Yaml::Sequence(branches)) => branches.iter().skip(1).flat_map(resource_names).collect(),
+            // `!Select [0, !Split ["#", !Ref P]]`: the secret's ARN of a reference `ARN#key`.
+            ("Select", Yaml::Sequence(args)) if args.len() == 2 => match &args[1] {
+                Yaml::Tagged(split) if split.tag.to_string().trim_start_matches('!') == "Split" => {
+                    let parts = split.value.as_sequence().expect("!Split [delimiter, value]");
+                    assert_eq!(parts[0].as_str(), Some("#"), "a secret reference is split at `#`");
+                    resource_names(&parts[1])
+                }
+                other => panic!("unexpected !Select over {other:?}"),
+            },
             (tag, value) => panic!("unexpected resource expression !{tag} {value:?}"),
         },
         other => panic!("unexpected resource expression {other:?}"),

@@ -101,3 +101,79 @@ async fn a_rotated_slack_token_is_read_again_after_invalid_auth_and_the_post_goe
     assert!(err.to_string().contains("invalid_auth"), "{err}");
     assert_eq!(client.token_source().reads(), 1, "not read again within a minute");
 }
+
+/// Counts the Secrets Manager reads a `LambdaEnv`'s clients make.
+#[derive(Debug, Default, Clone)]
+struct SecretReads(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl aws_sdk_dynamodb::config::Intercept for SecretReads {
+    fn name(&self) -> &'static str {
+        "SecretReads"
+    }
+
+    fn read_before_serialization(
+        &self,
+        _ctx: &aws_sdk_dynamodb::config::interceptors::BeforeSerializationInterceptorContextRef<'_>,
+        _components: &aws_sdk_dynamodb::config::RuntimeComponents,
+        cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        if cfg.load::<aws_smithy_runtime_api::client::orchestrator::Metadata>().is_some_and(|m| m.name() == "GetSecretValue") {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
+static SHARED_ENV: OnceLock<HashMap<&'static str, String>> = OnceLock::new();
+
+fn shared_lookup(name: &str) -> Option<String> {
+    SHARED_ENV.get().and_then(|env| env.get(name).cloned())
+}
+
+/// Several of the functions' secrets in one Secrets Manager secret (`ARN#key`, docs/cost.md):
+/// each value is found under its key, the secret is read once for all of them, and a rotated
+/// token is read again from its key after a 401.
+#[tokio::test]
+async fn secrets_sharing_one_json_secret_are_read_once_and_a_rotated_token_from_its_key() {
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
+    let document = |token: &str| {
+        serde_json::json!({"argocd": token, "workItemKey": "a-work-item-key-of-at-least-thirty-two-bytes",
+                           "webhook": {"current": "hook-secret-now", "previous": "hook-secret-before"}})
+        .to_string()
+    };
+    let arn =
+        secrets.create_secret().name(unique("argo-medic")).secret_string(document(&default_token())).send().await.unwrap().arn.unwrap();
+    let argo = sim_with_samples(SimConfig::default()).await;
+    SHARED_ENV
+        .set(HashMap::from([
+            ("AWS_ENDPOINT_URL", moto().url.clone()),
+            ("MEDIC_INSTANCE_ID", "shared-secret".to_owned()),
+            ("QUEUE_URL", "http://127.0.0.1:1/queue/unused".to_owned()),
+            ("TABLE_NAME", "unused".to_owned()),
+            ("ARGOCD_SERVER", argo.base_url()),
+            ("ARGOCD_AUTH_TOKEN_SECRET_ARN", format!("{arn}#argocd")),
+            ("WORK_ITEM_KEY_SECRET_ARN", format!("{arn}#workItemKey")),
+            ("WEBHOOK_SECRET_ARN", format!("{arn}#webhook")),
+        ]))
+        .unwrap();
+    let reads = SecretReads::default();
+    let env = LambdaEnv::from_lookup(shared_lookup).await.unwrap().with_interceptor(reads.clone());
+    let (client, key, webhook) = tokio::try_join!(env.argo_client(), env.work_item_key(), env.webhook_secret()).unwrap();
+    assert_eq!(reads.0.load(std::sync::atomic::Ordering::SeqCst), 1, "three values, one read");
+    let webhook: serde_json::Value = serde_json::from_str(&webhook).unwrap();
+    assert_eq!(webhook["previous"], "hook-secret-before", "a rotation document is handed on whole");
+    assert!(format!("{key:?}").contains("redacted"));
+    let accounts = app("accounts", "payments");
+    client.get_app(&accounts, None).await.expect("the token under `argocd` works");
+
+    // Rotated inside the shared secret: a 401, the secret read again, the token taken from its key.
+    argo.set_tokens(vec![grant("rotated.shared.token")]);
+    secrets.put_secret_value().secret_id(&arn).secret_string(document("rotated.shared.token")).send().await.unwrap();
+    client.get_app(&accounts, None).await.expect("the rotated token, from its key");
+    assert_eq!(client.token_source().reads(), 1);
+
+    let missing = LambdaEnv::from_lookup(shared_lookup).await.unwrap();
+    let err = missing.secret(Some(&format!("{arn}#slack")), "SLACK_TOKEN").await.unwrap_err().to_string();
+    assert!(err.contains("no key `slack`"), "{err}");
+}

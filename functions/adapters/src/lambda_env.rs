@@ -86,6 +86,47 @@ struct AwsClients {
     sqs: std::sync::OnceLock<aws_sdk_sqs::Client>,
     dynamodb: std::sync::OnceLock<aws_sdk_dynamodb::Client>,
     secrets: std::sync::OnceLock<aws_sdk_secretsmanager::Client>,
+    /// Each secret's string, by ARN, read once (concurrent readers wait for the one read).
+    fetched: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::OnceCell<String>>>>>,
+}
+
+/// Where a secret is: `arn`, or `arn#key` for the value under `key` of a secret whose string is
+/// a JSON object, so that several of Argo Medic's secrets can share one Secrets Manager secret
+/// (each is billed; docs/cost.md). A value that is itself a JSON object (a rotation document,
+/// `{"current": ..., "previous": ...}`) is handed on as its JSON text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SecretRef<'a> {
+    pub arn: &'a str,
+    pub key: Option<&'a str>,
+}
+
+impl<'a> SecretRef<'a> {
+    /// Secret names cannot hold `#`, so the first one starts the key.
+    pub fn parse(reference: &'a str) -> Self {
+        match reference.split_once('#') {
+            Some((arn, key)) => Self { arn, key: Some(key) },
+            None => Self { arn: reference, key: None },
+        }
+    }
+
+    /// The value this reference names in the secret's string `whole`.
+    pub fn value_in(&self, whole: &str) -> Result<String, String> {
+        let Some(key) = self.key else { return Ok(whole.to_owned()) };
+        let doc: serde_json::Value =
+            serde_json::from_str(whole).map_err(|e| format!("`#{key}` needs the secret to be a JSON object: {e}"))?;
+        match doc.get(key) {
+            Some(serde_json::Value::String(s)) => Ok(s.clone()),
+            Some(value @ serde_json::Value::Object(_)) => Ok(value.to_string()),
+            Some(other) => Err(format!("the secret's `{key}` is {other}, not a string or an object")),
+            None => Err(format!("the secret has no key `{key}`")),
+        }
+    }
+}
+
+/// The string of the secret `arn`.
+async fn fetch_secret(client: aws_sdk_secretsmanager::Client, arn: String) -> Result<String, String> {
+    let out = client.get_secret_value().secret_id(&arn).send().await.map_err(|e| crate::aws::describe("GetSecretValue", &e))?;
+    out.secret_string().map(str::to_owned).ok_or_else(|| "the secret has no string value".to_owned())
 }
 
 impl From<SettingsError> for EnvError {
@@ -191,21 +232,23 @@ impl LambdaEnv {
         self.clients.secrets.get_or_init(build).clone()
     }
 
-    /// A secret by ARN from Secrets Manager, or the fallback environment variable for local runs.
+    /// A secret by reference from Secrets Manager ([`SecretRef`]: an ARN, or `ARN#key` for one
+    /// key of a JSON secret), or the fallback environment variable for local runs. One secret
+    /// holding several values is read once per process, however many of them are asked for.
     pub async fn secret(&self, arn: Option<&str>, fallback_env: &'static str) -> Result<String, EnvError> {
-        let Some(arn) = arn else {
+        let Some(reference) = arn else {
             return Ok(self.settings.required(fallback_env)?);
         };
-        let client = self.secrets_client();
-        let out = client
-            .get_secret_value()
-            .secret_id(arn)
-            .send()
+        let secret = SecretRef::parse(reference);
+        let cell = {
+            let mut fetched = self.clients.fetched.lock().unwrap_or_else(|e| e.into_inner());
+            std::sync::Arc::clone(fetched.entry(secret.arn.to_owned()).or_default())
+        };
+        let whole = cell
+            .get_or_try_init(|| fetch_secret(self.secrets_client(), secret.arn.to_owned()))
             .await
-            .map_err(|e| EnvError::Secret { arn: arn.to_owned(), problem: crate::aws::describe("GetSecretValue", &e) })?;
-        out.secret_string()
-            .map(str::to_owned)
-            .ok_or_else(|| EnvError::Secret { arn: arn.to_owned(), problem: "the secret has no string value".into() })
+            .map_err(|problem| EnvError::Secret { arn: secret.arn.to_owned(), problem })?;
+        secret.value_in(whole).map_err(|problem| EnvError::Secret { arn: reference.to_owned(), problem })
     }
 
     /// The key work items carrying a person's request are signed with (Secrets Manager by
@@ -246,13 +289,14 @@ impl LambdaEnv {
     /// A token read from the secret `arn` again when a server rejects it (rotation without a
     /// redeploy); a token from the environment (no ARN) is never re-read.
     pub fn token_source(&self, token: &str, arn: Option<&str>) -> crate::token::TokenSource {
-        let Some(arn) = arn else { return crate::token::TokenSource::fixed(token) };
-        let (client, arn) = (self.secrets_client(), arn.to_owned());
+        let Some(reference) = arn else { return crate::token::TokenSource::fixed(token) };
+        let (client, reference) = (self.secrets_client(), reference.to_owned());
         let refresher: crate::token::Refresher = std::sync::Arc::new(move || {
-            let (client, arn) = (client.clone(), arn.clone());
+            let (client, reference) = (client.clone(), reference.clone());
             Box::pin(async move {
-                let out = client.get_secret_value().secret_id(&arn).send().await.map_err(|e| crate::aws::describe("GetSecretValue", &e))?;
-                out.secret_string().map(str::to_owned).ok_or_else(|| format!("the secret {arn} has no string value"))
+                let secret = SecretRef::parse(&reference);
+                let whole = fetch_secret(client, secret.arn.to_owned()).await?;
+                secret.value_in(&whole)
             })
         });
         crate::token::TokenSource::refreshing(token, refresher)
@@ -356,6 +400,23 @@ mod tests {
     }
 
     /// The worker's budget assumes the event source's batch: the two must not drift apart.
+    #[test]
+    fn a_secret_reference_names_an_arn_or_one_key_of_a_json_secret() {
+        let arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:argo-medic-AbCdEf";
+        assert_eq!(SecretRef::parse(arn), SecretRef { arn, key: None });
+        let webhook = format!("{arn}#webhook");
+        let r = SecretRef::parse(&webhook);
+        assert_eq!((r.arn, r.key), (arn, Some("webhook")));
+        let whole = r#"{"webhook": {"current": "s3cret", "previous": null}, "argocd": "tok.en", "n": 3}"#;
+        assert_eq!(r.value_in(whole).unwrap(), r#"{"current":"s3cret","previous":null}"#, "a rotation document stays JSON");
+        assert_eq!(SecretRef::parse(&format!("{arn}#argocd")).value_in(whole).unwrap(), "tok.en");
+        assert_eq!(SecretRef::parse(arn).value_in(whole).unwrap(), whole, "no key: the whole string");
+        let missing = SecretRef::parse(&format!("{arn}#slack")).value_in(whole).unwrap_err();
+        assert!(missing.contains("no key `slack`"), "{missing}");
+        assert!(SecretRef::parse(&format!("{arn}#n")).value_in(whole).unwrap_err().contains("not a string"));
+        assert!(SecretRef::parse(&format!("{arn}#argocd")).value_in("plain-token").unwrap_err().contains("JSON object"));
+    }
+
     #[test]
     fn the_worker_batch_size_is_the_template_s() {
         let template = include_str!("../../../template.yaml");
