@@ -420,11 +420,11 @@ impl NotificationEvent {
     pub fn down_scopes(&self) -> Vec<String> {
         let unknown = self.sync.as_ref().and_then(|s| s.status.as_deref()) == Some(crate::app::sync_status::UNKNOWN);
         let Some(source) = self.source.as_ref().filter(|_| unknown) else { return Vec::new() };
-        let destination = source.destination.clone().unwrap_or_default();
+        let destination = source.destination.as_ref();
         crate::fleet::scopes_from(
             source.repo_urls.iter().map(String::as_str),
-            destination.server.as_deref().unwrap_or(""),
-            destination.name.as_deref().unwrap_or(""),
+            destination.and_then(|d| d.server.as_deref()).unwrap_or(""),
+            destination.and_then(|d| d.name.as_deref()).unwrap_or(""),
         )
         .iter()
         .map(crate::fleet::CauseScope::key)

@@ -143,6 +143,15 @@ where
     E: Escalator,
     C: Clock,
 {
+    /// [`DedupeStore::first_sighting`] of every key, [`MARKER_WRITES`] at a time, in order.
+    async fn first_sightings(&self, keys: &[String], ttl: Duration) -> Vec<Result<Seen, medic_core::ports::StoreError>> {
+        let mut seen = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(MARKER_WRITES) {
+            seen.extend(futures::future::join_all(chunk.iter().map(|k| self.dedupe.first_sighting(k, ttl))).await);
+        }
+        seen
+    }
+
     pub async fn run(&self) -> Result<SweepRun, SweeperError> {
         let now = self.clock.now();
         let window = window(now, self.config.recheck_interval);
@@ -246,7 +255,7 @@ where
                 healed,
                 state: if paused {
                     WaveState::Paused
-                } else if relapsed && !release_wave {
+                } else if relapsed {
                     WaveState::Relapsed
                 } else if release_wave {
                     WaveState::Released
@@ -281,11 +290,7 @@ where
             .map(|(app, trigger, wave)| WorkItem { wave, ..WorkItem::for_app(WorkKind::Sweep, app, trigger, &window, now) })
             .collect();
         let keys: Vec<String> = items.iter().map(|item| format!("enqueued-{}", item.dedupe_key)).collect();
-        let mut seen = Vec::with_capacity(keys.len());
-        for chunk in keys.chunks(MARKER_WRITES) {
-            seen.extend(futures::future::join_all(chunk.iter().map(|k| self.dedupe.first_sighting(k, self.config.recheck_interval))).await);
-        }
-        let sightings = items.into_iter().zip(seen);
+        let sightings = items.into_iter().zip(self.first_sightings(&keys, self.config.recheck_interval).await);
         let mut batch = Vec::new();
         let mut failure = None;
         for (item, seen) in sightings {
@@ -371,12 +376,7 @@ where
         let unreported: Vec<&AppId> =
             trouble.iter().zip(&markers).filter(|(_, m)| !m.iter().any(|k| notified.contains(k))).map(|(app, _)| app).collect();
         let keys: Vec<String> = unreported.iter().map(|app| missed_marker(app, now)).collect();
-        let mut seen = Vec::with_capacity(keys.len());
-        for chunk in keys.chunks(MARKER_WRITES) {
-            seen.extend(
-                futures::future::join_all(chunk.iter().map(|k| self.dedupe.first_sighting(k, Duration::from_secs(24 * 3600)))).await,
-            );
-        }
+        let seen = self.first_sightings(&keys, Duration::from_secs(24 * 3600)).await;
         let first: Vec<&AppId> = unreported.into_iter().zip(seen).filter(|(_, s)| matches!(s, Ok(Seen::New))).map(|(app, _)| app).collect();
         for app in &first {
             tracing::info!(app = %app, "in trouble and not reported by a notification");

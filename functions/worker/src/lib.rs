@@ -436,14 +436,16 @@ where
         if item.kind != WorkKind::Notification || item.trigger.as_str() == medic_core::Trigger::RECOVERY {
             return Ok(FleetHold::Free(None));
         }
+        let instance = medic_core::fleet::CauseScope::Instance.key();
+        let mut checked: Vec<String> = Vec::new();
         if !item.scopes.is_empty() {
-            let keys: Vec<String> =
-                item.scopes.iter().cloned().chain(std::iter::once(medic_core::fleet::CauseScope::Instance.key())).collect();
-            if let Some(key) = self.held_scope(keys).await {
+            checked = item.scopes.iter().cloned().chain(std::iter::once(instance.clone())).collect();
+            if let Some(key) = self.held_scope(checked.clone()).await {
                 return Ok(FleetHold::Held(key));
             }
-            // Not held by what the event named: the app as it is now decides (below).
         }
+        // Not held by what the event named (or it named nothing): the app as it is now decides,
+        // on the scopes not asked about already.
         let app = self.argo.get_app(&item.app, None).await?;
         if !medic_core::fleet::is_down(&app) {
             return Ok(FleetHold::Free(Some(Box::new(app))));
@@ -451,8 +453,12 @@ where
         let keys: Vec<String> = medic_core::fleet::scopes_of(&app)
             .into_iter()
             .map(|s| s.key())
-            .chain(std::iter::once(medic_core::fleet::CauseScope::Instance.key()))
+            .chain(std::iter::once(instance))
+            .filter(|k| !checked.contains(k))
             .collect();
+        if keys.is_empty() {
+            return Ok(FleetHold::Free(Some(Box::new(app))));
+        }
         Ok(match self.held_scope(keys).await {
             Some(key) => FleetHold::Held(key),
             None => FleetHold::Free(Some(Box::new(app))),
@@ -495,15 +501,13 @@ where
             tracing::warn!(cause = %slot.scope, error = %e, "could not record the wave step's outcome; its batch will not be judged");
             return;
         }
-        let outcomes = [WaveOutcome::Healed, WaveOutcome::Failed, WaveOutcome::Neither];
-        let batch: Vec<u32> = slot.batch(self.config.fleet.wave_batch).collect();
-        let keys: Vec<String> =
-            batch.iter().flat_map(|i| outcomes.iter().map(move |o| medic_core::keys::wave_outcome_marker(slot, *i, *o))).collect();
-        let Ok(marked) = self.dedupe.marked(&keys).await else { return };
-        let recorded: Vec<Vec<WaveOutcome>> = batch
-            .iter()
-            .map(|i| outcomes.iter().copied().filter(|o| marked.contains(&medic_core::keys::wave_outcome_marker(slot, *i, *o))).collect())
-            .collect();
+        const OUTCOMES: [WaveOutcome; 3] = [WaveOutcome::Healed, WaveOutcome::Failed, WaveOutcome::Neither];
+        // Per item of the batch, the marker of each outcome it may have.
+        let markers: Vec<[String; 3]> =
+            slot.batch(self.config.fleet.wave_batch).map(|i| OUTCOMES.map(|o| medic_core::keys::wave_outcome_marker(slot, i, o))).collect();
+        let Ok(marked) = self.dedupe.marked(&markers.concat()).await else { return };
+        let recorded: Vec<Vec<WaveOutcome>> =
+            markers.iter().map(|m| OUTCOMES.into_iter().zip(m).filter(|(_, k)| marked.contains(*k)).map(|(o, _)| o).collect()).collect();
         if medic_core::fleet::batch_verdict(&self.config.fleet, &recorded) == Some(true) {
             let relapse = medic_core::keys::fleet_relapse_marker(&slot.scope);
             // Conditional, so the workers that see the batch complete together count it once
