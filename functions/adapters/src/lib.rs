@@ -9,6 +9,7 @@
 //! - [`edge`]: secrets that rotate without a redeploy, compared in constant time, and HMACs (ingest, slack-actions);
 //! - [`dynamodb`]: the incident store, the dedupe store, the per-app lock and the switch on one table;
 //! - [`lambda_env`]: the functions' settings and secrets, read once at init (the composition root);
+//! - [`logging`]: the functions' log subscriber (Lambda's log level and format, no regex engine);
 //! - [`memory`]: in-memory twins of the store, queue and escalator ports, and the system clock;
 //! - [`slack`]: the Slack escalator (Web API client, post-once records, fleet incidents);
 //! - [`sqs`]: the work queue on SQS;
@@ -27,6 +28,7 @@ pub mod config;
 pub mod dynamodb;
 pub mod edge;
 pub mod lambda_env;
+pub mod logging;
 pub mod memory;
 pub mod slack;
 pub mod sqs;

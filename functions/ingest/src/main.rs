@@ -8,7 +8,7 @@ use medic_ingest::LambdaIngest;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lambda_http::tracing::init_default_subscriber();
+    medic_adapters::logging::init();
     let env = LambdaEnv::load().await?;
     let ingest = Arc::new(LambdaIngest::from_env(&env).await?);
     run(service_fn(move |req| {

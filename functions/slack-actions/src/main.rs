@@ -8,7 +8,7 @@ use medic_slack_actions::LambdaSlackActions;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lambda_http::tracing::init_default_subscriber();
+    medic_adapters::logging::init();
     let env = LambdaEnv::load().await?;
     let actions = Arc::new(LambdaSlackActions::from_env(&env).await?);
     run(service_fn(move |req| {

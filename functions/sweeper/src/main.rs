@@ -9,7 +9,7 @@ use medic_sweeper::LambdaSweeper;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    medic_adapters::logging::init();
     let env = LambdaEnv::load().await?;
     let sweeper = Arc::new(LambdaSweeper::from_env(&env).await?);
     run(service_fn(move |_: LambdaEvent<serde_json::Value>| {

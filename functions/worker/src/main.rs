@@ -9,7 +9,7 @@ use medic_worker::LambdaWorker;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
+    medic_adapters::logging::init();
     let env = LambdaEnv::load().await?;
     let worker = Arc::new(LambdaWorker::from_env(&env).await?);
     run(service_fn(move |event: LambdaEvent<SqsEvent>| {
