@@ -2,8 +2,8 @@
 //! described.
 //!
 //! The SDK crates are built without their default HTTPS clients (see the adapters' Cargo.toml),
-//! so every configuration made here carries [`http_client`]: hyper 1 with rustls on `ring`, the TLS
-//! stack the Argo CD client already uses.
+//! so every configuration made here carries [`http_client`]: reqwest with rustls on `ring`
+//! ([`crate::sdk_http`]), the HTTPS client the Argo CD client already uses.
 //!
 //! Its root certificates are the Amazon Trust Services roots, compiled in ([`Roots::CompiledIn`]),
 //! unless the deployment names its own or runs where AWS uses other CAs ([`Roots::for_env`]):
@@ -16,12 +16,13 @@ use std::error::Error;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_dynamodb::config::{Credentials, SharedHttpClient};
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
-use aws_smithy_http_client::tls::{self, TlsContext, TrustStore, rustls_provider::CryptoMode};
+
+use crate::sdk_http::{ReqwestSdkClient, TlsSetup};
 
 /// The region used with an explicit endpoint (moto, local mode).
 pub const LOCAL_REGION: &str = "us-east-1";
 
-/// Variables that name certificates to trust: with one set, the system's store is read as before
+/// Variables that name certificates to trust: with one set, the system's store is read
 /// (rustls-native-certs honours `SSL_CERT_FILE` and `SSL_CERT_DIR`; `AWS_CA_BUNDLE` is the AWS
 /// tools' name, which the Rust SDK does not read itself, so its certificates go in the system's).
 pub const CA_BUNDLE_VARS: [&str; 3] = ["AWS_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR"];
@@ -71,46 +72,40 @@ impl Roots {
     }
 }
 
-/// The compiled-in roots as the SDK's trust store takes them: PEM.
-fn compiled_in_trust_store() -> TrustStore {
-    TrustStore::empty().with_native_roots(false).with_pem_certificate(compiled_in_pem().into_bytes())
-}
-
 /// The compiled-in roots: Mozilla's whose subject names one of [`AMAZON_TRUST_SERVICES`] (a
-/// root's DER holds its common name as plain text).
+/// root's DER holds its common name as plain text). Searched with memchr's vectorised `memmem`:
+/// a byte-by-byte search of 150 certificates for five names was the largest piece of user CPU in
+/// the worker's first invocation (perf under the envelope), several milliseconds at opt-level z.
 fn amazon_trust_services() -> impl Iterator<Item = &'static [u8]> {
+    let finders: Vec<memchr::memmem::Finder<'static>> = AMAZON_TRUST_SERVICES.iter().map(memchr::memmem::Finder::new).collect();
     webpki_root_certs::TLS_SERVER_ROOT_CERTS
         .iter()
         .map(|cert| -> &'static [u8] { cert.as_ref() })
-        .filter(|der| AMAZON_TRUST_SERVICES.iter().any(|name| der.windows(name.len()).any(|w| w == name.as_bytes())))
+        .filter(move |der| finders.iter().any(|f| f.find(der).is_some()))
 }
 
-/// Every compiled-in root certificate, PEM-encoded, one after another.
-fn compiled_in_pem() -> String {
-    use base64::Engine;
-    let mut pem = String::with_capacity(AMAZON_TRUST_SERVICES.len() * 2_600);
-    for cert in amazon_trust_services() {
-        let b64 = base64::engine::general_purpose::STANDARD.encode(cert);
-        pem.push_str("-----BEGIN CERTIFICATE-----\n");
-        for line in b64.as_bytes().chunks(64) {
-            pem.push_str(std::str::from_utf8(line).expect("base64 is ASCII"));
-            pem.push('\n');
-        }
-        pem.push_str("-----END CERTIFICATE-----\n");
-    }
-    pem
+/// How the SDK's reqwest clients trust servers: `roots` only (not reqwest's built-in Mozilla
+/// roots). The system's store is read when the first SDK client connects, not at init.
+pub fn tls_setup(roots: Roots) -> TlsSetup {
+    std::sync::Arc::new(move |builder: reqwest::ClientBuilder| {
+        let builder = builder.tls_built_in_root_certs(false);
+        let ders: Vec<Vec<u8>> = match roots {
+            Roots::CompiledIn => amazon_trust_services().map(<[u8]>::to_vec).collect(),
+            Roots::Native => {
+                let found = rustls_native_certs::load_native_certs();
+                for e in &found.errors {
+                    tracing::warn!(error = %e, "a certificate of the system's store could not be read");
+                }
+                found.certs.into_iter().map(|c| c.as_ref().to_vec()).collect()
+            }
+        };
+        ders.iter().filter_map(|der| reqwest::Certificate::from_der(der).ok()).fold(builder, reqwest::ClientBuilder::add_root_certificate)
+    })
 }
 
-/// The HTTPS client of every SDK client made here: hyper 1 + rustls (ring), trusting `roots`.
+/// The HTTPS client of every SDK client made here: reqwest + rustls (ring), trusting `roots`.
 pub fn http_client_with(roots: Roots) -> SharedHttpClient {
-    let builder = aws_smithy_http_client::Builder::new().tls_provider(tls::Provider::Rustls(CryptoMode::Ring));
-    match roots {
-        Roots::Native => builder.build_https(),
-        Roots::CompiledIn => {
-            let context = TlsContext::builder().with_trust_store(compiled_in_trust_store()).build().expect("a trust store of PEM roots");
-            builder.tls_context(context).build_https()
-        }
-    }
+    ReqwestSdkClient::shared(tls_setup(roots))
 }
 
 /// [`http_client_with`] the roots of this process's environment ([`Roots::for_env`]).
@@ -233,27 +228,20 @@ mod tests {
     }
 
     #[test]
-    fn the_compiled_in_store_holds_the_five_amazon_trust_services_roots_as_pem() {
-        use base64::Engine;
+    fn the_compiled_in_store_holds_the_five_amazon_trust_services_roots() {
         let roots: Vec<_> = amazon_trust_services().collect();
         assert_eq!(roots.len(), AMAZON_TRUST_SERVICES.len(), "each named root found once among Mozilla's");
         for name in AMAZON_TRUST_SERVICES {
             let holding = roots.iter().filter(|r| r.windows(name.len()).any(|w| w == name.as_bytes())).count();
             assert_eq!(holding, 1, "{name}");
         }
-        let pem = compiled_in_pem();
-        let blocks: Vec<&str> = pem.split("-----END CERTIFICATE-----\n").filter(|b| !b.is_empty()).collect();
-        assert_eq!(blocks.len(), roots.len());
-        for (block, der) in blocks.iter().zip(roots) {
-            let body = block.strip_prefix("-----BEGIN CERTIFICATE-----\n").expect("a PEM header");
-            assert!(body.lines().all(|l| l.len() <= 64), "PEM lines are at most 64 characters");
-            let decoded = base64::engine::general_purpose::STANDARD.decode(body.replace('\n', "")).unwrap();
-            assert_eq!(decoded, *der);
+        for der in roots {
+            assert!(reqwest::Certificate::from_der(der).is_ok(), "a root reqwest takes");
         }
     }
 
-    /// The SDK parses the PEM roots only when it makes its first connector (and panics on a bad
-    /// one), so a call is made: it must fail on the network, nothing earlier.
+    /// The roots are loaded when the SDK makes its first connector, so a call is made: it must
+    /// fail on the network, nothing earlier.
     #[tokio::test]
     async fn a_call_through_the_compiled_in_roots_reaches_the_network() {
         for roots in [Roots::CompiledIn, Roots::Native] {

@@ -11,6 +11,7 @@
 //! - [`lambda_env`]: the functions' settings and secrets, read once at init (the composition root);
 //! - [`logging`]: the functions' log subscriber (Lambda's log level and format, no regex engine);
 //! - [`memory`]: in-memory twins of the store, queue and escalator ports, and the system clock;
+//! - [`sdk_http`]: the AWS SDK's HTTP connector over reqwest (one HTTPS stack per function);
 //! - [`slack`]: the Slack escalator (Web API client, post-once records, fleet incidents);
 //! - [`sqs`]: the work queue on SQS;
 //! - [`switch`]: the instant switch's cache (fresh for 30 s, fail closed after 2 minutes of errors);
@@ -30,6 +31,7 @@ pub mod edge;
 pub mod lambda_env;
 pub mod logging;
 pub mod memory;
+pub mod sdk_http;
 pub mod slack;
 pub mod sqs;
 pub mod switch;

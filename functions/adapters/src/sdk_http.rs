@@ -1,0 +1,255 @@
+//! The AWS SDK's HTTP connector over reqwest: one HTTPS stack in each function.
+//!
+//! The SDK's own client (`aws-smithy-http-client`) builds a second hyper client beside reqwest's,
+//! with HTTP/2 (`h2`) that neither SQS, DynamoDB nor Secrets Manager need from a Lambda: about a
+//! megabyte of every bootstrap (`cargo bloat`, docs/benchmarks.md). This connector hands the SDK's
+//! requests to a `reqwest::Client` instead, HTTP/1.1 and rustls on `ring` as for Argo CD.
+//!
+//! What the SDK expects of a connector, and how it is met:
+//! - its connect and read timeouts ([`HttpConnectorSettings`]) bound each call: one reqwest
+//!   client per distinct pair, built on first use and kept;
+//! - failures are classified so its retry strategy can tell transient from permanent: a timeout
+//!   is [`ConnectorError::timeout`], a refused or reset connection [`ConnectorError::io`];
+//! - the response reaches it as the service sent it: no redirect followed, no body decompressed
+//!   (DynamoDB's `x-amz-crc32` is over the bytes on the wire);
+//! - request bodies are in memory (the JSON and query protocols of these services); a streaming
+//!   body is refused as a user error rather than read here.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::{SharedHttpClient, http::HttpResponse};
+use aws_smithy_runtime_api::client::http::{HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector};
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_runtime_api::http::StatusCode;
+use aws_smithy_types::body::SdkBody;
+
+/// How the connector's reqwest clients trust servers: set on each client it builds.
+pub type TlsSetup = Arc<dyn Fn(reqwest::ClientBuilder) -> reqwest::ClientBuilder + Send + Sync>;
+
+/// A connector's timeouts as the SDK sets them: connect, read.
+type Timeouts = (Option<Duration>, Option<Duration>);
+
+/// The SDK's [`HttpClient`]: a reqwest client per timeout setting, sharing one TLS setup.
+#[derive(Clone)]
+pub struct ReqwestSdkClient {
+    tls: TlsSetup,
+    connectors: Arc<Mutex<HashMap<Timeouts, SharedHttpConnector>>>,
+}
+
+impl std::fmt::Debug for ReqwestSdkClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReqwestSdkClient").finish_non_exhaustive()
+    }
+}
+
+impl ReqwestSdkClient {
+    pub fn new(tls: TlsSetup) -> Self {
+        Self { tls, connectors: Arc::default() }
+    }
+
+    /// As the SDK's configuration takes it.
+    pub fn shared(tls: TlsSetup) -> SharedHttpClient {
+        SharedHttpClient::new(Self::new(tls))
+    }
+
+    fn build(&self, connect: Option<Duration>, read: Option<Duration>) -> Result<reqwest::Client, reqwest::Error> {
+        let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).no_gzip().http1_only();
+        if let Some(t) = connect {
+            builder = builder.connect_timeout(t);
+        }
+        if let Some(t) = read {
+            builder = builder.read_timeout(t);
+        }
+        (self.tls)(builder).build()
+    }
+}
+
+impl HttpClient for ReqwestSdkClient {
+    fn http_connector(&self, settings: &HttpConnectorSettings, _: &RuntimeComponents) -> SharedHttpConnector {
+        let key = (settings.connect_timeout(), settings.read_timeout());
+        let mut connectors = self.connectors.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = connectors.get(&key) {
+            return c.clone();
+        }
+        let connector = match self.build(key.0, key.1) {
+            Ok(client) => SharedHttpConnector::new(ReqwestConnector { client }),
+            // Only a TLS setup that cannot load fails here; every call says so.
+            Err(e) => SharedHttpConnector::new(BrokenConnector(Arc::new(e))),
+        };
+        connectors.insert(key, connector.clone());
+        connector
+    }
+}
+
+#[derive(Debug)]
+struct ReqwestConnector {
+    client: reqwest::Client,
+}
+
+impl HttpConnector for ReqwestConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        let client = self.client.clone();
+        HttpConnectorFuture::new(async move {
+            let request = to_reqwest(&client, request)?;
+            let response = client.execute(request).await.map_err(classify)?;
+            from_reqwest(response).await
+        })
+    }
+}
+
+#[derive(Debug)]
+struct BrokenConnector(Arc<reqwest::Error>);
+
+impl HttpConnector for BrokenConnector {
+    fn call(&self, _: HttpRequest) -> HttpConnectorFuture {
+        let problem = format!("the SDK's HTTPS client could not be built: {}", self.0);
+        HttpConnectorFuture::ready(Err(ConnectorError::user(problem.into())))
+    }
+}
+
+fn to_reqwest(client: &reqwest::Client, request: HttpRequest) -> Result<reqwest::Request, ConnectorError> {
+    let method = reqwest::Method::from_bytes(request.method().as_bytes()).map_err(|e| ConnectorError::user(e.into()))?;
+    let body = request
+        .body()
+        .bytes()
+        .ok_or_else(|| ConnectorError::user("a streaming request body (the SDK calls made here send theirs in memory)".into()))?
+        .to_vec();
+    let mut builder = client.request(method, request.uri());
+    for (name, value) in request.headers().iter() {
+        builder = builder.header(name, value);
+    }
+    builder.body(body).build().map_err(|e| ConnectorError::user(e.into()))
+}
+
+async fn from_reqwest(response: reqwest::Response) -> Result<HttpResponse, ConnectorError> {
+    let status = StatusCode::try_from(response.status().as_u16()).map_err(|e| ConnectorError::other(e.into(), None))?;
+    let headers = response.headers().clone();
+    let body = response.bytes().await.map_err(classify)?;
+    let mut out = HttpResponse::new(status, SdkBody::from(body));
+    for (name, value) in &headers {
+        // A header value that is not text (rare, and none the SDK reads) is left out.
+        if let Ok(value) = value.to_str() {
+            out.headers_mut().append(name.as_str().to_owned(), value.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// The SDK retries transient failures: timeouts and broken connections are; a request it could
+/// not build is not.
+fn classify(e: reqwest::Error) -> ConnectorError {
+    if e.is_timeout() {
+        ConnectorError::timeout(e.into())
+    } else if e.is_builder() {
+        ConnectorError::user(e.into())
+    } else if e.is_connect() || e.is_request() || e.is_body() {
+        ConnectorError::io(e.into())
+    } else {
+        ConnectorError::other(e.into(), None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use aws_config::{BehaviorVersion, Region};
+    use aws_sdk_sqs::config::Credentials;
+    use aws_sdk_sqs::error::SdkError;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use crate::aws::{Roots, http_client_with};
+
+    /// An SQS client for `endpoint`, no retries, reading for at most `read_timeout`.
+    fn sqs(endpoint: &str, read_timeout: Duration) -> aws_sdk_sqs::Client {
+        let config = aws_sdk_sqs::config::Builder::new()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "static"))
+            .endpoint_url(endpoint)
+            .retry_config(aws_config::retry::RetryConfig::disabled())
+            .timeout_config(aws_config::timeout::TimeoutConfig::builder().read_timeout(read_timeout).build())
+            .http_client(http_client_with(Roots::CompiledIn))
+            .build();
+        aws_sdk_sqs::Client::from_conf(config)
+    }
+
+    /// A server on 127.0.0.1 that reads one request and answers `response` (raw HTTP/1.1), or
+    /// nothing at all when it is `None`; the request it read comes back on the channel.
+    async fn one_shot(response: Option<&'static str>) -> (String, tokio::sync::oneshot::Receiver<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = stream.read(&mut buf).await.unwrap();
+                seen.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&seen).to_string();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length = text[..end]
+                        .lines()
+                        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap()))
+                        .unwrap_or(0);
+                    if seen.len() >= end + 4 + length || n == 0 {
+                        break;
+                    }
+                }
+            }
+            let _ = tx.send(String::from_utf8_lossy(&seen).to_string());
+            match response {
+                Some(r) => stream.write_all(r.as_bytes()).await.unwrap(),
+                // Hold the connection open, silent, past the client's read timeout.
+                None => tokio::time::sleep(Duration::from_secs(30)).await,
+            }
+        });
+        (url, rx)
+    }
+
+    #[tokio::test]
+    async fn a_silent_server_is_a_timeout_the_sdk_can_retry() {
+        let (url, _) = one_shot(None).await;
+        let err = sqs(&url, Duration::from_millis(300)).list_queues().send().await.unwrap_err();
+        match &err {
+            SdkError::DispatchFailure(d) => assert!(d.is_timeout(), "{err:?}"),
+            SdkError::TimeoutError(_) => {}
+            other => panic!("a timeout, not {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_an_io_failure() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        drop(listener);
+        let err = sqs(&url, Duration::from_secs(5)).list_queues().send().await.unwrap_err();
+        let SdkError::DispatchFailure(d) = &err else { panic!("a dispatch failure, not {err:?}") };
+        assert!(d.is_io(), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn the_request_goes_out_as_signed_and_the_answer_comes_back_as_sent() {
+        // A redirect is the service's answer, not something to follow; the body is not unzipped.
+        let (url, request) = one_shot(Some(
+            "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.1:1/elsewhere\r\nx-amzn-requestid: r-1\r\ncontent-length: 0\r\n\r\n",
+        ))
+        .await;
+        let err = sqs(&url, Duration::from_secs(5)).list_queues().send().await.unwrap_err();
+        let raw = err.raw_response().unwrap_or_else(|| panic!("the service's answer, not {err:?}"));
+        assert_eq!(raw.status().as_u16(), 307);
+        assert_eq!(raw.headers().get("location"), Some("http://127.0.0.1:1/elsewhere"));
+        let request = request.await.unwrap().to_ascii_lowercase();
+        assert!(request.starts_with("post / http/1.1\r\n"), "{request}");
+        assert_eq!(request.matches("\r\ncontent-length:").count(), 1, "one content-length: {request}");
+        assert!(request.contains("\r\nauthorization: aws4-hmac-sha256 credential=test/"), "{request}");
+        assert!(!request.contains("accept-encoding: gzip"), "the SDK's bodies are not asked compressed: {request}");
+        assert!(request.contains("\"queuenameprefix\"") || request.ends_with("{}"), "the JSON body: {request}");
+    }
+}
