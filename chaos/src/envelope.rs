@@ -12,7 +12,11 @@
 //! - **first**: exec → the first response;
 //! - **warm**: the second invocation, `/next` answered → its response;
 //! - **cold overhead**: first − warm, what a cold start adds to the invocation that triggers it;
-//! - **peak RSS**: `VmHWM` of `/proc/<pid>/status` after the second response.
+//! - **peak RSS**: `VmHWM` of `/proc/<pid>/status` after the last response;
+//! - **CPU**: the process's time on a CPU (the sum of its threads' `schedstat`), up to the first
+//!   response (**cold CPU**) and per later invocation (**warm CPU**, over `--invocations` − 1 warm
+//!   invocations of the same event): what a build costs per batch, apart from the time spent
+//!   waiting on moto and the simulator (issue 10's condition for `opt-level` for size).
 //!
 //! A hello-world `lambda_runtime` binary (`envelope-hello`, same crate, same release profile) runs
 //! in every round; each round runs every target once in a shuffled order, with a fresh queue per
@@ -61,7 +65,8 @@ pub struct Options {
     /// The functions measured.
     #[arg(long, value_delimiter = ',', default_value = "ingest,worker,sweeper,slack-actions")]
     pub functions: Vec<String>,
-    /// Where the secrets come from: `env`, `sm` (Secrets Manager in moto), or both.
+    /// Where the secrets come from: `env`, `sm` (Secrets Manager in moto, one secret each) and
+    /// `sm1` (all of them keys of one JSON secret, `ARN#key`: one call per cold start).
     #[arg(long, value_delimiter = ',', default_value = "env,sm")]
     pub secrets: Vec<String>,
     #[arg(long, default_value_t = 1)]
@@ -76,6 +81,10 @@ pub struct Options {
     /// With `--fleet`, how many of its apps are stale.
     #[arg(long, default_value_t = 0)]
     pub stale: usize,
+    /// Invocations per run (at least 2): the first is the cold one, the second gives the warm
+    /// latency, all after the first the warm CPU per invocation.
+    #[arg(long, default_value_t = 2)]
+    pub invocations: usize,
 }
 
 const WEBHOOK_SECRET: &str = "local-test-secret-not-for-production";
@@ -169,6 +178,12 @@ struct Sample {
     first: Duration,
     warm: Duration,
     peak_rss_kb: u64,
+    /// CPU time up to the first response.
+    cpu_first: Duration,
+    /// CPU time per warm invocation, and the part of it in user space (the rest is the kernel's:
+    /// sockets to moto and the simulator), whose resolution is the kernel's 10 ms tick.
+    cpu_warm: Duration,
+    user_warm: Duration,
 }
 
 /// One bootstrap to run: its file, environment and two invocations.
@@ -185,8 +200,9 @@ struct World {
     sqs: aws_sdk_sqs::Client,
     table: String,
     argo: ArgoSim,
-    /// Secrets Manager ARNs by the variable that names them.
+    /// Secrets Manager ARNs by the variable that names them: one secret each, and keys of one.
     arns: Vec<(&'static str, String)>,
+    shared: Vec<(&'static str, String)>,
     events: PathBuf,
     queue_count: AtomicUsize,
     clicks: AtomicUsize,
@@ -194,10 +210,11 @@ struct World {
     /// fleet's sweep lists, plans and enqueues thousands of apps through moto (the sweeper's own
     /// timeout is 240 s).
     patience: Duration,
+    invocations: usize,
 }
 
 impl World {
-    async fn start(fleet: Option<(usize, usize)>) -> anyhow::Result<World> {
+    async fn start(fleet: Option<(usize, usize)>, invocations: usize) -> anyhow::Result<World> {
         let moto = tokio::task::spawn_blocking(MotoServer::start).await?;
         let sdk = medic_adapters::aws::sdk_config(Some(&moto.url)).await;
         let sqs = aws_sdk_sqs::Client::new(&sdk);
@@ -221,18 +238,55 @@ impl World {
         }
         let token = SimConfig::default().tokens[0].token.clone();
         let mut arns = Vec::new();
-        for (var, name, value) in [
+        let mut one = serde_json::Map::new();
+        let each = [
             ("ARGOCD_AUTH_TOKEN_SECRET_ARN", "argocd-token", token.as_str()),
             ("WEBHOOK_SECRET_ARN", "webhook", WEBHOOK_SECRET),
             ("REFRESH_SECRET_ARN", "refresh", REFRESH_SECRET),
             ("WORK_ITEM_KEY_SECRET_ARN", "work-item-key", WORK_ITEM_KEY),
             ("SLACK_SIGNING_SECRET_ARN", "slack-signing", SIGNING_SECRET),
-        ] {
+        ];
+        for (var, name, value) in each {
             let out = secrets.create_secret().name(format!("envelope-{name}")).secret_string(value).send().await?;
             arns.push((var, out.arn.context("a secret's ARN")?));
+            // A JSON document stays one (the refresh secret), as deploy.md's shared secret holds it.
+            one.insert(name.to_owned(), serde_json::from_str(value).unwrap_or_else(|_| value.into()));
         }
-        let patience = Duration::from_secs(if fleet.is_some() { 600 } else { 60 });
-        Ok(World { moto, sqs, table, argo, arns, events, queue_count: AtomicUsize::new(0), clicks: AtomicUsize::new(0), patience })
+        let out = secrets.create_secret().name("envelope-shared").secret_string(serde_json::Value::Object(one).to_string()).send().await?;
+        let shared_arn = out.arn.context("the shared secret's ARN")?;
+        let shared = each.iter().map(|(var, name, _)| (*var, format!("{shared_arn}#{name}"))).collect();
+        let patience = Duration::from_secs(if fleet.is_some() { 600 } else { 60 + invocations as u64 });
+        Ok(World {
+            moto,
+            sqs,
+            table,
+            argo,
+            arns,
+            shared,
+            events,
+            queue_count: AtomicUsize::new(0),
+            clicks: AtomicUsize::new(0),
+            patience,
+            invocations,
+        })
+    }
+
+    /// What one Secrets Manager call costs against moto, from this process: median of `n` calls
+    /// on a new client (a new connection, as a cold start makes it) and on an open one. The
+    /// floor under the `sm` rows' cold overhead.
+    async fn secrets_floor(&self, n: usize) -> anyhow::Result<(Duration, Duration)> {
+        let arn = &self.arns.first().context("a secret")?.1;
+        let (mut cold, mut warm) = (Vec::new(), Vec::new());
+        for _ in 0..n {
+            let client = aws_sdk_secretsmanager::Client::new(&medic_adapters::aws::sdk_config(Some(&self.moto.url)).await);
+            for times in [&mut cold, &mut warm] {
+                let start = Instant::now();
+                client.get_secret_value().secret_id(arn).send().await?;
+                times.push(ms(start.elapsed()));
+            }
+        }
+        let ms_to = |v: f64| Duration::from_secs_f64(v / 1e3);
+        Ok((ms_to(median(cold)), ms_to(median(warm))))
     }
 
     /// A fresh queue for one run.
@@ -267,6 +321,8 @@ impl World {
         env.push(("ARGOCD_SERVER".into(), self.argo.base_url()));
         if target.secrets == "sm" {
             env.extend(self.arns.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        } else if target.secrets == "sm1" {
+            env.extend(self.shared.iter().map(|(k, v)| (k.to_string(), v.clone())));
         } else {
             env.extend(
                 [
@@ -283,20 +339,20 @@ impl World {
         env
     }
 
-    /// The two invocations' payloads: the function's sample event (slack-actions' signed now,
+    /// The invocations' payloads: the function's sample event (slack-actions' signed now,
     /// each click its own trigger id, so no invocation is refused as a replay of an earlier one).
     fn payloads(&self, function: &str) -> anyhow::Result<Vec<String>> {
         let sample =
             |name: &str| std::fs::read_to_string(self.events.join("lambda").join(name)).with_context(|| format!("events/lambda/{name}"));
         Ok(match function {
-            "ingest" | "hello" => vec![sample("ingest/webhook-sync-failed.json")?; 2],
-            "worker" => vec![sample("worker/batch-with-poison.json")?; 2],
-            "sweeper" => vec![sample("sweeper/scheduled.json")?; 2],
+            "ingest" | "hello" => vec![sample("ingest/webhook-sync-failed.json")?; self.invocations],
+            "worker" => vec![sample("worker/batch-with-poison.json")?; self.invocations],
+            "sweeper" => vec![sample("sweeper/scheduled.json")?; self.invocations],
             "slack-actions" => {
                 let event: serde_json::Value = serde_json::from_str(&sample("slack-actions/block-actions-sync.json")?)?;
                 let secret = medic_slack_actions::SigningSecret::from_secret(SIGNING_SECRET)?;
                 let now = Utc::now().timestamp();
-                (0..2)
+                (0..self.invocations)
                     .map(|_| {
                         let mut e = event.clone();
                         let ts = now.to_string();
@@ -321,7 +377,28 @@ fn peak_rss_kb(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// One cold start and one warm invocation of `target`.
+/// Time a running process has spent on a CPU: its threads' `schedstat` run times (nanoseconds,
+/// unlike `stat`'s 10 ms ticks).
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(total))
+}
+
+/// User time of a running process (all its threads, living and gone), from `/proc/<pid>/stat`
+/// (clock ticks of 10 ms: `USER_HZ` is 100 on Linux).
+fn user_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces: fields are counted after its closing parenthesis.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let utime: u64 = rest.split_whitespace().nth(11)?.parse().ok()?;
+    Some(Duration::from_millis(utime * 10))
+}
+
+/// One cold start and the warm invocations of `target`.
 async fn run_once(world: &World, target: &Target, logs: &Path, round: usize) -> anyhow::Result<Sample> {
     let queue_url = world.queue().await?;
     let (port, mut seen, server) = start_stub(world.payloads(&target.function)?).await?;
@@ -339,6 +416,8 @@ async fn run_once(world: &World, target: &Target, logs: &Path, round: usize) -> 
     let mut child = command.spawn().with_context(|| format!("starting {}", target.binary.display()))?;
     let pid = child.id().context("the child's pid")?;
     let (mut init, mut first, mut warm_from, mut warm) = (None, None, None, None);
+    let (mut cpu_first, mut cpu_last, mut user_first, mut user_last) = (None, None, None, None);
+    let last = world.invocations - 1;
     let deadline = tokio::time::sleep(world.patience);
     tokio::pin!(deadline);
     let outcome: anyhow::Result<()> = loop {
@@ -347,18 +426,27 @@ async fn run_once(world: &World, target: &Target, logs: &Path, round: usize) -> 
                 Some(Seen::Next(0, t)) => init = Some(t - start),
                 Some(Seen::Next(1, t)) => warm_from = Some(t),
                 Some(Seen::Next(..)) => {}
-                Some(Seen::Response(0, t)) => first = Some(t - start),
-                Some(Seen::Response(1, t)) => {
-                    warm = warm_from.map(|from| t - from);
-                    break Ok(());
+                Some(Seen::Response(n, t)) => {
+                    if n == 0 {
+                        first = Some(t - start);
+                        cpu_first = cpu_time(pid);
+                        user_first = user_time(pid);
+                    }
+                    if n == 1 {
+                        warm = warm_from.map(|from| t - from);
+                    }
+                    if n == last {
+                        cpu_last = cpu_time(pid);
+                        user_last = user_time(pid);
+                        break Ok(());
+                    }
                 }
-                Some(Seen::Response(..)) => {}
                 Some(Seen::Error(n, body)) => break Err(anyhow::anyhow!("invocation {n} failed: {body}")),
                 Some(Seen::InitError(body)) => break Err(anyhow::anyhow!("init failed: {body}")),
                 None => break Err(anyhow::anyhow!("the stub stopped")),
             },
             status = child.wait() => break Err(anyhow::anyhow!("the bootstrap exited: {status:?}")),
-            _ = &mut deadline => break Err(anyhow::anyhow!("no second response within {} s", world.patience.as_secs())),
+            _ = &mut deadline => break Err(anyhow::anyhow!("no response {} within {} s", last + 1, world.patience.as_secs())),
         }
     };
     let peak = peak_rss_kb(pid);
@@ -371,10 +459,15 @@ async fn run_once(world: &World, target: &Target, logs: &Path, round: usize) -> 
         let tail: Vec<&str> = output.lines().rev().take(20).collect();
         bail!("{} (round {round}): {e}\n{}", target.label, tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
     }
-    let (Some(init), Some(first), Some(warm), Some(peak_rss_kb)) = (init, first, warm, peak) else {
+    let (Some(init), Some(first), Some(warm), Some(peak_rss_kb), Some(cpu_first), Some(cpu_last), Some(user_first), Some(user_last)) =
+        (init, first, warm, peak, cpu_first, cpu_last, user_first, user_last)
+    else {
         bail!("{}: incomplete timings", target.label);
     };
-    Ok(Sample { init, first, warm, peak_rss_kb })
+    let warm_runs = u32::try_from(last).unwrap_or(u32::MAX);
+    let cpu_warm = cpu_last.saturating_sub(cpu_first) / warm_runs;
+    let user_warm = user_last.saturating_sub(user_first) / warm_runs;
+    Ok(Sample { init, first, warm, peak_rss_kb, cpu_first, cpu_warm, user_warm })
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -391,6 +484,9 @@ fn ms(d: Duration) -> f64 {
 }
 
 pub async fn run(o: Options) -> anyhow::Result<()> {
+    if o.invocations < 2 {
+        bail!("--invocations must be at least 2 (a cold one and a warm one)");
+    }
     let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| medic_sim::workspace_root().join("target"));
     let bin_dir = o.bin_dir.clone().unwrap_or_else(|| target_dir.join("release"));
     let hello_dir = o.hello_dir.clone().unwrap_or_else(|| bin_dir.clone());
@@ -403,8 +499,8 @@ pub async fn run(o: Options) -> anyhow::Result<()> {
         vec![Target { label: "hello".into(), function: "hello".into(), secrets: "-".into(), binary: hello_dir.join("envelope-hello") }];
     for function in &o.functions {
         for secrets in &o.secrets {
-            if !["env", "sm"].contains(&secrets.as_str()) {
-                bail!("--secrets takes env and sm, not `{secrets}`");
+            if !["env", "sm", "sm1"].contains(&secrets.as_str()) {
+                bail!("--secrets takes env, sm and sm1, not `{secrets}`");
             }
             for (name, dir) in &builds {
                 targets.push(Target {
@@ -426,7 +522,7 @@ pub async fn run(o: Options) -> anyhow::Result<()> {
         None => std::env::temp_dir().join(format!("medic-envelope-{}", std::process::id())),
     };
     std::fs::create_dir_all(&logs)?;
-    let world = World::start(o.fleet.map(|apps| (apps, o.stale))).await?;
+    let world = World::start(o.fleet.map(|apps| (apps, o.stale)), o.invocations).await?;
     eprintln!(
         "envelope: {} targets x {} rounds; moto {}, Argo CD simulator {}",
         targets.len(),
@@ -454,11 +550,23 @@ pub async fn run(o: Options) -> anyhow::Result<()> {
     if o.keep_logs.is_none() {
         let _ = std::fs::remove_dir_all(&logs);
     }
+    let floor = if o.secrets.iter().any(|s| s.starts_with("sm")) { Some(world.secrets_floor(o.rounds.max(5)).await?) } else { None };
 
     let hello: BTreeMap<usize, Sample> = samples.get(&0).map(|v| v.iter().copied().collect()).unwrap_or_default();
     println!(
-        "{:<20} {:>8} {:>8} {:>9} {:>8} {:>13} {:>13} {:>9} {:>9}",
-        "target", "init ms", "x hello", "first ms", "warm ms", "overhead ms", "ovh/hello-init", "RSS MB", "size MB"
+        "{:<20} {:>8} {:>8} {:>9} {:>8} {:>13} {:>13} {:>9} {:>9} {:>10} {:>10} {:>10}",
+        "target",
+        "init ms",
+        "x hello",
+        "first ms",
+        "warm ms",
+        "overhead ms",
+        "ovh/hello-init",
+        "RSS MB",
+        "size MB",
+        "cold CPU",
+        "warm CPU",
+        "warm user"
     );
     for (i, t) in targets.iter().enumerate() {
         let runs = samples.get(&i).cloned().unwrap_or_default();
@@ -470,11 +578,29 @@ pub async fn run(o: Options) -> anyhow::Result<()> {
         let ovh_hello = median(runs.iter().filter_map(|(r, s)| hello.get(r).map(|h| (ms(s.first) - ms(s.warm)) / ms(h.init))).collect());
         let rss = median(runs.iter().map(|(_, s)| s.peak_rss_kb as f64 / 1024.0).collect());
         let size = std::fs::metadata(&t.binary).map(|m| m.len() as f64 / 1e6).unwrap_or(f64::NAN);
+        let cpu_cold = median(runs.iter().map(|(_, s)| ms(s.cpu_first)).collect());
+        let cpu_warm = median(runs.iter().map(|(_, s)| ms(s.cpu_warm)).collect());
+        // Summed, not a median: each run's user time moves in 10 ms ticks.
+        let user_warm = runs.iter().map(|(_, s)| ms(s.user_warm)).sum::<f64>() / runs.len().max(1) as f64;
         println!(
-            "{:<20} {init:>8.2} {x_hello:>8.2} {first:>9.2} {warm:>8.2} {overhead:>13.2} {ovh_hello:>13.2} {rss:>9.1} {size:>9.2}",
+            "{:<20} {init:>8.2} {x_hello:>8.2} {first:>9.2} {warm:>8.2} {overhead:>13.2} {ovh_hello:>13.2} {rss:>9.1} {size:>9.2} {cpu_cold:>10.3} {cpu_warm:>10.3} {user_warm:>10.3}",
             t.label
         );
     }
-    println!("envelope: medians of {} rounds; x hello and ovh/hello-init are medians of each round's ratio to its hello init", o.rounds);
+    println!(
+        "envelope: medians of {} rounds; x hello and ovh/hello-init are medians of each round's ratio to its hello init; CPU in ms, warm CPU per invocation over {} warm invocations (warm user: its user-space part, the mean of the runs)",
+        o.rounds,
+        o.invocations - 1
+    );
+    if let Some((cold, warm)) = floor {
+        let hello_init = median(hello.values().map(|s| ms(s.init)).collect());
+        println!(
+            "envelope: moto's floor, one GetSecretValue from this process: {:.2} ms on a new connection, {:.2} ms on an open one ({:.2} and {:.2} x hello's init)",
+            ms(cold),
+            ms(warm),
+            ms(cold) / hello_init,
+            ms(warm) / hello_init
+        );
+    }
     Ok(())
 }
