@@ -17,6 +17,8 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_dynamodb::config::{Credentials, SharedHttpClient};
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 
+use rustls::pki_types::TrustAnchor;
+
 use crate::sdk_http::{ReqwestSdkClient, TlsSetup};
 
 /// The region used with an explicit endpoint (moto, local mode).
@@ -28,15 +30,16 @@ pub const LOCAL_REGION: &str = "us-east-1";
 pub const CA_BUNDLE_VARS: [&str; 3] = ["AWS_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR"];
 
 /// The roots AWS's endpoint certificates chain to (Amazon Trust Services), by common name: the
-/// trust store AWS documents for its endpoints. Found among Mozilla's (`webpki-root-certs`).
+/// trust store AWS documents for its endpoints. Found among Mozilla's (`webpki-roots`).
 pub const AMAZON_TRUST_SERVICES: [&str; 5] =
     ["Amazon Root CA 1", "Amazon Root CA 2", "Amazon Root CA 3", "Amazon Root CA 4", "Starfield Services Root Certificate Authority - G2"];
 
 /// Where the SDK's HTTPS client takes its root certificates from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Roots {
-    /// The Amazon Trust Services roots ([`AMAZON_TRUST_SERVICES`]) compiled into the binary (from
-    /// the `webpki-root-certs` crate): no file is read, five certificates are parsed.
+    /// The Amazon Trust Services roots ([`AMAZON_TRUST_SERVICES`]) compiled into the binary, as
+    /// trust anchors (from `webpki-roots`, the copy of Mozilla's roots reqwest already carries):
+    /// no file is read and nothing is parsed.
     CompiledIn,
     /// The system's store (`/etc/ssl/certs`, `SSL_CERT_FILE`, ...), read on the first request.
     Native,
@@ -72,34 +75,48 @@ impl Roots {
     }
 }
 
-/// The compiled-in roots: Mozilla's whose subject names one of [`AMAZON_TRUST_SERVICES`] (a
-/// root's DER holds its common name as plain text). Searched with memchr's vectorised `memmem`:
-/// a byte-by-byte search of 150 certificates for five names was the largest piece of user CPU in
-/// the worker's first invocation (perf under the envelope), several milliseconds at opt-level z.
-fn amazon_trust_services() -> impl Iterator<Item = &'static [u8]> {
+/// The compiled-in roots: Mozilla's trust anchors whose subject names one of
+/// [`AMAZON_TRUST_SERVICES`] (a subject's DER holds its common name as plain text), searched with
+/// memchr's vectorised `memmem`. The anchors are the ones `webpki-roots` compiles in for reqwest:
+/// one copy of Mozilla's roots in each bootstrap, already decoded.
+fn amazon_trust_services() -> impl Iterator<Item = &'static TrustAnchor<'static>> {
     let finders: Vec<memchr::memmem::Finder<'static>> = AMAZON_TRUST_SERVICES.iter().map(memchr::memmem::Finder::new).collect();
-    webpki_root_certs::TLS_SERVER_ROOT_CERTS
-        .iter()
-        .map(|cert| -> &'static [u8] { cert.as_ref() })
-        .filter(move |der| finders.iter().any(|f| f.find(der).is_some()))
+    webpki_roots::TLS_SERVER_ROOTS.iter().filter(move |anchor| finders.iter().any(|f| f.find(anchor.subject.as_ref()).is_some()))
 }
 
-/// How the SDK's reqwest clients trust servers: `roots` only (not reqwest's built-in Mozilla
-/// roots). The system's store is read when the first SDK client connects, not at init.
+/// The roots a connector of the SDK trusts: `roots` only, never reqwest's built-in set.
+fn root_store(roots: Roots) -> rustls::RootCertStore {
+    match roots {
+        Roots::CompiledIn => rustls::RootCertStore { roots: amazon_trust_services().cloned().collect() },
+        Roots::Native => {
+            let found = rustls_native_certs::load_native_certs();
+            for e in &found.errors {
+                tracing::warn!(error = %e, "a certificate of the system's store could not be read");
+            }
+            let mut store = rustls::RootCertStore::empty();
+            let (_, ignored) = store.add_parsable_certificates(found.certs);
+            if ignored > 0 {
+                tracing::warn!(ignored, "certificates of the system's store are not usable roots");
+            }
+            store
+        }
+    }
+}
+
+/// How the SDK's reqwest clients trust servers: a rustls configuration (ring, TLS 1.2 and 1.3)
+/// over [`root_store`], built with each connector (the system's store is read when the first SDK
+/// connector is made, not at init).
 pub fn tls_setup(roots: Roots) -> TlsSetup {
     std::sync::Arc::new(move |builder: reqwest::ClientBuilder| {
-        let builder = builder.tls_built_in_root_certs(false);
-        let ders: Vec<Vec<u8>> = match roots {
-            Roots::CompiledIn => amazon_trust_services().map(<[u8]>::to_vec).collect(),
-            Roots::Native => {
-                let found = rustls_native_certs::load_native_certs();
-                for e in &found.errors {
-                    tracing::warn!(error = %e, "a certificate of the system's store could not be read");
-                }
-                found.certs.into_iter().map(|c| c.as_ref().to_vec()).collect()
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        match rustls::ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions() {
+            Ok(config) => builder.use_preconfigured_tls(config.with_root_certificates(root_store(roots)).with_no_client_auth()),
+            // Not with ring's provider; should it happen, no root is trusted: every call fails.
+            Err(e) => {
+                tracing::error!(error = %e, "no TLS configuration for the AWS SDK");
+                builder.tls_built_in_root_certs(false)
             }
-        };
-        ders.iter().filter_map(|der| reqwest::Certificate::from_der(der).ok()).fold(builder, reqwest::ClientBuilder::add_root_certificate)
+        }
     })
 }
 
@@ -232,12 +249,10 @@ mod tests {
         let roots: Vec<_> = amazon_trust_services().collect();
         assert_eq!(roots.len(), AMAZON_TRUST_SERVICES.len(), "each named root found once among Mozilla's");
         for name in AMAZON_TRUST_SERVICES {
-            let holding = roots.iter().filter(|r| r.windows(name.len()).any(|w| w == name.as_bytes())).count();
+            let holding = roots.iter().filter(|r| r.subject.as_ref().windows(name.len()).any(|w| w == name.as_bytes())).count();
             assert_eq!(holding, 1, "{name}");
         }
-        for der in roots {
-            assert!(reqwest::Certificate::from_der(der).is_ok(), "a root reqwest takes");
-        }
+        assert_eq!(root_store(Roots::CompiledIn).len(), AMAZON_TRUST_SERVICES.len(), "those five and no other");
     }
 
     /// The roots are loaded when the SDK makes its first connector, so a call is made: it must
@@ -254,7 +269,10 @@ mod tests {
                 .http_client(http_client_with(roots))
                 .build();
             let err = aws_sdk_sqs::Client::from_conf(config).list_queues().send().await.unwrap_err();
-            assert!(matches!(err, SdkError::DispatchFailure(_)), "{roots:?}: {}", chain(&err));
+            // A connector whose TLS configuration reqwest refused fails every call as a user
+            // error before any connection: this one got as far as the refused connect.
+            let SdkError::DispatchFailure(d) = &err else { panic!("{roots:?}: {}", chain(&err)) };
+            assert!(d.is_io(), "{roots:?}: {}", chain(&err));
         }
     }
 
