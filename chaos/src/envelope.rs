@@ -346,7 +346,10 @@ impl World {
             |name: &str| std::fs::read_to_string(self.events.join("lambda").join(name)).with_context(|| format!("events/lambda/{name}"));
         Ok(match function {
             "ingest" | "hello" => vec![sample("ingest/webhook-sync-failed.json")?; self.invocations],
-            "worker" => vec![sample("worker/batch-with-poison.json")?; self.invocations],
+            "worker" => {
+                let batch: serde_json::Value = serde_json::from_str(&sample("worker/batch-with-poison.json")?)?;
+                (0..self.invocations).map(|i| fresh_batch(&batch, i)).collect()
+            }
             "sweeper" => vec![sample("sweeper/scheduled.json")?; self.invocations],
             "slack-actions" => {
                 let event: serde_json::Value = serde_json::from_str(&sample("slack-actions/block-actions-sync.json")?)?;
@@ -371,6 +374,28 @@ impl World {
 }
 
 /// Peak resident set size (kB) of a running process.
+/// The sample batch as the `i`th delivery of new notifications: message ids and each operation's
+/// start moved by `i`, so every invocation's notifications get past the dedupe and each warm
+/// invocation reads, decides and records as the first did (a repeated batch would only measure
+/// the duplicate path).
+fn fresh_batch(batch: &serde_json::Value, i: usize) -> String {
+    let mut batch = batch.clone();
+    for record in batch["Records"].as_array_mut().into_iter().flatten() {
+        if let Some(id) = record["messageId"].as_str() {
+            record["messageId"] = format!("{id}-{i}").into();
+        }
+        let Some(body) = record["body"].as_str() else { continue };
+        let Ok(mut event) = serde_json::from_str::<serde_json::Value>(body) else { continue };
+        let started = event.pointer("/operation/startedAt").and_then(|v| v.as_str()).and_then(|t| t.parse::<chrono::DateTime<Utc>>().ok());
+        if let Some(started) = started {
+            let moved = started + chrono::Duration::seconds(i as i64);
+            event["operation"]["startedAt"] = moved.to_rfc3339_opts(chrono::SecondsFormat::Secs, true).into();
+            record["body"] = event.to_string().into();
+        }
+    }
+    batch.to_string()
+}
+
 fn peak_rss_kb(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
