@@ -1,9 +1,10 @@
 //! The AWS SDK's HTTP connector over reqwest: one HTTPS stack in each function.
 //!
 //! The SDK's own client (`aws-smithy-http-client`) builds a second hyper client beside reqwest's,
-//! with HTTP/2 (`h2`) that neither SQS, DynamoDB nor Secrets Manager need from a Lambda: about a
-//! megabyte of every bootstrap (`cargo bloat`, docs/benchmarks.md). This connector hands the SDK's
-//! requests to a `reqwest::Client` instead, HTTP/1.1 and rustls on `ring` as for Argo CD.
+//! with HTTP/2 (`h2`) that neither SQS, DynamoDB nor Secrets Manager need from a Lambda: 1.04 MB
+//! of the worker's arm64 bootstrap (docs/benchmarks.md, "Lambda bootstraps"). This connector
+//! hands the SDK's requests to a `reqwest::Client` instead, HTTP/1.1 and rustls on `ring` as for
+//! Argo CD.
 //!
 //! What the SDK expects of a connector, and how it is met:
 //! - its connect and read timeouts ([`HttpConnectorSettings`]) bound each call: one reqwest
