@@ -107,10 +107,15 @@ fn root_store(roots: Roots) -> rustls::RootCertStore {
 /// over [`root_store`], built with each connector (the system's store is read when the first SDK
 /// connector is made, not at init).
 pub fn tls_setup(roots: Roots) -> TlsSetup {
+    tls_setup_over(move || root_store(roots))
+}
+
+/// [`tls_setup`] over the roots `store` gives.
+fn tls_setup_over(store: impl Fn() -> rustls::RootCertStore + Send + Sync + 'static) -> TlsSetup {
     std::sync::Arc::new(move |builder: reqwest::ClientBuilder| {
         let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
         match rustls::ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions() {
-            Ok(config) => builder.use_preconfigured_tls(config.with_root_certificates(root_store(roots)).with_no_client_auth()),
+            Ok(config) => builder.use_preconfigured_tls(config.with_root_certificates(store()).with_no_client_auth()),
             // Not with ring's provider; should it happen, no root is trusted: every call fails.
             Err(e) => {
                 tracing::error!(error = %e, "no TLS configuration for the AWS SDK");
@@ -274,6 +279,85 @@ mod tests {
             let SdkError::DispatchFailure(d) = &err else { panic!("{roots:?}: {}", chain(&err)) };
             assert!(d.is_io(), "{roots:?}: {}", chain(&err));
         }
+    }
+
+    /// A TLS server on 127.0.0.1 whose certificate (for the IP) a fresh CA signed; it answers
+    /// every request on one connection with an empty SQS JSON response. Gives its URL and the CA.
+    async fn tls_server() -> (String, rustls::pki_types::CertificateDer<'static>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca.distinguished_name.push(rcgen::DnType::CommonName, "Argo Medic test CA");
+        let ca = ca.self_signed(&ca_key).unwrap();
+        let leaf_key = rcgen::KeyPair::generate().unwrap();
+        let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap().signed_by(&leaf_key, &ca, &ca_key).unwrap();
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![leaf.der().clone()], rustls::pki_types::PrivatePkcs8KeyDer::from(leaf_key.serialize_der()).into())
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else { return };
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    // A client that refuses the certificate ends the handshake here.
+                    let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                    let mut buf = vec![0u8; 16 * 1024];
+                    while let Ok(n) = tls.read(&mut buf).await {
+                        if n == 0 {
+                            return;
+                        }
+                        let body = "{}";
+                        let answer = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\nx-amzn-requestid: r-1\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        if tls.write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, ca.der().clone())
+    }
+
+    fn sqs_over(url: &str, http: SharedHttpClient) -> aws_sdk_sqs::Client {
+        let config = aws_sdk_sqs::config::Builder::new()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new(LOCAL_REGION))
+            .credentials_provider(Credentials::new("test", "test", None, None, "static"))
+            .endpoint_url(url)
+            .retry_config(aws_config::retry::RetryConfig::disabled())
+            .http_client(http)
+            .build();
+        aws_sdk_sqs::Client::from_conf(config)
+    }
+
+    /// The TLS configuration handed to reqwest completes a handshake with a server its roots
+    /// vouch for, and the compiled-in roots refuse one that does not chain to Amazon's.
+    #[tokio::test]
+    async fn tls_reaches_a_server_its_roots_vouch_for_and_refuses_another() {
+        let (url, ca) = tls_server().await;
+        let trusting = crate::sdk_http::ReqwestSdkClient::shared(tls_setup_over(move || {
+            let mut store = rustls::RootCertStore::empty();
+            store.add(ca.clone()).unwrap();
+            store
+        }));
+        let listed = sqs_over(&url, trusting).list_queues().send().await;
+        assert!(listed.is_ok(), "over TLS to a server the roots vouch for: {}", listed.err().map(|e| chain(&e)).unwrap_or_default());
+
+        let err = sqs_over(&url, http_client_with(Roots::CompiledIn)).list_queues().send().await.unwrap_err();
+        let text = chain(&err);
+        assert!(matches!(err, SdkError::DispatchFailure(_)), "{text}");
+        assert!(text.contains("certificate"), "refused for its certificate: {text}");
     }
 
     #[tokio::test]
