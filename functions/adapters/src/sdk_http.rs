@@ -13,8 +13,10 @@
 //!   is [`ConnectorError::timeout`], a refused or reset connection [`ConnectorError::io`];
 //! - the response reaches it as the service sent it: no redirect followed, no body decompressed
 //!   (DynamoDB's `x-amz-crc32` is over the bytes on the wire);
-//! - request bodies are in memory (the JSON and query protocols of these services); a streaming
-//!   body is refused as a user error rather than read here.
+//! - the request body reaches reqwest as the SDK's own body, polled as it is sent: the SDK's
+//!   stalled-stream protection watches that polling, and a body copied out instead of polled
+//!   reads to it as an upload that never started, cut after its 5 s grace period (every long
+//!   poll and every slow answer).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -112,13 +114,9 @@ impl HttpConnector for BrokenConnector {
     }
 }
 
-fn to_reqwest(client: &reqwest::Client, request: HttpRequest) -> Result<reqwest::Request, ConnectorError> {
+fn to_reqwest(client: &reqwest::Client, mut request: HttpRequest) -> Result<reqwest::Request, ConnectorError> {
     let method = reqwest::Method::from_bytes(request.method().as_bytes()).map_err(|e| ConnectorError::user(e.into()))?;
-    let body = request
-        .body()
-        .bytes()
-        .ok_or_else(|| ConnectorError::user("a streaming request body (the SDK calls made here send theirs in memory)".into()))?
-        .to_vec();
+    let body = reqwest::Body::wrap(request.take_body());
     let mut builder = client.request(method, request.uri());
     for (name, value) in request.headers().iter() {
         builder = builder.header(name, value);
@@ -183,6 +181,11 @@ mod tests {
     /// A server on 127.0.0.1 that reads one request and answers `response` (raw HTTP/1.1), or
     /// nothing at all when it is `None`; the request it read comes back on the channel.
     async fn one_shot(response: Option<&'static str>) -> (String, tokio::sync::oneshot::Receiver<String>) {
+        one_shot_after(response, Duration::ZERO).await
+    }
+
+    /// [`one_shot`], answering `delay` after the request has arrived.
+    async fn one_shot_after(response: Option<&'static str>, delay: Duration) -> (String, tokio::sync::oneshot::Receiver<String>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -205,6 +208,7 @@ mod tests {
                 }
             }
             let _ = tx.send(String::from_utf8_lossy(&seen).to_string());
+            tokio::time::sleep(delay).await;
             match response {
                 Some(r) => stream.write_all(r.as_bytes()).await.unwrap(),
                 // Hold the connection open, silent, past the client's read timeout.
@@ -223,6 +227,19 @@ mod tests {
             SdkError::TimeoutError(_) => {}
             other => panic!("a timeout, not {other:?}"),
         }
+    }
+
+    /// An answer that takes longer than the SDK's stalled-stream grace period (5 s), as SQS's
+    /// long polls do, arrives: the request body was sent, so nothing stalled.
+    #[tokio::test]
+    async fn an_answer_slower_than_the_stall_grace_period_still_arrives() {
+        let (url, _) = one_shot_after(
+            Some("HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\nx-amzn-requestid: r-1\r\ncontent-length: 2\r\n\r\n{}"),
+            Duration::from_secs(6),
+        )
+        .await;
+        let listed = sqs(&url, Duration::from_secs(30)).list_queues().send().await;
+        assert!(listed.is_ok(), "{:?}", listed.err());
     }
 
     #[tokio::test]
