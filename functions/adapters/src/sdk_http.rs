@@ -81,7 +81,7 @@ impl HttpClient for ReqwestSdkClient {
         let connector = match self.build(key.0, key.1) {
             Ok(client) => SharedHttpConnector::new(ReqwestConnector { client }),
             // Only a TLS setup that cannot load fails here; every call says so.
-            Err(e) => SharedHttpConnector::new(BrokenConnector(Arc::new(e))),
+            Err(e) => SharedHttpConnector::new(BrokenConnector(format!("the SDK's HTTPS client could not be built: {e}"))),
         };
         connectors.insert(key, connector.clone());
         connector
@@ -104,13 +104,13 @@ impl HttpConnector for ReqwestConnector {
     }
 }
 
+/// A connector whose client could not be built: every call fails with why.
 #[derive(Debug)]
-struct BrokenConnector(Arc<reqwest::Error>);
+struct BrokenConnector(String);
 
 impl HttpConnector for BrokenConnector {
     fn call(&self, _: HttpRequest) -> HttpConnectorFuture {
-        let problem = format!("the SDK's HTTPS client could not be built: {}", self.0);
-        HttpConnectorFuture::ready(Err(ConnectorError::user(problem.into())))
+        HttpConnectorFuture::ready(Err(ConnectorError::user(self.0.clone().into())))
     }
 }
 
@@ -124,9 +124,9 @@ fn to_reqwest(client: &reqwest::Client, mut request: HttpRequest) -> Result<reqw
     builder.body(body).build().map_err(|e| ConnectorError::user(e.into()))
 }
 
-async fn from_reqwest(response: reqwest::Response) -> Result<HttpResponse, ConnectorError> {
+async fn from_reqwest(mut response: reqwest::Response) -> Result<HttpResponse, ConnectorError> {
     let status = StatusCode::try_from(response.status().as_u16()).map_err(|e| ConnectorError::other(e.into(), None))?;
-    let headers = response.headers().clone();
+    let headers = std::mem::take(response.headers_mut());
     let body = response.bytes().await.map_err(classify)?;
     let mut out = HttpResponse::new(status, SdkBody::from(body));
     for (name, value) in &headers {
