@@ -10,13 +10,13 @@ use medic_adapters::breaker::BreakerSettings;
 use medic_adapters::memory::MemoryIncidentStore;
 use medic_core::app::{ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, Info};
 use medic_core::incident::Outcome;
-use medic_core::ports::{ArgoApi, ArgoError, IncidentStore, ListQuery};
+use medic_core::ports::{ArgoApi, ArgoError, IncidentStore, ListQuery, Permit};
 use medic_core::remediate::{StepError, StepResult};
 use medic_core::sweep::LIST_FIELDS;
 use medic_core::{Action, PolicyConfig, Trigger};
 use medic_sim::{ArgoSim, Fault, FaultKind, Outcomes, Policy, RefreshOutcome, SimConfig, SyncOutcome, SyncWindowRule, TokenGrant};
 
-use crate::support::{LosesCompletion, Parts, app, client, default_token, settings, sim_with_samples};
+use crate::support::{DiesAt, Dying, LosesCompletion, Parts, app, client, default_token, settings, sim_with_samples};
 
 fn sync_request(name: &str, project: &str) -> ApplicationSyncRequest {
     ApplicationSyncRequest { name: name.into(), project: project.into(), app_namespace: "argocd".into(), ..Default::default() }
@@ -48,7 +48,7 @@ async fn reads_lists_and_syncs_as_argo_cd_expects() {
     c.version().await.unwrap();
     assert_eq!(sim.counts().version, 1, "the version is read once");
 
-    let full = c.get_app(&app("checkout", "payments"), None).await.unwrap();
+    let full = c.get_app(&app("checkout", "payments")).await.unwrap();
     assert_eq!(full.id(), "argocd/checkout");
     assert!(full.incompleteness().is_none());
 
@@ -62,7 +62,7 @@ async fn reads_lists_and_syncs_as_argo_cd_expects() {
 
     let mut req = sync_request("observability", "platform");
     req.infos = vec![Info { name: IDEMPOTENCY_INFO_NAME.into(), value: "am1-0123456789abcdef0123456789abcdef".into() }];
-    let synced = c.sync(&app("observability", "platform"), &req).await.unwrap();
+    let synced = c.sync(medic_core::ports::Permit::for_tests(), &app("observability", "platform"), &req).await.unwrap();
     assert!(synced.recorded_idempotency_keys().any(|k| k == "am1-0123456789abcdef0123456789abcdef"));
     c.resource_tree(&app("checkout", "payments")).await.unwrap();
     assert!(c.sync_windows(&app("checkout", "payments")).await.unwrap().can_sync);
@@ -89,18 +89,22 @@ async fn each_argo_cd_error_maps_to_its_variant() {
     let c = client(&sim);
     let err = |r: Result<medic_core::Application, ArgoError>| r.expect_err("an error");
 
-    assert!(matches!(err(c.get_app(&app("nope", "payments"), None).await), ArgoError::NotFound(m) if m.contains("\"nope\" not found")));
+    assert!(matches!(err(c.get_app(&app("nope", "payments")).await), ArgoError::NotFound(m) if m.contains("\"nope\" not found")));
     let hidden = medic_core::event::AppRef { name: "nope".into(), namespace: "argocd".into(), project: None };
-    assert_eq!(err(c.get_app(&hidden, None).await), ArgoError::PermissionDenied("permission denied".into()));
+    assert_eq!(err(c.get_app(&hidden).await), ArgoError::PermissionDenied("permission denied".into()));
     assert!(
-        matches!(err(c.sync(&app("sandbox-42", "sandbox"), &sync_request("sandbox-42", "sandbox")).await), ArgoError::PermissionDenied(m) if m.contains("applications, sync, sandbox/sandbox-42"))
+        matches!(err(c.sync(medic_core::ports::Permit::for_tests(), &app("sandbox-42", "sandbox"), &sync_request("sandbox-42", "sandbox")).await), ArgoError::PermissionDenied(m) if m.contains("applications, sync, sandbox/sandbox-42"))
     );
     assert!(matches!(
-        err(c.sync(&app("observability", "platform"), &sync_request("observability", "platform")).await),
+        err(c
+            .sync(medic_core::ports::Permit::for_tests(), &app("observability", "platform"), &sync_request("observability", "platform"))
+            .await),
         ArgoError::SyncWindowBlocked(_)
     ));
     assert_eq!(
-        err(c.sync(&app("ledger-reports", "payments"), &sync_request("ledger-reports", "payments")).await),
+        err(c
+            .sync(medic_core::ports::Permit::for_tests(), &app("ledger-reports", "payments"), &sync_request("ledger-reports", "payments"))
+            .await),
         ArgoError::OperationInProgress
     );
     let mut deleting = SimConfig::default();
@@ -112,13 +116,11 @@ async fn each_argo_cd_error_maps_to_its_variant() {
 
     let before = sim.requests().len();
     let bad = HttpArgoClient::new(settings(&sim, "not-a-jwt")).unwrap();
-    assert!(
-        matches!(bad.get_app(&app("checkout", "payments"), None).await, Err(ArgoError::Unauthenticated(m)) if m == "no session information")
-    );
+    assert!(matches!(bad.get_app(&app("checkout", "payments")).await, Err(ArgoError::Unauthenticated(m)) if m == "no session information"));
     assert_eq!(sim.requests().len(), before + 1, "a rejected token is not retried");
     let expired = HttpArgoClient::new(settings(&sim, &TokenGrant::for_subject("old").token)).unwrap();
     assert!(
-        matches!(expired.get_app(&app("checkout", "payments"), None).await, Err(ArgoError::Unauthenticated(m)) if m.contains("token is expired"))
+        matches!(expired.get_app(&app("checkout", "payments")).await, Err(ArgoError::Unauthenticated(m)) if m.contains("token is expired"))
     );
     assert_spec_conformance(&sim);
 }
@@ -127,7 +129,12 @@ async fn each_argo_cd_error_maps_to_its_variant() {
 async fn a_deleting_app_refuses_a_sync() {
     let sim = sim_with_samples(SimConfig::default()).await;
     let c = client(&sim);
-    assert_eq!(c.sync(&app("sandbox-42", "sandbox"), &sync_request("sandbox-42", "sandbox")).await.unwrap_err(), ArgoError::AppDeleting);
+    assert_eq!(
+        c.sync(medic_core::ports::Permit::for_tests(), &app("sandbox-42", "sandbox"), &sync_request("sandbox-42", "sandbox"))
+            .await
+            .unwrap_err(),
+        ArgoError::AppDeleting
+    );
 }
 
 #[tokio::test]
@@ -148,7 +155,7 @@ async fn throttling_and_outages_are_retried_with_backoff_and_retry_after_is_hono
     });
     sim.inject(Fault { path_contains: Some("/checkout".into()), method: None, kind: FaultKind::Drop, times: 1 });
     let started = Instant::now();
-    let got = c.get_app(&app("checkout", "payments"), None).await.expect("succeeds after three failures");
+    let got = c.get_app(&app("checkout", "payments")).await.expect("succeeds after three failures");
     assert_eq!(got.metadata.name, "checkout");
     assert!(started.elapsed() >= Duration::from_secs(1), "waited out Retry-After: {:?}", started.elapsed());
     let statuses: Vec<u16> = sim.requests().iter().filter(|r| r.path.ends_with("/checkout")).map(|r| r.status).collect();
@@ -158,13 +165,13 @@ async fn throttling_and_outages_are_retried_with_backoff_and_retry_after_is_hono
 
     // A Retry-After beyond what the caller may wait is not slept through in-process.
     sim.inject(Fault { path_contains: None, method: None, kind: FaultKind::Status { code: 429, retry_after_secs: Some(120) }, times: 1 });
-    let err = c.get_app(&app("checkout", "payments"), None).await.unwrap_err();
+    let err = c.get_app(&app("checkout", "payments")).await.unwrap_err();
     assert_eq!(err, ArgoError::RateLimited { retry_after: Some(Duration::from_secs(120)) });
 
     // An outage that outlasts the retries surfaces as Transient, never as success or silence.
     sim.inject(Fault { path_contains: None, method: None, kind: FaultKind::Status { code: 503, retry_after_secs: None }, times: 100 });
     let before = sim.requests().len();
-    assert!(matches!(c.get_app(&app("checkout", "payments"), None).await, Err(ArgoError::Transient(m)) if m.contains("503")));
+    assert!(matches!(c.get_app(&app("checkout", "payments")).await, Err(ArgoError::Transient(m)) if m.contains("503")));
     assert_eq!(sim.requests().len() - before, 4, "max_attempts bounds the retries");
 }
 
@@ -174,7 +181,7 @@ async fn slow_answers_time_out_and_are_retried() {
     let c = client(&sim);
     sim.inject(Fault { path_contains: Some("/checkout".into()), method: None, kind: FaultKind::Latency(Duration::from_secs(3)), times: 1 });
     let started = Instant::now();
-    assert!(c.get_app(&app("checkout", "payments"), None).await.is_ok());
+    assert!(c.get_app(&app("checkout", "payments")).await.is_ok());
     let elapsed = started.elapsed();
     // At least the 2 s request timeout, but less than the 3 s the slow answer takes: the client
     // gave up on the slow attempt and retried rather than waiting it out.
@@ -193,14 +200,14 @@ async fn the_breaker_stops_calling_a_failing_argo_cd_then_ramps_back() {
     .unwrap();
     sim.inject(Fault { path_contains: None, method: None, kind: FaultKind::Status { code: 502, retry_after_secs: None }, times: 3 });
     for _ in 0..3 {
-        assert!(matches!(c.get_app(&app("checkout", "payments"), None).await, Err(ArgoError::Transient(_))));
+        assert!(matches!(c.get_app(&app("checkout", "payments")).await, Err(ArgoError::Transient(_))));
     }
     let before = sim.requests().len();
-    assert!(matches!(c.get_app(&app("checkout", "payments"), None).await, Err(ArgoError::CircuitOpen { .. })));
+    assert!(matches!(c.get_app(&app("checkout", "payments")).await, Err(ArgoError::CircuitOpen { .. })));
     assert_eq!(sim.requests().len(), before, "an open breaker makes no call");
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert!(c.get_app(&app("checkout", "payments"), None).await.is_ok(), "a probe passes after the open period");
-    assert!(c.get_app(&app("checkout", "payments"), None).await.is_ok());
+    assert!(c.get_app(&app("checkout", "payments")).await.is_ok(), "a probe passes after the open period");
+    assert!(c.get_app(&app("checkout", "payments")).await.is_ok());
     assert_eq!(c.breaker().state(), medic_adapters::breaker::BreakerState::Closed);
 }
 
@@ -229,12 +236,15 @@ async fn a_sync_carries_its_key_and_a_crash_before_recording_never_syncs_twice()
         .expect("the sync carries its idempotency key in infos");
     tokio::time::sleep(Duration::from_millis(400)).await; // the operation runs and fails again
 
-    // Rerun with the same (crashed) store: the claim it left is taken over, and the history
-    // shows the sync, so the policy moves on instead of syncing again.
+    // Rerun with the same (crashed) store: the unfinished claim it left is resumed, and Argo
+    // CD's operation.info holds its key, so it is completed without a second sync; the next
+    // look, with the sync on record, moves on to a person.
     let survivor = Parts::new(std::sync::Arc::clone(&inner), test_policy());
     let again = survivor.step(&c, false, Duration::ZERO).run(&target, &Trigger::manual(), None).await.unwrap();
-    assert_eq!(again.action, Some(Action::Escalate), "{}", again.detail);
-    assert_eq!(again.result, StepResult::Escalated);
+    assert_eq!((again.action, again.result), (Some(Action::Sync), StepResult::AlreadyDone), "{}", again.detail);
+    assert_eq!(again.idempotency_key.as_ref().map(|k| k.to_string()), Some(key.clone()));
+    let then = survivor.step(&c, false, Duration::ZERO).run(&target, &Trigger::manual(), None).await.unwrap();
+    assert_eq!((then.action, then.result), (Some(Action::Escalate), StepResult::Escalated), "{}", then.detail);
     // Rerun with the state lost entirely: the policy would sync, but Argo CD's operation.info
     // already holds the key, so the step records it as done and does not call sync.
     let fresh = Parts::new(MemoryIncidentStore::default(), test_policy());
@@ -335,8 +345,8 @@ async fn a_sync_refused_because_another_operation_runs_is_a_wait_not_a_failure()
     let step = parts.step(&c, false, Duration::from_secs(600));
     // A person starts a sync between our read and our sync: Argo CD answers 400 "another
     // operation is already in progress".
-    let observed = c.get_app(&app("payouts", "payments"), None).await.unwrap();
-    c.sync(&app("payouts", "payments"), &sync_request("payouts", "payments")).await.unwrap();
+    let observed = c.get_app(&app("payouts", "payments")).await.unwrap();
+    c.sync(medic_core::ports::Permit::for_tests(), &app("payouts", "payments"), &sync_request("payouts", "payments")).await.unwrap();
     sim.set_outcomes("payouts", Outcomes { sync: SyncOutcome::Hang, ..Default::default() });
     let r = step.run(&app("payouts", "payments"), &Trigger::sweep(), Some(observed)).await.unwrap();
     assert_eq!((r.action, r.result), (Some(Action::Sync), StepResult::Waiting), "{}", r.detail);
@@ -370,7 +380,9 @@ async fn a_refresh_whose_answer_is_lost_is_not_requested_again_one_token_one_req
     let sim = sim_with_samples(SimConfig::default()).await;
     let c = client(&sim);
     let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
-    // fraud-scoring's first rung is a hard refresh; Argo CD does it, the answer is a 504.
+    // fraud-scoring's first rung is a hard refresh; Argo CD does it, the answer is a 504. The
+    // refresh reconciles the app without healing it, so the retry below still finds it in trouble.
+    sim.set_outcomes("fraud-scoring", Outcomes { hard_refresh: RefreshOutcome::Noop, ..Default::default() });
     sim.inject(Fault {
         path_contains: Some("refresh=hard".into()),
         method: Some("GET".into()),
@@ -381,4 +393,146 @@ async fn a_refresh_whose_answer_is_lost_is_not_requested_again_one_token_one_req
     let hard = sim.arrivals().iter().filter(|(_, p)| p.contains("refresh=hard")).count();
     assert_eq!(hard, 1, "one hard refresh request for one budget token: {r:?}");
     assert!(matches!(r, Err(StepError::Argo(ArgoError::Transient(_)))), "the message is retried later: {r:?}");
+    // The claim is not released (the request may have gone out, and did): the retry, once the
+    // claim has expired, resumes it from Argo CD's state and asks for nothing more.
+    let retry = parts.step(&c, false, Duration::ZERO).run(&app("fraud-scoring", "payments"), &Trigger::sweep(), None).await.unwrap();
+    assert_eq!((retry.action, retry.result), (Some(Action::HardRefresh), StepResult::Refreshed), "{}", retry.detail);
+    let hard = sim.arrivals().iter().filter(|(_, p)| p.contains("refresh=hard")).count();
+    assert_eq!(hard, 1, "the retry did not request a second hard refresh");
+}
+
+/// The key Argo CD records on the app's operation (pending or last), if any.
+fn recorded_key(sim: &ArgoSim, name: &str) -> Option<String> {
+    let app = sim.app("argocd", name)?;
+    let infos = app["operation"]["info"].as_array().or_else(|| app["status"]["operationState"]["operation"]["info"].as_array())?.clone();
+    infos.iter().find(|i| i["name"] == IDEMPOTENCY_INFO_NAME).and_then(|i| i["value"].as_str()).map(str::to_owned)
+}
+
+/// A run killed between its claim and its call: the step's future is dropped at the call.
+async fn killed_at<A: ArgoApi, S: IncidentStore>(
+    parts: &Parts<S>,
+    argo: &A,
+    at: DiesAt,
+    target: &medic_core::event::AppRef,
+    trigger: Trigger,
+) {
+    let dying = Dying(argo, at);
+    let step = parts.step(&dying, false, Duration::ZERO);
+    let run = tokio::time::timeout(Duration::from_secs(2), step.run(target, &trigger, None)).await;
+    assert!(run.is_err(), "the run died at its {at:?} call: {run:?}");
+}
+
+/// Issue 21: a claim interrupted by a crash was counted as taken (`History::has_taken` read an
+/// unfinished `Requested` claim as done), so the redelivery escalated "the remediation ladder is
+/// used up after sync" for a sync that never went out. Fails on 0a3f9d5.
+#[tokio::test]
+async fn a_sync_claim_left_by_a_run_killed_before_its_call_is_resumed_and_sent_once_under_its_key() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
+    let target = app("observability", "platform");
+    killed_at(&parts, &c, DiesAt::Sync, &target, Trigger::manual()).await;
+    assert_eq!(sim.counts().sync, 0, "the killed run never reached Argo CD");
+    let claimed = parts.store.history(&medic_core::AppId::new("argocd", "observability")).await.unwrap().attempts;
+    assert_eq!(claimed.iter().map(|a| (a.rung, a.outcome)).collect::<Vec<_>>(), vec![(medic_core::Rung::Sync, Outcome::Requested)]);
+
+    // The redelivery, once the claim has expired.
+    let again = parts.step(&c, false, Duration::ZERO).run(&target, &Trigger::manual(), None).await.unwrap();
+    assert_eq!((again.action, again.result), (Some(Action::Sync), StepResult::Synced), "{}", again.detail);
+    assert_eq!(sim.counts().sync, 1, "the sync reached Argo CD exactly once");
+    assert_eq!(recorded_key(&sim, "observability"), claimed[0].idempotency_key.as_ref().map(|k| k.to_string()), "under the claim's key");
+    assert!(parts.escalator.escalations().is_empty(), "no \"ladder used up\" escalation");
+    assert_spec_conformance(&sim);
+}
+
+/// The same for a hard refresh: resumed, requested once, not skipped to the next rung.
+#[tokio::test]
+async fn a_hard_refresh_claim_left_by_a_run_killed_before_its_call_is_resumed_and_requested_once() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
+    let target = app("fraud-scoring", "payments");
+    killed_at(&parts, &c, DiesAt::HardRefresh, &target, Trigger::sweep()).await;
+    assert_eq!(sim.counts().hard_refresh, 0);
+    let again = parts.step(&c, false, Duration::ZERO).run(&target, &Trigger::sweep(), None).await.unwrap();
+    assert_eq!((again.action, again.result), (Some(Action::HardRefresh), StepResult::Refreshed), "{}", again.detail);
+    assert_eq!(sim.counts().hard_refresh, 1);
+    assert!(parts.escalator.escalations().is_empty());
+}
+
+/// A resumed sync whose key Argo CD no longer shows, while an operation started after the claim
+/// (a person's sync, auto-sync): whether ours ran is unknown, so it is never sent again; the claim
+/// completes as unknown and a person is told why.
+#[tokio::test]
+async fn a_resumed_sync_whose_key_is_gone_after_another_operation_is_not_sent_again_and_is_escalated() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
+    let target = app("observability", "platform");
+    killed_at(&parts, &c, DiesAt::Sync, &target, Trigger::manual()).await;
+    // The person's sync fails as the app's did, so the app stays in the same trouble.
+    sim.set_outcomes("observability", Outcomes { sync: SyncOutcome::Fail { message: "one or more synchronization tasks are not valid: no matches for kind \"ServiceMonitor\" in version \"monitoring.coreos.com/v1\"".into() }, ..Default::default() });
+    tokio::time::sleep(Duration::from_millis(1100)).await; // Argo CD's times have whole seconds
+    c.sync(medic_core::ports::Permit::for_tests(), &target, &sync_request("observability", "platform"))
+        .await
+        .expect("a person syncs by hand");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let again = parts.step(&c, false, Duration::ZERO).run(&target, &Trigger::manual(), None).await.unwrap();
+    assert_eq!((again.action, again.result), (Some(Action::Escalate), StepResult::Escalated), "{}", again.detail);
+    assert!(again.detail.contains("may or may not have gone out"), "{}", again.detail);
+    assert_eq!(sim.counts().sync, 1, "only the person's sync");
+    let history = parts.store.history(&medic_core::AppId::new("argocd", "observability")).await.unwrap();
+    assert!(history.attempts.iter().any(|a| a.rung == medic_core::Rung::Sync && a.outcome == Outcome::Unknown), "{history:?}");
+    assert_eq!(parts.escalator.escalations().len(), 1);
+}
+
+/// L4 (reliability review of 0a3f9d5): after a sync whose answer was lost and whose re-read
+/// failed too, the claim was released; when another operation then replaced ours in Argo CD (a
+/// person's sync, auto-sync), the retry found no key and synced again. The claim now stays
+/// unfinished and the retry resumes it: the key is gone but an operation started since, so the
+/// outcome is unknown and a person is told. Fails on 0a3f9d5 (a second sync).
+#[tokio::test]
+async fn a_sync_whose_answer_and_re_read_were_lost_is_not_sent_again_after_another_operation() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let c = client(&sim);
+    let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
+    let target = app("payouts", "payments");
+    // Every sync fails again as the sample's did (a transient apply error), so the app stays in
+    // the trouble a sync is the ladder's answer to.
+    let fails = SyncOutcome::Fail {
+        message: "one or more objects failed to apply, reason: Put \"https://10.0.0.1:443/apis/apps/v1/namespaces/payouts/deployments/payouts?fieldManager=argocd-controller\": net/http: TLS handshake timeout".into(),
+    };
+    sim.set_outcomes("payouts", Outcomes { sync: fails, ..Default::default() });
+    let read = c.get_app(&target).await.unwrap();
+    // Argo CD starts the sync and the answer is lost; the re-read that looks for its key fails.
+    sim.inject(Fault {
+        path_contains: Some("/payouts/sync".into()),
+        method: Some("POST".into()),
+        kind: FaultKind::AppliedThenStatus { code: 504 },
+        times: 1,
+    });
+    sim.inject(Fault {
+        path_contains: Some("/applications/payouts".into()),
+        method: Some("GET".into()),
+        kind: FaultKind::Status { code: 503, retry_after_secs: None },
+        times: 4,
+    });
+    let first = parts.step(&c, false, Duration::ZERO).run(&target, &Trigger::sweep(), Some(read)).await;
+    assert!(matches!(first, Err(StepError::Argo(ArgoError::Transient(_)))), "{first:?}");
+    let ours = |sim: &ArgoSim| {
+        sim.requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/sync") && r.body.as_ref().is_some_and(|b| b.to_string().contains(IDEMPOTENCY_INFO_NAME)))
+            .count()
+    };
+    assert_eq!(ours(&sim), 1);
+    tokio::time::sleep(Duration::from_millis(1100)).await; // our operation ends; times have whole seconds
+    c.sync(Permit::for_tests(), &target, &sync_request("payouts", "payments")).await.expect("a person syncs by hand");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(recorded_key(&sim, "payouts"), None, "the person's operation replaced ours");
+
+    let retry = parts.step(&c, false, Duration::ZERO).run(&target, &Trigger::sweep(), None).await.unwrap();
+    assert_eq!(ours(&sim), 1, "no second sync of ours: {}", retry.detail);
+    assert_eq!((retry.action, retry.result), (Some(Action::Escalate), StepResult::Escalated), "{}", retry.detail);
+    assert!(retry.detail.contains("may or may not have gone out"), "{}", retry.detail);
 }

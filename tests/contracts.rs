@@ -361,13 +361,23 @@ async fn escalator_contract<E: medic_core::ports::Escalator>(escalator: &E, labe
     use crate::support::slack::{escalation_of, sample_app};
     let app = sample_app("hook-failed.json");
     let d = escalation_of(&app);
-    escalator.escalate(&app, &d).await.unwrap_or_else(|e| panic!("{label}: {e}"));
-    escalator.alert("contract: a problem of the service itself").await.unwrap_or_else(|e| panic!("{label}: {e}"));
+    escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &d).await.unwrap_or_else(|e| panic!("{label}: {e}"));
     escalator
-        .resolve(&AppId::new("argocd", "never-escalated"), &Decision::gone(&AppId::new("argocd", "never-escalated"), Utc::now()))
+        .alert(medic_core::ports::Permit::for_tests(), "contract: a problem of the service itself")
+        .await
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+    escalator
+        .resolve(
+            medic_core::ports::Permit::for_tests(),
+            &AppId::new("argocd", "never-escalated"),
+            &Decision::gone(&AppId::new("argocd", "never-escalated"), Utc::now()),
+        )
         .await
         .unwrap();
-    escalator.resolve(&app.id(), &Decision::gone(&app.id(), Utc::now())).await.unwrap_or_else(|e| panic!("{label}: {e}"));
+    escalator
+        .resolve(medic_core::ports::Permit::for_tests(), &app.id(), &Decision::gone(&app.id(), Utc::now()))
+        .await
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
     assert_eq!(escalator.human_action("amact-00000000000000000000").await.unwrap(), None, "{label}: an id never handed out");
 }
 

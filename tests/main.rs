@@ -1,3 +1,4 @@
+mod actuator;
 mod argo;
 mod contracts;
 mod dashboard;

@@ -36,7 +36,11 @@ async fn stack() -> Stack {
 }
 
 impl AwsStack {
-    fn sweeper(&self, sim: &ArgoSim) -> Sweeper<HttpArgoClient, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, SystemClock> {
+    fn sweeper(
+        &self,
+        sim: &ArgoSim,
+    ) -> Sweeper<HttpArgoClient, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, medic_adapters::budget::LocalBudget, SystemClock>
+    {
         Sweeper {
             config: SweeperConfig::default(),
             argo: client(sim),
@@ -44,8 +48,10 @@ impl AwsStack {
             dedupe: self.store(),
             queue: self.queue(),
             escalator: LogEscalator::default(),
+            budget: crate::support::generous_budget(),
             clock: SystemClock,
             metrics: Metrics::quiet("test"),
+            switch: medic_core::switch::FixedSwitch::default(),
         }
     }
 

@@ -49,20 +49,20 @@ async fn a_rotated_argo_cd_token_is_read_again_after_a_401_and_the_call_succeeds
     let env = LambdaEnv::from_lookup(lookup).await.unwrap();
     let client = env.argo_client().await.unwrap();
     let accounts = app("accounts", "payments");
-    client.get_app(&accounts, None).await.expect("the first token works");
+    client.get_app(&accounts).await.expect("the first token works");
 
     // The account's token is rotated: Argo CD accepts only the new one, and the secret holds it.
     argo.set_tokens(vec![grant("rotated.argo-cd.token")]);
     secrets.put_secret_value().secret_id(&arn).secret_string("rotated.argo-cd.token\n").send().await.unwrap();
     argo.clear_requests();
-    client.get_app(&accounts, None).await.expect("a 401, the secret read again, the call retried with the new token");
+    client.get_app(&accounts).await.expect("a 401, the secret read again, the call retried with the new token");
     assert_eq!(client.token_source().reads(), 1);
     assert_eq!(argo.requests().len(), 2, "the rejected call and its one retry");
 
     // Rotated again within the minute: the secret is not read again, the 401 stands.
     argo.set_tokens(vec![grant("rotated.again.token")]);
     secrets.put_secret_value().secret_id(&arn).secret_string("rotated.again.token").send().await.unwrap();
-    let err = client.get_app(&accounts, None).await.unwrap_err();
+    let err = client.get_app(&accounts).await.unwrap_err();
     assert!(matches!(err, ArgoError::Unauthenticated(_)), "{err:?}");
     assert_eq!(client.token_source().reads(), 1, "at most one read a minute per container");
 }
@@ -165,12 +165,12 @@ async fn secrets_sharing_one_json_secret_are_read_once_and_a_rotated_token_from_
     assert_eq!(webhook["previous"], "hook-secret-before", "a rotation document is handed on whole");
     assert!(format!("{key:?}").contains("redacted"));
     let accounts = app("accounts", "payments");
-    client.get_app(&accounts, None).await.expect("the token under `argocd` works");
+    client.get_app(&accounts).await.expect("the token under `argocd` works");
 
     // Rotated inside the shared secret: a 401, the secret read again, the token taken from its key.
     argo.set_tokens(vec![grant("rotated.shared.token")]);
     secrets.put_secret_value().secret_id(&arn).secret_string(document("rotated.shared.token")).send().await.unwrap();
-    client.get_app(&accounts, None).await.expect("the rotated token, from its key");
+    client.get_app(&accounts).await.expect("the rotated token, from its key");
     assert_eq!(client.token_source().reads(), 1);
 
     let missing = LambdaEnv::from_lookup(shared_lookup).await.unwrap();

@@ -118,10 +118,13 @@ async fn redelivery_concurrency_a_crash_after_posting_and_a_lost_answer_never_ma
     let accounts = sample_app("hook-failed.json");
     let d = escalation_of(&accounts);
     for _ in 0..3 {
-        escalator.escalate(&accounts, &d).await.unwrap();
+        escalator.escalate(medic_core::ports::Permit::for_tests(), &accounts, &d).await.unwrap();
     }
     let twin = slack_escalator(&slack, settings(&slack), store.clone());
-    let (a, b) = tokio::join!(escalator.escalate(&accounts, &d), twin.escalate(&accounts, &d));
+    let (a, b) = tokio::join!(
+        escalator.escalate(medic_core::ports::Permit::for_tests(), &accounts, &d),
+        twin.escalate(medic_core::ports::Permit::for_tests(), &accounts, &d)
+    );
     a.unwrap();
     b.unwrap();
     assert_eq!(parents(&slack).len(), 1);
@@ -132,11 +135,11 @@ async fn redelivery_concurrency_a_crash_after_posting_and_a_lost_answer_never_ma
     let storefront = sample_app("sync-failed.json");
     let d = escalation_of(&storefront);
     let dying = slack_escalator(&slack, settings(&slack), DiesAfterPosting { inner: store.clone(), armed: AtomicBool::new(true) });
-    assert!(dying.escalate(&storefront, &d).await.is_err(), "the worker died");
+    assert!(dying.escalate(medic_core::ports::Permit::for_tests(), &storefront, &d).await.is_err(), "the worker died");
     assert_eq!(parents(&slack).len(), 2, "the post itself went through");
     tokio::time::sleep(Duration::from_millis(1100)).await; // the crashed attempt's lease runs out
     let history_calls = slack.calls_of("conversations.history").len();
-    escalator.escalate(&storefront, &d).await.unwrap();
+    escalator.escalate(medic_core::ports::Permit::for_tests(), &storefront, &d).await.unwrap();
     assert_eq!(parents(&slack).len(), 2, "no second parent for the same incident");
     assert_eq!(slack.calls_of("conversations.history").len(), history_calls + 1, "the retry looked in the channel");
 
@@ -144,10 +147,10 @@ async fn redelivery_concurrency_a_crash_after_posting_and_a_lost_answer_never_ma
     let notifications = sample_app("resource-rejected.json");
     let d = escalation_of(&notifications);
     slack.inject(SlackFault { method: Some("chat.postMessage".into()), kind: SlackFaultKind::DropAfterApplying, times: 1 });
-    assert!(escalator.escalate(&notifications, &d).await.is_err());
+    assert!(escalator.escalate(medic_core::ports::Permit::for_tests(), &notifications, &d).await.is_err());
     assert_eq!(parents(&slack).len(), 3);
     // The retry waits out the lost attempt's lease, then finds the message.
-    escalator.escalate(&notifications, &d).await.unwrap();
+    escalator.escalate(medic_core::ports::Permit::for_tests(), &notifications, &d).await.unwrap();
     let ps = parents(&slack);
     assert_eq!(ps.len(), 3, "three incidents, three parents");
     let keys: std::collections::BTreeSet<_> = ps.iter().map(|p| p.payload("key").unwrap().to_owned()).collect();
@@ -197,7 +200,7 @@ async fn an_open_incident_s_slack_records_outlive_the_record_ttl_and_resolving_g
 
     let escalator = slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
     let healthy = policy().decide(&sample_app("healthy.json"), &Trigger::sweep(), &History::default(), captured_at()).unwrap();
-    escalator.resolve(&medic_core::AppId::new("argocd", "accounts"), &healthy).await.unwrap();
+    escalator.resolve(medic_core::ports::Permit::for_tests(), &medic_core::AppId::new("argocd", "accounts"), &healthy).await.unwrap();
     let month = 30 * 24 * 3600;
     let resolved = escalation_records(&stack.ddb, &stack.table).await;
     for (group, id, expires) in resolved.iter().filter(|(group, _, _)| group != "action") {
@@ -228,7 +231,11 @@ async fn an_outage_of_300_apps_makes_one_parent_with_one_reply_per_app() {
         .collect();
     let started = Instant::now();
     // Eight workers escalating at once, as the queue delivers them.
-    let results: Vec<_> = futures::stream::iter(apps.iter().map(|(app, d)| escalator.escalate(app, d))).buffer_unordered(8).collect().await;
+    let results: Vec<_> =
+        futures::stream::iter(apps.iter().map(|(app, d)| escalator.escalate(medic_core::ports::Permit::for_tests(), app, d)))
+            .buffer_unordered(8)
+            .collect()
+            .await;
     for r in &results {
         r.as_ref().unwrap();
     }
@@ -250,12 +257,15 @@ async fn an_outage_of_300_apps_makes_one_parent_with_one_reply_per_app() {
         assert!(escalation::violations(&m.text, m.blocks.as_array().unwrap()).is_empty());
     }
     // Retried after the fact: still one parent, no new reply.
-    escalator.escalate(&apps[0].0, &apps[0].1).await.unwrap();
-    escalator.escalate(&apps[299].0, &apps[299].1).await.unwrap();
+    escalator.escalate(medic_core::ports::Permit::for_tests(), &apps[0].0, &apps[0].1).await.unwrap();
+    escalator.escalate(medic_core::ports::Permit::for_tests(), &apps[299].0, &apps[299].1).await.unwrap();
     assert_eq!((parents(&slack).len(), slack.replies(CH, &fleet.ts).len()), (1, 300));
     // One app recovers: its reply says so, the parent counts it.
     let healthy = policy().decide(&sample_app("healthy.json"), &Trigger::sweep(), &History::default(), captured_at()).unwrap();
-    escalator.resolve(&medic_core::AppId::new("argocd", "payments-worker-007"), &healthy).await.unwrap();
+    escalator
+        .resolve(medic_core::ports::Permit::for_tests(), &medic_core::AppId::new("argocd", "payments-worker-007"), &healthy)
+        .await
+        .unwrap();
     assert!(text_of(&slack.message(CH, &fleet.ts).unwrap()).contains("1 recovered"));
     let member = replies.iter().find(|r| text_of(r).contains("payments-worker-007")).unwrap();
     assert!(text_of(&slack.message(CH, &member.ts).unwrap()).contains("Resolved"));
@@ -277,7 +287,7 @@ async fn the_longest_evidence_stays_within_every_block_kit_limit_and_slack_accep
     let app: Application = serde_json::from_value(app).unwrap();
     let d = escalation_of(&app);
     assert!(d.evidence.iter().map(|e| e.value.len()).sum::<usize>() > 10_000, "the evidence is far beyond one message");
-    escalator.escalate(&app, &d).await.unwrap();
+    escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &d).await.unwrap();
     let parent = &parents(&slack)[0];
     let blocks = parent.blocks.as_array().unwrap();
     assert!(escalation::violations(&parent.text, blocks).is_empty(), "{:?}", escalation::violations(&parent.text, blocks));
@@ -406,6 +416,42 @@ async fn a_signed_click_enqueues_one_action_and_the_worker_performs_it_once_even
     assert_eq!(stack.depth().await, 1, "only the worker's recheck after the sync is queued");
 }
 
+/// M5 (reliability review of 0a3f9d5): a person's Hard refresh (or Terminate) was performed again
+/// when its report in the thread failed: the redelivery ran `perform` once more. The actuator now
+/// remembers the performed action by its key before the reply, and the redelivery only reports.
+/// Fails on 0a3f9d5 (two hard refreshes).
+#[tokio::test]
+async fn a_clicked_hard_refresh_whose_reply_fails_is_reported_on_redelivery_not_performed_again() {
+    let stack = stack().await;
+    let worker = stack.worker();
+    let parent = stack.escalated(&worker, "storefront").await;
+    let hard = button(&parent, "Hard refresh");
+    assert_eq!(stack.actions().handle(click(&hard, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
+    let messages = stack.receive().await;
+    assert_eq!(messages.len(), 1, "the click's work item");
+    let mut record = crate::support::sqs_record(&messages[0]);
+    let before = stack.argo.counts().hard_refresh;
+    // Slack's edge fails every post: the reply cannot be told, the message is retried.
+    stack.slack.inject(medic_sim::SlackFault {
+        method: Some("chat.postMessage".into()),
+        kind: medic_sim::SlackFaultKind::Status(500),
+        times: 1000,
+    });
+    assert!(worker.handle_message(&record).await.is_err(), "the report failed: retried");
+    assert_eq!(stack.argo.counts().hard_refresh, before + 1, "performed once");
+    assert!(stack.slack.replies(CH, &parent.ts).is_empty());
+
+    // Slack is back; SQS redelivers the click.
+    stack.slack.clear_faults();
+    record.attributes.insert("ApproximateReceiveCount".into(), "2".into());
+    let again = worker.handle_message(&record).await;
+    assert!(matches!(again, Ok(Handled::RequestedDone)), "{again:?}");
+    assert_eq!(stack.argo.counts().hard_refresh, before + 1, "not performed again on redelivery");
+    let replies = stack.slack.replies(CH, &parent.ts);
+    assert_eq!(replies.len(), 1, "the thread is answered once");
+    assert!(text_of(&replies[0]).contains("already performed"), "{}", text_of(&replies[0]));
+}
+
 #[tokio::test]
 async fn switched_off_the_worker_posts_no_escalation_and_neither_acts_on_nor_answers_a_click() {
     use medic_core::remediate::StepResult;
@@ -464,7 +510,7 @@ async fn forged_stale_replayed_unknown_and_unlisted_clicks_are_rejected_and_enqu
     let stack = stack().await;
     let escalator = slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
     let app = sample_app("hook-failed.json");
-    escalator.escalate(&app, &escalation_of(&app)).await.unwrap();
+    escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &escalation_of(&app)).await.unwrap();
     let ack = button(&parents(&stack.slack)[0], "Acknowledge");
     let actions = stack.actions();
     let now = Utc::now().timestamp();
@@ -517,7 +563,7 @@ async fn a_429_is_honoured_and_posts_to_a_channel_are_paced_about_one_per_second
     });
     let app = sample_app("hook-failed.json");
     let started = Instant::now();
-    escalator.escalate(&app, &escalation_of(&app)).await.unwrap();
+    escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &escalation_of(&app)).await.unwrap();
     assert!(started.elapsed() >= Duration::from_secs(2), "slept Retry-After twice: {:?}", started.elapsed());
     let statuses: Vec<u16> = slack.calls_of("chat.postMessage").iter().map(|c| c.http_status).collect();
     assert_eq!(statuses, vec![429, 429, 200]);
@@ -538,16 +584,16 @@ async fn a_429_is_honoured_and_posts_to_a_channel_are_paced_about_one_per_second
     let other = sample_app("sync-failed.json");
     let d = escalation_of(&other);
     let started = Instant::now();
-    let err = escalator.escalate(&other, &d).await.unwrap_err();
+    let err = escalator.escalate(medic_core::ports::Permit::for_tests(), &other, &d).await.unwrap_err();
     assert!(err.0.contains("rate limited, retry after 3s"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(2), "failed at once instead of sleeping 3 s");
     let posts = slack.calls_of("chat.postMessage").len();
-    let err = escalator.escalate(&other, &d).await.unwrap_err();
+    let err = escalator.escalate(medic_core::ports::Permit::for_tests(), &other, &d).await.unwrap_err();
     assert!(err.0.contains("rate limited"), "{err}");
     assert_eq!(slack.calls_of("chat.postMessage").len(), posts, "not called while Retry-After runs");
     assert_eq!(parents(&slack).len(), 1);
     tokio::time::sleep(Duration::from_millis(3100)).await;
-    escalator.escalate(&other, &d).await.unwrap();
+    escalator.escalate(medic_core::ports::Permit::for_tests(), &other, &d).await.unwrap();
     assert_eq!(parents(&slack).len(), 2);
     assert_eq!(slack.calls_of("chat.postMessage").len(), posts + 1);
 
@@ -565,7 +611,7 @@ async fn a_429_is_honoured_and_posts_to_a_channel_are_paced_about_one_per_second
     let paced = slack_escalator(&strict, paced, escalation_store().await);
     let started = Instant::now();
     for i in 0..3 {
-        paced.alert(&format!("alert {i}")).await.unwrap();
+        paced.alert(medic_core::ports::Permit::for_tests(), &format!("alert {i}")).await.unwrap();
     }
     assert!(started.elapsed() >= Duration::from_millis(1900), "{:?}", started.elapsed());
     assert!(strict.calls().iter().all(|c| c.http_status == 200), "no 429: {:?}", strict.calls());
@@ -592,11 +638,11 @@ async fn a_snooze_from_slack_mutes_new_incidents_of_the_app_until_it_ends() {
     app.status.sync.as_mut().unwrap().revision = "0000000000000000000000000000000000000001".into();
     let d = escalation_of(&app);
     assert_ne!(d.incident, escalation_of(&sample_app("hook-failed.json")).incident);
-    worker.escalator.escalate(&app, &d).await.unwrap();
+    worker.escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &d).await.unwrap();
     assert_eq!(parents(&stack.slack).len(), 1, "snoozed: no new parent");
     // Another app is not affected.
     let other = sample_app("sync-failed.json");
-    worker.escalator.escalate(&other, &escalation_of(&other)).await.unwrap();
+    worker.escalator.escalate(medic_core::ports::Permit::for_tests(), &other, &escalation_of(&other)).await.unwrap();
     assert_eq!(parents(&stack.slack).len(), 2);
 
     // Four hours later the snooze has ended: the app's next new incident is posted.
@@ -605,7 +651,7 @@ async fn a_snooze_from_slack_mutes_new_incidents_of_the_app_until_it_ends() {
     later.status.sync.as_mut().unwrap().revision = "0000000000000000000000000000000000000002".into();
     let d_later = escalation_of(&later);
     assert_ne!(d_later.incident, d.incident);
-    worker.escalator.escalate(&later, &d_later).await.unwrap();
+    worker.escalator.escalate(medic_core::ports::Permit::for_tests(), &later, &d_later).await.unwrap();
     assert_eq!(parents(&stack.slack).len(), 3, "the snooze ended");
 }
 
@@ -697,8 +743,8 @@ async fn past_the_reply_limit_fleet_apps_are_counted_in_the_parent_without_a_rep
         let mut app = template.clone();
         app.metadata.name = format!("payments-worker-{i:02}");
         let d = escalation_of(&app);
-        escalator.escalate(&app, &d).await.unwrap();
-        escalator.escalate(&app, &d).await.unwrap(); // a redelivery counts nothing twice
+        escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &d).await.unwrap();
+        escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &d).await.unwrap(); // a redelivery counts nothing twice
     }
     let ps = parents(&slack);
     assert_eq!(ps.len(), 1);
@@ -729,8 +775,10 @@ async fn an_outage_parent_is_updated_in_place_and_its_buttons_need_every_project
         dedupe: stack.store(),
         queue: stack.queue(),
         escalator: slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
+        budget: crate::support::generous_budget(),
         clock: medic_adapters::memory::SystemClock,
         metrics: medic_adapters::telemetry::Metrics::quiet("test"),
+        switch: medic_core::switch::FixedSwitch::default(),
     };
     let first = sweeper.run().await.unwrap();
     assert_eq!((first.outages, first.probed, first.healed, first.released), (1, 3, 0, 0), "{first:?}");
@@ -786,7 +834,9 @@ async fn an_outage_parent_is_updated_in_place_and_its_buttons_need_every_project
     let argo = crate::support::client(&sim);
     for i in 0..20 {
         let app = medic_core::event::AppRef { name: format!("app-{:05}", i + 1), namespace: "argocd".into(), project: None };
-        medic_core::ports::ArgoApi::get_app(&argo, &app, Some(medic_core::ports::RefreshKind::Normal)).await.unwrap();
+        medic_core::ports::ArgoApi::refresh(&argo, medic_core::ports::Permit::for_tests(), &app, medic_core::ports::RefreshKind::Normal)
+            .await
+            .unwrap();
     }
     let over = sweeper.run().await.unwrap();
     assert_eq!(over.outages, 0, "{over:?}");

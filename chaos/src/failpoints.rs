@@ -19,7 +19,8 @@ use medic_core::event::AppRef;
 use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
 use medic_core::keys::IdempotencyKey;
 use medic_core::ports::{
-    ArgoApi, ArgoError, Begun, Claim, DedupeStore, EscalationStore, IncidentStore, ListQuery, RefreshKind, Seen, StoreError, Versioned,
+    ArgoApi, ArgoError, Begun, Claim, DedupeStore, EscalationStore, IncidentStore, ListQuery, Permit, RefreshKind, Seen, StoreError,
+    Versioned,
 };
 
 /// The boundaries, in the order a message meets them.
@@ -127,25 +128,26 @@ impl<T: IncidentStore> IncidentStore for Failpoint<T> {
 }
 
 impl<T: ArgoApi> ArgoApi for Failpoint<T> {
-    async fn get_app(&self, app: &AppRef, refresh: Option<RefreshKind>) -> Result<Application, ArgoError> {
-        if refresh.is_some() {
-            if let Some(key) = refresh_claims(|c| c.get(app.id().as_str()).cloned()) {
-                eprintln!("CHAOS-REFRESH-SENT {key}");
-            }
-        }
-        self.0.get_app(app, refresh).await
+    async fn get_app(&self, app: &AppRef) -> Result<Application, ArgoError> {
+        self.0.get_app(app).await
     }
     async fn list_apps(&self, query: &ListQuery) -> Result<Vec<Application>, ArgoError> {
         self.0.list_apps(query).await
     }
-    async fn sync(&self, app: &AppRef, request: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
+    async fn refresh(&self, permit: &Permit, app: &AppRef, kind: RefreshKind) -> Result<Application, ArgoError> {
+        if let Some(key) = refresh_claims(|c| c.get(app.id().as_str()).cloned()) {
+            eprintln!("CHAOS-REFRESH-SENT {key}");
+        }
+        self.0.refresh(permit, app, kind).await
+    }
+    async fn sync(&self, permit: &Permit, app: &AppRef, request: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
         // The POST reached Argo CD (whatever it answered); the worker dies before reading it.
-        let answer = self.0.sync(app, request).await;
+        let answer = self.0.sync(permit, app, request).await;
         reached("sync-in-flight").await;
         answer
     }
-    async fn terminate_operation(&self, app: &AppRef) -> Result<(), ArgoError> {
-        self.0.terminate_operation(app).await
+    async fn terminate_operation(&self, permit: &Permit, app: &AppRef) -> Result<(), ArgoError> {
+        self.0.terminate_operation(permit, app).await
     }
 }
 

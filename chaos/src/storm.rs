@@ -74,8 +74,15 @@ const OUTAGE_REPO: &str = "https://git.outage.example.com/platform/deployments.g
 
 pub(crate) const SECRET: &str = "storm-webhook-secret-not-for-production";
 
-type StormSweeper =
-    medic_sweeper::Sweeper<HttpArgoClient, Arc<MemoryIncidentStore>, Arc<MemoryDedupe>, Arc<MemoryQueue>, LogEscalator, SystemClock>;
+type StormSweeper = medic_sweeper::Sweeper<
+    HttpArgoClient,
+    Arc<MemoryIncidentStore>,
+    Arc<MemoryDedupe>,
+    Arc<MemoryQueue>,
+    LogEscalator,
+    StormBudget,
+    SystemClock,
+>;
 
 type StormWorker = Worker<
     HttpArgoClient,
@@ -210,9 +217,10 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     let listed = medic_core::ports::ArgoApi::list_apps(&cron, &medic_core::ports::ListQuery::default()).await?;
     for app in &listed {
         let r = medic_core::event::AppRef::from(app);
-        let full = medic_core::ports::ArgoApi::get_app(&cron, &r, None).await?;
+        let full = medic_core::ports::ArgoApi::get_app(&cron, &r).await?;
         if full.health_status() == "Progressing" {
-            medic_core::ports::ArgoApi::get_app(&cron, &r, Some(medic_core::ports::RefreshKind::Normal)).await?;
+            medic_core::ports::ArgoApi::refresh(&cron, medic_core::ports::Permit::for_tests(), &r, medic_core::ports::RefreshKind::Normal)
+                .await?;
         }
     }
     let cron_secs = started.elapsed().as_secs_f64();
@@ -244,8 +252,10 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         dedupe: dedupe.clone(),
         queue: queue.clone(),
         escalator: LogEscalator::default(),
+        budget: budget(&o, &buckets),
         clock: SystemClock,
         metrics: Metrics::quiet("storm"),
+        switch: medic_core::switch::FixedSwitch::default(),
     };
 
     let outage = outage_phase(&o, &sim, &stale, &ingest, &workers, &queue, &sweeper).await?;

@@ -116,7 +116,17 @@ type LocalWorker = Worker<
     MemoryLock,
     Arc<MemoryQueue>,
     Arc<LocalEscalator>,
-    LocalBudget,
+    Arc<LocalBudget>,
+    SystemClock,
+>;
+
+type LocalSweeper = Sweeper<
+    Arc<HttpArgoClient>,
+    Arc<SqliteIncidentStore>,
+    Arc<MemoryDedupe>,
+    Arc<MemoryQueue>,
+    Arc<LocalEscalator>,
+    Arc<LocalBudget>,
     SystemClock,
 >;
 
@@ -174,6 +184,8 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
         _ => None,
     };
     let routes = Arc::new(Routes { ingest, actions, http: opts.http });
+    // One budget for the worker and the sweeper's canaries, as the stack's shared buckets.
+    let budget = Arc::new(LocalBudget::new(opts.rates));
     let worker: Arc<LocalWorker> = Arc::new(Worker {
         config: WorkerConfig { dry_run: opts.dry_run, work_item_key: work_item_key.clone(), ..WorkerConfig::default() },
         argo: Arc::clone(&argo),
@@ -182,7 +194,7 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
         lock: MemoryLock::default(),
         queue: Arc::clone(&queue),
         escalator: Arc::clone(&escalator),
-        budget: LocalBudget::new(opts.rates),
+        budget: Arc::clone(&budget),
         clock: SystemClock,
         policy: DecisionPolicy::new(opts.policy.clone()).into(),
         metrics: Metrics::quiet(&instance),
@@ -191,6 +203,8 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let sweeper = Arc::new(Sweeper {
         config: SweeperConfig {
             scope: SweepScope { projects: opts.policy.projects.clone(), selector: opts.policy.selector.clone(), ..SweepScope::default() },
+            // `--dry-run` holds the canaries' refreshes and the outage's new posts too.
+            dry_run: opts.dry_run,
             ..SweeperConfig::default()
         },
         argo: Arc::clone(&argo),
@@ -198,8 +212,10 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
         dedupe: Arc::clone(&dedupe),
         queue: Arc::clone(&queue),
         escalator: Arc::clone(&escalator),
+        budget,
         clock: SystemClock,
         metrics: Metrics::quiet(&instance),
+        switch: medic_core::switch::FixedSwitch::default(),
     });
 
     let listener = TcpListener::bind(opts.listen).await.with_context(|| format!("listening on {}", opts.listen))?;
@@ -339,15 +355,7 @@ async fn worker_loop(
     }
 }
 
-async fn sweep_loop<A, S, D, Q, E, C>(sweeper: Arc<Sweeper<A, S, D, Q, E, C>>, every: Duration, mut stopped: watch::Receiver<bool>)
-where
-    A: medic_core::ports::ArgoApi,
-    S: medic_core::ports::IncidentStore,
-    D: medic_core::ports::DedupeStore,
-    Q: WorkQueue,
-    E: medic_core::ports::Escalator,
-    C: medic_core::ports::Clock,
-{
+async fn sweep_loop(sweeper: Arc<LocalSweeper>, every: Duration, mut stopped: watch::Receiver<bool>) {
     loop {
         match sweeper.run().await {
             Ok(run) => tracing::info!(listed = run.listed, enqueued = run.enqueued, "sweep"),

@@ -7,14 +7,15 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
 use medic_core::Trigger;
+use medic_core::actions::ActionKind;
+use medic_core::actuator::{Performed, Request};
 use medic_core::alerts;
 use medic_core::event::AppRef;
 use medic_core::fleet::{FleetCause, WaveOutcome, is_down, should_pause};
-use medic_core::ladder::BudgetKind;
-use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, Escalator, IncidentStore, RefreshKind};
+use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, DedupeStore, Escalator, IncidentStore};
 use medic_core::remediate::{Remediator, StepError, StepReport, StepResult};
 use medic_core::sweep::{SweepScope, plan, wave};
-use medic_core::switch::{Mode, Switch};
+use medic_core::switch::Switch;
 use serde::Serialize;
 
 /// What to sweep and how.
@@ -78,14 +79,15 @@ pub enum SweepError {
 }
 
 /// Runs one sweep. `progress` is called once per finished app.
-pub async fn sweep<A, S, E, B, C, W>(
-    r: &Remediator<'_, A, S, E, B, C, W>,
+pub async fn sweep<A, S, D, E, B, C, W>(
+    r: &Remediator<'_, A, S, D, E, B, C, W>,
     opts: &SweepOptions,
     progress: impl Fn(usize, usize),
 ) -> Result<SweepSummary, SweepError>
 where
     A: ArgoApi,
     S: IncidentStore,
+    D: DedupeStore,
     E: Escalator,
     B: Budget,
     C: Clock,
@@ -107,14 +109,12 @@ where
         let (probed, healed) = probe(r, &listed, cause, &trigger, &mut results).await;
         let overdue = healed == 0 && cause.overdue(&opts.scope.fleet, r.clock.now());
         // One alert per cause and sweep: past its time bound, the escalation says it all.
-        if !r.dry_run {
-            let text = if overdue {
-                alerts::outage_overdue(cause, r.clock.now())
-            } else {
-                alerts::outage(cause, cause.wave_secs(opts.refresh_per_minute))
-            };
-            r.escalator.alert(&text).await.ok();
-        }
+        let (kind, text) = if overdue {
+            (ActionKind::OutageOverdue, alerts::outage_overdue(cause, r.clock.now()))
+        } else {
+            (ActionKind::OutageParent, alerts::outage(cause, cause.wave_secs(opts.refresh_per_minute)))
+        };
+        r.actuator().perform(Request::Alert { kind, text: &text, once: None }).await.ok();
         outages.push(OutageReport {
             cause: cause.scope.key(),
             apps: cause.apps.len(),
@@ -187,12 +187,13 @@ where
     Ok(SweepSummary { listed: plan.listed, candidates: total, reports, errors, outages, elapsed_ms: started.elapsed().as_millis() })
 }
 
-/// Refreshes the canaries of `cause` (each within the refresh budget, unless the switch or a dry
-/// run says act on nothing; hard, within its budget, after a normal refresh answered with a cached
-/// generation failure: [`medic_core::fleet::needs_hard_probe`]). A canary Argo CD can compare again has healed; its step then runs on
-/// the app just read (no second read), so an incident it had is closed. Returns (probed, healed).
-async fn probe<A, S, E, B, C, W>(
-    r: &Remediator<'_, A, S, E, B, C, W>,
+/// Refreshes the canaries of `cause` through the actuator (each within the refresh budget, unless
+/// the gate holds refreshes; hard, within its budget, after a normal refresh answered with a
+/// cached generation failure: [`medic_core::fleet::needs_hard_probe`]). A canary Argo CD can
+/// compare again has healed; its step then runs on the app just read (no second read), so an
+/// incident it had is closed. Returns (probed, healed).
+async fn probe<A, S, D, E, B, C, W>(
+    r: &Remediator<'_, A, S, D, E, B, C, W>,
     listed: &[medic_core::Application],
     cause: &FleetCause,
     trigger: &Trigger,
@@ -201,46 +202,57 @@ async fn probe<A, S, E, B, C, W>(
 where
     A: ArgoApi,
     S: IncidentStore,
+    D: DedupeStore,
     E: Escalator,
     B: Budget,
     C: Clock,
     W: Switch,
 {
-    if r.dry_run || r.switch.mode().await != Mode::Act {
-        return (0, 0);
-    }
     let refs: Vec<AppRef> = listed.iter().filter(|a| cause.canaries().contains(&a.id())).map(AppRef::from).collect();
-    let probes = futures::future::join_all(refs.into_iter().map(|app| async move {
-        r.budget.acquire(BudgetKind::Refresh).await.ok()?;
-        let read = match r.argo.get_app(&app, Some(RefreshKind::Normal)).await {
-            Ok(read) if medic_core::fleet::needs_hard_probe(&read) => match r.budget.acquire(BudgetKind::HardRefresh).await {
-                Ok(()) => r.argo.get_app(&app, Some(RefreshKind::Hard)).await,
-                Err(_) => Ok(read),
-            },
-            other => other,
-        };
-        Some((app.clone(), read))
+    let act = r.actuator();
+    let probes = futures::future::join_all(refs.into_iter().map(|app| {
+        let act = &act;
+        async move {
+            let probed = act.perform(Request::Canary { app: &app }).await;
+            (app, probed)
+        }
     }))
     .await;
     let (mut probed, mut healed) = (0, 0);
-    for (app, read) in probes.into_iter().flatten() {
-        probed += 1;
+    for (app, read) in probes {
         match read {
-            Ok(now) if !is_down(&now) => {
-                healed += 1;
-                let step = r.run(&app, trigger, Some(now)).await;
-                results.push((app, step));
+            Ok(Performed::Refreshed(now)) => {
+                probed += 1;
+                if !is_down(&now) {
+                    healed += 1;
+                    let step = r.run(&app, trigger, Some(*now)).await;
+                    results.push((app, step));
+                }
             }
+            // Held by the gate or deferred by the budget: no probe this sweep.
             Ok(_) => {}
-            Err(e) => results.push((app, Err(StepError::Argo(e)))),
+            Err(e) => {
+                probed += 1;
+                results.push((app, Err(e)));
+            }
         }
     }
     (probed, healed)
 }
 
 /// A rejected token stops the sweep and raises exactly one alert: every further call would fail.
-async fn unauthenticated<A, S, E: Escalator, B, C, W>(r: &Remediator<'_, A, S, E, B, C, W>, e: ArgoError) -> SweepError {
-    r.escalator.alert(&alerts::unauthenticated(&e)).await.ok();
+async fn unauthenticated<A, S, D, E, B, C, W>(r: &Remediator<'_, A, S, D, E, B, C, W>, e: ArgoError) -> SweepError
+where
+    A: ArgoApi,
+    S: IncidentStore,
+    D: DedupeStore,
+    E: Escalator,
+    B: Budget,
+    C: Clock,
+    W: Switch,
+{
+    let text = alerts::unauthenticated(&e);
+    r.actuator().perform(Request::Alert { kind: ActionKind::ServiceAlert, text: &text, once: None }).await.ok();
     SweepError::Unauthenticated(e)
 }
 

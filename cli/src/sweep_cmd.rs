@@ -130,14 +130,18 @@ pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
     let budget = LocalBudget::new(cmd.rates);
     let escalator = LogEscalator::default();
     let policy = DecisionPolicy::new(policy);
+    // Markers for this process's run (alerts told once, a person's performed action).
+    let dedupe = medic_adapters::memory::MemoryDedupe::default();
     let remediator = Remediator {
         argo: &client,
         store: &store,
+        dedupe: &dedupe,
         escalator: &escalator,
         budget: &budget,
         clock: &SystemClock,
         policy: &policy,
         dry_run: cmd.target.dry_run,
+        kill_switch: false,
         switch: &medic_core::switch::FixedSwitch(medic_core::switch::Mode::Act),
         claim_timeout: Duration::from_secs(600),
     };

@@ -12,7 +12,7 @@ use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::breaker::BreakerSettings;
 use medic_adapters::budget::{BudgetRates, LocalBudget};
 use medic_adapters::config::ArgoSettings;
-use medic_adapters::memory::{LogEscalator, SystemClock};
+use medic_adapters::memory::{LogEscalator, MemoryDedupe, SystemClock};
 use medic_core::AppId;
 use medic_core::event::AppRef;
 use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
@@ -107,6 +107,7 @@ pub fn generous_budget() -> LocalBudget {
 /// The collaborators of a per-app step, owned, so a test can build `Remediator`s that borrow them.
 pub struct Parts<S> {
     pub store: S,
+    pub dedupe: MemoryDedupe,
     pub escalator: LogEscalator,
     pub budget: LocalBudget,
     pub policy: DecisionPolicy,
@@ -114,7 +115,13 @@ pub struct Parts<S> {
 
 impl<S: IncidentStore> Parts<S> {
     pub fn new(store: S, policy: PolicyConfig) -> Self {
-        Self { store, escalator: LogEscalator::default(), budget: generous_budget(), policy: DecisionPolicy::new(policy) }
+        Self {
+            store,
+            dedupe: MemoryDedupe::default(),
+            escalator: LogEscalator::default(),
+            budget: generous_budget(),
+            policy: DecisionPolicy::new(policy),
+        }
     }
 
     pub fn step<'a, A: ArgoApi>(
@@ -122,7 +129,7 @@ impl<S: IncidentStore> Parts<S> {
         argo: &'a A,
         dry_run: bool,
         claim_timeout: Duration,
-    ) -> Remediator<'a, A, S, LogEscalator, LocalBudget, SystemClock, FixedSwitch> {
+    ) -> Remediator<'a, A, S, MemoryDedupe, LogEscalator, LocalBudget, SystemClock, FixedSwitch> {
         self.step_with_clock(argo, &SystemClock, dry_run, claim_timeout)
     }
 
@@ -133,15 +140,17 @@ impl<S: IncidentStore> Parts<S> {
         clock: &'a C,
         dry_run: bool,
         claim_timeout: Duration,
-    ) -> Remediator<'a, A, S, LogEscalator, LocalBudget, C, FixedSwitch> {
+    ) -> Remediator<'a, A, S, MemoryDedupe, LogEscalator, LocalBudget, C, FixedSwitch> {
         Remediator {
             argo,
             store: &self.store,
+            dedupe: &self.dedupe,
             escalator: &self.escalator,
             budget: &self.budget,
             clock,
             policy: &self.policy,
             dry_run,
+            kill_switch: false,
             switch: &FixedSwitch(Mode::Act),
             claim_timeout,
         }
@@ -220,5 +229,51 @@ impl TestClock {
 impl medic_core::ports::Clock for TestClock {
     fn now(&self) -> chrono::DateTime<Utc> {
         *self.0.lock().unwrap()
+    }
+}
+
+/// Which mutating call a [`DiesAt`] never returns from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiesAt {
+    Sync,
+    HardRefresh,
+}
+
+/// An Argo CD client whose run dies right before one mutating call: the call never reaches Argo
+/// CD and never returns, so a test that drops the step's future (a timeout) leaves everything
+/// after it undone, as a SIGKILL of the process between its claim and its call does.
+pub struct Dying<'a, A>(pub &'a A, pub DiesAt);
+
+impl<A: ArgoApi> ArgoApi for Dying<'_, A> {
+    async fn get_app(&self, app: &AppRef) -> Result<medic_core::Application, medic_core::ports::ArgoError> {
+        self.0.get_app(app).await
+    }
+    async fn list_apps(&self, query: &medic_core::ports::ListQuery) -> Result<Vec<medic_core::Application>, medic_core::ports::ArgoError> {
+        self.0.list_apps(query).await
+    }
+    async fn refresh(
+        &self,
+        permit: &medic_core::ports::Permit,
+        app: &AppRef,
+        kind: medic_core::ports::RefreshKind,
+    ) -> Result<medic_core::Application, medic_core::ports::ArgoError> {
+        if self.1 == DiesAt::HardRefresh && kind == medic_core::ports::RefreshKind::Hard {
+            return std::future::pending().await;
+        }
+        self.0.refresh(permit, app, kind).await
+    }
+    async fn sync(
+        &self,
+        permit: &medic_core::ports::Permit,
+        app: &AppRef,
+        request: &medic_core::app::ApplicationSyncRequest,
+    ) -> Result<medic_core::Application, medic_core::ports::ArgoError> {
+        if self.1 == DiesAt::Sync {
+            return std::future::pending().await;
+        }
+        self.0.sync(permit, app, request).await
+    }
+    async fn terminate_operation(&self, permit: &medic_core::ports::Permit, app: &AppRef) -> Result<(), medic_core::ports::ArgoError> {
+        self.0.terminate_operation(permit, app).await
     }
 }

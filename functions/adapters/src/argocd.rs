@@ -12,7 +12,7 @@ use std::time::Duration;
 use backon::{ExponentialBuilder, Retryable};
 use medic_core::app::{Application, ApplicationSyncRequest};
 use medic_core::event::AppRef;
-use medic_core::ports::{ArgoApi, ArgoError, ListQuery, RefreshKind};
+use medic_core::ports::{ArgoApi, ArgoError, ListQuery, Permit, RefreshKind};
 use reqwest::{Method, StatusCode, header};
 use secrecy::ExposeSecret;
 use serde::Deserialize;
@@ -381,16 +381,17 @@ fn scope_query(app: &AppRef) -> Vec<(&'static str, String)> {
 }
 
 impl ArgoApi for HttpArgoClient {
-    async fn get_app(&self, app: &AppRef, refresh: Option<RefreshKind>) -> Result<Application, ArgoError> {
+    async fn get_app(&self, app: &AppRef) -> Result<Application, ArgoError> {
+        self.call_with(Effect::Read, Method::GET, &format!("api/v1/applications/{}", seg(&app.name)), &scope_query(app), None).await
+    }
+
+    async fn refresh(&self, _: &Permit, app: &AppRef, kind: RefreshKind) -> Result<Application, ArgoError> {
         let mut query = scope_query(app);
-        if let Some(kind) = refresh {
-            query.push(("refresh", kind.as_str().to_owned()));
-        }
+        query.push(("refresh", kind.as_str().to_owned()));
         // A refresh is an action even on GET: each request makes the controller reconcile (and a
         // hard one regenerates manifests), so it is sent again only when it cannot have arrived:
         // one budget token buys one refresh.
-        let effect = if refresh.is_some() { Effect::Acts } else { Effect::Read };
-        self.call_with(effect, Method::GET, &format!("api/v1/applications/{}", seg(&app.name)), &query, None).await
+        self.call_with(Effect::Acts, Method::GET, &format!("api/v1/applications/{}", seg(&app.name)), &query, None).await
     }
 
     async fn list_apps(&self, q: &ListQuery) -> Result<Vec<Application>, ArgoError> {
@@ -414,12 +415,12 @@ impl ArgoApi for HttpArgoClient {
         Ok(list.0)
     }
 
-    async fn sync(&self, app: &AppRef, request: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
+    async fn sync(&self, _: &Permit, app: &AppRef, request: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
         let body = serde_json::to_value(request).map_err(|e| ArgoError::Invalid(e.to_string()))?;
         self.call(Method::POST, &format!("api/v1/applications/{}/sync", seg(&app.name)), &[], Some(&body)).await
     }
 
-    async fn terminate_operation(&self, app: &AppRef) -> Result<(), ArgoError> {
+    async fn terminate_operation(&self, _: &Permit, app: &AppRef) -> Result<(), ArgoError> {
         let _: serde_json::Value =
             self.call(Method::DELETE, &format!("api/v1/applications/{}/operation", seg(&app.name)), &scope_query(app), None).await?;
         Ok(())

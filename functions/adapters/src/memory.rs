@@ -11,7 +11,7 @@ use medic_core::Application;
 use medic_core::decision::Decision;
 use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
 use medic_core::keys::IdempotencyKey;
-use medic_core::ports::{Claim, Clock, EscalationError, Escalator, IncidentStore, StoreError};
+use medic_core::ports::{Claim, Clock, EscalationError, Escalator, IncidentStore, Permit, StoreError};
 
 /// The wall clock.
 #[derive(Debug, Clone, Copy, Default)]
@@ -172,7 +172,7 @@ impl LogEscalator {
 }
 
 impl Escalator for LogEscalator {
-    async fn escalate(&self, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
+    async fn escalate(&self, _: &Permit, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
         let key = decision.idempotency_key.as_ref().map(ToString::to_string).unwrap_or_default();
         tracing::warn!(app = %app.id(), failure_mode = %decision.failure_mode, key, reason = %decision.reason, "escalation");
         if !self.forgetful {
@@ -181,7 +181,7 @@ impl Escalator for LogEscalator {
         Ok(())
     }
 
-    async fn alert(&self, summary: &str) -> Result<(), EscalationError> {
+    async fn alert(&self, _: &Permit, summary: &str) -> Result<(), EscalationError> {
         tracing::error!(summary, "service alert");
         if !self.forgetful {
             self.alerts.lock().unwrap_or_else(|e| e.into_inner()).push(summary.to_owned());
@@ -189,7 +189,7 @@ impl Escalator for LogEscalator {
         Ok(())
     }
 
-    async fn outage(&self, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
+    async fn outage(&self, _: &Permit, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
         tracing::error!(cause = %view.scope, covered = view.covered, listed = view.listed, state = ?view.state, released = view.released, eta_secs = view.eta_secs, overdue = view.overdue, "fleet outage");
         if !self.forgetful {
             self.outages.lock().unwrap_or_else(|e| e.into_inner()).push(view.clone());
@@ -198,7 +198,7 @@ impl Escalator for LogEscalator {
     }
 
     /// Remembers nothing when forgetful (the functions' log), so nothing is told as over there.
-    async fn outages_ended(&self, current: &[String]) -> Result<usize, EscalationError> {
+    async fn outages_ended(&self, _: &Permit, current: &[String]) -> Result<usize, EscalationError> {
         let mut outages = self.outages.lock().unwrap_or_else(|e| e.into_inner());
         let mut last: std::collections::BTreeMap<String, medic_core::fleet::OutageView> = Default::default();
         for view in outages.iter() {
@@ -216,7 +216,7 @@ impl Escalator for LogEscalator {
         Ok(ended.len())
     }
 
-    async fn resolve(&self, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
+    async fn resolve(&self, _: &Permit, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
         tracing::info!(app = %app, reason = %decision.reason, "resolved");
         Ok(())
     }
@@ -228,6 +228,7 @@ impl Escalator for LogEscalator {
 
     async fn record_human_action(
         &self,
+        _: &Permit,
         request: &medic_core::escalation::HumanActionRequest,
         by: &str,
         outcome: &medic_core::escalation::HumanActionOutcome,

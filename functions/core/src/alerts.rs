@@ -1,13 +1,12 @@
-//! Alerts about the service itself (not about an app): what they say, and telling each once
-//! across every container, with a marker in the dedupe store. The worker, the sweeper and
-//! `medic sweep` raise them; this is the only place that words them or decides "once".
-
-use std::time::Duration;
+//! Alerts about the service itself and about fleet outages (not about an app): what they say, and
+//! the markers that tell each once across every container. The worker, the sweeper and `medic
+//! sweep` raise them through the actuator (`Request::Alert`), which tells them; this is the only
+//! place that words them.
 
 use chrono::{DateTime, Utc};
 
 use crate::fleet::FleetCause;
-use crate::ports::{ArgoError, DedupeStore, Escalator, Seen};
+use crate::ports::ArgoError;
 
 /// A token Argo CD rejects: every further call would fail until someone replaces it.
 pub fn unauthenticated(e: &ArgoError) -> String {
@@ -59,27 +58,6 @@ pub enum WhenUnsure {
     Tell,
     /// Stay silent: a repeat is likely, since every message meeting the problem would tell.
     Skip,
-}
-
-/// Tells `text` unless the marker `key` was set within `ttl`; true when it was told. An escalator
-/// error is logged by the escalator and not retried: the next marker period tells again.
-pub async fn once<D: DedupeStore, E: Escalator>(
-    dedupe: &D,
-    escalator: &E,
-    key: &str,
-    ttl: Duration,
-    text: &str,
-    unsure: WhenUnsure,
-) -> bool {
-    let tell = match dedupe.first_sighting(key, ttl).await {
-        Ok(Seen::New) => true,
-        Ok(Seen::Duplicate) => false,
-        Err(_) => unsure == WhenUnsure::Tell,
-    };
-    if tell {
-        escalator.alert(text).await.ok();
-    }
-    tell
 }
 
 #[cfg(test)]

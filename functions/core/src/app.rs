@@ -102,6 +102,9 @@ pub const OPT_OUT_KEY: &str = "argo-medic.io/opt-out";
 pub const HOOKS_IDEMPOTENT_KEY: &str = "argo-medic.io/hooks-idempotent";
 /// Key under which Argo Medic tags its own syncs in `infos` / `operation.info`.
 pub const IDEMPOTENCY_INFO_NAME: &str = "argo-medic.io/idempotency-key";
+/// The annotation Argo CD's API server sets to ask the controller for a refresh (`normal` or
+/// `hard`), removed by the controller when it has processed it.
+pub const REFRESH_ANNOTATION: &str = "argocd.argoproj.io/refresh";
 /// Key under which Argo Medic's syncs record when their incident began (RFC 3339), so the incident
 /// survives the new operation the sync itself creates.
 pub const INCIDENT_BEGAN_INFO_NAME: &str = "argo-medic.io/incident-began";
@@ -261,6 +264,28 @@ pub struct ApplicationStatus {
     pub reconciled_at: Option<DateTime<Utc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<Box<ApplicationSummary>>,
+    /// Past deployments, newest last (`status.history`, kept to `spec.revisionHistoryLimit`).
+    /// Carries no `info`: after another operation replaced the one that held an idempotency key,
+    /// this is what tells a resumed claim that a deployment started after it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<RevisionHistory>,
+}
+
+/// One entry of `status.history` (`v1alpha1RevisionHistory`): a sync that ran.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RevisionHistory {
+    pub id: i64,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub revision: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deploy_started_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployed_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initiated_by: Option<OperationInitiator>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -562,6 +587,26 @@ impl Application {
             .iter()
             .all(|c| !(c.kind.ends_with("Error") || c.kind.ends_with("Warning")) || c.kind == "OrphanedResourceWarning");
         steady && quiet_operation && quiet_conditions && !self.is_deleting()
+    }
+
+    /// When an operation began after `t`, as far as this read shows: the current operation's
+    /// start, or a deployment in `status.history` that started after `t` (`None`: none did).
+    /// How a resumed claim whose key Argo CD no longer shows learns that something ran since.
+    /// Argo CD's times have whole seconds, so one in `t`'s own second counts as after it (the
+    /// safe side: an unknown outcome is told to a person, never sent twice).
+    pub fn operation_started_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        use chrono::SubsecRound;
+        let t = t.trunc_subsecs(0);
+        let current = self.status.operation_state.as_ref().and_then(|s| s.started_at);
+        let deployed = self.status.history.iter().filter_map(|h| h.deploy_started_at.or(h.deployed_at));
+        current.into_iter().chain(deployed).filter(|s| *s >= t).min()
+    }
+
+    /// True while a refresh requested through the API waits for the controller: the
+    /// `argocd.argoproj.io/refresh` annotation the API server sets and the controller removes
+    /// once it has compared the app (`pkg/apis/application/v1alpha1/types.go`, `AnnotationKeyRefresh`).
+    pub fn refresh_pending(&self) -> bool {
+        self.metadata.annotations.contains_key(REFRESH_ANNOTATION)
     }
 
     /// Idempotency keys recorded on the pending operation and on the last operation state.

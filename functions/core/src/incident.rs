@@ -36,9 +36,19 @@ pub enum Outcome {
     SyncWindowBlocked,
     /// Argo CD refused the sync: `another operation is already in progress`.
     OperationInProgress,
+    /// A run that took over an unfinished claim could not tell whether the call went out: the key
+    /// is gone from Argo CD, but it shows a deployment started after the claim. Never sent again:
+    /// the rung counts as taken and the ladder moves on to a person, with that evidence.
+    Unknown,
 }
 
 impl Outcome {
+    /// True once the actor recorded how the action turned out. A claim still `Requested` may
+    /// belong to a run that died before its call: it is resumed, never counted as taken.
+    pub fn is_complete(self) -> bool {
+        self != Outcome::Requested
+    }
+
     /// Argo CD refused the action for a reason that passes (another operation, a sync window):
     /// the rung was not taken and may be tried again later.
     pub fn is_refusal(self) -> bool {
@@ -68,8 +78,23 @@ pub struct History {
 }
 
 impl History {
+    /// True when `rung` was taken in this incident: completed, and not refused. A claim still in
+    /// progress is not taken: its holder may have died before its call, and counting it would
+    /// skip the rung for good (the ladder would move on to escalate an action never sent). The
+    /// step resumes it instead ([`History::unfinished`]).
     pub fn has_taken(&self, rung: Rung) -> bool {
-        self.attempts.iter().any(|a| a.rung == rung && !a.outcome.is_refusal())
+        self.attempts.iter().any(|a| a.rung == rung && a.outcome.is_complete() && !a.outcome.is_refusal())
+    }
+
+    /// The claim under `key` still in progress (outcome `Requested`), if any: a run that took it
+    /// and has not recorded how it turned out, perhaps because it died.
+    pub fn unfinished(&self, key: &IdempotencyKey) -> Option<&Attempt> {
+        self.attempts.iter().find(|a| a.idempotency_key.as_ref() == Some(key) && !a.outcome.is_complete())
+    }
+
+    /// The last attempt whose outcome is recorded.
+    pub fn last_completed(&self) -> Option<&Attempt> {
+        self.attempts.iter().filter(|a| a.outcome.is_complete()).max_by_key(|a| a.at)
     }
 
     /// How often Argo CD refused `rung` in this incident (another operation, a sync window).
@@ -88,7 +113,7 @@ impl History {
 
     /// Actions that called Argo CD (refresh, hard refresh, sync) in this incident.
     pub fn actions_taken(&self) -> usize {
-        self.attempts.iter().filter(|a| a.rung != Rung::Escalate && !a.outcome.is_refusal()).count()
+        self.attempts.iter().filter(|a| a.rung != Rung::Escalate && a.outcome.is_complete() && !a.outcome.is_refusal()).count()
     }
 
     /// When a human was told. Only a completed escalation counts: a claim still in progress
@@ -96,7 +121,7 @@ impl History {
     /// would silence the incident for good; its claim expires and the escalation runs again
     /// (posting is safe to repeat: the escalator never tells twice).
     pub fn escalated_at(&self) -> Option<DateTime<Utc>> {
-        self.attempts.iter().filter(|a| a.rung == Rung::Escalate && a.outcome != Outcome::Requested).map(|a| a.at).min()
+        self.attempts.iter().filter(|a| a.rung == Rung::Escalate && a.outcome.is_complete()).map(|a| a.at).min()
     }
 }
 

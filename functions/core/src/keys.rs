@@ -61,6 +61,12 @@ impl IncidentKey {
     }
 }
 
+/// The marker of a person's action that changed Argo CD, by its idempotency key: written once it
+/// is performed and before it is reported, so a redelivered click reports instead of acting again.
+pub fn performed_marker(key: &IdempotencyKey) -> String {
+    format!("performed-{}", key.as_str())
+}
+
 /// The dedupe key of a notification (`ev1-`): the state it reports and its episode, hashed
 /// (see `NotificationEvent::dedupe_key` for which parts and why).
 pub fn notification_dedupe_key(parts: &[&str]) -> String {

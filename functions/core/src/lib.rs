@@ -1,5 +1,8 @@
 //! Argo Medic's pure core.
 //!
+//! - [`actions`]: every kind of action, one row each (rung, button, budget, effect, verification);
+//! - [`gate`]: the one gate: the stack's parameters and the switch make one mode, and one verdict per action;
+//! - [`actuator`]: the one actuator: every change to Argo CD and every Slack post, through `perform`;
 //! - [`alerts`]: alerts about the service itself, worded once and told once;
 //! - [`app`]: the Argo CD Application types we read (tolerant of absent and unknown fields);
 //! - [`catalogue`]: the failure-mode catalogue, the single home of Argo CD's literal messages;
@@ -16,6 +19,8 @@
 //! This crate does no I/O and reads no clock; its Cargo.toml admits no async, HTTP, AWS or Lambda
 //! crate, so the compiler keeps it that way.
 
+pub mod actions;
+pub mod actuator;
 pub mod alerts;
 pub mod app;
 pub mod budget;
@@ -26,12 +31,15 @@ pub mod error;
 pub mod escalation;
 pub mod event;
 pub mod fleet;
+pub mod gate;
 pub mod incident;
 pub mod keys;
 pub mod ladder;
+pub mod permit;
 pub mod policy;
 pub mod ports;
 pub mod remediate;
+pub mod step;
 pub mod sweep;
 pub mod switch;
 pub mod trigger;

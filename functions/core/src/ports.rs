@@ -17,6 +17,7 @@ use crate::event::AppRef;
 use crate::incident::{Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
 use crate::keys::IdempotencyKey;
 pub use crate::ladder::{BudgetKind, RefreshKind};
+pub use crate::permit::Permit;
 
 /// Filters for listing apps. `fields` is Argo CD's response mask (`items.status.sync.status`, ...).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -85,15 +86,23 @@ impl ArgoError {
 
 /// The Argo CD API, as far as Argo Medic uses it.
 pub trait ArgoApi: Send + Sync {
-    /// `GET /api/v1/applications/{name}`, optionally refreshing first (the call blocks until the
-    /// controller has processed the refresh).
-    fn get_app(&self, app: &AppRef, refresh: Option<RefreshKind>) -> impl Future<Output = Result<Application, ArgoError>> + Send;
+    /// `GET /api/v1/applications/{name}`: a read, changing nothing.
+    fn get_app(&self, app: &AppRef) -> impl Future<Output = Result<Application, ArgoError>> + Send;
     /// `GET /api/v1/applications`, usually field-masked: items are partial Applications.
     fn list_apps(&self, query: &ListQuery) -> impl Future<Output = Result<Vec<Application>, ArgoError>> + Send;
-    /// `POST /api/v1/applications/{name}/sync`.
-    fn sync(&self, app: &AppRef, request: &ApplicationSyncRequest) -> impl Future<Output = Result<Application, ArgoError>> + Send;
-    /// `DELETE /api/v1/applications/{name}/operation`.
-    fn terminate_operation(&self, app: &AppRef) -> impl Future<Output = Result<(), ArgoError>> + Send;
+    /// `GET /api/v1/applications/{name}?refresh=normal|hard`: the controller reconciles (a hard
+    /// refresh regenerates manifests) and the call blocks until it has. Changes Argo CD: only the
+    /// actuator holds a [`Permit`].
+    fn refresh(&self, permit: &Permit, app: &AppRef, kind: RefreshKind) -> impl Future<Output = Result<Application, ArgoError>> + Send;
+    /// `POST /api/v1/applications/{name}/sync`. Only the actuator holds a [`Permit`].
+    fn sync(
+        &self,
+        permit: &Permit,
+        app: &AppRef,
+        request: &ApplicationSyncRequest,
+    ) -> impl Future<Output = Result<Application, ArgoError>> + Send;
+    /// `DELETE /api/v1/applications/{name}/operation`. Only the actuator holds a [`Permit`].
+    fn terminate_operation(&self, permit: &Permit, app: &AppRef) -> impl Future<Output = Result<(), ArgoError>> + Send;
 }
 
 /// Store failures.
@@ -162,25 +171,27 @@ pub struct EscalationError(pub String);
 pub trait Escalator: Send + Sync {
     /// One incident that needs a human. Called again for the same incident after a crash or a
     /// redelivery: it must not tell twice (Slack: never a second parent message).
-    fn escalate(&self, app: &Application, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send;
+    fn escalate(&self, permit: &Permit, app: &Application, decision: &Decision)
+    -> impl Future<Output = Result<(), EscalationError>> + Send;
     /// A problem of the service itself (for example Argo CD rejecting its token).
-    fn alert(&self, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send;
+    fn alert(&self, permit: &Permit, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send;
     /// A fleet outage as it stands this sweep: one parent per cause and start (Slack: posted
     /// once, then rewritten in place, with pause and release buttons while the wave waits).
-    fn outage(&self, view: &crate::fleet::OutageView) -> impl Future<Output = Result<(), EscalationError>> + Send;
+    fn outage(&self, permit: &Permit, view: &crate::fleet::OutageView) -> impl Future<Output = Result<(), EscalationError>> + Send;
     /// Every fleet outage told before ([`Escalator::outage`]) whose parent key
     /// (`OutageView::key`) is not in `current`, the causes this sweep sees, is told once more as
     /// over (`WaveState::Recovered`: Slack rewrites its parent a last time). Returns how many.
-    fn outages_ended(&self, current: &[String]) -> impl Future<Output = Result<usize, EscalationError>> + Send;
+    fn outages_ended(&self, permit: &Permit, current: &[String]) -> impl Future<Output = Result<usize, EscalationError>> + Send;
     /// The app (`namespace/name`) is out of trouble (`decision` says why): every open escalation
     /// of it is marked resolved. Idempotent; cheap when nothing is open.
-    fn resolve(&self, app: &AppId, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send;
+    fn resolve(&self, permit: &Permit, app: &AppId, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send;
     /// What the button with opaque id `id` stands for; `None` when unknown or expired.
     fn human_action(&self, id: &str) -> impl Future<Output = Result<Option<HumanActionRequest>, EscalationError>> + Send;
     /// Reports how a human action requested by `by` (a Slack user id) turned out, in the
     /// incident's thread, and moves the incident's state. Idempotent per request.
     fn record_human_action(
         &self,
+        permit: &Permit,
         request: &HumanActionRequest,
         by: &str,
         outcome: &HumanActionOutcome,
@@ -326,17 +337,25 @@ pub trait AppLock: Send + Sync {
 use std::sync::Arc;
 
 impl<T: ArgoApi> ArgoApi for Arc<T> {
-    fn get_app(&self, app: &AppRef, refresh: Option<RefreshKind>) -> impl Future<Output = Result<Application, ArgoError>> + Send {
-        (**self).get_app(app, refresh)
+    fn get_app(&self, app: &AppRef) -> impl Future<Output = Result<Application, ArgoError>> + Send {
+        (**self).get_app(app)
+    }
+    fn refresh(&self, permit: &Permit, app: &AppRef, kind: RefreshKind) -> impl Future<Output = Result<Application, ArgoError>> + Send {
+        (**self).refresh(permit, app, kind)
     }
     fn list_apps(&self, query: &ListQuery) -> impl Future<Output = Result<Vec<Application>, ArgoError>> + Send {
         (**self).list_apps(query)
     }
-    fn sync(&self, app: &AppRef, request: &ApplicationSyncRequest) -> impl Future<Output = Result<Application, ArgoError>> + Send {
-        (**self).sync(app, request)
+    fn sync(
+        &self,
+        permit: &Permit,
+        app: &AppRef,
+        request: &ApplicationSyncRequest,
+    ) -> impl Future<Output = Result<Application, ArgoError>> + Send {
+        (**self).sync(permit, app, request)
     }
-    fn terminate_operation(&self, app: &AppRef) -> impl Future<Output = Result<(), ArgoError>> + Send {
-        (**self).terminate_operation(app)
+    fn terminate_operation(&self, permit: &Permit, app: &AppRef) -> impl Future<Output = Result<(), ArgoError>> + Send {
+        (**self).terminate_operation(permit, app)
     }
 }
 
@@ -401,33 +420,39 @@ impl<T: EscalationStore> EscalationStore for Arc<T> {
 }
 
 impl<T: Escalator> Escalator for Arc<T> {
-    fn escalate(&self, app: &Application, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send {
-        (**self).escalate(app, decision)
+    fn escalate(
+        &self,
+        permit: &Permit,
+        app: &Application,
+        decision: &Decision,
+    ) -> impl Future<Output = Result<(), EscalationError>> + Send {
+        (**self).escalate(permit, app, decision)
     }
-    fn alert(&self, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send {
-        (**self).alert(summary)
+    fn alert(&self, permit: &Permit, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send {
+        (**self).alert(permit, summary)
     }
-    fn outage(&self, view: &crate::fleet::OutageView) -> impl Future<Output = Result<(), EscalationError>> + Send {
-        (**self).outage(view)
+    fn outage(&self, permit: &Permit, view: &crate::fleet::OutageView) -> impl Future<Output = Result<(), EscalationError>> + Send {
+        (**self).outage(permit, view)
     }
-    fn outages_ended(&self, current: &[String]) -> impl Future<Output = Result<usize, EscalationError>> + Send {
-        (**self).outages_ended(current)
+    fn outages_ended(&self, permit: &Permit, current: &[String]) -> impl Future<Output = Result<usize, EscalationError>> + Send {
+        (**self).outages_ended(permit, current)
     }
     // Every method forwards: a defaulted one here would silently replace the adapter's own
     // (resolutions and button actions did nothing in `medic serve` that way).
-    fn resolve(&self, app: &AppId, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send {
-        (**self).resolve(app, decision)
+    fn resolve(&self, permit: &Permit, app: &AppId, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send {
+        (**self).resolve(permit, app, decision)
     }
     fn human_action(&self, id: &str) -> impl Future<Output = Result<Option<HumanActionRequest>, EscalationError>> + Send {
         (**self).human_action(id)
     }
     fn record_human_action(
         &self,
+        permit: &Permit,
         request: &HumanActionRequest,
         by: &str,
         outcome: &HumanActionOutcome,
     ) -> impl Future<Output = Result<(), EscalationError>> + Send {
-        (**self).record_human_action(request, by, outcome)
+        (**self).record_human_action(permit, request, by, outcome)
     }
 }
 
@@ -513,21 +538,21 @@ mod tests {
     }
 
     impl Escalator for Counting {
-        async fn escalate(&self, _: &Application, _: &Decision) -> Result<(), EscalationError> {
+        async fn escalate(&self, _: &Permit, _: &Application, _: &Decision) -> Result<(), EscalationError> {
             Ok(())
         }
-        async fn alert(&self, _: &str) -> Result<(), EscalationError> {
+        async fn alert(&self, _: &Permit, _: &str) -> Result<(), EscalationError> {
             Ok(())
         }
-        async fn outage(&self, _: &crate::fleet::OutageView) -> Result<(), EscalationError> {
+        async fn outage(&self, _: &Permit, _: &crate::fleet::OutageView) -> Result<(), EscalationError> {
             self.outages.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
-        async fn outages_ended(&self, _: &[String]) -> Result<usize, EscalationError> {
+        async fn outages_ended(&self, _: &Permit, _: &[String]) -> Result<usize, EscalationError> {
             self.ended.fetch_add(1, Ordering::SeqCst);
             Ok(0)
         }
-        async fn resolve(&self, _: &AppId, _: &Decision) -> Result<(), EscalationError> {
+        async fn resolve(&self, _: &Permit, _: &AppId, _: &Decision) -> Result<(), EscalationError> {
             self.resolved.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
@@ -535,7 +560,13 @@ mod tests {
             self.looked_up.fetch_add(1, Ordering::SeqCst);
             Ok(None)
         }
-        async fn record_human_action(&self, _: &HumanActionRequest, _: &str, _: &HumanActionOutcome) -> Result<(), EscalationError> {
+        async fn record_human_action(
+            &self,
+            _: &Permit,
+            _: &HumanActionRequest,
+            _: &str,
+            _: &HumanActionOutcome,
+        ) -> Result<(), EscalationError> {
             self.recorded.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
@@ -566,10 +597,10 @@ mod tests {
             "idempotency_key": "am1-00000000000000000000000000000000", "offered_at": "2026-11-01T12:00:00Z"
         }))
         .expect("a minimal request");
-        ready(Escalator::resolve(&shared, &AppId::new("argocd", "a"), &decision)).unwrap();
+        ready(Escalator::resolve(&shared, Permit::for_tests(), &AppId::new("argocd", "a"), &decision)).unwrap();
         ready(Escalator::human_action(&shared, "amact-0")).unwrap();
         let outcome = HumanActionOutcome { performed: true, state: None, summary: String::new(), snoozed_until: None };
-        ready(Escalator::record_human_action(&shared, &request, "U1", &outcome)).unwrap();
+        ready(Escalator::record_human_action(&shared, Permit::for_tests(), &request, "U1", &outcome)).unwrap();
         let view = crate::fleet::OutageView {
             scope: "repo:git.example.com".into(),
             describe: "source host git.example.com".into(),
@@ -586,8 +617,8 @@ mod tests {
             overdue: false,
             projects: vec![],
         };
-        ready(Escalator::outage(&shared, &view)).unwrap();
-        ready(Escalator::outages_ended(&shared, &[])).unwrap();
+        ready(Escalator::outage(&shared, Permit::for_tests(), &view)).unwrap();
+        ready(Escalator::outages_ended(&shared, Permit::for_tests(), &[])).unwrap();
         assert_eq!(inner.outages.load(Ordering::SeqCst), 1, "outage reached the adapter");
         assert_eq!(inner.ended.load(Ordering::SeqCst), 1, "outages_ended reached the adapter");
         assert_eq!(inner.resolved.load(Ordering::SeqCst), 1, "resolve reached the adapter");

@@ -89,6 +89,20 @@ fn the_core_modules_import_no_circle() {
     );
 }
 
+/// One actuator: inside the core, only `actuator.rs` issues the permit that the mutating Argo CD
+/// calls and the Slack posts take (outside the core it cannot be made at all).
+#[test]
+fn only_the_actuator_issues_a_permit() {
+    let src = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).join("src");
+    let mut issuers: Vec<String> = walk(&src)
+        .into_iter()
+        .filter(|f| std::fs::read_to_string(f).unwrap().lines().any(|l| !l.trim_start().starts_with("//") && l.contains("Permit::issue()")))
+        .map(|f| f.strip_prefix(&src).unwrap().to_string_lossy().into_owned())
+        .collect();
+    issuers.sort();
+    assert_eq!(issuers, ["actuator.rs"], "a permit issued outside the actuator is a second way to change Argo CD");
+}
+
 /// No port method has a default body: a forwarding or wrapping adapter that forgot one would
 /// silently do the default (an `Arc` forwarder once dropped `resolve`; a fixed default once hid
 /// `Switch::take_alert`). Reads every `pub trait` of the core and fails on a method with a body.

@@ -125,8 +125,16 @@ enum Walk {
 /// Walks `app` (which never heals) through the policy: every Argo CD action gets the next of
 /// `outcomes`; a `wait` is looked at again when it says (plus `lag`, the pipeline's delay); a
 /// decision with nothing to do is looked at again by the next sweep (`sweep`). Stops at the first
-/// escalation or after `horizon`.
-fn walk(policy: &DecisionPolicy, app: &Application, outcomes: &[Outcome], lag: Duration, sweep: Duration, horizon: Duration) -> Walk {
+/// escalation or after `horizon`; counts in `crashes` the runs that died after their claim.
+fn walk(
+    policy: &DecisionPolicy,
+    app: &Application,
+    outcomes: &[Outcome],
+    lag: Duration,
+    sweep: Duration,
+    horizon: Duration,
+    crashes: &mut i64,
+) -> Walk {
     let mut hist = History::default();
     let mut now = captured();
     let mut opened: Option<DateTime<Utc>> = None;
@@ -150,7 +158,20 @@ fn walk(policy: &DecisionPolicy, app: &Application, outcomes: &[Outcome], lag: D
         };
         if let Some(rung) = rung {
             let outcome = *next_outcome.next().expect("cycle");
-            hist.attempts.push(attempt(rung, now, d.idempotency_key.clone(), outcome));
+            let key = d.idempotency_key.clone();
+            // `Requested`: the run died between its claim and recording how it went. The next run
+            // decides the same rung under the same key, takes the expired claim over and resumes
+            // it (the store keeps one record per key), one redelivery later.
+            match hist.attempts.iter_mut().find(|a| a.idempotency_key == key && a.outcome == Outcome::Requested) {
+                Some(claim) => {
+                    claim.at = now;
+                    claim.outcome = outcome;
+                }
+                None => hist.attempts.push(attempt(rung, now, key, outcome)),
+            }
+            if outcome == Outcome::Requested {
+                *crashes += 1;
+            }
         }
         now += match (d.action, d.retry_after_secs) {
             (Action::Wait, Some(secs)) => Duration::seconds(secs.max(1)) + lag,
@@ -205,8 +226,15 @@ proptest::proptest! {
         let sweep = 300;
         let bound = cfg.ladder_bound_secs(sweep);
         let policy = DecisionPolicy::new(cfg);
+        // A worker that dies at every claim never completes anything: that crash loop ends in the
+        // DLQ and its alarm (a_claim_left_by_runs_that_die_is_resumed_never_skipped), not here.
+        proptest::prop_assume!(outcomes.iter().any(|o| o.is_complete()));
         for (name, app) in samples() {
-            match walk(&policy, &app, &outcomes, Duration::seconds(lag_secs), Duration::seconds(sweep), Duration::seconds(2 * bound)) {
+            let mut crashes = 0;
+            let walked = walk(&policy, &app, &outcomes, Duration::seconds(lag_secs), Duration::seconds(sweep), Duration::seconds(2 * bound), &mut crashes);
+            // Each run that died costs one redelivery before its claim is resumed.
+            let bound = bound + crashes * (sweep + lag_secs);
+            match walked {
                 Walk::Escalated(after) => proptest::prop_assert!(
                     after.num_seconds() <= bound,
                     "{name}: escalated {} s after opening, past the bound of {bound} s", after.num_seconds()
@@ -226,11 +254,44 @@ fn the_default_bound_is_documented_and_every_trouble_sample_opens_an_incident() 
         .into_iter()
         .filter(|(_, app)| {
             matches!(
-                walk(&policy(), app, &[Outcome::NoEffect], Duration::zero(), Duration::minutes(5), Duration::hours(6)),
+                walk(&policy(), app, &[Outcome::NoEffect], Duration::zero(), Duration::minutes(5), Duration::hours(6), &mut 0),
                 Walk::NoIncident
             )
         })
         .map(|(name, _)| name)
         .collect();
     assert_eq!(quiet, ["healthy.json", "opted-out.json", "out-of-sync-manual.json"], "only apps not in trouble open no incident");
+}
+
+/// Issue 21: a claim interrupted by a crash counted as taken, so the next look moved on and
+/// escalated "the remediation ladder is used up" for an action never sent. However many runs die
+/// after claiming, the rung is decided again under the same key (resumed), never skipped.
+#[test]
+fn a_claim_left_by_runs_that_die_is_resumed_never_skipped() {
+    for (name, app) in samples() {
+        let first = policy().decide(&observed(&app, captured()), &trigger(), &History::default(), captured()).unwrap();
+        let Some(rung) = medic_core::Rung::of(first.action).filter(|r| *r != Rung::Escalate) else { continue };
+        let incident = first.incident.clone().unwrap();
+        let mut hist = History {
+            incident: Some(incident),
+            attempts: vec![attempt(rung, captured(), first.idempotency_key.clone(), Outcome::Requested)],
+        };
+        for crash in 1..=5 {
+            // One redelivery later: decided exactly as if the claim had never been made.
+            let now = captured() + Duration::minutes(6 * crash);
+            let unclaimed = History { incident: hist.incident.clone(), attempts: vec![] };
+            let fresh = policy().decide(&observed(&app, now), &trigger(), &unclaimed, now).unwrap();
+            let again = policy().decide(&observed(&app, now), &trigger(), &hist, now).unwrap();
+            assert_eq!(
+                (again.action, &again.idempotency_key),
+                (fresh.action, &fresh.idempotency_key),
+                "{name}, crash {crash}: {}",
+                again.reason
+            );
+            if fresh.action == first.action {
+                assert_eq!(again.idempotency_key, first.idempotency_key, "{name}: the claim's own key, so the store lets it be taken over");
+            }
+            hist.attempts[0].at = now;
+        }
+    }
 }

@@ -24,7 +24,7 @@ use medic_adapters::telemetry::Metrics;
 use medic_core::Trigger;
 use medic_core::app::{Application, ApplicationSyncRequest};
 use medic_core::event::{AppRef, EventError, NotificationEvent, WorkItem, WorkKind};
-use medic_core::ports::{ArgoApi, ArgoError, ListQuery, RefreshKind, WorkQueue};
+use medic_core::ports::{ArgoApi, ArgoError, ListQuery, Permit, RefreshKind, WorkQueue};
 use medic_core::sweep::LIST_FIELDS;
 use serde::Deserialize;
 use serde_json::json;
@@ -138,17 +138,20 @@ impl<A> LazyArgo<A> {
 }
 
 impl<A: ArgoApi> ArgoApi for LazyArgo<A> {
-    async fn get_app(&self, app: &AppRef, refresh: Option<RefreshKind>) -> Result<Application, ArgoError> {
-        self.client().await?.get_app(app, refresh).await
+    async fn get_app(&self, app: &AppRef) -> Result<Application, ArgoError> {
+        self.client().await?.get_app(app).await
     }
     async fn list_apps(&self, query: &ListQuery) -> Result<Vec<Application>, ArgoError> {
         self.client().await?.list_apps(query).await
     }
-    async fn sync(&self, app: &AppRef, request: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
-        self.client().await?.sync(app, request).await
+    async fn refresh(&self, permit: &Permit, app: &AppRef, kind: RefreshKind) -> Result<Application, ArgoError> {
+        self.client().await?.refresh(permit, app, kind).await
     }
-    async fn terminate_operation(&self, app: &AppRef) -> Result<(), ArgoError> {
-        self.client().await?.terminate_operation(app).await
+    async fn sync(&self, permit: &Permit, app: &AppRef, request: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
+        self.client().await?.sync(permit, app, request).await
+    }
+    async fn terminate_operation(&self, permit: &Permit, app: &AppRef) -> Result<(), ArgoError> {
+        self.client().await?.terminate_operation(permit, app).await
     }
 }
 

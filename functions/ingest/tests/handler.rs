@@ -17,16 +17,19 @@ const PREVIOUS: &str = "ingest-handler-test-previous-secret";
 struct NoArgo;
 
 impl ArgoApi for NoArgo {
-    async fn get_app(&self, app: &AppRef, _: Option<RefreshKind>) -> Result<Application, ArgoError> {
+    async fn get_app(&self, app: &AppRef) -> Result<Application, ArgoError> {
         panic!("the webhook path read {app:?} from Argo CD")
+    }
+    async fn refresh(&self, _: &medic_core::ports::Permit, app: &AppRef, _: RefreshKind) -> Result<Application, ArgoError> {
+        panic!("the webhook path refreshed {app:?}")
     }
     async fn list_apps(&self, _: &ListQuery) -> Result<Vec<Application>, ArgoError> {
         panic!("the webhook path listed apps")
     }
-    async fn sync(&self, app: &AppRef, _: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
+    async fn sync(&self, _: &medic_core::ports::Permit, app: &AppRef, _: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
         panic!("the webhook path synced {app:?}")
     }
-    async fn terminate_operation(&self, app: &AppRef) -> Result<(), ArgoError> {
+    async fn terminate_operation(&self, _: &medic_core::ports::Permit, app: &AppRef) -> Result<(), ArgoError> {
         panic!("the webhook path terminated {app:?}'s operation")
     }
 }

@@ -146,10 +146,14 @@ async fn a_built_client_is_made_once() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     struct Empty;
     impl ArgoApi for Empty {
-        async fn get_app(
+        async fn get_app(&self, app: &medic_core::event::AppRef) -> Result<medic_core::app::Application, medic_core::ports::ArgoError> {
+            Err(medic_core::ports::ArgoError::NotFound(app.name.clone()))
+        }
+        async fn refresh(
             &self,
+            _: &medic_core::ports::Permit,
             app: &medic_core::event::AppRef,
-            _: Option<medic_core::ports::RefreshKind>,
+            _: medic_core::ports::RefreshKind,
         ) -> Result<medic_core::app::Application, medic_core::ports::ArgoError> {
             Err(medic_core::ports::ArgoError::NotFound(app.name.clone()))
         }
@@ -158,12 +162,17 @@ async fn a_built_client_is_made_once() {
         }
         async fn sync(
             &self,
+            _: &medic_core::ports::Permit,
             app: &medic_core::event::AppRef,
             _: &medic_core::app::ApplicationSyncRequest,
         ) -> Result<medic_core::app::Application, medic_core::ports::ArgoError> {
             Err(medic_core::ports::ArgoError::NotFound(app.name.clone()))
         }
-        async fn terminate_operation(&self, _: &medic_core::event::AppRef) -> Result<(), medic_core::ports::ArgoError> {
+        async fn terminate_operation(
+            &self,
+            _: &medic_core::ports::Permit,
+            _: &medic_core::event::AppRef,
+        ) -> Result<(), medic_core::ports::ArgoError> {
             Ok(())
         }
     }

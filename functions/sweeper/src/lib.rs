@@ -9,13 +9,17 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use medic_adapters::telemetry::Metrics;
+use medic_core::actions::ActionKind;
+use medic_core::actuator::{Actuator, Once, Performed, Request};
 use medic_core::alerts::{self, WhenUnsure};
 use medic_core::event::AppRef;
 use medic_core::event::{WorkItem, WorkKind};
 use medic_core::fleet::{FleetControl, OutageView, WaveSlot, WaveState};
+use medic_core::gate::Gate;
 use medic_core::keys::fleet_control_marker;
-use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, Escalator, IncidentStore, RefreshKind, Seen, WorkQueue};
+use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, DedupeStore, Escalator, IncidentStore, Seen, WorkQueue};
 use medic_core::sweep::{SweepScope, plan};
+use medic_core::switch::{FixedSwitch, Switch};
 use medic_core::{AppId, Trigger};
 use serde::Serialize;
 
@@ -26,9 +30,11 @@ pub struct SweeperConfig {
     pub scope: SweepScope,
     /// One app is enqueued at most once per window of this length.
     pub recheck_interval: Duration,
-    /// Refresh the canaries of a fleet outage (off in a dry run or with the kill switch: the
-    /// sweeper then changes nothing in Argo CD, and a wave waits for the outage to clear in the list).
-    pub probe_canaries: bool,
+    /// The stack's dry run and kill switch, for the gate (with the instant switch): in a dry run
+    /// or with the switch not at `act` the canaries are not refreshed and a wave waits for the
+    /// outage to clear in the list; with the switch `off` nothing is posted either.
+    pub dry_run: bool,
+    pub kill_switch: bool,
     /// The instance's refresh rate: the recovery wave's estimate in a cause's alert.
     pub refresh_per_minute: u32,
 }
@@ -38,21 +44,26 @@ impl Default for SweeperConfig {
         Self {
             scope: SweepScope::default(),
             recheck_interval: Duration::from_secs(900),
-            probe_canaries: true,
+            dry_run: false,
+            kill_switch: false,
             refresh_per_minute: medic_adapters::budget::BudgetRates::default().refresh_per_minute,
         }
     }
 }
 
-pub struct Sweeper<A, S, D, Q, E, C> {
+pub struct Sweeper<A, S, D, Q, E, B, C, W = FixedSwitch> {
     pub config: SweeperConfig,
     pub argo: A,
     pub store: S,
     pub dedupe: D,
     pub queue: Q,
     pub escalator: E,
+    /// The budgets the workers share: the canaries' refreshes take their tokens too.
+    pub budget: B,
     pub clock: C,
     pub metrics: Metrics,
+    /// The instant switch, read by the gate before every canary refresh and every post.
+    pub switch: W,
 }
 
 /// The sweeper as the Lambda runs it, every collaborator built from the environment.
@@ -62,7 +73,9 @@ pub type LambdaSweeper = Sweeper<
     medic_adapters::dynamodb::DynamoDbStore,
     medic_adapters::sqs::SqsWorkQueue,
     medic_adapters::slack::AnyEscalator<medic_adapters::slack::DynamoDbEscalationStore>,
+    medic_adapters::budget::SharedBudget<medic_adapters::dynamodb::DynamoDbStore>,
     medic_adapters::memory::SystemClock,
+    medic_adapters::switch::CachedSwitch<medic_adapters::dynamodb::DynamoDbStore, medic_adapters::memory::SystemClock>,
 >;
 
 impl LambdaSweeper {
@@ -74,7 +87,8 @@ impl LambdaSweeper {
             config: SweeperConfig {
                 scope: SweepScope { projects: env.policy.projects.clone(), selector: env.policy.selector.clone(), ..SweepScope::default() },
                 recheck_interval: Duration::from_secs(env.recheck_secs),
-                probe_canaries: !env.dry_run && !env.kill_switch,
+                dry_run: env.dry_run,
+                kill_switch: env.kill_switch,
                 refresh_per_minute: env.rates.refresh_per_minute,
             },
             argo,
@@ -82,8 +96,10 @@ impl LambdaSweeper {
             dedupe: env.store(),
             queue: env.queue(),
             escalator,
+            budget: env.worker_budget(),
             clock: medic_adapters::memory::SystemClock,
             metrics: Metrics::new(&env.instance_id),
+            switch: medic_adapters::switch::CachedSwitch::new(env.store(), medic_adapters::memory::SystemClock),
         })
     }
 }
@@ -134,15 +150,32 @@ pub fn window(now: DateTime<Utc>, interval: Duration) -> String {
     DateTime::from_timestamp(start, 0).unwrap_or(now).to_rfc3339()
 }
 
-impl<A, S, D, Q, E, C> Sweeper<A, S, D, Q, E, C>
+impl<A, S, D, Q, E, B, C, W> Sweeper<A, S, D, Q, E, B, C, W>
 where
     A: ArgoApi,
     S: IncidentStore,
     D: DedupeStore,
     Q: WorkQueue,
     E: Escalator,
+    B: Budget,
     C: Clock,
+    W: Switch,
 {
+    /// The one actuator over this sweeper's collaborators.
+    fn actuator(&self) -> Actuator<'_, A, S, D, E, B, C, W> {
+        Actuator {
+            argo: &self.argo,
+            store: &self.store,
+            dedupe: &self.dedupe,
+            escalator: &self.escalator,
+            budget: &self.budget,
+            clock: &self.clock,
+            gate: Gate { dry_run: self.config.dry_run, kill_switch: self.config.kill_switch, switch: &self.switch },
+            // The sweeper claims nothing.
+            claim_timeout: Duration::ZERO,
+        }
+    }
+
     /// [`DedupeStore::first_sighting`] of every key, [`MARKER_WRITES`] at a time, in order.
     async fn first_sightings(&self, keys: &[String], ttl: Duration) -> Vec<Result<Seen, medic_core::ports::StoreError>> {
         let mut seen = Vec::with_capacity(keys.len());
@@ -160,15 +193,10 @@ where
             Err(e @ ArgoError::Unauthenticated(_)) => {
                 self.metrics.count("ArgoUnauthenticated", None, 1.0);
                 let key = alerts::hourly("unauthenticated", now);
-                alerts::once(
-                    &self.dedupe,
-                    &self.escalator,
-                    &key,
-                    Duration::from_secs(3600),
-                    &alerts::unauthenticated(&e),
-                    WhenUnsure::Skip,
-                )
-                .await;
+                let text = alerts::unauthenticated(&e);
+                tracing::error!(service_alert = true, "{text}");
+                let once = Once { key: &key, ttl: Duration::from_secs(3600), unsure: WhenUnsure::Skip };
+                let _ = self.actuator().perform(Request::Alert { kind: ActionKind::ServiceAlert, text: &text, once: Some(once) }).await;
                 return Err(e.into());
             }
             Err(e) => return Err(e.into()),
@@ -210,15 +238,13 @@ where
             // for every app it holds back (their own ladders would have escalated them by now).
             if !release_wave && cause.overdue(&self.config.scope.fleet, now) {
                 self.metrics.count("OutagesEscalated", None, 1.0);
-                alerts::once(
-                    &self.dedupe,
-                    &self.escalator,
-                    &alerts::outage_overdue_key(cause),
-                    Duration::from_secs(24 * 3600),
-                    &alerts::outage_overdue(cause, now),
-                    WhenUnsure::Skip,
-                )
-                .await;
+                let (key, text) = (alerts::outage_overdue_key(cause), alerts::outage_overdue(cause, now));
+                let once = Once { key: &key, ttl: Duration::from_secs(24 * 3600), unsure: WhenUnsure::Skip };
+                if let Err(e) =
+                    self.actuator().perform(Request::Alert { kind: ActionKind::OutageOverdue, text: &text, once: Some(once) }).await
+                {
+                    tracing::warn!(cause = %cause.scope, error = %e, "could not escalate the overdue outage; the next sweep tells it");
+                }
                 run.escalated += 1;
             }
             // The hold the workers read: a notification of a covered app is left to the cause
@@ -269,17 +295,18 @@ where
                 projects: medic_core::fleet::cause_projects(&listed, cause),
             };
             told.push(view.key());
-            if let Err(e) = self.escalator.outage(&view).await {
+            if let Err(e) = self.actuator().perform(Request::Outage { view: &view }).await {
                 tracing::warn!(cause = %cause.scope, error = %e, "could not tell the fleet outage; the next sweep tells it again");
             }
         }
         // A cause told before and not seen now is over: its parent says so, once.
-        match self.escalator.outages_ended(&told).await {
-            Ok(0) => {}
-            Ok(n) => {
+        match self.actuator().perform(Request::OutagesEnded { current: &told }).await {
+            Ok(Performed::Posted(0) | Performed::Held(_)) => {}
+            Ok(Performed::Posted(n)) => {
                 self.metrics.count("OutagesEnded", None, n as f64);
                 tracing::info!(ended = n, "fleet outages over");
             }
+            Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not tell which fleet outages are over; the next sweep tells them"),
         }
         // The sweeper's own marker per item (the worker dedupes on the item's key itself), written
@@ -337,17 +364,18 @@ where
     /// generation failure); a canary Argo CD can compare again has healed. A failed
     /// read counts as not healed (the next sweep probes again). Returns (probed, healed).
     async fn probe(&self, listed: &[medic_core::Application], cause: &medic_core::fleet::FleetCause) -> (usize, usize) {
-        if !self.config.probe_canaries {
-            return (0, 0);
-        }
         let refs: Vec<AppRef> = listed.iter().filter(|a| cause.canaries().contains(&a.id())).map(AppRef::from).collect();
-        let reads = futures::future::join_all(refs.iter().map(|app| async move {
-            match self.argo.get_app(app, Some(RefreshKind::Normal)).await {
-                Ok(read) if medic_core::fleet::needs_hard_probe(&read) => self.argo.get_app(app, Some(RefreshKind::Hard)).await,
-                other => other,
-            }
-        }))
-        .await;
+        let act = self.actuator();
+        let probes = futures::future::join_all(refs.iter().map(|app| act.perform(Request::Canary { app }))).await;
+        // A probe the gate held or the budget deferred is no probe: the next sweep tries again.
+        let reads: Vec<Result<medic_core::Application, medic_core::remediate::StepError>> = probes
+            .into_iter()
+            .filter_map(|p| match p {
+                Ok(Performed::Refreshed(app)) => Some(Ok(*app)),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            })
+            .collect();
         let healed = reads.iter().filter(|r| r.as_ref().is_ok_and(|app| !medic_core::fleet::is_down(app))).count();
         self.metrics.count("CanariesHealed", None, healed as f64);
         (reads.len(), healed)

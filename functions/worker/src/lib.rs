@@ -18,15 +18,16 @@ use chrono::Utc;
 use futures::future::join_all;
 use medic_adapters::telemetry::Metrics;
 use medic_core::AppId;
+use medic_core::actions::ActionKind;
+use medic_core::actuator::{Actuator, Once, Performed, Request};
 use medic_core::alerts::{self, WhenUnsure};
 use medic_core::decision::HumanAction;
-use medic_core::escalation::{self, HumanActionOutcome, HumanActionRequest, IncidentState};
-use medic_core::event::{Request, WorkItem, WorkKind};
-use medic_core::ports::{
-    AppLock, ArgoApi, ArgoError, Begun, Budget, BudgetKind, Clock, DedupeStore, Escalator, IncidentStore, RefreshKind, WorkQueue,
-};
+use medic_core::escalation::HumanActionOutcome;
+use medic_core::event::{Request as ItemRequest, WorkItem, WorkKind};
+use medic_core::gate::{Gate, Verdict};
+use medic_core::ports::{AppLock, ArgoApi, ArgoError, Begun, Budget, Clock, DedupeStore, Escalator, IncidentStore, WorkQueue};
 use medic_core::remediate::{Remediator, StepError, StepResult};
-use medic_core::switch::{FixedSwitch, Mode, Switch};
+use medic_core::switch::{FixedSwitch, Switch};
 use medic_core::{DecisionPolicy, FailureMode, Trigger};
 use tracing::Instrument;
 
@@ -279,18 +280,6 @@ pub struct UnidentifiableRecord;
 /// How soon an app is looked at again after a person's action on it.
 const HUMAN_ACTION_RECHECK: Duration = Duration::from_secs(60);
 
-/// Why a human action was not performed now.
-enum PerformError {
-    /// Not now (budget, Argo CD rate limit): re-enqueued after the delay.
-    Deferred(String, Duration),
-    Failed(MessageError),
-}
-use PerformError::{Deferred, Failed};
-
-fn or_dash(s: &str) -> &str {
-    if s.is_empty() { "–" } else { s }
-}
-
 impl<A, S, D, L, Q, E, B, C, W> Worker<A, S, D, L, Q, E, B, C, W>
 where
     A: ArgoApi,
@@ -392,8 +381,8 @@ where
     /// delivery that holds the item (no other delivery is performing it), and the report is
     /// careful: an earlier, killed delivery may have started the action.
     async fn answer_failed_click(&self, item: &WorkItem, receives: &str, why: &str) -> Option<Result<Handled, MessageError>> {
-        let Some(Request::Button(id)) = item.request() else { return None };
-        if item.kind != WorkKind::Requested || !self.may_post().await {
+        let Some(ItemRequest::Button(id)) = item.request() else { return None };
+        if item.kind != WorkKind::Requested {
             return None;
         }
         let request = self.escalator.human_action(id).await.ok()??;
@@ -404,10 +393,14 @@ where
             summary: format!("could not be confirmed after {receives} tries ({why}); check the app before clicking again"),
             snoozed_until: None,
         };
-        let reported = self.escalator.record_human_action(&request, &by, &outcome).await;
+        let reported = self.actuator().perform(Request::Reply { request: &request, by: &by, outcome: &outcome }).await;
+        if let Ok(Performed::Held(answer)) = &reported {
+            tracing::info!(action_id = id, mode = %answer.mode, "a click failed on its last receive; not answered: {}", answer.why);
+            return None;
+        }
         tracing::warn!(audit = true, action_id = id, requested_by = %by, error = why, answered = reported.is_ok(), "a click failed on its last receive");
         self.metrics.count("ClicksGivenUp", None, 1.0);
-        Some(reported.map(|()| Handled::RequestedDone).map_err(|e| MessageError::Retry(e.to_string())))
+        Some(reported.map(|_| Handled::RequestedDone).map_err(|e| MessageError::Retry(e.to_string())))
     }
 
     async fn locked(&self, item: &WorkItem, app: &AppId, owner: &str) -> Result<Handled, MessageError> {
@@ -446,7 +439,7 @@ where
         }
         // Not held by what the event named (or it named nothing): the app as it is now decides,
         // on the scopes not asked about already.
-        let app = self.argo.get_app(&item.app, None).await?;
+        let app = self.argo.get_app(&item.app).await?;
         if !medic_core::fleet::is_down(&app) {
             return Ok(FleetHold::Free(Some(Box::new(app))));
         }
@@ -530,8 +523,10 @@ where
             escalator: &self.escalator,
             budget: &self.budget,
             clock: &self.clock,
+            dedupe: &self.dedupe,
             policy: self.policy.get().await,
-            dry_run: self.config.dry_run || self.config.kill_switch,
+            dry_run: self.config.dry_run,
+            kill_switch: self.config.kill_switch,
             switch: &self.switch,
             claim_timeout: self.config.claim_timeout,
         };
@@ -619,11 +614,9 @@ where
         if let Some((d, _)) =
             resolution.or(looked).filter(|(d, at_rest)| *at_rest && (d.failure_mode == FailureMode::Healthy || d.resolves_incident))
         {
-            if self.may_post().await {
-                if let Err(e) = self.escalator.resolve(&report.app, d).await {
-                    self.metrics.count("EscalationErrors", Some(("Step", "resolve")), 1.0);
-                    return Err(MessageError::Retry(e.to_string()));
-                }
+            if let Err(e) = self.actuator().perform(Request::Resolve { app: &report.app, decision: d }).await {
+                self.metrics.count("EscalationErrors", Some(("Step", "resolve")), 1.0);
+                return Err(MessageError::Retry(e.to_string()));
             }
         }
         match report.result {
@@ -651,19 +644,14 @@ where
             );
             return Ok(Handled::Refused);
         }
-        let (kind, budget) = match item.request() {
-            Some(Request::Refresh(RefreshKind::Normal)) => (RefreshKind::Normal, BudgetKind::Refresh),
-            Some(Request::Refresh(RefreshKind::Hard)) => (RefreshKind::Hard, BudgetKind::HardRefresh),
-            Some(Request::Button(id)) => return self.human_action(item, id).await,
+        let kind = match item.request() {
+            Some(ItemRequest::Refresh(kind)) => kind,
+            Some(ItemRequest::Button(id)) => return self.human_action(item, id).await,
             None => return Err(MessageError::Poison(format!("unsupported requested action {:?}", item.requested_action))),
         };
-        if self.config.kill_switch || self.config.dry_run || !self.switch.mode().await.acts() {
-            tracing::info!(requested_by = ?item.requested_by, "requested refresh not performed: dry run, kill switch or the switch");
-            return Ok(Handled::RequestedDone);
-        }
         // A refresh someone asks for honours the same scope and opt-out as everything Argo Medic
         // does (L1): read the app first (a read, not a refresh, so no budget), then refresh.
-        match self.argo.get_app(&item.app, None).await {
+        match self.argo.get_app(&item.app).await {
             Ok(app) if app.opted_out() || !self.policy.base().config.in_scope(&app) => {
                 self.metrics.count("RefusedRequests", None, 1.0);
                 let why = if app.opted_out() { "the app opted out" } else { "the app is out of this deployment's scope" };
@@ -683,15 +671,17 @@ where
             }
             Err(e) => return Err(MessageError::Retry(e.to_string())),
         }
-        if let Err(e) = self.budget.acquire(budget).await {
-            return self.requeue(item, e.retry_after, &e.to_string()).await;
-        }
-        match self.argo.get_app(&item.app, Some(kind)).await {
+        match self.actuator().perform(Request::SignedRefresh { app: &item.app, kind }).await {
+            Ok(Performed::Held(answer)) => {
+                tracing::info!(audit = true, action = kind.as_str(), requested_by = ?item.requested_by, mode = %answer.mode, performed = false, "requested refresh not performed: {}", answer.why);
+                Ok(Handled::RequestedDone)
+            }
+            Ok(Performed::Deferred(e)) => self.requeue(item, e.retry_after, &e.to_string()).await,
             Ok(_) => {
                 tracing::info!(audit = true, action = kind.as_str(), requested_by = ?item.requested_by, "requested refresh done");
                 Ok(Handled::RequestedDone)
             }
-            Err(ArgoError::NotFound(m)) => {
+            Err(StepError::Argo(ArgoError::NotFound(m))) => {
                 tracing::warn!(error = %m, "requested refresh of an app that does not exist");
                 Ok(Handled::RequestedDone)
             }
@@ -714,30 +704,31 @@ where
             return Err(MessageError::Poison(format!("action {id} is for {}, not this app", request.app.id())));
         }
         let action = request.action.as_str();
-        // The stack's parameters first, then the switch, read right before acting.
-        let mode = if self.config.kill_switch || self.config.dry_run { Mode::Act } else { self.switch.mode().await };
-        if mode == Mode::Off {
-            // Nothing changes in Argo CD and nothing is posted; the person's click is in the log.
-            tracing::info!(audit = true, action, requested_by = %by, incident = %request.incident_id, performed = false, "human action not performed and not reported: the switch is off");
-            return Ok(Handled::RequestedDone);
-        }
-        let outcome = if self.config.kill_switch || self.config.dry_run || mode == Mode::DryRun {
-            let why = if self.config.kill_switch {
-                "the kill switch is on"
-            } else if self.config.dry_run {
-                "Argo Medic runs in dry-run mode"
-            } else {
-                "Argo Medic is switched to dry-run"
-            };
-            HumanActionOutcome { performed: false, state: None, summary: format!("not performed: {why}"), snoozed_until: None }
-        } else {
-            match self.perform(&request).await {
-                Ok(outcome) => outcome,
-                Err(Deferred(why, after)) => return self.requeue(item, after, &why).await,
-                Err(Failed(e)) => return Err(e),
+        let performed =
+            self.actuator().perform(Request::Button { request: &request, clicked_at: item.enqueued_at, snooze: self.config.snooze }).await;
+        let outcome = match performed {
+            Ok(Performed::Button(outcome)) => outcome,
+            Ok(Performed::Held(answer)) if answer.verdict == Verdict::Silent => {
+                // Nothing changes in Argo CD and nothing is posted; the person's click is in the log.
+                tracing::info!(audit = true, action, requested_by = %by, incident = %request.incident_id, performed = false, mode = %answer.mode, "human action not performed and not reported: {}", answer.why);
+                return Ok(Handled::RequestedDone);
             }
+            Ok(Performed::Held(answer)) => {
+                HumanActionOutcome { performed: false, state: None, summary: format!("not performed: {}", answer.why), snoozed_until: None }
+            }
+            Ok(Performed::Deferred(e)) => return self.requeue(item, e.retry_after, &e.to_string()).await,
+            Ok(other) => return Err(MessageError::Poison(format!("a button answered with {other:?}"))),
+            Err(StepError::Argo(e @ ArgoError::RateLimited { retry_after })) => {
+                return self.requeue(item, retry_after.unwrap_or(Duration::from_secs(30)), &e.to_string()).await;
+            }
+            // Argo CD busy or failing: the message is retried (a sync that went through is found
+            // by its key in operation.info on the retry; a performed action by its marker).
+            Err(e) => return Err(retry(&e)),
         };
-        self.escalator.record_human_action(&request, &by, &outcome).await.map_err(|e| retry(&e))?;
+        match self.actuator().perform(Request::Reply { request: &request, by: &by, outcome: &outcome }).await {
+            Ok(_) => {}
+            Err(e) => return Err(retry(&e)),
+        }
         tracing::info!(
             audit = true,
             app = %request.app.id(),
@@ -759,88 +750,6 @@ where
             }
         }
         Ok(Handled::RequestedDone)
-    }
-
-    /// Calls Argo CD for a human action (snooze and acknowledge call nothing).
-    async fn perform(&self, request: &HumanActionRequest) -> Result<HumanActionOutcome, PerformError> {
-        let done = |state: IncidentState, summary: String| HumanActionOutcome {
-            performed: true,
-            state: Some(state),
-            summary,
-            snoozed_until: None,
-        };
-        let refused = |summary: String| HumanActionOutcome { performed: false, state: None, summary, snoozed_until: None };
-        // Argo CD busy or failing: the message is retried (a sync that went through is found by
-        // its key in operation.info on the retry).
-        let argo_failed = |e: ArgoError| -> PerformError {
-            match e {
-                ArgoError::RateLimited { retry_after } => Deferred(e.to_string(), retry_after.unwrap_or(Duration::from_secs(30))),
-                e => Failed(MessageError::Retry(e.to_string())),
-            }
-        };
-        let budget = |kind| async move { self.budget.acquire(kind).await.map_err(|e| Deferred(e.to_string(), e.retry_after)) };
-        let app = &request.app;
-        Ok(match request.action {
-            HumanAction::Acknowledge => done(IncidentState::Investigating, "acknowledged; the incident is being looked at".into()),
-            HumanAction::Snooze => {
-                let until = self.clock.now() + chrono::Duration::from_std(self.config.snooze).unwrap_or_default();
-                HumanActionOutcome {
-                    performed: true,
-                    state: None,
-                    summary: format!("snoozed: new incidents of this app are not posted until {}", escalation::rfc3339(until)),
-                    snoozed_until: Some(until),
-                }
-            }
-            HumanAction::HardRefresh => {
-                budget(BudgetKind::HardRefresh).await?;
-                match self.argo.get_app(app, Some(RefreshKind::Hard)).await {
-                    Ok(after) => done(
-                        IncidentState::Remediating,
-                        format!("hard refresh done; the app is now {} / {}", or_dash(after.sync_status()), or_dash(after.health_status())),
-                    ),
-                    Err(ArgoError::NotFound(_)) => refused("not performed: the app no longer exists".into()),
-                    Err(ArgoError::PermissionDenied(m)) => refused(format!("Argo CD refused it: {m}")),
-                    Err(e) => return Err(argo_failed(e)),
-                }
-            }
-            HumanAction::TerminateOperation => match self.argo.terminate_operation(app).await {
-                Ok(()) => done(IncidentState::Remediating, "the running operation was asked to terminate".into()),
-                Err(ArgoError::NotFound(m)) => refused(format!("nothing to terminate: {m}")),
-                Err(ArgoError::PermissionDenied(m)) => refused(format!("Argo CD refused it: {m}")),
-                Err(e) => return Err(argo_failed(e)),
-            },
-            HumanAction::Sync => {
-                let current = match self.argo.get_app(app, None).await {
-                    Ok(a) => a,
-                    Err(ArgoError::NotFound(_)) => return Ok(refused("not performed: the app no longer exists".into())),
-                    Err(e) => return Err(argo_failed(e)),
-                };
-                if current.recorded_idempotency_keys().any(|k| k == request.idempotency_key.as_str()) {
-                    return Ok(done(IncidentState::Remediating, "the sync was already started (Argo CD records its key)".into()));
-                }
-                budget(BudgetKind::Sync).await?;
-                let Some(plan) = request.sync.clone() else {
-                    return Ok(refused("not performed: this button carries no sync plan".into()));
-                };
-                let sync = medic_core::remediate::sync_request(
-                    &current,
-                    &plan,
-                    &request.idempotency_key,
-                    &request.incident_id,
-                    request.incident_began,
-                    request.failure_mode,
-                );
-                let revision = if plan.revision.is_empty() { "the target revision".to_owned() } else { plan.revision.clone() };
-                match self.argo.sync(app, &sync).await {
-                    Ok(_) => done(IncidentState::Remediating, format!("sync started to {revision}, prune {}", plan.prune)),
-                    Err(ArgoError::OperationInProgress) => refused("not started: another operation is already in progress".into()),
-                    Err(ArgoError::SyncWindowBlocked(m)) => refused(format!("not started: blocked by a sync window ({m})")),
-                    Err(ArgoError::PermissionDenied(m)) => refused(format!("Argo CD refused it: {m}")),
-                    Err(ArgoError::Invalid(m)) => refused(format!("Argo CD rejected the sync: {m}")),
-                    Err(e) => return Err(argo_failed(e)),
-                }
-            }
-        })
     }
 
     /// Looks again later with a new message (a fresh dedupe key), never by holding this one.
@@ -872,15 +781,6 @@ where
         Ok(Handled::Requeued { delay_secs: delay.as_secs(), why: why.to_owned() })
     }
 
-    /// True when the switch allows Slack posts (everything but `off`).
-    async fn may_post(&self) -> bool {
-        let mode = self.switch.mode().await;
-        if !mode.posts() {
-            tracing::info!("not posted to Slack: the switch is off");
-        }
-        mode.posts()
-    }
-
     /// Tells a human, once an hour across containers, that the switch cannot be read and the
     /// worker fails closed. Posted whatever the switch says: it is about the switch itself.
     async fn alert_switch(&self) {
@@ -890,16 +790,32 @@ where
         let key = alerts::hourly("switch", self.clock.now());
         // The marker lives in the same table the switch does: when it cannot be written either,
         // this container tells anyway (once, the switch hands its alert out once).
-        alerts::once(&self.dedupe, &self.escalator, &key, Duration::from_secs(3600), &problem, WhenUnsure::Tell).await;
+        let once = Once { key: &key, ttl: Duration::from_secs(3600), unsure: WhenUnsure::Tell };
+        let _ = self.actuator().perform(Request::Alert { kind: ActionKind::ServiceAlert, text: &problem, once: Some(once) }).await;
     }
 
-    /// One alert per hour about a rejected token, however many messages hit it.
+    /// One alert per hour about a rejected token, however many messages hit it: a service alert,
+    /// told in every mode (it says why Argo Medic cannot work).
     async fn alert_unauthenticated(&self, e: &ArgoError) {
-        if !self.may_post().await {
-            return;
-        }
         let key = alerts::hourly("unauthenticated", self.clock.now());
-        alerts::once(&self.dedupe, &self.escalator, &key, Duration::from_secs(3600), &alerts::unauthenticated(e), WhenUnsure::Skip).await;
+        let once = Once { key: &key, ttl: Duration::from_secs(3600), unsure: WhenUnsure::Skip };
+        let text = alerts::unauthenticated(e);
+        tracing::error!(service_alert = true, "{text}");
+        let _ = self.actuator().perform(Request::Alert { kind: ActionKind::ServiceAlert, text: &text, once: Some(once) }).await;
+    }
+
+    /// The one actuator over this worker's collaborators.
+    fn actuator(&self) -> Actuator<'_, A, S, D, E, B, C, W> {
+        Actuator {
+            argo: &self.argo,
+            store: &self.store,
+            dedupe: &self.dedupe,
+            escalator: &self.escalator,
+            budget: &self.budget,
+            clock: &self.clock,
+            gate: Gate { dry_run: self.config.dry_run, kill_switch: self.config.kill_switch, switch: &self.switch },
+            claim_timeout: self.config.claim_timeout,
+        }
     }
 }
 

@@ -191,6 +191,11 @@ impl SlackSim {
         self.shared.state.lock().faults.push(fault);
     }
 
+    /// Drops every injected fault not yet used up: Slack has recovered.
+    pub fn clear_faults(&self) {
+        self.shared.state.lock().faults.clear();
+    }
+
     /// Every message of a channel, in posting order.
     pub fn messages(&self, channel: &str) -> Vec<SimMessage> {
         self.shared.state.lock().messages.iter().filter(|m| m.channel == channel).cloned().collect()

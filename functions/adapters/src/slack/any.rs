@@ -6,7 +6,7 @@ use medic_core::AppId;
 use medic_core::Application;
 use medic_core::decision::Decision;
 use medic_core::escalation::{HumanActionOutcome, HumanActionRequest};
-use medic_core::ports::{EscalationError, EscalationStore, Escalator};
+use medic_core::ports::{EscalationError, EscalationStore, Escalator, Permit};
 
 use crate::memory::LogEscalator;
 
@@ -17,38 +17,38 @@ pub enum AnyEscalator<S> {
 }
 
 impl<S: EscalationStore> Escalator for AnyEscalator<S> {
-    async fn escalate(&self, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
+    async fn escalate(&self, permit: &Permit, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
         match self {
-            AnyEscalator::Log(e) => e.escalate(app, decision).await,
-            AnyEscalator::Slack(e) => e.escalate(app, decision).await,
+            AnyEscalator::Log(e) => e.escalate(permit, app, decision).await,
+            AnyEscalator::Slack(e) => e.escalate(permit, app, decision).await,
         }
     }
 
-    async fn alert(&self, summary: &str) -> Result<(), EscalationError> {
+    async fn alert(&self, permit: &Permit, summary: &str) -> Result<(), EscalationError> {
         match self {
-            AnyEscalator::Log(e) => e.alert(summary).await,
-            AnyEscalator::Slack(e) => e.alert(summary).await,
+            AnyEscalator::Log(e) => e.alert(permit, summary).await,
+            AnyEscalator::Slack(e) => e.alert(permit, summary).await,
         }
     }
 
-    async fn outage(&self, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
+    async fn outage(&self, permit: &Permit, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
         match self {
-            AnyEscalator::Log(e) => e.outage(view).await,
-            AnyEscalator::Slack(e) => e.outage(view).await,
+            AnyEscalator::Log(e) => e.outage(permit, view).await,
+            AnyEscalator::Slack(e) => e.outage(permit, view).await,
         }
     }
 
-    async fn outages_ended(&self, current: &[String]) -> Result<usize, EscalationError> {
+    async fn outages_ended(&self, permit: &Permit, current: &[String]) -> Result<usize, EscalationError> {
         match self {
-            AnyEscalator::Log(e) => e.outages_ended(current).await,
-            AnyEscalator::Slack(e) => e.outages_ended(current).await,
+            AnyEscalator::Log(e) => e.outages_ended(permit, current).await,
+            AnyEscalator::Slack(e) => e.outages_ended(permit, current).await,
         }
     }
 
-    async fn resolve(&self, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
+    async fn resolve(&self, permit: &Permit, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
         match self {
-            AnyEscalator::Log(e) => e.resolve(app, decision).await,
-            AnyEscalator::Slack(e) => e.resolve(app, decision).await,
+            AnyEscalator::Log(e) => e.resolve(permit, app, decision).await,
+            AnyEscalator::Slack(e) => e.resolve(permit, app, decision).await,
         }
     }
 
@@ -61,13 +61,14 @@ impl<S: EscalationStore> Escalator for AnyEscalator<S> {
 
     async fn record_human_action(
         &self,
+        permit: &Permit,
         request: &HumanActionRequest,
         by: &str,
         outcome: &HumanActionOutcome,
     ) -> Result<(), EscalationError> {
         match self {
-            AnyEscalator::Log(e) => e.record_human_action(request, by, outcome).await,
-            AnyEscalator::Slack(e) => e.record_human_action(request, by, outcome).await,
+            AnyEscalator::Log(e) => e.record_human_action(permit, request, by, outcome).await,
+            AnyEscalator::Slack(e) => e.record_human_action(permit, request, by, outcome).await,
         }
     }
 }

@@ -13,7 +13,7 @@ use medic_core::decision::{Decision, HumanAction};
 use medic_core::escalation::{
     self, Button, HumanActionOutcome, HumanActionRequest, IncidentFacts, IncidentState, METADATA_EVENT_TYPE, Rendered,
 };
-use medic_core::ports::{EscalationError, EscalationStore, Escalator};
+use medic_core::ports::{EscalationError, EscalationStore, Escalator, Permit};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -290,7 +290,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
 }
 
 impl<S: EscalationStore> Escalator for SlackEscalator<S> {
-    async fn escalate(&self, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
+    async fn escalate(&self, _: &Permit, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
         let Some(incident) = decision.incident.as_ref() else {
             return Err(EscalationError(format!("{}: an escalation without an incident", decision.app)));
         };
@@ -396,7 +396,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         Ok(())
     }
 
-    async fn alert(&self, summary: &str) -> Result<(), EscalationError> {
+    async fn alert(&self, _: &Permit, summary: &str) -> Result<(), EscalationError> {
         tracing::error!(summary, "service alert");
         let message = escalation::note(":warning:", &format!("Argo Medic ({}): {summary}", self.settings.instance));
         self.client.post_message(&self.settings.channel, None, &message, None).await.map(|_| ()).map_err(esc_err)
@@ -404,7 +404,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
 
     /// Posts the cause's parent once (its buttons stored first, so a click never meets an
     /// unknown id), then rewrites it in place on every later sweep.
-    async fn outage(&self, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
+    async fn outage(&self, _: &Permit, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
         let key = view.key();
         // The view as told, for the sweep that finds the cause gone (written each sweep: a
         // concurrent writer's newer view wins, one sweep's is as good as another's).
@@ -433,7 +433,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
 
     /// One `Query` of the `outage` group a sweep; for each cause told and no longer seen, one
     /// `chat.update` of its parent (when it was posted) and the record marked ended.
-    async fn outages_ended(&self, current: &[String]) -> Result<usize, EscalationError> {
+    async fn outages_ended(&self, _: &Permit, current: &[String]) -> Result<usize, EscalationError> {
         let mut ended = 0;
         for (key, v) in self.store.list("outage").await.map_err(esc_err)? {
             let rec: OutageRec = parse(&v, &format!("outage/{key}"))?;
@@ -452,7 +452,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         Ok(ended)
     }
 
-    async fn resolve(&self, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
+    async fn resolve(&self, _: &Permit, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
         let group = app_group(app);
         for (incident_id, v) in self.store.list(&group).await.map_err(esc_err)? {
             let rec: IncidentRec = parse(&v, &incident_id)?;
@@ -540,6 +540,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
 
     async fn record_human_action(
         &self,
+        _: &Permit,
         request: &HumanActionRequest,
         by: &str,
         outcome: &HumanActionOutcome,

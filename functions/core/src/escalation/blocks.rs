@@ -123,30 +123,34 @@ fn button(facts: &IncidentFacts, b: &Button, recommended: Option<HumanAction>, s
                 (true, true) => "its target revision".to_owned(),
             };
             let prune = if facts.sync_prune { "with pruning" } else { "without pruning" };
+            let button = HumanAction::Sync.button();
             (
-                "Sync".into(),
-                None,
+                button.label.into(),
+                button.style,
                 Some((
-                    "Sync this app?".into(),
+                    button.confirm.unwrap_or_default().into(),
                     format!("Sync to {rev} {prune}. Argo Medic runs it with its own Argo CD rights; your click is audited."),
                 )),
             )
         }
         HumanAction::HardRefresh => (
-            "Hard refresh".into(),
-            None,
-            Some(("Hard refresh?".into(), "Regenerate the app's manifests, bypassing the repo-server cache.".into())),
+            HumanAction::HardRefresh.button().label.into(),
+            HumanAction::HardRefresh.button().style,
+            Some((
+                HumanAction::HardRefresh.button().confirm.unwrap_or_default().into(),
+                "Regenerate the app's manifests, bypassing the repo-server cache.".into(),
+            )),
         ),
         HumanAction::TerminateOperation => (
-            "Terminate operation".into(),
-            Some("danger"),
+            HumanAction::TerminateOperation.button().label.into(),
+            HumanAction::TerminateOperation.button().style,
             Some((
-                "Terminate the running operation?".into(),
+                HumanAction::TerminateOperation.button().confirm.unwrap_or_default().into(),
                 "Stop the app's running operation. Hooks already started keep running.".into(),
             )),
         ),
-        HumanAction::Snooze => (format!("Snooze {snooze_hours}h"), None, None),
-        HumanAction::Acknowledge => ("Acknowledge".into(), None, None),
+        HumanAction::Snooze => (format!("{} {snooze_hours}h", HumanAction::Snooze.button().label), None, None),
+        HumanAction::Acknowledge => (HumanAction::Acknowledge.button().label.into(), None, None),
     };
     let mut v = json!({
         "type": "button",

@@ -226,6 +226,9 @@ impl DecisionPolicy {
         // it again under a fresh key; after `max_refusals` a human is told (below, once the
         // escalation is built). Without the bound such an incident would wait forever.
         let mut refusals_exhausted = None;
+        // The latest attempt, an unfinished claim included: a claim a live run still holds is
+        // given its settle time too (one of a run that died is older than that by the time it is
+        // redelivered, and its rung, not taken, is decided again and resumed).
         if let Some(last) = hist.last() {
             if last.outcome.is_refusal() {
                 let why = if last.outcome == Outcome::SyncWindowBlocked {
@@ -299,7 +302,14 @@ impl DecisionPolicy {
         let tried = if tried.is_empty() { String::new() } else { format!(" after {}", tried.join(", ")) };
         match rung {
             Rung::Escalate => {
-                let because = if finding.refresh_futile && entry.ladder.first() == Some(&Rung::Refresh) {
+                let unknown = hist.attempts.iter().find(|a| a.outcome == Outcome::Unknown);
+                let because = if let Some(a) = unknown {
+                    format!(
+                        "the {} claimed at {} may or may not have gone out (a run died before recording it; Argo CD no longer shows its key, and an operation started since), so it is not sent again",
+                        a.rung.as_str(),
+                        rfc3339(a.at)
+                    )
+                } else if finding.refresh_futile && entry.ladder.first() == Some(&Rung::Refresh) {
                     "a refresh cannot fix it".to_owned()
                 } else if controller_refreshed && entry.ladder.first() == Some(&Rung::Refresh) {
                     format!("Argo CD reconciled it at {} and the trouble remains", ts(&app.status.reconciled_at))

@@ -1,0 +1,645 @@
+//! The one actuator: every call that changes Argo CD and every Slack post goes through
+//! [`Actuator::perform`], which runs gate → budget → claim (when keyed) → call → verify → outcome.
+//!
+//! The mutating methods of [`ArgoApi`] (refresh, sync, terminate) and the posting methods of
+//! [`Escalator`] take a [`Permit`], and only this module issues one ([`crate::permit`]): no other
+//! code in the product compiles a call to them.
+//!
+//! Exactly-once for the ladder comes from two records that survive crashes: the store's claim
+//! (written before any call, keyed by the idempotency key) and, for syncs, the key Argo CD itself
+//! keeps in `operation.info`. A claim whose holder may have made its call is never released: the
+//! run that takes it over resumes it from Argo CD's state.
+
+use std::time::Duration;
+
+use chrono::{DateTime, SubsecRound, Utc};
+
+use crate::actions::{ActionKind, Effect};
+use crate::alerts::WhenUnsure;
+use crate::app::{AppId, Application};
+use crate::catalogue::Rung;
+use crate::decision::{Decision, Evidence};
+use crate::escalation::{HumanActionOutcome, HumanActionRequest, IncidentState};
+use crate::event::AppRef;
+use crate::gate::{Answer, Caller, Gate, GateRequest, Verdict};
+use crate::incident::{Attempt, History, Outcome};
+use crate::keys::IdempotencyKey;
+use crate::ladder::{BudgetKind, HumanAction, RefreshKind};
+use crate::permit::Permit;
+use crate::ports::{ArgoApi, ArgoError, Budget, BudgetExhausted, Claim, Clock, DedupeStore, Escalator, IncidentStore, Seen};
+use crate::step::{StepError, StepReport, StepResult, sync_request};
+use crate::switch::Switch;
+
+/// How long a person's performed action is remembered, so a redelivery reports it instead of
+/// performing it again: longer than a button lives.
+pub const PERFORMED_MEMORY: Duration = Duration::from_secs(15 * 24 * 3600);
+
+/// The actuator's collaborators, borrowed from whoever holds them (the worker, the sweeper,
+/// `medic sweep`, `medic serve`).
+pub struct Actuator<'a, A, S, D, E, B, C, W> {
+    pub argo: &'a A,
+    pub store: &'a S,
+    pub dedupe: &'a D,
+    pub escalator: &'a E,
+    pub budget: &'a B,
+    pub clock: &'a C,
+    pub gate: Gate<'a, W>,
+    /// How long a claim may stay in progress before another run may take it over.
+    pub claim_timeout: Duration,
+}
+
+/// One action to perform.
+pub enum Request<'r> {
+    /// The ladder's rung for `decision` (the app as read, and the incident's history as read
+    /// before deciding): keyed and claimed.
+    Rung { app_ref: &'r AppRef, app: &'r Application, decision: &'r Decision, history: &'r History, report: Box<StepReport> },
+    /// A person's Slack button, pressed at `clicked_at`.
+    Button { request: &'r HumanActionRequest, clicked_at: DateTime<Utc>, snooze: Duration },
+    /// A refresh asked for through the signed refresh endpoint.
+    SignedRefresh { app: &'r AppRef, kind: RefreshKind },
+    /// A fleet outage's canary: refreshed, and hard-refreshed when Argo CD answers with a cached
+    /// generation failure ([`crate::fleet::needs_hard_probe`]).
+    Canary { app: &'r AppRef },
+    /// A button's outcome told in its thread.
+    Reply { request: &'r HumanActionRequest, by: &'r str, outcome: &'r HumanActionOutcome },
+    /// The app is out of trouble: its open escalations are marked resolved.
+    Resolve { app: &'r AppId, decision: &'r Decision },
+    /// A fleet outage's parent, as it stands this sweep.
+    Outage { view: &'r crate::fleet::OutageView },
+    /// Fleet outages told before and not in `current`, told over.
+    OutagesEnded { current: &'r [String] },
+    /// An alert of `kind` ([`ActionKind::ServiceAlert`], [`ActionKind::OutageOverdue`],
+    /// [`ActionKind::OutageParent`]); with a marker, told at most once while the marker lives.
+    Alert { kind: ActionKind, text: &'r str, once: Option<Once<'r>> },
+}
+
+/// "At most once while this marker lives" for an alert.
+#[derive(Debug, Clone, Copy)]
+pub struct Once<'r> {
+    pub key: &'r str,
+    pub ttl: Duration,
+    pub unsure: WhenUnsure,
+}
+
+/// A rung performed (or held by the gate).
+#[derive(Debug)]
+pub struct RungDone {
+    pub report: StepReport,
+    pub answer: Answer,
+    /// How the claimed action turned out, when one was claimed and completed.
+    pub outcome: Option<Outcome>,
+    /// The app as a verified refresh left it.
+    pub refreshed: Option<Application>,
+}
+
+/// What [`Actuator::perform`] did.
+#[derive(Debug)]
+pub enum Performed {
+    Rung(Box<RungDone>),
+    /// A person's button: how it turned out (refusals by Argo CD included, `performed: false`).
+    Button(HumanActionOutcome),
+    /// A refresh made: the app as Argo CD answered it.
+    Refreshed(Box<Application>),
+    /// Posted (for `OutagesEnded`: how many were told over; for a once-alert, 0 when it was told
+    /// before).
+    Posted(usize),
+    /// The gate held it.
+    Held(Answer),
+    /// Out of budget for now.
+    Deferred(BudgetExhausted),
+}
+
+impl<A, S, D, E, B, C, W> Actuator<'_, A, S, D, E, B, C, W>
+where
+    A: ArgoApi,
+    S: IncidentStore,
+    D: DedupeStore,
+    E: Escalator,
+    B: Budget,
+    C: Clock,
+    W: Switch,
+{
+    /// Performs `request`: gate → budget → claim when keyed → call → verify → outcome.
+    pub async fn perform(&self, request: Request<'_>) -> Result<Performed, StepError> {
+        let permit = Permit::issue();
+        match request {
+            Request::Rung { app_ref, app, decision, history, report } => {
+                // Boxed, as every arm that calls Argo CD: the futures of one request kind must not add
+                // their sizes to every caller's (debug builds overflowed a test thread's stack).
+                Ok(Performed::Rung(Box::new(Box::pin(self.rung(&permit, app_ref, app, decision, history, *report)).await?)))
+            }
+            Request::Button { request, clicked_at, snooze } => Box::pin(self.button(&permit, request, clicked_at, snooze)).await,
+            Request::SignedRefresh { app, kind } => {
+                let kind_of = if kind == RefreshKind::Hard { ActionKind::HardRefresh } else { ActionKind::Refresh };
+                let answer = self.check(kind_of, Caller::SignedRefresh, Some(&app.id()), app.project.as_deref()).await;
+                if !answer.acts() {
+                    return Ok(Performed::Held(answer));
+                }
+                if let Err(e) = self.budget.acquire(budget_of(kind)).await {
+                    return Ok(Performed::Deferred(e));
+                }
+                Ok(Performed::Refreshed(Box::new(Box::pin(self.argo.refresh(&permit, app, kind)).await?)))
+            }
+            Request::Canary { app } => Box::pin(self.canary(&permit, app)).await,
+            Request::Reply { request, by, outcome } => {
+                let answer = self.check(ActionKind::Reply, Caller::Person, Some(&request.app.id()), request.app.project.as_deref()).await;
+                if !answer.acts() {
+                    return Ok(Performed::Held(answer));
+                }
+                Box::pin(self.escalator.record_human_action(&permit, request, by, outcome)).await?;
+                Ok(Performed::Posted(1))
+            }
+            Request::Resolve { app, decision } => {
+                let answer = self.check(ActionKind::Resolve, Caller::Ladder, Some(app), None).await;
+                if !answer.acts() {
+                    return Ok(Performed::Held(answer));
+                }
+                Box::pin(self.escalator.resolve(&permit, app, decision)).await?;
+                Ok(Performed::Posted(1))
+            }
+            Request::Outage { view } => {
+                let answer = self.check(ActionKind::OutageParent, Caller::Fleet, None, None).await;
+                if !answer.acts() {
+                    return Ok(Performed::Held(answer));
+                }
+                Box::pin(self.escalator.outage(&permit, view)).await?;
+                Ok(Performed::Posted(1))
+            }
+            Request::OutagesEnded { current } => {
+                let answer = self.check(ActionKind::OutageOver, Caller::Fleet, None, None).await;
+                if !answer.acts() {
+                    return Ok(Performed::Held(answer));
+                }
+                Ok(Performed::Posted(Box::pin(self.escalator.outages_ended(&permit, current)).await?))
+            }
+            Request::Alert { kind, text, once } => {
+                let caller = if kind.effect() == Effect::ServiceAlert { Caller::Service } else { Caller::Fleet };
+                let answer = self.check(kind, caller, None, None).await;
+                if !answer.acts() {
+                    return Ok(Performed::Held(answer));
+                }
+                let Some(once) = once else {
+                    Box::pin(self.escalator.alert(&permit, text)).await?;
+                    return Ok(Performed::Posted(1));
+                };
+                let tell = match self.dedupe.first_sighting(once.key, once.ttl).await {
+                    Ok(Seen::New) => true,
+                    Ok(Seen::Duplicate) => false,
+                    Err(_) => once.unsure == WhenUnsure::Tell,
+                };
+                if !tell {
+                    return Ok(Performed::Posted(0));
+                }
+                match Box::pin(self.escalator.alert(&permit, text)).await {
+                    Ok(()) => Ok(Performed::Posted(1)),
+                    Err(e) => {
+                        // Not told: the marker goes, so the next attempt tells it (a failed post
+                        // once silenced an overdue outage for a day).
+                        self.dedupe.forget(once.key).await.ok();
+                        Err(e.into())
+                    }
+                }
+            }
+        }
+    }
+
+    async fn check(&self, kind: ActionKind, caller: Caller, app: Option<&AppId>, project: Option<&str>) -> Answer {
+        self.gate.check(&GateRequest { kind, caller, app, project }).await
+    }
+
+    /// A canary probe: one refresh within the refresh budget; a hard one, within its budget, when
+    /// the answer shows a cached generation failure. Held whole when the gate holds refreshes.
+    async fn canary(&self, permit: &Permit, app: &AppRef) -> Result<Performed, StepError> {
+        let id = app.id();
+        let answer = self.check(ActionKind::Refresh, Caller::Canary, Some(&id), app.project.as_deref()).await;
+        if !answer.acts() {
+            return Ok(Performed::Held(answer));
+        }
+        if let Err(e) = self.budget.acquire(BudgetKind::Refresh).await {
+            return Ok(Performed::Deferred(e));
+        }
+        let read = self.argo.refresh(permit, app, RefreshKind::Normal).await?;
+        if !crate::fleet::needs_hard_probe(&read) {
+            return Ok(Performed::Refreshed(Box::new(read)));
+        }
+        let hard = self.check(ActionKind::HardRefresh, Caller::Canary, Some(&id), app.project.as_deref()).await;
+        if !hard.acts() || self.budget.acquire(BudgetKind::HardRefresh).await.is_err() {
+            return Ok(Performed::Refreshed(Box::new(read)));
+        }
+        Ok(Performed::Refreshed(Box::new(self.argo.refresh(permit, app, RefreshKind::Hard).await?)))
+    }
+
+    /// The ladder's rung: gate, budget, claim, call, verify, record.
+    async fn rung(
+        &self,
+        permit: &Permit,
+        app_ref: &AppRef,
+        app: &Application,
+        decision: &Decision,
+        history: &History,
+        mut out: StepReport,
+    ) -> Result<RungDone, StepError> {
+        let name = &out.app.clone();
+        let passes = Answer { verdict: Verdict::Act, mode: crate::switch::Mode::Act, why: "nothing to do" };
+        let (Some(key), Some(incident)) = (decision.idempotency_key.clone(), decision.incident.clone()) else {
+            out.result = if decision.action == crate::decision::Action::Wait { StepResult::Waiting } else { StepResult::NoAction };
+            return Ok(RungDone { report: out, answer: passes, outcome: None, refreshed: None });
+        };
+        // Only rungs carry a key, so a decision with one names a rung.
+        let Some(rung) = Rung::of(decision.action) else {
+            out.result = StepResult::NoAction;
+            return Ok(RungDone { report: out, answer: passes, outcome: None, refreshed: None });
+        };
+        let answer = self.check(ActionKind::of_rung(rung), Caller::Ladder, Some(name), Some(&app.spec.project)).await;
+        if !answer.acts() {
+            out.result = StepResult::DryRun;
+            if !(self.gate.dry_run && answer.mode == crate::switch::Mode::DryRun && answer.why.contains("runs in dry-run")) {
+                out.detail = format!("{} (not acted on: {})", out.detail, answer.why);
+            }
+            return Ok(RungDone { report: out, answer, outcome: None, refreshed: None });
+        }
+        let done = |report, outcome| RungDone { report, answer, outcome, refreshed: None };
+        if let Some(kind) = rung.budget() {
+            if let Err(e) = self.budget.acquire(kind).await {
+                out.result = StepResult::Deferred;
+                out.detail = e.to_string();
+                return Ok(done(out, None));
+            }
+        }
+        let attempt = Attempt { rung, at: decision.decided_at, idempotency_key: Some(key.clone()), outcome: Outcome::Requested };
+        match self.store.claim(name, &incident, &attempt, self.claim_timeout).await? {
+            Claim::Granted => {}
+            Claim::AlreadyDone(outcome) => {
+                out.result = StepResult::AlreadyDone;
+                out.detail = format!("{} already taken for this incident ({outcome:?})", rung.as_str());
+                return Ok(done(out, None));
+            }
+            Claim::Held { until } => {
+                out.result = StepResult::Deferred;
+                out.detail = format!("another run holds the {} until {until}", rung.as_str());
+                return Ok(done(out, None));
+            }
+        }
+        // An unfinished claim under this key, read before the claim was granted: a run that died
+        // between claiming and recording. Its call may or may not have gone out; Argo CD's state
+        // says which, and the action is resumed, never skipped and never blindly sent twice.
+        let resumed = history.unfinished(&key).map(|a| a.at);
+        let mut refreshed = None;
+        let acted = match (rung, resumed) {
+            (Rung::Refresh | Rung::HardRefresh, Some(claimed))
+                if app.status.reconciled_at.is_some_and(|r| r >= claimed.trunc_subsecs(0)) =>
+            {
+                out.result = StepResult::Refreshed;
+                out.detail = format!(
+                    "resumed an unfinished {} claimed at {}: Argo CD compared the app at {} since, so it is not requested again",
+                    rung.as_str(),
+                    secs(claimed),
+                    app.status.reconciled_at.map(secs).unwrap_or_default()
+                );
+                Ok(Outcome::Succeeded)
+            }
+            (Rung::Refresh | Rung::HardRefresh, Some(claimed)) if app.refresh_pending() => {
+                // The earlier run's request reached Argo CD and waits for the controller: the
+                // claim stays in progress, and a run after it expires finds reconciledAt moved.
+                out.result = StepResult::Deferred;
+                out.detail = format!(
+                    "an unfinished {} claimed at {} is still pending in Argo CD (the refresh annotation is set); not requested again",
+                    rung.as_str(),
+                    secs(claimed)
+                );
+                return Ok(done(out, None));
+            }
+            (Rung::Refresh | Rung::HardRefresh, _) => self.refresh(permit, app_ref, app, rung, &mut out, &mut refreshed).await,
+            (Rung::Sync, _) => self.sync(permit, app_ref, app, decision, &key, resumed, &mut out).await,
+            (Rung::Escalate, _) => self.escalate(permit, app, decision, resumed, &mut out).await,
+        };
+        match acted {
+            Ok(outcome) => {
+                self.store.complete(name, &key, outcome).await?;
+                Ok(RungDone { report: out, answer, outcome: Some(outcome), refreshed: refreshed.filter(|_| outcome == Outcome::Succeeded) })
+            }
+            Err(e @ StepError::Argo(ArgoError::Transient(_))) if rung != Rung::Escalate => {
+                // The call may have gone out (a 5xx or a timeout after Argo CD took it): the claim
+                // is never released, since a release would let the next run send it blindly. It
+                // stays unfinished, and the run that takes it over resumes it from Argo CD's state
+                // (the key in operation.info, an operation started since, reconciledAt).
+                Err(e)
+            }
+            Err(e) if is_transient(&e) => {
+                // Nothing went out (rate limited, the breaker open, the token rejected) or only a
+                // post failed, which the escalator never repeats: safe to retry from scratch.
+                self.store.release(name, &key).await?;
+                Err(e)
+            }
+            Err(e) => {
+                self.store.complete(name, &key, Outcome::Failed).await?;
+                out.result = StepResult::Failed;
+                out.detail = e.to_string();
+                Ok(RungDone { report: out, answer, outcome: Some(Outcome::Failed), refreshed: None })
+            }
+        }
+    }
+
+    async fn refresh(
+        &self,
+        permit: &Permit,
+        app_ref: &AppRef,
+        app: &Application,
+        rung: Rung,
+        out: &mut StepReport,
+        refreshed: &mut Option<Application>,
+    ) -> Result<Outcome, StepError> {
+        let kind = rung.refresh().unwrap_or(RefreshKind::Normal);
+        let mut verified = false;
+        let mut healthy = false;
+        // A refresh can be silently dropped (argoproj/argo-cd#28392): verify that reconciledAt
+        // moved past the request, and re-request once, with a budget token of its own (one
+        // token buys one refresh request; without one left, the refresh stays unverified).
+        let budget = rung.budget().unwrap_or(BudgetKind::Refresh);
+        for request in 0..2 {
+            if request > 0 && self.budget.acquire(budget).await.is_err() {
+                break;
+            }
+            // reconciledAt has whole seconds; compare at that precision.
+            let requested_at = self.clock.now().trunc_subsecs(0);
+            out.argo_calls += 1;
+            let after = self.argo.refresh(permit, app_ref, kind).await?;
+            // Verified when reconciledAt moved past the app as read just before this step: both
+            // times are Argo CD's, so a function clock off from the cluster's cannot make a
+            // refresh look dropped (L4). Only an app read without reconciledAt falls back to the
+            // function's clock.
+            verified = match (after.status.reconciled_at, app.status.reconciled_at) {
+                (Some(now), Some(before)) => now > before,
+                (Some(now), None) => now >= requested_at,
+                (None, _) => false,
+            };
+            healthy = after.is_synced_and_healthy();
+            if verified {
+                *refreshed = Some(after);
+                break;
+            }
+        }
+        out.result = if verified { StepResult::Refreshed } else { StepResult::RefreshUnverified };
+        out.detail = match (verified, healthy) {
+            (true, true) => format!("{} verified; the app is Synced and Healthy now", kind.as_str()),
+            (true, false) => format!("{} verified; the app is still in trouble", kind.as_str()),
+            (false, _) => format!("{} requested twice but status.reconciledAt did not move", kind.as_str()),
+        };
+        Ok(if verified { Outcome::Succeeded } else { Outcome::NoEffect })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn sync(
+        &self,
+        permit: &Permit,
+        app_ref: &AppRef,
+        app: &Application,
+        decision: &Decision,
+        key: &IdempotencyKey,
+        resumed: Option<DateTime<Utc>>,
+        out: &mut StepReport,
+    ) -> Result<Outcome, StepError> {
+        if app.recorded_idempotency_keys().any(|k| k == key.as_str()) {
+            out.result = StepResult::AlreadyDone;
+            out.detail = "Argo CD already records this sync's idempotency key in operation.info".into();
+            return Ok(Outcome::Succeeded);
+        }
+        // A resumed claim whose key is gone: when an operation started after the claim, Argo CD
+        // may have run ours and replaced it (`status.history` keeps no `info`). Sending again
+        // could sync twice; the outcome is unknown and a person is told, with that evidence.
+        if let Some((claimed, started)) = resumed.and_then(|c| app.operation_started_after(c).map(|s| (c, s))) {
+            out.result = StepResult::Failed;
+            out.detail = format!(
+                "an unfinished sync claimed at {} is not on record in Argo CD, but an operation started at {} since: its outcome is unknown, so it is not sent again",
+                secs(claimed),
+                secs(started)
+            );
+            return Ok(Outcome::Unknown);
+        }
+        let plan = decision.sync.as_ref().expect("a sync decision carries its plan");
+        let incident = decision.incident.as_ref();
+        let request = sync_request(
+            app,
+            plan,
+            key,
+            &incident.map(|i| i.id()).unwrap_or_default(),
+            incident.and_then(|i| i.began_at),
+            decision.failure_mode,
+        );
+        out.argo_calls += 1;
+        match self.argo.sync(permit, app_ref, &request).await {
+            Ok(_) => {
+                out.result = StepResult::Synced;
+                out.detail = format!("sync started ({})", plan.intent);
+                Ok(Outcome::Succeeded)
+            }
+            Err(ArgoError::OperationInProgress) => {
+                out.result = StepResult::Waiting;
+                out.detail = "another operation is already in progress".into();
+                Ok(Outcome::OperationInProgress)
+            }
+            Err(ArgoError::SyncWindowBlocked(m)) => {
+                out.result = StepResult::Waiting;
+                out.detail = format!("blocked by sync window: {m}");
+                Ok(Outcome::SyncWindowBlocked)
+            }
+            Err(e @ (ArgoError::Transient(_) | ArgoError::CircuitOpen { .. })) => {
+                // The answer was lost, not necessarily the sync: Argo CD may have started it.
+                // Never send it again blindly; re-read the app and look for this sync's key.
+                out.argo_calls += 1;
+                match self.argo.get_app(app_ref).await {
+                    Ok(now) if now.recorded_idempotency_keys().any(|k| k == key.as_str()) => {
+                        out.result = StepResult::Synced;
+                        out.detail = format!("sync started ({}); its answer was lost ({e}), Argo CD records its key", plan.intent);
+                        Ok(Outcome::Succeeded)
+                    }
+                    // Not on record as far as Argo CD shows: the claim stays unfinished (a
+                    // transient error) and the run that resumes it looks again.
+                    _ => Err(ArgoError::Transient(e.to_string()).into()),
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn escalate(
+        &self,
+        permit: &Permit,
+        app: &Application,
+        decision: &Decision,
+        resumed: Option<DateTime<Utc>>,
+        out: &mut StepReport,
+    ) -> Result<Outcome, StepError> {
+        // Delivered at least once: a run that died after telling and before recording tells
+        // again, under the same incident key, and says so (a thread or a pager can fold it).
+        match resumed {
+            Some(claimed) => {
+                let mut repeat = decision.clone();
+                repeat.evidence.push(Evidence::new(
+                    "delivery",
+                    format!(
+                        "repeat of incident {}: an earlier run claimed this escalation at {} and may have told it",
+                        decision.incident.as_ref().map(|i| i.id()).unwrap_or_default(),
+                        secs(claimed)
+                    ),
+                ));
+                self.escalator.escalate(permit, app, &repeat).await?;
+            }
+            None => self.escalator.escalate(permit, app, decision).await?,
+        }
+        out.result = StepResult::Escalated;
+        Ok(Outcome::Succeeded)
+    }
+
+    /// A person's button, performed once: the button's id names a stored request (app, incident,
+    /// sync plan, idempotency key). An action that changes Argo CD is remembered by its key once
+    /// performed, so a redelivery (its reply failed, or the worker died before replying) reports
+    /// it instead of performing it again.
+    async fn button(
+        &self,
+        permit: &Permit,
+        request: &HumanActionRequest,
+        clicked_at: DateTime<Utc>,
+        snooze: Duration,
+    ) -> Result<Performed, StepError> {
+        let kind = ActionKind::of_button(request.action);
+        let id = request.app.id();
+        let answer = self.check(kind, Caller::Person, Some(&id), request.app.project.as_deref()).await;
+        if !answer.acts() {
+            return Ok(Performed::Held(answer));
+        }
+        let done = |state: IncidentState, summary: String| {
+            Performed::Button(HumanActionOutcome { performed: true, state: Some(state), summary, snoozed_until: None })
+        };
+        let refused =
+            |summary: String| Performed::Button(HumanActionOutcome { performed: false, state: None, summary, snoozed_until: None });
+        let app = &request.app;
+        let keyed = kind.effect() == Effect::ChangesArgo;
+        let marker = crate::keys::performed_marker(&request.idempotency_key);
+        if keyed && self.dedupe.marked(std::slice::from_ref(&marker)).await?.contains(&marker) {
+            return Ok(done(
+                IncidentState::Remediating,
+                format!("the {} was already performed for this click; not repeated", kind.row().button.map_or(kind.as_str(), |b| b.label)),
+            ));
+        }
+        let performed = match request.action {
+            HumanAction::Acknowledge => {
+                return Ok(done(IncidentState::Investigating, "acknowledged; the incident is being looked at".into()));
+            }
+            HumanAction::Snooze => {
+                let until = self.clock.now() + chrono::Duration::from_std(snooze).unwrap_or_default();
+                return Ok(Performed::Button(HumanActionOutcome {
+                    performed: true,
+                    state: None,
+                    summary: format!("snoozed: new incidents of this app are not posted until {}", crate::escalation::rfc3339(until)),
+                    snoozed_until: Some(until),
+                }));
+            }
+            HumanAction::HardRefresh => {
+                if let Err(e) = self.budget.acquire(BudgetKind::HardRefresh).await {
+                    return Ok(Performed::Deferred(e));
+                }
+                match self.argo.refresh(permit, app, RefreshKind::Hard).await {
+                    Ok(after) => done(
+                        IncidentState::Remediating,
+                        format!("hard refresh done; the app is now {} / {}", or_dash(after.sync_status()), or_dash(after.health_status())),
+                    ),
+                    Err(ArgoError::NotFound(_)) => return Ok(refused("not performed: the app no longer exists".into())),
+                    Err(ArgoError::PermissionDenied(m)) => return Ok(refused(format!("Argo CD refused it: {m}"))),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            HumanAction::TerminateOperation => {
+                // Only the operation the person saw: one that started after the click (auto-sync
+                // began another while the click waited or was redelivered) is left running.
+                let current = match self.argo.get_app(app).await {
+                    Ok(a) => a,
+                    Err(ArgoError::NotFound(_)) => return Ok(refused("nothing to terminate: the app no longer exists".into())),
+                    Err(e) => return Err(e.into()),
+                };
+                let running = matches!(current.operation_phase(), crate::app::phase::RUNNING | crate::app::phase::TERMINATING)
+                    || current.operation.is_some();
+                if !running {
+                    return Ok(refused("nothing to terminate: no operation is running now".into()));
+                }
+                if let Some(started) = current.status.operation_state.as_ref().and_then(|s| s.started_at).filter(|s| *s > clicked_at) {
+                    return Ok(refused(format!(
+                        "not terminated: the operation running now started at {}, after the click; press again if it should stop too",
+                        secs(started)
+                    )));
+                }
+                match self.argo.terminate_operation(permit, app).await {
+                    Ok(()) => done(IncidentState::Remediating, "the running operation was asked to terminate".into()),
+                    Err(ArgoError::NotFound(m)) => return Ok(refused(format!("nothing to terminate: {m}"))),
+                    Err(ArgoError::PermissionDenied(m)) => return Ok(refused(format!("Argo CD refused it: {m}"))),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            HumanAction::Sync => {
+                let current = match self.argo.get_app(app).await {
+                    Ok(a) => a,
+                    Err(ArgoError::NotFound(_)) => return Ok(refused("not performed: the app no longer exists".into())),
+                    Err(e) => return Err(e.into()),
+                };
+                if current.recorded_idempotency_keys().any(|k| k == request.idempotency_key.as_str()) {
+                    return Ok(done(IncidentState::Remediating, "the sync was already started (Argo CD records its key)".into()));
+                }
+                let Some(plan) = request.sync.clone() else {
+                    return Ok(refused("not performed: this button carries no sync plan".into()));
+                };
+                if let Err(e) = self.budget.acquire(BudgetKind::Sync).await {
+                    return Ok(Performed::Deferred(e));
+                }
+                let sync = sync_request(
+                    &current,
+                    &plan,
+                    &request.idempotency_key,
+                    &request.incident_id,
+                    request.incident_began,
+                    request.failure_mode,
+                );
+                let revision = if plan.revision.is_empty() { "the target revision".to_owned() } else { plan.revision.clone() };
+                match self.argo.sync(permit, app, &sync).await {
+                    Ok(_) => done(IncidentState::Remediating, format!("sync started to {revision}, prune {}", plan.prune)),
+                    Err(ArgoError::OperationInProgress) => {
+                        return Ok(refused("not started: another operation is already in progress".into()));
+                    }
+                    Err(ArgoError::SyncWindowBlocked(m)) => return Ok(refused(format!("not started: blocked by a sync window ({m})"))),
+                    Err(ArgoError::PermissionDenied(m)) => return Ok(refused(format!("Argo CD refused it: {m}"))),
+                    Err(ArgoError::Invalid(m)) => return Ok(refused(format!("Argo CD rejected the sync: {m}"))),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
+        // Remembered before the reply is posted: a reply that fails (or a worker killed before
+        // it) brings the click back, and the redelivery must report, not act again.
+        // A marker that could not be written leaves the state checks above (the sync's key, the
+        // operation's start) as the guard against acting twice.
+        self.dedupe.mark(&marker, PERFORMED_MEMORY).await.ok();
+        Ok(performed)
+    }
+}
+
+/// The budget a refresh of `kind` takes a token from.
+fn budget_of(kind: RefreshKind) -> BudgetKind {
+    match kind {
+        RefreshKind::Normal => BudgetKind::Refresh,
+        RefreshKind::Hard => BudgetKind::HardRefresh,
+    }
+}
+
+fn is_transient(e: &StepError) -> bool {
+    match e {
+        StepError::Argo(a) => a.is_retryable() || matches!(a, ArgoError::Unauthenticated(_)),
+        StepError::Store(_) | StepError::Escalation(_) => true,
+        StepError::Policy(_) => false,
+    }
+}
+
+fn secs(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() { "–" } else { s }
+}

@@ -1,0 +1,126 @@
+//! What a step did (its result and report), why it could not finish, and the one builder of a
+//! sync request: the vocabulary the per-app step ([`crate::remediate`]) and the actuator
+//! ([`crate::actuator`]) share.
+
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::app::{AppId, Application, ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, INCIDENT_BEGAN_INFO_NAME, Info, SyncOptions};
+use crate::catalogue::FailureMode;
+use crate::decision::{Action, Decision};
+use crate::error::PolicyError;
+use crate::keys::IdempotencyKey;
+use crate::ports::{ArgoError, EscalationError, StoreError};
+
+/// Name of the `infos` entry carrying the incident id on Argo Medic's syncs.
+pub const INCIDENT_INFO_NAME: &str = "argo-medic.io/incident";
+/// Name of the `infos` entry carrying the failure mode on Argo Medic's syncs.
+pub const REASON_INFO_NAME: &str = "argo-medic.io/failure-mode";
+
+/// What the step did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepResult {
+    /// Nothing needed doing.
+    NoAction,
+    /// The app is healthy again; its incident was closed.
+    Resolved,
+    /// `--dry-run`: decided, did nothing.
+    DryRun,
+    /// Refresh requested and verified (`reconciledAt` moved past the request).
+    Refreshed,
+    /// Refresh requested twice and `reconciledAt` did not move: Argo CD dropped it.
+    RefreshUnverified,
+    /// Sync operation started.
+    Synced,
+    /// The action was already taken for this incident (store record or `operation.info`).
+    AlreadyDone,
+    /// Handed to a human.
+    Escalated,
+    /// Waiting: the policy said so, or Argo CD was busy / in a sync window.
+    Waiting,
+    /// Not now: out of budget, or another worker holds the action.
+    Deferred,
+    /// The action failed for good (recorded; the ladder moves on next time).
+    Failed,
+}
+
+/// One app's step, for reports and audit.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReport {
+    pub app: AppId,
+    pub failure_mode: Option<FailureMode>,
+    pub action: Option<Action>,
+    pub result: StepResult,
+    pub detail: String,
+    pub idempotency_key: Option<IdempotencyKey>,
+    /// Argo CD calls this step made.
+    pub argo_calls: u32,
+    #[serde(skip)]
+    pub decision: Option<Decision>,
+    /// The incident closed within this step: a verified refresh read the app back out of
+    /// trouble, so the policy's closing decision on that read (the one the next look would have
+    /// made) was taken at once, saving that look. Callers report it (Slack) as a resolution.
+    #[serde(skip)]
+    pub resolution: Option<Decision>,
+}
+
+/// Why a step could not finish; the caller retries it later (the message stays on the queue).
+#[derive(Debug, Error)]
+pub enum StepError {
+    #[error(transparent)]
+    Argo(#[from] ArgoError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Escalation(#[from] EscalationError),
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+}
+
+/// The sync request for `plan`, the only place one is built: automatic syncs and a person's sync
+/// from an escalation carry the same `infos`: the idempotency key (how a retry finds the sync it
+/// already started), the incident, the failure mode, and when the incident began (how the
+/// incident survives the operation the sync creates; without it a failed sync would open a new
+/// incident, with a new ladder and a second Slack parent).
+pub fn sync_request(
+    app: &Application,
+    plan: &crate::decision::SyncPlan,
+    key: &IdempotencyKey,
+    incident_id: &str,
+    incident_began: Option<chrono::DateTime<chrono::Utc>>,
+    failure_mode: crate::catalogue::FailureMode,
+) -> ApplicationSyncRequest {
+    let began = incident_began.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    ApplicationSyncRequest {
+        name: app.metadata.name.clone(),
+        revision: plan.revision.clone(),
+        prune: plan.prune,
+        sync_options: (!plan.sync_options.is_empty()).then(|| SyncOptions { items: plan.sync_options.clone() }),
+        infos: [
+            Info { name: IDEMPOTENCY_INFO_NAME.into(), value: key.to_string() },
+            Info { name: INCIDENT_INFO_NAME.into(), value: incident_id.to_owned() },
+            Info { name: REASON_INFO_NAME.into(), value: failure_mode.to_string() },
+        ]
+        .into_iter()
+        .chain(began.map(|value| Info { name: INCIDENT_BEGAN_INFO_NAME.into(), value }))
+        .collect(),
+        project: app.spec.project.clone(),
+        app_namespace: app.metadata.namespace.clone(),
+        ..ApplicationSyncRequest::default()
+    }
+}
+
+pub(crate) fn report(app: AppId, d: Option<&Decision>, result: StepResult, detail: String, calls: u32) -> StepReport {
+    StepReport {
+        app,
+        failure_mode: d.map(|d| d.failure_mode),
+        action: d.map(|d| d.action),
+        result,
+        detail,
+        idempotency_key: d.and_then(|d| d.idempotency_key.clone()),
+        argo_calls: calls,
+        decision: d.cloned(),
+        resolution: None,
+    }
+}

@@ -1,0 +1,279 @@
+//! The one actuator, through its real callers: every gate mode (the instant switch and the stack's
+//! parameters) × every caller that changes Argo CD or posts (the ladder step, a person's button, a
+//! signed refresh, the sweeper's canary probes, its outage parent and overdue alert, `medic
+//! sweep`'s probes), counted where it lands: the Argo CD simulator's mutating calls and the Slack
+//! simulator's posts.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use medic::store::SqliteIncidentStore;
+use medic::sweep::{SweepOptions, sweep};
+use medic_adapters::slack::{DynamoDbEscalationStore, SlackEscalator};
+use medic_core::PolicyConfig;
+use medic_core::Trigger;
+use medic_core::event::{AppRef, WorkItem, WorkKind};
+use medic_core::ports::{RefreshKind, WorkQueue};
+use medic_core::switch::{FixedSwitch, Mode};
+use medic_sim::{ArgoSim, SlackSim};
+use medic_worker::Worker;
+
+use crate::support::slack::{ALICE, SIGNING_SECRET, Stack, button, click, settings, slack_escalator, stack};
+use crate::support::{Parts, client, outage_fleet};
+
+/// How the gate is set: by the instant switch, or by the stack's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Setting {
+    Act,
+    SwitchDryRun,
+    SwitchOff,
+    StackDryRun,
+    KillSwitch,
+}
+
+const SETTINGS: [Setting; 5] = [Setting::Act, Setting::SwitchDryRun, Setting::SwitchOff, Setting::StackDryRun, Setting::KillSwitch];
+
+impl Setting {
+    fn switch(self) -> FixedSwitch {
+        FixedSwitch(match self {
+            Setting::SwitchDryRun => Mode::DryRun,
+            Setting::SwitchOff => Mode::Off,
+            _ => Mode::Act,
+        })
+    }
+    fn dry_run(self) -> bool {
+        self == Setting::StackDryRun
+    }
+    fn kill_switch(self) -> bool {
+        self == Setting::KillSwitch
+    }
+    /// The one mode the gate makes of it.
+    fn mode(self) -> Mode {
+        match self {
+            Setting::Act => Mode::Act,
+            Setting::SwitchDryRun | Setting::StackDryRun => Mode::DryRun,
+            Setting::SwitchOff | Setting::KillSwitch => Mode::Off,
+        }
+    }
+}
+
+fn mutations(sim: &ArgoSim) -> usize {
+    let c = sim.counts();
+    c.refresh + c.hard_refresh + c.sync + c.terminate
+}
+
+fn posts(slack: &SlackSim) -> usize {
+    slack.calls_of("chat.postMessage").len() + slack.calls_of("chat.update").len()
+}
+
+type GatedWorker =
+    crate::support::stack::TestWorker<medic_adapters::dynamodb::DynamoDbStore, SlackEscalator<DynamoDbEscalationStore>, FixedSwitch>;
+
+fn worker(stack: &Stack, setting: Setting) -> GatedWorker {
+    let w = stack.aws.worker_with(
+        &stack.argo,
+        stack.store(),
+        slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
+        setting.switch(),
+    );
+    Worker { config: medic_worker::WorkerConfig { dry_run: setting.dry_run(), kill_switch: setting.kill_switch(), ..w.config }, ..w }
+}
+
+/// The ladder step: a refresh (inventory), a sync (observability) and an escalation (storefront).
+#[tokio::test]
+async fn the_ladder_step_acts_and_posts_only_when_the_gate_says_act() {
+    for setting in SETTINGS {
+        let stack = stack().await;
+        let w = worker(&stack, setting);
+        for (name, project) in [("inventory", "payments"), ("observability", "platform"), ("storefront", "payments")] {
+            let app = AppRef { name: name.into(), namespace: "argocd".into(), project: Some(project.into()) };
+            stack
+                .queue()
+                .enqueue(&WorkItem::for_app(WorkKind::Sweep, app, Trigger::sweep(), "w1", Utc::now()), Duration::ZERO)
+                .await
+                .unwrap();
+        }
+        stack.poll(&w).await;
+        let (m, p) = (mutations(&stack.argo), posts(&stack.slack));
+        match setting.mode() {
+            Mode::Act => assert!(m >= 2 && p >= 1, "{setting:?}: {m} mutations, {p} posts"),
+            _ => assert_eq!((m, p), (0, 0), "{setting:?}"),
+        }
+    }
+}
+
+/// A person's button: performed only in `act`; answered in its thread in `dry-run`; neither in `off`.
+#[tokio::test]
+async fn a_button_is_performed_only_when_the_gate_says_act_and_answered_unless_off() {
+    for setting in SETTINGS {
+        let stack = stack().await;
+        let parent = stack.escalated(&worker(&stack, Setting::Act), "storefront").await;
+        let sync = button(&parent, "Sync");
+        assert_eq!(stack.actions().handle(click(&sync, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
+        let (m0, p0) = (mutations(&stack.argo), posts(&stack.slack));
+        stack.poll(&worker(&stack, setting)).await;
+        let (m, p) = (mutations(&stack.argo) - m0, posts(&stack.slack) - p0);
+        let replies = stack.slack.replies(crate::support::slack::CH, &parent.ts);
+        match setting.mode() {
+            Mode::Act => assert!(m == 1 && p >= 1 && replies.len() == 1, "{setting:?}: {m} mutations, {p} posts"),
+            Mode::DryRun => {
+                assert_eq!(m, 0, "{setting:?}");
+                assert_eq!(replies.len(), 1, "{setting:?}: the click is answered");
+                assert!(crate::support::slack::text_of(&replies[0]).contains("not performed"), "{setting:?}");
+            }
+            Mode::Off => assert_eq!((m, p, replies.len()), (0, 0, 0), "{setting:?}"),
+        }
+    }
+}
+
+/// A signed refresh (the refresh endpoint's work item).
+#[tokio::test]
+async fn a_signed_refresh_is_made_only_when_the_gate_says_act() {
+    for setting in SETTINGS {
+        let stack = stack().await;
+        let app = AppRef { name: "inventory".into(), namespace: "argocd".into(), project: Some("payments".into()) };
+        let mut item = WorkItem::for_app(WorkKind::Requested, app, "requested-refresh".parse().unwrap(), "r1", Utc::now());
+        item.requested_action = Some(WorkItem::refresh_request(RefreshKind::Hard).into());
+        item.requested_by = Some("ci-pipeline".into());
+        crate::support::work_item_key().sign(&mut item);
+        stack.queue().enqueue(&item, Duration::ZERO).await.unwrap();
+        stack.poll(&worker(&stack, setting)).await;
+        let expected = if setting.mode() == Mode::Act { 1 } else { 0 };
+        assert_eq!(stack.argo.counts().hard_refresh, expected, "{setting:?}");
+        assert_eq!(posts(&stack.slack), 0, "{setting:?}: a signed refresh posts nothing");
+    }
+}
+
+/// The sweeper: its canary probes (refreshes, within the budget), the outage parent and, past the
+/// cause's time bound, the overdue alert.
+#[tokio::test]
+async fn the_sweeper_probes_and_posts_only_when_the_gate_says_act() {
+    for setting in SETTINGS {
+        let stack = stack().await;
+        // Down for two hours: past the one-hour bound, so the overdue alert is due too.
+        let sim = outage_fleet(30, 20, "git.down.example.com", 120, None, |_, _| None).await;
+        let sweeper = medic_sweeper::Sweeper {
+            config: medic_sweeper::SweeperConfig {
+                dry_run: setting.dry_run(),
+                kill_switch: setting.kill_switch(),
+                ..medic_sweeper::SweeperConfig::default()
+            },
+            argo: client(&sim),
+            store: stack.store(),
+            dedupe: stack.store(),
+            queue: stack.queue(),
+            escalator: slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
+            budget: crate::support::generous_budget(),
+            clock: medic_adapters::memory::SystemClock,
+            metrics: medic_adapters::telemetry::Metrics::quiet("test"),
+            switch: setting.switch(),
+        };
+        let run = sweeper.run().await.unwrap();
+        assert_eq!(run.outages, 1, "{setting:?}: {run:?}");
+        let (m, p) = (mutations(&sim), posts(&stack.slack));
+        match setting.mode() {
+            Mode::Act => {
+                assert_eq!(m, 3, "{setting:?}: one refresh per canary");
+                assert!(p >= 2, "{setting:?}: the outage parent and the overdue alert ({p} posts)");
+            }
+            _ => assert_eq!((m, p, run.probed), (0, 0, 0), "{setting:?}"),
+        }
+    }
+}
+
+/// H2 (reliability review of 0a3f9d5): the sweeper refreshed canaries and posted whatever the
+/// instant switch said, outside every budget. Its probes now take the workers' budget: at one
+/// refresh a minute (a burst of one), one of the three canaries is refreshed this sweep. Fails on
+/// 0a3f9d5 (three refreshes).
+#[tokio::test]
+async fn the_sweeper_s_canary_probes_take_the_refresh_budget() {
+    let stack = stack().await;
+    let sim = outage_fleet(30, 20, "git.down.example.com", 20, None, |_, _| None).await;
+    let one_a_minute = medic_adapters::budget::LocalBudget::new(medic_adapters::budget::BudgetRates {
+        refresh_per_minute: 1,
+        hard_refresh_per_minute: 1,
+        sync_per_minute: 1,
+        max_wait: Duration::ZERO,
+    });
+    let sweeper = medic_sweeper::Sweeper {
+        config: medic_sweeper::SweeperConfig::default(),
+        argo: client(&sim),
+        store: stack.store(),
+        dedupe: stack.store(),
+        queue: stack.queue(),
+        escalator: medic_adapters::memory::LogEscalator::default(),
+        budget: one_a_minute,
+        clock: medic_adapters::memory::SystemClock,
+        metrics: medic_adapters::telemetry::Metrics::quiet("test"),
+        switch: FixedSwitch::default(),
+    };
+    let run = sweeper.run().await.unwrap();
+    assert_eq!((run.outages, run.probed), (1, 1), "{run:?}");
+    assert_eq!(mutations(&sim), 1, "one refresh for one budget token");
+}
+
+/// `medic sweep`: its canary probes and the outage's alert go through the same gate.
+#[tokio::test]
+async fn medic_sweep_probes_and_alerts_only_when_the_gate_says_act() {
+    for setting in SETTINGS {
+        let sim = outage_fleet(30, 20, "git.down.example.com", 20, None, |_, _| None).await;
+        let c = client(&sim);
+        let parts = Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default());
+        let switch = setting.switch();
+        let mut r = parts.step(&c, setting.dry_run(), Duration::from_secs(600));
+        r.kill_switch = setting.kill_switch();
+        r.switch = &switch;
+        let summary = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+        assert_eq!(summary.outages.len(), 1, "{setting:?}");
+        let alerts = parts.escalator.alerts().len();
+        match setting.mode() {
+            Mode::Act => assert!(mutations(&sim) >= 3 && alerts == 1, "{setting:?}: {} mutations, {alerts} alerts", mutations(&sim)),
+            _ => assert_eq!((mutations(&sim), alerts), (0, 0), "{setting:?}"),
+        }
+    }
+}
+
+/// L1 (reliability review of 0a3f9d5): the overdue outage's marker was written before the alert
+/// was told, and a failed post silenced the escalation for a day. The marker now goes when the
+/// post fails, and the next sweep tells it. Fails on 0a3f9d5 (never told).
+#[tokio::test]
+async fn an_overdue_outage_whose_alert_could_not_be_posted_is_told_by_the_next_sweep() {
+    let stack = stack().await;
+    let sim = outage_fleet(30, 20, "git.down.example.com", 120, None, |_, _| None).await;
+    let sweeper = medic_sweeper::Sweeper {
+        config: medic_sweeper::SweeperConfig::default(),
+        argo: client(&sim),
+        store: stack.store(),
+        dedupe: stack.store(),
+        queue: stack.queue(),
+        escalator: slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
+        budget: crate::support::generous_budget(),
+        clock: medic_adapters::memory::SystemClock,
+        metrics: medic_adapters::telemetry::Metrics::quiet("test"),
+        switch: FixedSwitch::default(),
+    };
+    let overdue = |slack: &SlackSim| {
+        slack
+            .messages(crate::support::slack::CH)
+            .iter()
+            .filter(|m| {
+                (m.text.contains("Escalation: fleet outage past its time bound")
+                    || m.blocks.to_string().contains("Escalation: fleet outage past its time bound"))
+                    && m.thread_ts.is_none()
+            })
+            .count()
+    };
+    stack.slack.inject(medic_sim::SlackFault {
+        method: Some("chat.postMessage".into()),
+        kind: medic_sim::SlackFaultKind::Status(500),
+        times: 1000,
+    });
+    let first = sweeper.run().await.unwrap();
+    assert_eq!((first.outages, first.escalated), (1, 1), "{first:?}");
+    assert_eq!(overdue(&stack.slack), 0, "Slack is down: nothing told");
+    stack.slack.clear_faults();
+    sweeper.run().await.unwrap();
+    assert_eq!(overdue(&stack.slack), 1, "told by the next sweep");
+    sweeper.run().await.unwrap();
+    assert_eq!(overdue(&stack.slack), 1, "and once");
+}
