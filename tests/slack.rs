@@ -545,6 +545,14 @@ async fn forged_stale_replayed_unknown_and_unlisted_clicks_are_rejected_and_enqu
     let response = actions.handle(copy).await;
     assert_eq!((response.status().as_u16(), reason_of(&response)), (403, "replay".to_owned()));
     assert_eq!(stack.depth().await, 1, "the replay enqueued nothing");
+    // L5 (reliability review of 0a3f9d5): the same copy with its signature's hex in upper case
+    // verifies too (hex decodes either case) and was not recognised as a replay. Fails on 0a3f9d5.
+    let mut shouted = click(&ack, ALICE, now, SIGNING_SECRET);
+    let upper = shouted.headers()["x-slack-signature"].to_str().unwrap().replacen("v0=", "", 1).to_ascii_uppercase();
+    shouted.headers_mut().insert("x-slack-signature", format!("v0={upper}").parse().unwrap());
+    let response = actions.handle(shouted).await;
+    assert_eq!((response.status().as_u16(), reason_of(&response)), (403, "replay".to_owned()));
+    assert_eq!(stack.depth().await, 1, "the upper-case replay enqueued nothing");
 
     // The unlisted user's click did not spend the button: Alice's went through above.
     assert_eq!(actions.metrics.get("SlackActionAccepted", ("Action", "acknowledge")), 1.0);

@@ -117,9 +117,22 @@ impl<'a> SecretRef<'a> {
         match doc.get(key) {
             Some(serde_json::Value::String(s)) => Ok(s.clone()),
             Some(value @ serde_json::Value::Object(_)) => Ok(value.to_string()),
-            Some(other) => Err(format!("the secret's `{key}` is {other}, not a string or an object")),
+            // The kind only, never the value: this message reaches the init error's log line.
+            Some(other) => Err(format!("the secret's `{key}` is {}, not a string or an object", json_kind(other))),
             None => Err(format!("the secret has no key `{key}`")),
         }
+    }
+}
+
+/// What kind of JSON value `v` is, without its content.
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
     }
 }
 
@@ -415,6 +428,14 @@ mod tests {
         assert!(missing.contains("no key `slack`"), "{missing}");
         assert!(SecretRef::parse(&format!("{arn}#n")).value_in(whole).unwrap_err().contains("not a string"));
         assert!(SecretRef::parse(&format!("{arn}#argocd")).value_in("plain-token").unwrap_err().contains("JSON object"));
+        // L10 (reliability review of 0a3f9d5): a token stored as a number or an array of tokens
+        // was printed into the init error. Fails on 0a3f9d5.
+        let secret = r#"{"numeric": 918273645546372819, "tokens": ["tok-1-secret", "tok-2-secret"]}"#;
+        for (key, kind) in [("numeric", "a number"), ("tokens", "an array")] {
+            let problem = SecretRef::parse(&format!("{arn}#{key}")).value_in(secret).unwrap_err();
+            assert!(problem.contains(kind), "{problem}");
+            assert!(!problem.contains("918273645546372819") && !problem.contains("tok-1-secret"), "no value in the error: {problem}");
+        }
     }
 
     #[test]

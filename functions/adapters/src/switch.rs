@@ -99,8 +99,12 @@ impl<R: SwitchStore, C: Clock> CachedSwitch<R, C> {
                 state.last_error
             ));
         }
+        // The last value bridges a short outage of the store, not a long idle spell: read longer
+        // ago than it stays fresh plus the failing allowance, it may be long out of date (an
+        // operator's `off` since), so the switch fails closed at once.
+        let recent = |at: DateTime<Utc>| now - at <= delta(self.settings.fresh_for + self.settings.fail_closed_after);
         match state.known {
-            Some((mode, _)) if !too_long => mode,
+            Some((mode, at)) if !too_long && recent(at) => mode,
             _ => Mode::Off,
         }
     }
@@ -295,6 +299,20 @@ mod tests {
         store.break_reads(None);
         clock.advance(Duration::from_secs(5));
         assert_eq!(switch.mode().await, Mode::Act, "readable again: acts again");
+    }
+
+    /// L2 (reliability review of 0a3f9d5): a container that last read `act` an hour ago and whose
+    /// next read fails kept acting for two more minutes, whatever an operator had set since.
+    /// Fails on 0a3f9d5 (`act`).
+    #[tokio::test]
+    async fn a_value_read_long_ago_is_not_kept_when_the_next_read_fails() {
+        let (store, clock, switch) = setup();
+        store.set(Mode::Act);
+        assert_eq!(switch.mode().await, Mode::Act);
+        clock.advance(Duration::from_secs(3600));
+        store.set(Mode::Off);
+        store.break_reads(Some("throttled"));
+        assert_eq!(switch.mode().await, Mode::Off, "an hour-old act is no evidence: fail closed");
     }
 
     #[tokio::test]

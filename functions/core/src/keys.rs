@@ -61,6 +61,12 @@ impl IncidentKey {
     }
 }
 
+/// The replay marker of a Slack request, by its v0 signature's tag: lower-cased hex, so a copy
+/// whose hex differs only in case (which decodes to the same tag and verifies) is the same request.
+pub fn slack_replay_marker(signature: &str) -> String {
+    format!("slack-request-{}", signature.trim().trim_start_matches("v0=").to_ascii_lowercase())
+}
+
 /// The marker of a person's action that changed Argo CD, by its idempotency key: written once it
 /// is performed and before it is reported, so a redelivered click reports instead of acting again.
 pub fn performed_marker(key: &IdempotencyKey) -> String {

@@ -268,7 +268,7 @@ impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore> SlackActions<Q, D, S> {
                 format!("the request is {age} s old; at most {} s is accepted", self.config.max_age.as_secs()),
             ));
         }
-        let replay_key = format!("slack-request-{}", signature.trim_start_matches("v0="));
+        let replay_key = medic_core::keys::slack_replay_marker(signature);
         match self.dedupe.first_sighting(&replay_key, self.config.replay_ttl).await {
             Ok(Seen::New) => {}
             Ok(Seen::Duplicate) => return Err(reject(StatusCode::FORBIDDEN, "replay", "this request was already received")),
