@@ -176,6 +176,16 @@ impl<S: BucketStore> SharedBudget<S> {
     }
 }
 
+/// How many tokens one take moves from the shared bucket to this worker's pool: what the bucket
+/// refills in a second, at most [`SHARED_BLOCK`] and the burst. At the refresh rate (300 a minute)
+/// that is the whole block, as docs/cost.md measured; at the sync and hard refresh rates (30 and
+/// 10 a minute) one token: a block those rates take seconds to refill expired unused in one
+/// worker's pool while another waited (a third of the sync budget reached the workers,
+/// reliability review L9).
+fn block_of(rate: BucketRate) -> u32 {
+    (rate.per_minute / 60).clamp(1, SHARED_BLOCK.min(rate.burst).max(1))
+}
+
 fn jitter(max_ms: u64) -> Duration {
     Duration::from_millis(rand::rng().random_range(0..=max_ms))
 }
@@ -186,7 +196,7 @@ impl<S: BucketStore> Budget for SharedBudget<S> {
             return Ok(());
         }
         let rate = BucketRate::per_minute(self.rates.per_minute(kind));
-        let block = SHARED_BLOCK.min(rate.burst);
+        let block = block_of(rate);
         let deadline = Instant::now() + self.rates.max_wait;
         loop {
             let read = match self.store.read_bucket(kind).await {
@@ -318,6 +328,25 @@ mod tests {
         let bound = 120.0 + 20.0 * elapsed + f64::from(4 * SHARED_BLOCK);
         assert!(f64::from(total) <= bound, "{total} tokens in {elapsed:.2} s, bound {bound:.0}");
         assert!(total >= 120 + 20, "the burst and at least a second's refill: {total}");
+    }
+
+    /// L9 (reliability review of 0a3f9d5): at the sync rate (30 a minute, a burst of three) one
+    /// worker's take moved the whole burst into its pool, where two tokens expired unused while
+    /// other workers were deferred. Now a take at that rate moves one token: three workers each get
+    /// one of the burst. Fails on 0a3f9d5 (the second and third are deferred).
+    #[tokio::test]
+    async fn a_slow_budget_is_not_taken_in_blocks_that_starve_other_workers() {
+        let buckets = std::sync::Arc::new(crate::memory::MemoryBuckets::default());
+        let rates = BudgetRates { sync_per_minute: 30, max_wait: Duration::from_millis(10), ..BudgetRates::default() };
+        let share = BudgetRates { max_wait: Duration::from_millis(10), ..rates.worker_share(3, 10, Duration::from_secs(60)) };
+        let workers: Vec<_> = (0..3).map(|_| SharedBudget::new(buckets.clone(), rates, share)).collect();
+        for (i, w) in workers.iter().enumerate() {
+            assert!(w.acquire(BudgetKind::Sync).await.is_ok(), "worker {i} gets one of the burst's three tokens");
+        }
+        assert!(workers[0].acquire(BudgetKind::Sync).await.is_err(), "and the burst is spent: nothing pooled");
+        assert_eq!(block_of(BucketRate::per_minute(300)), SHARED_BLOCK, "the refresh budget keeps its blocks");
+        assert_eq!(block_of(BucketRate::per_minute(120)), 2);
+        assert_eq!(block_of(BucketRate::per_minute(10)), 1);
     }
 
     #[tokio::test]
