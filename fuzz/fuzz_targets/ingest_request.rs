@@ -18,7 +18,7 @@ use medic_adapters::telemetry::Metrics;
 use medic_core::Application;
 use medic_core::app::ApplicationSyncRequest;
 use medic_core::event::{AppRef, WorkItemKey};
-use medic_core::ports::{ArgoApi, ArgoError, ListQuery, RefreshKind};
+use medic_core::ports::{ArgoApi, ArgoError, ListQuery, Permit, RefreshKind};
 use medic_ingest::{Ingest, IngestConfig, SIGNATURE_HEADER, WebhookSecrets};
 
 const SECRET: &str = "local-test-secret-not-for-production";
@@ -27,7 +27,10 @@ const SECRET: &str = "local-test-secret-not-for-production";
 struct Argo;
 
 impl ArgoApi for Argo {
-    async fn get_app(&self, app: &AppRef, _: Option<RefreshKind>) -> Result<Application, ArgoError> {
+    async fn get_app(&self, app: &AppRef) -> Result<Application, ArgoError> {
+        Err(ArgoError::NotFound(app.name.clone()))
+    }
+    async fn refresh(&self, _: &Permit, app: &AppRef, _: RefreshKind) -> Result<Application, ArgoError> {
         Err(ArgoError::NotFound(app.name.clone()))
     }
     async fn list_apps(&self, _: &ListQuery) -> Result<Vec<Application>, ArgoError> {
@@ -40,10 +43,10 @@ impl ArgoApi for Argo {
         };
         Ok(vec![app("web"), app("api")])
     }
-    async fn sync(&self, app: &AppRef, _: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
+    async fn sync(&self, _: &Permit, app: &AppRef, _: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
         Err(ArgoError::NotFound(app.name.clone()))
     }
-    async fn terminate_operation(&self, app: &AppRef) -> Result<(), ArgoError> {
+    async fn terminate_operation(&self, _: &Permit, app: &AppRef) -> Result<(), ArgoError> {
         Err(ArgoError::NotFound(app.name.clone()))
     }
 }
