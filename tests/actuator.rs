@@ -79,6 +79,40 @@ fn worker(stack: &Stack, setting: Setting) -> GatedWorker {
     Worker { config: medic_worker::WorkerConfig { dry_run: setting.dry_run(), kill_switch: setting.kill_switch(), ..w.config }, ..w }
 }
 
+/// The sweeper over `sim` and the stack's queue and table, set as `setting` says.
+fn sweeper<E: medic_core::ports::Escalator, B: medic_core::ports::Budget>(
+    stack: &Stack,
+    sim: &ArgoSim,
+    setting: Setting,
+    escalator: E,
+    budget: B,
+) -> medic_sweeper::Sweeper<
+    medic_adapters::argocd::HttpArgoClient,
+    medic_adapters::dynamodb::DynamoDbStore,
+    medic_adapters::dynamodb::DynamoDbStore,
+    medic_adapters::sqs::SqsWorkQueue,
+    E,
+    B,
+    medic_adapters::memory::SystemClock,
+> {
+    medic_sweeper::Sweeper {
+        config: medic_sweeper::SweeperConfig {
+            dry_run: setting.dry_run(),
+            kill_switch: setting.kill_switch(),
+            ..medic_sweeper::SweeperConfig::default()
+        },
+        argo: client(sim),
+        store: stack.store(),
+        dedupe: stack.store(),
+        queue: stack.queue(),
+        escalator,
+        budget,
+        clock: medic_adapters::memory::SystemClock,
+        metrics: medic_adapters::telemetry::Metrics::quiet("test"),
+        switch: setting.switch(),
+    }
+}
+
 /// The ladder step: a refresh (inventory), a sync (observability) and an escalation (storefront).
 #[tokio::test]
 async fn the_ladder_step_acts_and_posts_only_when_the_gate_says_act() {
@@ -152,22 +186,13 @@ async fn the_sweeper_probes_and_posts_only_when_the_gate_says_act() {
         let stack = stack().await;
         // Down for two hours: past the one-hour bound, so the overdue alert is due too.
         let sim = outage_fleet(30, 20, "git.down.example.com", 120, None, |_, _| None).await;
-        let sweeper = medic_sweeper::Sweeper {
-            config: medic_sweeper::SweeperConfig {
-                dry_run: setting.dry_run(),
-                kill_switch: setting.kill_switch(),
-                ..medic_sweeper::SweeperConfig::default()
-            },
-            argo: client(&sim),
-            store: stack.store(),
-            dedupe: stack.store(),
-            queue: stack.queue(),
-            escalator: slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
-            budget: crate::support::generous_budget(),
-            clock: medic_adapters::memory::SystemClock,
-            metrics: medic_adapters::telemetry::Metrics::quiet("test"),
-            switch: setting.switch(),
-        };
+        let sweeper = sweeper(
+            &stack,
+            &sim,
+            setting,
+            slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
+            crate::support::generous_budget(),
+        );
         let run = sweeper.run().await.unwrap();
         assert_eq!(run.outages, 1, "{setting:?}: {run:?}");
         let (m, p) = (mutations(&sim), posts(&stack.slack));
@@ -195,18 +220,7 @@ async fn the_sweeper_s_canary_probes_take_the_refresh_budget() {
         sync_per_minute: 1,
         max_wait: Duration::ZERO,
     });
-    let sweeper = medic_sweeper::Sweeper {
-        config: medic_sweeper::SweeperConfig::default(),
-        argo: client(&sim),
-        store: stack.store(),
-        dedupe: stack.store(),
-        queue: stack.queue(),
-        escalator: medic_adapters::memory::LogEscalator::default(),
-        budget: one_a_minute,
-        clock: medic_adapters::memory::SystemClock,
-        metrics: medic_adapters::telemetry::Metrics::quiet("test"),
-        switch: FixedSwitch::default(),
-    };
+    let sweeper = sweeper(&stack, &sim, Setting::Act, medic_adapters::memory::LogEscalator::default(), one_a_minute);
     let run = sweeper.run().await.unwrap();
     assert_eq!((run.outages, run.probed), (1, 1), "{run:?}");
     assert_eq!(mutations(&sim), 1, "one refresh for one budget token");
@@ -240,18 +254,13 @@ async fn medic_sweep_probes_and_alerts_only_when_the_gate_says_act() {
 async fn an_overdue_outage_whose_alert_could_not_be_posted_is_told_by_the_next_sweep() {
     let stack = stack().await;
     let sim = outage_fleet(30, 20, "git.down.example.com", 120, None, |_, _| None).await;
-    let sweeper = medic_sweeper::Sweeper {
-        config: medic_sweeper::SweeperConfig::default(),
-        argo: client(&sim),
-        store: stack.store(),
-        dedupe: stack.store(),
-        queue: stack.queue(),
-        escalator: slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
-        budget: crate::support::generous_budget(),
-        clock: medic_adapters::memory::SystemClock,
-        metrics: medic_adapters::telemetry::Metrics::quiet("test"),
-        switch: FixedSwitch::default(),
-    };
+    let sweeper = sweeper(
+        &stack,
+        &sim,
+        Setting::Act,
+        slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
+        crate::support::generous_budget(),
+    );
     let overdue = |slack: &SlackSim| {
         slack
             .messages(crate::support::slack::CH)
