@@ -59,10 +59,16 @@ impl<S: EscalationStore> SlackEscalator<S> {
 
     /// Gives records of a resolved incident `record_ttl` from now (a record gone is left gone).
     pub(super) async fn retire(&self, records: &[(&str, &str)]) -> Result<(), EscalationError> {
+        self.retire_for(records, self.settings.record_ttl).await
+    }
+
+    /// Gives `records` `ttl` from now (a record gone is left gone): buttons once their incident
+    /// or outage is over, which lived as long as it did.
+    pub(super) async fn retire_for(&self, records: &[(&str, &str)], ttl: Duration) -> Result<(), EscalationError> {
         for (group, id) in records {
             for try_no in 0..=CAS_TRIES {
                 let Some(v) = self.store.load(group, id).await.map_err(esc_err)? else { break };
-                if self.store.store(group, id, &v.doc, Some(v.version), self.settings.record_ttl).await.map_err(esc_err)? {
+                if self.store.store(group, id, &v.doc, Some(v.version), ttl).await.map_err(esc_err)? {
                     break;
                 }
                 if try_no == CAS_TRIES {
@@ -264,8 +270,10 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 offered_at: at,
                 incident_began: facts.incident_began,
             };
-            // Created once; a retry finds it there (same content).
-            self.save("action", &b.id, &request, None, self.settings.action_ttl).await?;
+            // Created once; a retry finds it there (same content). Kept while the incident is open,
+            // however long (a button that expired while its incident was open answered 410,
+            // reliability review L7); resolving gives it `action_ttl`.
+            self.save("action", &b.id, &request, None, self.ttl()).await?;
         }
         Ok(())
     }
@@ -426,7 +434,8 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                 offered_at: self.clock.now(),
             };
             // Created once (a retry after a crash finds it): the cause's projects as first seen.
-            self.save("fleetbtn", &button.id, &button, None, self.settings.action_ttl).await?;
+            // Kept while the outage lasts; its end gives it `action_ttl`.
+            self.save("fleetbtn", &button.id, &button, None, self.ttl()).await?;
         }
         self.post_once(&key, None, &message).await.map(|_| ())
     }
@@ -444,10 +453,12 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             if let Some((_, MessageRec { channel, ts: Some(ts), .. })) = self.load::<MessageRec>("msg", &key).await? {
                 self.client.update(&channel, &ts, &escalation::outage_parent(&over)).await.map_err(esc_err)?;
             }
+            let buttons = [medic_core::fleet::FleetControl::Pause, medic_core::fleet::FleetControl::Release].map(|c| rec.view.button(c));
             // Another sweep that told it first wins; either way it is over.
             if self.save("outage", &key, &OutageRec { view: over, ended: true }, Some(v.version), self.settings.action_ttl).await? {
                 ended += 1;
             }
+            self.retire_for(&buttons.iter().map(|id| ("fleetbtn", id.as_str())).collect::<Vec<_>>(), self.settings.action_ttl).await?;
         }
         Ok(ended)
     }
@@ -495,6 +506,9 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             let mut records = vec![("incident", incident_id.as_str())];
             records.extend(messages.iter().map(|key| ("msg", key.as_str())));
             self.retire(&records).await?;
+            // Its buttons, of every generation, now last `action_ttl` (they lived as long as it).
+            let buttons: Vec<String> = (0..=rec.generation).flat_map(|g| escalation::buttons(&rec.facts, g)).map(|b| b.id).collect();
+            self.retire_for(&buttons.iter().map(|id| ("action", id.as_str())).collect::<Vec<_>>(), self.settings.action_ttl).await?;
             self.update_rec::<IncidentRec>(&group, &incident_id, |r| {
                 if r.resolved {
                     return false;

@@ -44,15 +44,16 @@
 //! | --- | --- | --- |
 //! | `msg` | message key | channel, thread, `ts` once posted, lease, first intent |
 //! | `app#<namespace/name>` | incident id | the incident's facts, state, button generation, where it is shown, reported actions |
-//! | `action` | button id | the [`HumanActionRequest`] behind a button (expires after `action_ttl`) |
+//! | `action` | button id | the [`HumanActionRequest`] behind a button (kept while its incident is open, then `action_ttl`) |
 //! | `fleetwin` | failure mode | the open fleet window: fleet id, members in arrival order, last arrival |
 //! | `fleet` | fleet id | the fleet incident: its apps, which recovered, whether its parent is set up |
 //! | `snooze` | `namespace/name` | until when new incidents of the app are not posted, and who asked |
 //!
 //! An open incident's records (its `app#` record, its messages, its fleet's) are kept until it
 //! resolves, however long that takes: losing them would post a second parent. Resolving gives
-//! them `record_ttl` (30 days) from then on. Buttons keep their own `action_ttl`, snoozes their
-//! own end, fleet windows `record_ttl`.
+//! them `record_ttl` (30 days) from then on. Buttons, the incidents' and the outages' (`fleetbtn`),
+//! are kept as long as their incident or outage and `action_ttl` (14 days) once it is over;
+//! snoozes keep their own end, fleet windows `record_ttl`.
 
 mod any;
 mod client;
