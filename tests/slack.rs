@@ -459,6 +459,45 @@ async fn a_clicked_hard_refresh_whose_reply_fails_is_reported_on_redelivery_not_
     assert!(text_of(&replies[0]).contains("already performed"), "{}", text_of(&replies[0]));
 }
 
+/// M5, its second half (reliability review of 0a3f9d5): a Terminate performed late (redelivered,
+/// or queued behind a busy app) stopped whatever operation ran by then, one auto-sync started
+/// after the click. Only an operation that started before the click is terminated now. Fails on
+/// 0a3f9d5 (the newer operation is terminated).
+#[tokio::test]
+async fn a_terminate_click_leaves_alone_an_operation_that_started_after_it() {
+    let argo = crate::support::sim_with_samples(medic_sim::SimConfig {
+        operation_duration: Duration::from_secs(3),
+        ..medic_sim::SimConfig::default()
+    })
+    .await;
+    let stack = crate::support::slack::Stack { argo, ..stack().await };
+    let worker = stack.worker();
+    let parent = stack.escalated(&worker, "kyc").await;
+    let terminate = button(&parent, "Terminate operation");
+    assert_eq!(stack.actions().handle(click(&terminate, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
+    // Before the click is handled, the stuck operation ends and auto-sync starts another.
+    let c = crate::support::client(&stack.argo);
+    let kyc = medic_core::event::AppRef { name: "kyc".into(), namespace: "argocd".into(), project: Some("payments".into()) };
+    medic_core::ports::ArgoApi::terminate_operation(&c, medic_core::ports::Permit::for_tests(), &kyc).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2600)).await; // termination takes a third of an operation's run
+    let request = medic_core::app::ApplicationSyncRequest {
+        name: "kyc".into(),
+        project: "payments".into(),
+        app_namespace: "argocd".into(),
+        ..Default::default()
+    };
+    medic_core::ports::ArgoApi::sync(&c, medic_core::ports::Permit::for_tests(), &kyc, &request)
+        .await
+        .expect("auto-sync starts a new operation");
+    assert_eq!(stack.argo.counts().terminate, 1);
+
+    assert_eq!(stack.poll(&worker).await, vec![Handled::RequestedDone]);
+    assert_eq!(stack.argo.counts().terminate, 1, "the newer operation was not terminated");
+    let replies = stack.slack.replies(CH, &parent.ts);
+    let answer = replies.last().map(text_of).unwrap_or_default();
+    assert!(answer.contains("after the click"), "{answer}");
+}
+
 #[tokio::test]
 async fn switched_off_the_worker_posts_no_escalation_and_neither_acts_on_nor_answers_a_click() {
     use medic_core::remediate::StepResult;

@@ -786,7 +786,7 @@ where
     async fn alert_switch(&self) {
         let Some(problem) = self.switch.take_alert() else { return };
         self.metrics.count("SwitchUnreadable", None, 1.0);
-        tracing::error!(problem = %problem, "the switch cannot be read; failing closed");
+        tracing::error!(service_alert = true, problem = %problem, "the switch cannot be read; failing closed");
         let key = alerts::hourly("switch", self.clock.now());
         // The marker lives in the same table the switch does: when it cannot be written either,
         // this container tells anyway (once, the switch hands its alert out once).
