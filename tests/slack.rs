@@ -466,7 +466,7 @@ async fn a_clicked_hard_refresh_whose_reply_fails_is_reported_on_redelivery_not_
 #[tokio::test]
 async fn a_terminate_click_leaves_alone_an_operation_that_started_after_it() {
     let argo = crate::support::sim_with_samples(medic_sim::SimConfig {
-        operation_duration: Duration::from_secs(3),
+        operation_duration: Duration::from_secs(6),
         ..medic_sim::SimConfig::default()
     })
     .await;
