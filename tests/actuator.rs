@@ -160,6 +160,29 @@ async fn a_button_is_performed_only_when_the_gate_says_act_and_answered_unless_o
     }
 }
 
+/// A button that changes nothing in Argo CD (Acknowledge): recorded and answered in `act` and in
+/// `dry-run`, neither in `off`.
+#[tokio::test]
+async fn an_acknowledge_is_answered_unless_off_and_calls_nothing() {
+    for setting in SETTINGS {
+        let stack = stack().await;
+        let parent = stack.escalated(&worker(&stack, Setting::Act), "storefront").await;
+        let ack = button(&parent, "Acknowledge");
+        assert_eq!(stack.actions().handle(click(&ack, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
+        let m0 = mutations(&stack.argo);
+        stack.poll(&worker(&stack, setting)).await;
+        let replies = stack.slack.replies(crate::support::slack::CH, &parent.ts);
+        assert_eq!(mutations(&stack.argo), m0, "{setting:?}: an acknowledge calls nothing");
+        match setting.mode() {
+            Mode::Off => assert!(replies.is_empty(), "{setting:?}"),
+            _ => {
+                assert_eq!(replies.len(), 1, "{setting:?}");
+                assert!(crate::support::slack::text_of(&replies[0]).contains("acknowledged"), "{setting:?}");
+            }
+        }
+    }
+}
+
 /// A signed refresh (the refresh endpoint's work item).
 #[tokio::test]
 async fn a_signed_refresh_is_made_only_when_the_gate_says_act() {
