@@ -136,28 +136,44 @@ async fn the_ladder_step_acts_and_posts_only_when_the_gate_says_act() {
     }
 }
 
-/// A person's button: performed only in `act`; answered in its thread in `dry-run`; neither in `off`.
-#[tokio::test]
-async fn a_button_is_performed_only_when_the_gate_says_act_and_answered_unless_off() {
+/// A person's button on `app`'s escalation, clicked and handled at each gate setting: a button
+/// that changes Argo CD is performed only in `act` (one mutating call) and answered "not
+/// performed" in `dry-run`; nothing is posted in `off`.
+async fn a_button_at_every_setting(app: &str, label: &str) {
     for setting in SETTINGS {
         let stack = stack().await;
-        let parent = stack.escalated(&worker(&stack, Setting::Act), "storefront").await;
-        let sync = button(&parent, "Sync");
-        assert_eq!(stack.actions().handle(click(&sync, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
+        let parent = stack.escalated(&worker(&stack, Setting::Act), app).await;
+        let id = button(&parent, label);
+        assert_eq!(stack.actions().handle(click(&id, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
         let (m0, p0) = (mutations(&stack.argo), posts(&stack.slack));
         stack.poll(&worker(&stack, setting)).await;
         let (m, p) = (mutations(&stack.argo) - m0, posts(&stack.slack) - p0);
         let replies = stack.slack.replies(crate::support::slack::CH, &parent.ts);
         match setting.mode() {
-            Mode::Act => assert!(m == 1 && p >= 1 && replies.len() == 1, "{setting:?}: {m} mutations, {p} posts"),
+            Mode::Act => assert!(m == 1 && p >= 1 && replies.len() == 1, "{label} {setting:?}: {m} mutations, {p} posts"),
             Mode::DryRun => {
-                assert_eq!(m, 0, "{setting:?}");
-                assert_eq!(replies.len(), 1, "{setting:?}: the click is answered");
-                assert!(crate::support::slack::text_of(&replies[0]).contains("not performed"), "{setting:?}");
+                assert_eq!(m, 0, "{label} {setting:?}");
+                assert_eq!(replies.len(), 1, "{label} {setting:?}: the click is answered");
+                assert!(crate::support::slack::text_of(&replies[0]).contains("not performed"), "{label} {setting:?}");
             }
-            Mode::Off => assert_eq!((m, p, replies.len()), (0, 0, 0), "{setting:?}"),
+            Mode::Off => assert_eq!((m, p, replies.len()), (0, 0, 0), "{label} {setting:?}"),
         }
     }
+}
+
+#[tokio::test]
+async fn a_sync_button_is_performed_only_when_the_gate_says_act_and_answered_unless_off() {
+    a_button_at_every_setting("storefront", "Sync").await;
+}
+
+#[tokio::test]
+async fn a_hard_refresh_button_is_performed_only_when_the_gate_says_act_and_answered_unless_off() {
+    a_button_at_every_setting("storefront", "Hard refresh").await;
+}
+
+#[tokio::test]
+async fn a_terminate_button_is_performed_only_when_the_gate_says_act_and_answered_unless_off() {
+    a_button_at_every_setting("kyc", "Terminate operation").await;
 }
 
 /// A button that changes nothing in Argo CD (Acknowledge): recorded and answered in `act` and in
@@ -308,4 +324,57 @@ async fn an_overdue_outage_whose_alert_could_not_be_posted_is_told_by_the_next_s
     assert_eq!(overdue(&stack.slack), 1, "told by the next sweep");
     sweeper.run().await.unwrap();
     assert_eq!(overdue(&stack.slack), 1, "and once");
+}
+
+/// A resolution (an answer in a thread people have): told in `act` and `dry-run`, not in `off`.
+#[tokio::test]
+async fn a_resolution_is_told_unless_off() {
+    for setting in SETTINGS {
+        let stack = stack().await;
+        let parent = stack.escalated(&worker(&stack, Setting::Act), "storefront").await;
+        // The app heals: Synced and Healthy at its revision.
+        let mut healed: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(crate::support::events_dir().join("apps/healthy.json")).unwrap()).unwrap();
+        healed["metadata"]["name"] = "storefront".into();
+        healed["spec"]["project"] = "payments".into();
+        stack.argo.insert_app(healed);
+        let p0 = posts(&stack.slack);
+        stack.enqueue_look("storefront", "w2").await;
+        stack.poll(&worker(&stack, setting)).await;
+        let told = posts(&stack.slack) - p0;
+        let replies = stack.slack.replies(crate::support::slack::CH, &parent.ts);
+        match setting.mode() {
+            Mode::Off => assert_eq!(told, 0, "{setting:?}"),
+            _ => assert!(
+                told >= 1 && replies.iter().any(|r| crate::support::slack::text_of(r).contains("Resolved")),
+                "{setting:?}: {told} posts"
+            ),
+        }
+    }
+}
+
+/// A fleet outage told over (an answer in a thread people have): in `act` and `dry-run`, not in `off`.
+#[tokio::test]
+async fn an_outage_is_told_over_unless_off() {
+    for setting in SETTINGS {
+        let stack = stack().await;
+        let sim = outage_fleet(30, 20, "git.down.example.com", 20, None, |_, _| None).await;
+        let escalator = || slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
+        sweeper(&stack, &sim, Setting::Act, escalator(), crate::support::generous_budget()).run().await.unwrap();
+        // The outage ends: every covered app can be compared again, and is calm.
+        for i in 0..20 {
+            let mut app = sim.app("argocd", &format!("app-{:05}", i + 1)).expect("a covered app");
+            app["status"]["sync"]["status"] = "Synced".into();
+            app["status"]["health"] = serde_json::json!({"status": "Healthy"});
+            sim.insert_app(app);
+        }
+        let p0 = posts(&stack.slack);
+        let over = sweeper(&stack, &sim, setting, escalator(), crate::support::generous_budget()).run().await.unwrap();
+        assert_eq!(over.outages, 0, "{setting:?}: {over:?}");
+        let told = posts(&stack.slack) - p0;
+        match setting.mode() {
+            Mode::Off => assert_eq!(told, 0, "{setting:?}"),
+            _ => assert!(told >= 1, "{setting:?}: the parent is rewritten as over"),
+        }
+    }
 }
