@@ -79,6 +79,8 @@ pub struct ActionRow {
     pub effect: Effect,
     /// How the actuator knows it took effect.
     pub verified_by: &'static str,
+    /// What the thread is told once it is done (a button's reply begins with it).
+    pub done: &'static str,
 }
 
 /// Every action kind, one row each.
@@ -90,6 +92,7 @@ pub const ACTIONS: [ActionRow; 13] = [
         button: None,
         budget: Some(BudgetKind::Refresh),
         effect: Effect::ChangesArgo,
+        done: "refresh verified",
         verified_by: "status.reconciledAt moved past the app as read before (one re-request)",
     },
     ActionRow {
@@ -99,6 +102,7 @@ pub const ACTIONS: [ActionRow; 13] = [
         button: Some(Button { label: "Hard refresh", style: None, confirm: Some("Hard refresh?") }),
         budget: Some(BudgetKind::HardRefresh),
         effect: Effect::ChangesArgo,
+        done: "hard refresh done",
         verified_by: "status.reconciledAt moved past the app as read before (one re-request)",
     },
     ActionRow {
@@ -108,6 +112,7 @@ pub const ACTIONS: [ActionRow; 13] = [
         button: Some(Button { label: "Sync", style: None, confirm: Some("Sync this app?") }),
         budget: Some(BudgetKind::Sync),
         effect: Effect::ChangesArgo,
+        done: "sync started",
         verified_by: "Argo CD accepted it; its idempotency key in operation.info (looked for after a lost answer or a crash)",
     },
     ActionRow {
@@ -117,6 +122,7 @@ pub const ACTIONS: [ActionRow; 13] = [
         button: Some(Button { label: "Terminate operation", style: Some("danger"), confirm: Some("Terminate the running operation?") }),
         budget: None,
         effect: Effect::ChangesArgo,
+        done: "the running operation was asked to terminate",
         verified_by: "Argo CD accepted it; only an operation started before the click is terminated",
     },
     ActionRow {
@@ -126,6 +132,7 @@ pub const ACTIONS: [ActionRow; 13] = [
         button: None,
         budget: None,
         effect: Effect::OpensThread,
+        done: "escalated",
         verified_by: "the escalator's record of the thread (never a second parent)",
     },
     ActionRow {
@@ -135,6 +142,7 @@ pub const ACTIONS: [ActionRow; 13] = [
         button: Some(Button { label: "Acknowledge", style: None, confirm: None }),
         budget: None,
         effect: Effect::RecordsOnly,
+        done: "acknowledged",
         verified_by: "the incident's state in the escalator's record",
     },
     ActionRow {
@@ -144,6 +152,7 @@ pub const ACTIONS: [ActionRow; 13] = [
         button: Some(Button { label: "Snooze", style: None, confirm: None }),
         budget: None,
         effect: Effect::RecordsOnly,
+        done: "snoozed",
         verified_by: "the snooze in the escalator's record",
     },
     ActionRow {
@@ -153,6 +162,7 @@ pub const ACTIONS: [ActionRow; 13] = [
         button: None,
         budget: None,
         effect: Effect::AnswersThread,
+        done: "answered",
         verified_by: "the escalator's record of the reply (idempotent per button)",
     },
     ActionRow {
@@ -162,6 +172,7 @@ pub const ACTIONS: [ActionRow; 13] = [
         button: None,
         budget: None,
         effect: Effect::AnswersThread,
+        done: "resolved",
         verified_by: "the escalator's record (idempotent; nothing when nothing is open)",
     },
     ActionRow {
@@ -171,6 +182,7 @@ pub const ACTIONS: [ActionRow; 13] = [
         button: None,
         budget: None,
         effect: Effect::OpensThread,
+        done: "told",
         verified_by: "the escalator's record of the parent per cause and start",
     },
     ActionRow {
@@ -180,6 +192,7 @@ pub const ACTIONS: [ActionRow; 13] = [
         button: None,
         budget: None,
         effect: Effect::AnswersThread,
+        done: "told over",
         verified_by: "the escalator's record of the parent's last view",
     },
     ActionRow {
@@ -189,6 +202,7 @@ pub const ACTIONS: [ActionRow; 13] = [
         button: None,
         budget: None,
         effect: Effect::OpensThread,
+        done: "escalated",
         verified_by: "a marker per cause and start, written once the alert is told",
     },
     ActionRow {
@@ -198,6 +212,7 @@ pub const ACTIONS: [ActionRow; 13] = [
         button: None,
         budget: None,
         effect: Effect::ServiceAlert,
+        done: "alerted",
         verified_by: "a marker per alert and hour, written once the alert is told",
     },
 ];

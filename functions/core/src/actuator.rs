@@ -524,14 +524,18 @@ where
         }
         let performed = match request.action {
             HumanAction::Acknowledge => {
-                return Ok(done(IncidentState::Investigating, "acknowledged; the incident is being looked at".into()));
+                return Ok(done(IncidentState::Investigating, format!("{}; the incident is being looked at", kind.row().done)));
             }
             HumanAction::Snooze => {
                 let until = self.clock.now() + chrono::Duration::from_std(snooze).unwrap_or_default();
                 return Ok(Performed::Button(HumanActionOutcome {
                     performed: true,
                     state: None,
-                    summary: format!("snoozed: new incidents of this app are not posted until {}", crate::escalation::rfc3339(until)),
+                    summary: format!(
+                        "{}: new incidents of this app are not posted until {}",
+                        kind.row().done,
+                        crate::escalation::rfc3339(until)
+                    ),
                     snoozed_until: Some(until),
                 }));
             }
@@ -542,7 +546,12 @@ where
                 match self.argo.refresh(permit, app, RefreshKind::Hard).await {
                     Ok(after) => done(
                         IncidentState::Remediating,
-                        format!("hard refresh done; the app is now {} / {}", or_dash(after.sync_status()), or_dash(after.health_status())),
+                        format!(
+                            "{}; the app is now {} / {}",
+                            kind.row().done,
+                            or_dash(after.sync_status()),
+                            or_dash(after.health_status())
+                        ),
                     ),
                     Err(ArgoError::NotFound(_)) => return Ok(refused("not performed: the app no longer exists".into())),
                     Err(ArgoError::PermissionDenied(m)) => return Ok(refused(format!("Argo CD refused it: {m}"))),
@@ -569,7 +578,7 @@ where
                     )));
                 }
                 match self.argo.terminate_operation(permit, app).await {
-                    Ok(()) => done(IncidentState::Remediating, "the running operation was asked to terminate".into()),
+                    Ok(()) => done(IncidentState::Remediating, kind.row().done.into()),
                     Err(ArgoError::NotFound(m)) => return Ok(refused(format!("nothing to terminate: {m}"))),
                     Err(ArgoError::PermissionDenied(m)) => return Ok(refused(format!("Argo CD refused it: {m}"))),
                     Err(e) => return Err(e.into()),
@@ -600,7 +609,7 @@ where
                 );
                 let revision = if plan.revision.is_empty() { "the target revision".to_owned() } else { plan.revision.clone() };
                 match self.argo.sync(permit, app, &sync).await {
-                    Ok(_) => done(IncidentState::Remediating, format!("sync started to {revision}, prune {}", plan.prune)),
+                    Ok(_) => done(IncidentState::Remediating, format!("{} to {revision}, prune {}", kind.row().done, plan.prune)),
                     Err(ArgoError::OperationInProgress) => {
                         return Ok(refused("not started: another operation is already in progress".into()));
                     }
