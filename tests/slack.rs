@@ -836,6 +836,13 @@ async fn an_outage_parent_is_updated_in_place_and_its_buttons_need_every_project
     };
     let first = sweeper.run().await.unwrap();
     assert_eq!((first.outages, first.probed, first.healed, first.released), (1, 3, 0, 0), "{first:?}");
+    // L7 (reliability review of 0a3f9d5): the outage's buttons expired after 14 days while it was
+    // still on; they are kept as long as it lasts (fails on 0a3f9d5: 14 days from the start).
+    let fleet_buttons = |records: Vec<(String, String, i64)>| {
+        records.into_iter().filter(|(g, _, _)| g == "fleetbtn").map(|(_, _, e)| e).collect::<Vec<_>>()
+    };
+    let on = fleet_buttons(escalation_records(&stack.ddb, &stack.table).await);
+    assert!(on.len() == 2 && on.iter().all(|e| *e > Utc::now().timestamp() + 5 * 365 * 86_400), "{on:?}");
     let outage_parents = || stack.slack.parents(CH).into_iter().filter(|m| text_of(m).contains("Fleet outage")).collect::<Vec<_>>();
     let parent = outage_parents().remove(0);
     assert!(text_of(&parent).contains("Held back") && text_of(&parent).contains("20 of 20 listed"), "{}", text_of(&parent));
@@ -900,6 +907,8 @@ async fn an_outage_parent_is_updated_in_place_and_its_buttons_need_every_project
     assert!(last.blocks.as_array().unwrap().iter().all(|b| b["type"] != "actions"), "no buttons once over");
     assert!(escalation::violations(&last.text, last.blocks.as_array().unwrap()).is_empty());
     assert_eq!(sweeper.metrics.total("OutagesEnded"), 1.0);
+    let ended = fleet_buttons(escalation_records(&stack.ddb, &stack.table).await);
+    assert!(ended.len() == 2 && ended.iter().all(|e| *e <= Utc::now().timestamp() + 14 * 86_400), "over: 14 days from now: {ended:?}");
     let updates = stack.slack.calls_of("chat.update").len();
     sweeper.run().await.unwrap();
     assert_eq!(stack.slack.calls_of("chat.update").len(), updates, "told over once");
