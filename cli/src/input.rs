@@ -30,11 +30,14 @@ pub fn parse_json<T: DeserializeOwned>(text: &str, source: &str) -> Result<T> {
 pub fn parse_apps(text: &str, source: &str) -> Result<Vec<LoadedApp>> {
     let value: serde_json::Value = parse_json(text, source)?;
     let Some(object) = value.as_object() else {
-        bail!("{source}: expected an Application object or a list response {{\"items\": [...]}}, found {}", kind_of(&value));
+        bail!(
+            "{source}: expected an Application object or a list response {{\"items\": [...]}}, found {}",
+            medic_adapters::config::json_kind(&value)
+        );
     };
     if let Some(items) = object.get("items") {
         if !items.is_array() && !items.is_null() {
-            bail!("{source}: `items` must be an array of Applications, found {}", kind_of(items));
+            bail!("{source}: `items` must be an array of Applications, found {}", medic_adapters::config::json_kind(items));
         }
         let list: medic_core::ApplicationList = parse_json(text, source)?;
         return Ok(list.items.into_iter().enumerate().map(|(i, app)| LoadedApp { source: format!("{source}#items[{i}]"), app }).collect());
@@ -46,17 +49,6 @@ pub fn parse_apps(text: &str, source: &str) -> Result<Vec<LoadedApp>> {
         );
     }
     Ok(vec![LoadedApp { source: source.to_owned(), app: parse_json(text, source)? }])
-}
-
-fn kind_of(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-    }
 }
 
 /// Reads `-` (stdin), a file, or every `*.json` file of a directory (sorted by name).

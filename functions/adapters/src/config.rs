@@ -200,6 +200,19 @@ impl ArgoSettings {
     }
 }
 
+/// What kind of JSON value `v` is, without its content: for errors about a value that may be a
+/// secret (a settings file, a Secrets Manager document).
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -118,21 +118,9 @@ impl<'a> SecretRef<'a> {
             Some(serde_json::Value::String(s)) => Ok(s.clone()),
             Some(value @ serde_json::Value::Object(_)) => Ok(value.to_string()),
             // The kind only, never the value: this message reaches the init error's log line.
-            Some(other) => Err(format!("the secret's `{key}` is {}, not a string or an object", json_kind(other))),
+            Some(other) => Err(format!("the secret's `{key}` is {}, not a string or an object", crate::config::json_kind(other))),
             None => Err(format!("the secret has no key `{key}`")),
         }
-    }
-}
-
-/// What kind of JSON value `v` is, without its content.
-fn json_kind(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
     }
 }
 

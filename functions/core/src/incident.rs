@@ -92,11 +92,6 @@ impl History {
         self.attempts.iter().find(|a| a.idempotency_key.as_ref() == Some(key) && !a.outcome.is_complete())
     }
 
-    /// The last attempt whose outcome is recorded.
-    pub fn last_completed(&self) -> Option<&Attempt> {
-        self.attempts.iter().filter(|a| a.outcome.is_complete()).max_by_key(|a| a.at)
-    }
-
     /// How often Argo CD refused `rung` in this incident (another operation, a sync window).
     pub fn refusals(&self, rung: Rung) -> usize {
         self.attempts.iter().filter(|a| a.rung == rung && a.outcome.is_refusal()).count()
