@@ -7,6 +7,7 @@ mod iam;
 mod incidents;
 mod item_layouts;
 mod leases;
+mod outage;
 mod pipeline;
 mod retention;
 mod rotation;

@@ -115,6 +115,13 @@ fn sample_webhook(name: &str) -> String {
     std::fs::read_to_string(events_dir().join("webhook").join(name)).unwrap()
 }
 
+/// The identity of the outage of `scope` the sweeper keeps (its first sighting, RFC 3339 seconds).
+async fn outage_since(stack: &Stack, scope: &str) -> String {
+    let marker = medic_core::keys::fleet_sighting_marker(scope);
+    let sighted = stack.store().sighted(&marker, Duration::from_secs(1800)).await.unwrap();
+    sighted.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
 async fn drain<S: IncidentStore, W: Switch>(stack: &Stack, worker: &TestWorker<S, LogEscalator, W>) {
     // Until nothing is visible or in flight: a delivery that found another one handling its
     // item is reported failed and comes back after the visibility timeout.
@@ -480,7 +487,8 @@ async fn a_recovery_wave_whose_first_batch_fails_again_pauses_itself_and_is_not_
     let worker = stack.worker(&sim, stack.store());
     drain(&stack, &worker).await;
 
-    let relapse = medic_core::keys::fleet_relapse_marker("repo:git.flaky.example.com");
+    let since = outage_since(&stack, "repo:git.flaky.example.com").await;
+    let relapse = medic_core::keys::fleet_relapse_marker("repo:git.flaky.example.com", &since);
     assert!(stack.store().marked(std::slice::from_ref(&relapse)).await.unwrap().contains(&relapse), "the wave paused itself");
     assert_eq!(worker.metrics.total("WavesPaused"), 1.0, "one batch judged failed, one pause");
     let wave_refreshes = refreshed(&sim).into_iter().filter(|a| !canaries.contains(a)).count();

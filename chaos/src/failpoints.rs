@@ -84,6 +84,9 @@ impl<T: DedupeStore> DedupeStore for Failpoint<T> {
     async fn marked(&self, keys: &[String]) -> Result<std::collections::BTreeSet<String>, StoreError> {
         self.0.marked(keys).await
     }
+    async fn sighted(&self, key: &str, ttl: Duration) -> Result<chrono::DateTime<chrono::Utc>, StoreError> {
+        self.0.sighted(key, ttl).await
+    }
 }
 
 impl<T: IncidentStore> IncidentStore for Failpoint<T> {

@@ -106,7 +106,12 @@ where
     let mut waves: Vec<(usize, Vec<AppRef>)> = Vec::new();
     let mut results: Vec<(AppRef, Result<StepReport, StepError>)> = Vec::new();
     for cause in &plan.causes {
-        let (probed, healed) = probe(r, &listed, cause, &trigger, &mut results).await;
+        let (probed, healed, read) = probe(r, &listed, cause, &trigger, &mut results).await;
+        // Timed as the sweeper times it (its first sighting, kept while seen, or a canary's
+        // older comparison error), never from the list's health times (H3).
+        let marker = medic_core::keys::fleet_sighting_marker(&cause.scope.key());
+        let sighted = r.dedupe.sighted(&marker, Duration::from_secs(2 * 900)).await.unwrap_or_else(|_| r.clock.now());
+        let cause = &cause.clone().timed(sighted, &read);
         let overdue = healed == 0 && cause.overdue(&opts.scope.fleet, r.clock.now());
         // One alert per cause and sweep: past its time bound, the escalation says it all.
         let (kind, text) = if overdue {
@@ -198,7 +203,7 @@ async fn probe<A, S, D, E, B, C, W>(
     cause: &FleetCause,
     trigger: &Trigger,
     results: &mut Vec<(AppRef, Result<StepReport, StepError>)>,
-) -> (usize, usize)
+) -> (usize, usize, Vec<medic_core::Application>)
 where
     A: ArgoApi,
     S: IncidentStore,
@@ -218,11 +223,12 @@ where
         }
     }))
     .await;
-    let (mut probed, mut healed) = (0, 0);
+    let (mut probed, mut healed, mut reads) = (0, 0, Vec::new());
     for (app, read) in probes {
         match read {
             Ok(Performed::Refreshed(now)) => {
                 probed += 1;
+                reads.push((*now).clone());
                 if !is_down(&now) {
                     healed += 1;
                     let step = r.run(&app, trigger, Some(*now)).await;
@@ -237,7 +243,7 @@ where
             }
         }
     }
-    (probed, healed)
+    (probed, healed, reads)
 }
 
 /// A rejected token stops the sweep and raises exactly one alert: every further call would fail.

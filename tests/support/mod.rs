@@ -34,10 +34,17 @@ pub async fn sim_with_samples(config: SimConfig) -> ArgoSim {
     sim
 }
 
+/// The `ComparisonError` of an app whose Git host refuses connections, as the controller words
+/// it (`controller/state.go`: "Failed to load target state: ..."; the rest is the repo-server's).
+pub const GIT_UNREACHABLE: &str = "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = failed to list refs: dial tcp 10.20.30.40:443: connect: connection refused";
+
 /// A fleet outage in a fresh simulator: `apps` synthetic apps, the first `down` of them sourced
-/// from Git host `host` and not comparable since `minutes_ago` (sync and health `Unknown`, and
-/// `condition` as their ComparisonError when given). `edit` shapes each app further (its index
-/// and JSON) and may return outcomes to replace its own.
+/// from Git host `host` and not comparable since `minutes_ago`, as Argo CD shows a source it
+/// cannot reach: sync `Unknown` and `condition` as their `ComparisonError` since then (without
+/// one, [`GIT_UNREACHABLE`]), health left as it was (`Healthy` since a day before, with that old transition time:
+/// the controller assesses health from the live resources whatever the comparison result, see
+/// docs/fleet.md "When an outage began"). `edit` shapes each app further (its index and JSON) and
+/// may return outcomes to replace its own.
 pub async fn outage_fleet(
     apps: usize,
     down: usize,
@@ -53,11 +60,8 @@ pub async fn outage_fleet(
         if i < down {
             app["spec"]["source"]["repoURL"] = format!("https://{host}/platform/deployments.git").into();
             app["status"]["sync"]["status"] = "Unknown".into();
-            app["status"]["health"] = serde_json::json!({"status": "Unknown", "lastTransitionTime": since});
-            if let Some(message) = condition {
-                app["status"]["conditions"] =
-                    serde_json::json!([{"type": "ComparisonError", "lastTransitionTime": since, "message": message}]);
-            }
+            let message = condition.unwrap_or(GIT_UNREACHABLE);
+            app["status"]["conditions"] = serde_json::json!([{"type": "ComparisonError", "lastTransitionTime": since, "message": message}]);
         }
         let outcomes = edit(i, &mut app).unwrap_or(outcomes);
         sim.insert_app(app);

@@ -238,10 +238,14 @@ impl Escalator for LogEscalator {
     }
 }
 
+/// A sighting's first time and its expiry.
+type Sighting = (DateTime<Utc>, DateTime<Utc>);
+
 /// Dedupe records in a map, with expiry, and work items' in-progress leases.
 #[derive(Default)]
 pub struct MemoryDedupe {
     seen: Mutex<HashMap<String, DateTime<Utc>>>,
+    sightings: Mutex<HashMap<String, Sighting>>,
     /// Work items being handled: key → (owner, lease end).
     leases: Mutex<HashMap<String, (String, DateTime<Utc>)>>,
 }
@@ -265,7 +269,19 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
 
     async fn forget(&self, dedupe_key: &str) -> Result<(), StoreError> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).remove(dedupe_key);
+        self.sightings.lock().unwrap_or_else(|e| e.into_inner()).remove(dedupe_key);
         Ok(())
+    }
+
+    async fn sighted(&self, key: &str, ttl: Duration) -> Result<DateTime<Utc>, StoreError> {
+        let now = Utc::now();
+        let mut sightings = self.sightings.lock().unwrap_or_else(|e| e.into_inner());
+        let first = match sightings.get(key) {
+            Some((first, expires)) if *expires > now => *first,
+            _ => now,
+        };
+        sightings.insert(key.to_owned(), (first, now + after(ttl)));
+        Ok(first)
     }
 
     async fn mark(&self, dedupe_key: &str, ttl: Duration) -> Result<(), StoreError> {
@@ -345,6 +361,12 @@ pub struct MemoryQueue {
 }
 
 impl MemoryQueue {
+    /// Every item on the queue, ready or delayed, in the order queued (for inspection: what a
+    /// requeue carried).
+    pub fn items(&self) -> Vec<medic_core::event::WorkItem> {
+        self.items.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, item)| item.clone()).collect()
+    }
+
     /// Takes up to `max` items whose delay has passed.
     pub fn take_ready(&self, max: usize) -> Vec<medic_core::event::WorkItem> {
         let now = Utc::now();

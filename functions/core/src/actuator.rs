@@ -374,6 +374,7 @@ where
                 (None, _) => false,
             };
             healthy = after.is_synced_and_healthy();
+            out.down_after = Some(crate::fleet::is_down(&after));
             if verified {
                 *refreshed = Some(after);
                 break;

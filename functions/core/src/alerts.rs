@@ -32,7 +32,7 @@ pub fn outage(cause: &FleetCause, eta_secs: u64) -> String {
 pub fn outage_overdue(cause: &FleetCause, now: DateTime<Utc>) -> String {
     let began = cause.began_at.unwrap_or(now);
     format!(
-        "Escalation: fleet outage past its time bound ({} min since its first app went down at {}): {} of {} apps of {} cannot be compared and no canary has healed. Their own actions stay held back and Argo Medic keeps probing, releasing the wave when one heals; the cause needs a person.",
+        "Escalation: fleet outage past its time bound ({} min since it began at {}): {} of {} apps of {} cannot be compared and no canary has healed. Their own actions stay held back and Argo Medic keeps probing, releasing the wave when one heals; the cause needs a person.",
         (now - began).num_minutes(),
         began.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         cause.apps.len(),
@@ -41,9 +41,10 @@ pub fn outage_overdue(cause: &FleetCause, now: DateTime<Utc>) -> String {
     )
 }
 
-/// The marker of an outage's escalation: once per cause and start, whatever the window.
+/// The marker of an outage's escalation: once per outage (its scope and sighting), whatever the
+/// window and however its start is refined.
 pub fn outage_overdue_key(cause: &FleetCause) -> String {
-    format!("alert-outage-overdue-{}-{}", cause.scope.key(), cause.began_at.map_or(0, |t| t.timestamp()))
+    format!("alert-outage-overdue-{}-{}", cause.scope.key(), cause.sighted_at.map_or(0, |t| t.timestamp()))
 }
 
 /// The marker of an alert told at most once an hour (`alert-<kind>-<YYYYMMDDHH>`).
@@ -80,6 +81,7 @@ mod tests {
             listed: 40,
             apps,
             canaries: 3,
+            sighted_at: None,
             began_at: None,
         };
         let text = outage(&cause, 12);

@@ -168,8 +168,12 @@ pub struct FleetCause {
     pub apps: Vec<AppId>,
     /// How many of `apps` are canaries.
     pub canaries: usize,
-    /// When its first covered app went down, as far as the list shows (health transition or last
-    /// operation's end).
+    /// When the sweeper first saw the cause (its sighting marker, kept while the cause is seen):
+    /// the outage's identity, stable as apps join and leave. `None` until the sweep times the
+    /// cause ([`FleetCause::timed`]).
+    pub sighted_at: Option<DateTime<Utc>>,
+    /// When the outage began as far as the sweep can tell: its sighting, or earlier when a canary
+    /// just read shows a `ComparisonError` older than that. What the time bound counts from.
     pub began_at: Option<DateTime<Utc>>,
 }
 
@@ -185,6 +189,26 @@ impl FleetCause {
 
     pub fn covers(&self, app: &AppId) -> bool {
         self.apps.contains(app)
+    }
+
+    /// The cause timed by the sweep: `sighted` is its first sighting (the outage's identity);
+    /// its start is that, or the oldest `ComparisonError` among the canaries just `read`
+    /// ([`comparison_error_since`]) when older.
+    ///
+    /// Not from the list: a comparison error leaves health as it was (Argo CD computes health
+    /// from the live resources whatever the comparison result, `controller/state.go`
+    /// `CompareAppState`), so `health.lastTransitionTime` of a Git outage's apps is days old, and
+    /// the list mask cannot carry `status.conditions` (docs/fleet.md, "When an outage began").
+    pub fn timed(self, sighted: DateTime<Utc>, read: &[Application]) -> Self {
+        let canaries: BTreeSet<AppId> = self.canaries().iter().cloned().collect();
+        let condition = read.iter().filter(|a| canaries.contains(&a.id())).filter_map(comparison_error_since).min();
+        let began = condition.map_or(sighted, |c| c.min(sighted));
+        Self { sighted_at: Some(sighted), began_at: Some(began), ..self }
+    }
+
+    /// The outage's identity as markers and keys spell it: its sighting (RFC 3339, seconds).
+    pub fn since(&self) -> Option<String> {
+        self.sighted_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
     }
 
     /// True when the cause has outlived its time bound ([`FleetRules::escalate_after_secs`]) at
@@ -205,6 +229,17 @@ impl FleetCause {
 pub fn priority(app: &Application) -> i64 {
     let m = &app.metadata;
     m.annotations.get(PRIORITY_KEY).or_else(|| m.labels.get(PRIORITY_KEY)).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
+/// Since when Argo CD has failed to compare an app it cannot compare: its `ComparisonError`
+/// condition's `lastTransitionTime`. Argo CD keeps that time while the condition's message stays
+/// the same (`ApplicationStatus.SetConditions`, pkg/apis/application/v1alpha1/types.go), so it
+/// is the error's start as long as the error reads the same.
+pub fn comparison_error_since(app: &Application) -> Option<DateTime<Utc>> {
+    if !is_down(app) {
+        return None;
+    }
+    app.status.conditions.iter().filter(|c| c.kind == "ComparisonError").filter_map(|c| c.last_transition_time).min()
 }
 
 /// When the app last changed for the worse, as far as a list shows: its health transition or its
@@ -268,9 +303,9 @@ pub fn detect(listed: &[Application], rules: &FleetRules) -> Vec<FleetCause> {
                 priority(b).cmp(&priority(a)).then_with(|| failed_at(b).cmp(&failed_at(a))).then_with(|| a.id().cmp(&b.id()))
             });
             let listed = if scope == CauseScope::Instance { listed_count } else { listed_in.get(&scope).copied().unwrap_or(0) };
-            let began_at = apps.iter().filter_map(|a| failed_at(a)).min();
             let apps: Vec<AppId> = apps.iter().map(|a| a.id()).collect();
-            FleetCause { canaries: rules.canaries.min(apps.len()), scope, listed, apps, began_at }
+            // Untimed: the list shows no time an outage moves (see `FleetCause::timed`).
+            FleetCause { canaries: rules.canaries.min(apps.len()), scope, listed, apps, sighted_at: None, began_at: None }
         })
         .collect()
 }
@@ -307,8 +342,12 @@ pub struct OutageView {
     /// [`CauseScope::key`] and [`CauseScope::describe`].
     pub scope: String,
     pub describe: String,
-    /// When the first covered app went down (RFC 3339, seconds), if the list shows it.
+    /// When the outage began ([`FleetCause::began_at`], RFC 3339, seconds).
     pub began: Option<String>,
+    /// The sweeper's first sighting of it ([`FleetCause::since`]): its identity. Absent on views
+    /// of the release before outages had one, which were keyed by `began`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
     /// Covered apps, and the listed apps of the scope.
     pub covered: usize,
     pub listed: usize,
@@ -334,15 +373,20 @@ impl OutageView {
         Self { state: WaveState::Recovered, overdue: false, by_person: false, ..self.clone() }
     }
 
-    /// The key of its Slack parent: one per cause and start, so a later outage of the same scope
-    /// gets a parent of its own.
+    /// The outage's identity: its sighting (or, on a view of the previous release, its start).
+    fn identity(&self) -> &str {
+        self.since.as_deref().or(self.began.as_deref()).unwrap_or("-")
+    }
+
+    /// The key of its Slack parent: one per cause and sighting, so a later outage of the same
+    /// scope gets a parent of its own, and apps joining or leaving this one never move it.
     pub fn key(&self) -> String {
-        format!("outage:{}:{}", self.scope, self.began.as_deref().unwrap_or("-"))
+        format!("outage:{}:{}", self.scope, self.identity())
     }
 
     /// The id of its button for `control`.
     pub fn button(&self, control: FleetControl) -> String {
-        crate::keys::fleet_button_id(&self.scope, self.began.as_deref().unwrap_or("-"), control)
+        crate::keys::fleet_button_id(&self.scope, self.identity(), control)
     }
 }
 
@@ -351,10 +395,30 @@ impl OutageView {
 pub struct FleetButton {
     pub id: String,
     pub control: FleetControl,
-    /// The cause's [`CauseScope::key`], and its projects: the clicking user must be allowed on all.
+    /// The cause's [`CauseScope::key`], and its projects when the parent was first posted (the
+    /// click is checked against the outage's latest view, [`FleetButton::outage`], when there is one).
     pub scope: String,
     pub projects: Vec<String>,
     pub offered_at: DateTime<Utc>,
+    /// The outage it belongs to: its sighting (keys the markers a click leaves) and its parent's
+    /// key ([`OutageView::key`]). Empty on buttons of the release before outages had one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub since: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub outage: String,
+}
+
+impl FleetButton {
+    /// The marker a click of `control` leaves for the sweeper: of its outage, or (a button of the
+    /// previous release) of its scope.
+    pub fn marker(&self, control: FleetControl) -> String {
+        if self.since.is_empty() {
+            let [pause, release, _] = crate::keys::legacy_fleet_markers(&self.scope);
+            if control == FleetControl::Pause { pause } else { release }
+        } else {
+            crate::keys::fleet_control_marker(&self.scope, &self.since, control)
+        }
+    }
 }
 
 /// How one release batch of a wave went: `healed` of `released` apps are calm after their step.
@@ -502,22 +566,46 @@ mod tests {
         assert_eq!(&order[..4], ["a03", "a05", "a11", "a10"], "priority first, then the latest failure");
     }
 
+    /// H3: the list's health times say nothing of a Git outage (health stays `Healthy` with its
+    /// old transition, as in events/apps/comparison-error-persisting.json), so the cause is
+    /// timed from the sweep's first sighting, refined by a canary's `ComparisonError` once read.
     #[test]
-    fn a_cause_is_timed_from_its_first_app_down_and_overdue_past_its_bound() {
+    fn a_cause_is_timed_from_its_sighting_or_a_canary_s_comparison_error_never_from_health() {
         let t = |m: i64| DateTime::<Utc>::from_timestamp(1_700_000_000 + m * 60, 0).unwrap();
         let mut fleet: Vec<Application> = (0..12).map(|i| app(&format!("a{i:02}"), "https://github.com/x", IN, "Unknown")).collect();
         for (i, a) in fleet.iter_mut().enumerate() {
-            a.status.health.as_mut().unwrap().last_transition_time = Some(t(10 + i as i64));
+            // Healthy since days before the outage: a comparison error leaves health alone.
+            a.status.health =
+                Some(HealthStatus { status: "Healthy".into(), last_transition_time: Some(t(-5000 + i as i64)), ..Default::default() });
         }
-        // A later operation end counts for its app, not an earlier one.
-        fleet[11].status.operation_state = Some(Box::new(crate::app::OperationState { finished_at: Some(t(2)), ..Default::default() }));
         let rules = FleetRules::default();
-        let cause = &detect(&fleet, &rules)[0];
-        assert_eq!(cause.began_at, Some(t(10)), "the earliest of the apps' own failure times");
-        assert!(!cause.overdue(&rules, t(10 + 59)));
-        assert!(cause.overdue(&rules, t(10 + 60)), "an hour after the first app went down");
-        let unknown_start = FleetCause { began_at: None, ..cause.clone() };
-        assert!(!unknown_start.overdue(&rules, t(10_000)));
+        let untimed = detect(&fleet, &rules).remove(0);
+        assert_eq!((untimed.sighted_at, untimed.began_at), (None, None), "a list shows no time an outage moves");
+        assert!(!untimed.overdue(&rules, t(10_000)));
+        let cause = untimed.clone().timed(t(10), &[]);
+        assert_eq!((cause.sighted_at, cause.began_at), (Some(t(10)), Some(t(10))), "unread canaries: the sighting");
+        assert_eq!(cause.since().as_deref(), Some("2023-11-14T22:23:20Z"));
+        assert!(!cause.overdue(&rules, t(10 + 59)), "not at once, though health changed 5,000 minutes ago");
+        assert!(cause.overdue(&rules, t(10 + 60)), "an hour after the sweep first saw it");
+        // A canary read shows the error began before the sweep saw it: that counts, the key does not move.
+        let mut canaries: Vec<Application> = fleet.iter().filter(|a| cause.canaries().contains(&a.id())).cloned().collect();
+        let condition = |at| crate::app::ApplicationCondition {
+            kind: "ComparisonError".into(),
+            message: "failed to list refs: connection refused".into(),
+            last_transition_time: Some(at),
+        };
+        canaries[0].status.conditions = vec![condition(t(4))];
+        canaries[1].status.conditions = vec![condition(t(7))];
+        let refined = untimed.clone().timed(t(10), &canaries);
+        assert_eq!((refined.sighted_at, refined.began_at), (Some(t(10)), Some(t(4))));
+        // A non-canary's read, a later condition, or a canary that is comparable again refine nothing.
+        let mut other = fleet.iter().find(|a| !cause.canaries().contains(&a.id())).unwrap().clone();
+        other.status.conditions = vec![condition(t(1))];
+        canaries[0].status.conditions = vec![condition(t(12))];
+        canaries[1].status.sync.as_mut().unwrap().status = "Synced".into();
+        canaries[1].status.conditions = vec![condition(t(2))];
+        canaries.push(other);
+        assert_eq!(untimed.timed(t(10), &canaries).began_at, Some(t(10)));
     }
 
     #[test]
@@ -553,12 +641,14 @@ mod tests {
 
     #[test]
     fn a_wave_slot_knows_its_batch_and_a_batch_is_judged_once_every_item_has_an_outcome() {
-        let slot = |index, len| WaveSlot { scope: "repo:git.example.com".into(), wave: "w".into(), index, len };
+        let slot = |index, len| WaveSlot { scope: "repo:git.example.com".into(), since: "s".into(), wave: "w".into(), index, len };
         assert_eq!(slot(0, 37).batch(20), 0..20);
         assert_eq!(slot(19, 37).batch(20), 0..20);
         assert_eq!(slot(20, 37).batch(20), 20..37, "the last batch is shorter");
         assert_eq!(slot(36, 37).batch(20), 20..37);
         assert_eq!(slot(3, 4).batch(0), 3..4, "a batch of zero is a batch of one");
+        // L12: an index and length no sweeper writes (an unsigned message's) cannot overflow.
+        assert_eq!(slot(u32::MAX, 0).batch(20), (u32::MAX / 20) * 20..u32::MAX);
         let rules = FleetRules::default();
         use WaveOutcome::*;
         let batch = |healed: usize, failed: usize, neither: usize| -> Vec<Vec<WaveOutcome>> {

@@ -102,17 +102,53 @@ pub fn fleet_hold_marker(scope_key: &str) -> String {
     format!("fleet-hold-{scope_key}")
 }
 
-/// The marker a person's fleet button leaves for the sweeper: `fleet-pause-<scope>` holds the
-/// cause's wave back, `fleet-release-<scope>` releases it at the next sweep.
-pub fn fleet_control_marker(scope_key: &str, control: FleetControl) -> String {
-    format!("fleet-{}-{scope_key}", control.as_str())
+/// The marker of a fleet outage's first sighting ([`crate::ports::DedupeStore::sighted`]): kept
+/// by every sweep that sees the cause of `scope_key`, its time is the outage's identity (`since`
+/// below), which keys its Slack parent, its buttons, its alert and its controls.
+pub fn fleet_sighting_marker(scope_key: &str) -> String {
+    format!("fleet-seen-{scope_key}")
 }
 
-/// The marker a recovery wave leaves when most of one of its batches failed again
-/// (`fleet::batch_verdict`): the workers hold the rest of the cause's wave, and the
-/// sweeper does not release it again while it lasts.
-pub fn fleet_relapse_marker(scope_key: &str) -> String {
-    format!("fleet-relapse-{scope_key}")
+/// The marker a person's fleet button leaves for the sweeper: `fleet-pause-<scope>-<since>` holds
+/// the wave of the outage first sighted at `since` back, `fleet-release-<scope>-<since>` releases
+/// it at the next sweep. Keyed by the outage, so a pause outlives neither it nor its buttons: a
+/// later outage of the same scope starts unpaused.
+pub fn fleet_control_marker(scope_key: &str, since: &str, control: FleetControl) -> String {
+    format!("fleet-{}-{scope_key}-{since}", control.as_str())
+}
+
+/// The marker a recovery wave of the outage first sighted at `since` leaves when most of one of
+/// its batches failed again (`fleet::batch_verdict`): the workers hold the rest of the wave, and
+/// the sweeper does not release it again while it lasts.
+pub fn fleet_relapse_marker(scope_key: &str, since: &str) -> String {
+    format!("fleet-relapse-{scope_key}-{since}")
+}
+
+/// The marker the sweeper keeps while it lets an outage's wave go: the wave is enqueued by the
+/// sweep that first decides to release it, not again by every later sweep that still sees the
+/// cause (M3). Forgotten when a sweep holds the cause again, so a later release sends the wave
+/// anew.
+pub fn fleet_released_marker(scope_key: &str, since: &str) -> String {
+    format!("fleet-released-{scope_key}-{since}")
+}
+
+/// The markers of the release before outages had an identity (`fleet-pause-<scope>`,
+/// `fleet-release-<scope>`, `fleet-relapse-<scope>`): read, never written, so a pause, release
+/// or relapse left mid-outage by that release still counts for the outage going on (they lapse
+/// within a day).
+pub fn legacy_fleet_markers(scope_key: &str) -> [String; 3] {
+    [format!("fleet-pause-{scope_key}"), format!("fleet-release-{scope_key}"), format!("fleet-relapse-{scope_key}")]
+}
+
+/// The markers that pause the wave of `slot`, in order: the wave's own relapse and a person's
+/// pause, of its outage, or (an item of the previous release, without `since`) of its scope.
+pub fn wave_pause_markers(slot: &crate::ladder::WaveSlot) -> [String; 2] {
+    if slot.since.is_empty() {
+        let [pause, _, relapse] = legacy_fleet_markers(&slot.scope);
+        [relapse, pause]
+    } else {
+        [fleet_relapse_marker(&slot.scope, &slot.since), fleet_control_marker(&slot.scope, &slot.since, FleetControl::Pause)]
+    }
 }
 
 /// The marker of how one item of a recovery wave went: `fleet-wave-<scope>-<wave>-<index>-<outcome>`.

@@ -191,24 +191,29 @@ impl HumanAction {
     }
 }
 
-/// An item's place in a released recovery wave: the cause (`crate::fleet::CauseScope::key`), the wave (the
-/// sweep window that released it: a wave released again after a pause is another wave), its
-/// index in wave order and the wave's length.
+/// An item's place in a released recovery wave: the cause (`crate::fleet::CauseScope::key`), the
+/// outage it belongs to (`since`: the sweeper's first sighting of it, which keys its pause and
+/// relapse markers; empty on items of the release before outages had one), the wave (the sweep
+/// window that released it: a wave released again after a pause is another wave), its index in
+/// wave order and the wave's length.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WaveSlot {
     pub scope: String,
+    #[serde(default)]
+    pub since: String,
     pub wave: String,
     pub index: u32,
     pub len: u32,
 }
 
 impl WaveSlot {
-    /// The indices of the slot's batch of `batch` items (the last batch may be shorter).
+    /// The indices of the slot's batch of `batch` items (the last batch may be shorter). Never
+    /// overflows, whatever a message says its index and length are (L12).
     pub fn batch(&self, batch: usize) -> std::ops::Range<u32> {
         let size = u32::try_from(batch.max(1)).unwrap_or(u32::MAX);
         let start = (self.index / size) * size;
-        start..(start.saturating_add(size)).min(self.len.max(self.index + 1))
+        start..(start.saturating_add(size)).min(self.len.max(self.index.saturating_add(1)))
     }
 }
 

@@ -322,6 +322,11 @@ pub trait DedupeStore: Send + Sync {
     /// Which of `keys` are marked now (by [`DedupeStore::first_sighting`], not expired). Reads
     /// only, many keys per call: the sweeper asks about every app in trouble at once.
     fn marked(&self, keys: &[String]) -> impl Future<Output = Result<std::collections::BTreeSet<String>, StoreError>> + Send;
+    /// When `key` was first sighted: its marker's time when it is live (its expiry renewed to
+    /// `ttl` from now), else now (the marker written). A marker that must name the moment a
+    /// condition was first seen and keep naming it while whoever sees it renews it: a fleet
+    /// outage's start, which keys its Slack parent, its buttons and its overdue alert.
+    fn sighted(&self, key: &str, ttl: Duration) -> impl Future<Output = Result<DateTime<Utc>, StoreError>> + Send;
 }
 
 /// A per-app lock so no two workers act on one app at the same time.
@@ -504,6 +509,9 @@ impl<T: DedupeStore> DedupeStore for Arc<T> {
     fn marked(&self, keys: &[String]) -> impl Future<Output = Result<std::collections::BTreeSet<String>, StoreError>> + Send {
         (**self).marked(keys)
     }
+    fn sighted(&self, key: &str, ttl: Duration) -> impl Future<Output = Result<DateTime<Utc>, StoreError>> + Send {
+        (**self).sighted(key, ttl)
+    }
 }
 
 impl<T: AppLock> AppLock for Arc<T> {
@@ -605,6 +613,7 @@ mod tests {
             scope: "repo:git.example.com".into(),
             describe: "source host git.example.com".into(),
             began: None,
+            since: None,
             covered: 10,
             listed: 12,
             canaries: 3,

@@ -95,7 +95,8 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
         let name = app.id();
         let history = self.store.history(&name).await?;
         let decision = self.policy.decide(&app, trigger, &history, self.clock.now())?;
-        let out = report(name.clone(), Some(&decision), StepResult::NoAction, decision.reason.clone(), calls);
+        let mut out = report(name.clone(), Some(&decision), StepResult::NoAction, decision.reason.clone(), calls);
+        out.down_after = Some(crate::fleet::is_down(&app));
         if decision.resolves_incident {
             self.store.close(&name, decision.decided_at).await?;
             return Ok(StepReport { result: StepResult::Resolved, ..out });
@@ -177,17 +178,23 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
     }
 }
 
-/// How one step of a fleet outage's recovery wave came out (`Err`: the step failed): what a
-/// wave's batch verdict counts (`crate::fleet::batch_verdict`). The one reading of a step both
-/// `medic sweep`'s batches and the workers' use.
+/// How one step of a fleet outage's recovery wave came out: what a wave's batch verdict counts
+/// (`crate::fleet::batch_verdict`). The one reading of a step both `medic sweep`'s batches and the
+/// workers' use.
+///
+/// Judged by the cause's own signature, as the canaries are: an app that can be compared after
+/// its step has healed from the outage (whatever else it needs now: an `OutOfSync` app after
+/// commits pushed during the outage is its own ladder's business); an app the step acted on that
+/// still cannot be compared failed again. A step that failed (an Argo CD 503, a throttled store)
+/// or did not act yet (a wait, a deferral) says nothing about the cause: `Neither`, and the
+/// worker leaves such an item untallied until it really steps (M3).
 pub fn wave_outcome<E>(step: &Result<StepReport, E>) -> crate::fleet::WaveOutcome {
     use crate::fleet::WaveOutcome;
     match step {
-        Ok(r) if r.result == StepResult::Resolved || r.resolution.is_some() => WaveOutcome::Healed,
+        Ok(r) if r.result == StepResult::Resolved || r.resolution.is_some() || r.down_after == Some(false) => WaveOutcome::Healed,
         Ok(r) if matches!(r.result, StepResult::Refreshed | StepResult::RefreshUnverified | StepResult::Failed | StepResult::Escalated) => {
             WaveOutcome::Failed
         }
-        Ok(_) => WaveOutcome::Neither,
-        Err(_) => WaveOutcome::Failed,
+        Ok(_) | Err(_) => WaveOutcome::Neither,
     }
 }

@@ -63,6 +63,11 @@ pub struct StepReport {
     /// made) was taken at once, saving that look. Callers report it (Slack) as a resolution.
     #[serde(skip)]
     pub resolution: Option<Decision>,
+    /// Whether the app, as last read by this step (after its refresh, when one was verified or
+    /// not), still could not be compared (`crate::fleet::is_down`): the fleet outage's own
+    /// signature, which a recovery wave's batch is judged by. `None` when the step read nothing.
+    #[serde(skip)]
+    pub down_after: Option<bool>,
 }
 
 /// Why a step could not finish; the caller retries it later (the message stays on the queue).
@@ -122,5 +127,6 @@ pub(crate) fn report(app: AppId, d: Option<&Decision>, result: StepResult, detai
         argo_calls: calls,
         decision: d.cloned(),
         resolution: None,
+        down_after: None,
     }
 }

@@ -108,12 +108,24 @@ fn state_table_markers_are_pinned() {
     assert_eq!(missed_marker(&app, began()), "missed-argocd/payments-20261101");
     assert_eq!(fleet_hold_marker("repo:git.example.com"), "fleet-hold-repo:git.example.com");
     use medic_core::fleet::FleetControl;
-    assert_eq!(fleet_control_marker("cluster:https://10.0.0.1", FleetControl::Pause), "fleet-pause-cluster:https://10.0.0.1");
-    assert_eq!(fleet_control_marker("instance", FleetControl::Release), "fleet-release-instance");
+    const SINCE: &str = "2026-11-01T12:04:00Z";
+    assert_eq!(
+        fleet_control_marker("cluster:https://10.0.0.1", SINCE, FleetControl::Pause),
+        "fleet-pause-cluster:https://10.0.0.1-2026-11-01T12:04:00Z"
+    );
+    assert_eq!(fleet_control_marker("instance", SINCE, FleetControl::Release), "fleet-release-instance-2026-11-01T12:04:00Z");
     use medic_core::fleet::{WaveOutcome, WaveSlot};
-    use medic_core::keys::{fleet_relapse_marker, wave_outcome_marker};
-    assert_eq!(fleet_relapse_marker("repo:git.example.com"), "fleet-relapse-repo:git.example.com");
-    let slot = WaveSlot { scope: "repo:git.example.com".into(), wave: "2026-11-01T12:00:00+00:00".into(), index: 7, len: 37 };
+    use medic_core::keys::{fleet_relapse_marker, fleet_released_marker, fleet_sighting_marker, legacy_fleet_markers, wave_outcome_marker};
+    assert_eq!(fleet_relapse_marker("repo:git.example.com", SINCE), "fleet-relapse-repo:git.example.com-2026-11-01T12:04:00Z");
+    assert_eq!(fleet_released_marker("repo:git.example.com", SINCE), "fleet-released-repo:git.example.com-2026-11-01T12:04:00Z");
+    assert_eq!(fleet_sighting_marker("repo:git.example.com"), "fleet-seen-repo:git.example.com");
+    // What the release before outage identities wrote, still read mid-outage.
+    assert_eq!(
+        legacy_fleet_markers("repo:git.example.com"),
+        ["fleet-pause-repo:git.example.com", "fleet-release-repo:git.example.com", "fleet-relapse-repo:git.example.com"]
+    );
+    let slot =
+        WaveSlot { scope: "repo:git.example.com".into(), since: SINCE.into(), wave: "2026-11-01T12:00:00+00:00".into(), index: 7, len: 37 };
     assert_eq!(wave_outcome_marker(&slot, 3, WaveOutcome::Failed), "fleet-wave-repo:git.example.com-2026-11-01T12:00:00+00:00-3-failed");
     assert_eq!(wave_outcome_marker(&slot, 19, WaveOutcome::Healed), "fleet-wave-repo:git.example.com-2026-11-01T12:00:00+00:00-19-healed");
 }

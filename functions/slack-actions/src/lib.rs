@@ -384,10 +384,9 @@ where
                 format!("a fleet button acts on every app of the outage; you may not act on apps of project `{refused}`"),
             ));
         }
-        let (pause, release) = (
-            medic_core::keys::fleet_control_marker(&button.scope, medic_core::fleet::FleetControl::Pause),
-            medic_core::keys::fleet_control_marker(&button.scope, medic_core::fleet::FleetControl::Release),
-        );
+        // The markers of the button's own outage: a pause ends with it (M4).
+        let (pause, release) =
+            (button.marker(medic_core::fleet::FleetControl::Pause), button.marker(medic_core::fleet::FleetControl::Release));
         let (set, clear, ttl) = match button.control {
             medic_core::fleet::FleetControl::Pause => (pause, release, PAUSE_TTL),
             medic_core::fleet::FleetControl::Release => (release, pause, RELEASE_TTL),

@@ -16,7 +16,7 @@ use medic_core::event::AppRef;
 use medic_core::event::{WorkItem, WorkKind};
 use medic_core::fleet::{FleetControl, OutageView, WaveSlot, WaveState};
 use medic_core::gate::Gate;
-use medic_core::keys::fleet_control_marker;
+use medic_core::keys::{fleet_control_marker, fleet_sighting_marker};
 use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, DedupeStore, Escalator, IncidentStore, Seen, WorkQueue};
 use medic_core::sweep::{SweepScope, plan};
 use medic_core::switch::{FixedSwitch, Switch};
@@ -216,29 +216,52 @@ where
         let mut told: Vec<String> = Vec::new();
         let mut looks: Vec<(AppRef, Trigger, Option<WaveSlot>)> =
             plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).map(|a| (a.clone(), trigger.clone(), None)).collect();
+        // Released markers to write once the wave items are on the queue.
+        let mut releases: Vec<String> = Vec::new();
         for cause in &plan.causes {
             self.metrics.count("Outages", None, 1.0);
-            let (probed, healed) = self.probe(&listed, cause).await;
-            // A person's button (slack-actions) overrides the canaries: pause holds the wave even
-            // after one healed; release lets it go without one (once).
             let scope = cause.scope.key();
-            // A wave whose batch mostly failed again (the workers' relapse marker) is not released
-            // again while the marker lasts: the cause is probably back.
-            let (pause, release) = (fleet_control_marker(&scope, FleetControl::Pause), fleet_control_marker(&scope, FleetControl::Release));
-            let relapse = medic_core::keys::fleet_relapse_marker(&scope);
-            let controls = self.dedupe.marked(&[pause.clone(), release.clone(), relapse.clone()]).await.unwrap_or_else(|e| {
+            let hold = medic_core::keys::fleet_hold_marker(&scope);
+            let (probed, healed, read) = self.probe(&listed, cause).await;
+            (run.probed, run.healed) = (run.probed + probed, run.healed + healed);
+            // The outage's identity and clock: the first sighting of its cause, kept while sweeps
+            // see it (two windows, so one missed sweep does not end it), never the list's health
+            // times, which a comparison error does not move (H3).
+            let sighted = match self.dedupe.sighted(&fleet_sighting_marker(&scope), self.config.recheck_interval * 2).await {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(cause = %cause.scope, error = %e, "could not keep the outage's sighting; its apps stay held, nothing is told or released this sweep");
+                    self.dedupe.mark(&hold, self.config.recheck_interval * 2).await.ok();
+                    continue;
+                }
+            };
+            let cause = cause.clone().timed(sighted, &read);
+            let since = cause.since().unwrap_or_default();
+            // A person's button (slack-actions) overrides the canaries: pause holds the wave even
+            // after one healed; release lets it go without one (once). A wave whose batch mostly
+            // failed again (the workers' relapse marker) is not released again while the marker
+            // lasts: the cause is probably back. All of them belong to this outage (M4); the
+            // previous release's markers, of the scope, still count for the outage going on.
+            let pause = fleet_control_marker(&scope, &since, FleetControl::Pause);
+            let release = fleet_control_marker(&scope, &since, FleetControl::Release);
+            let relapse = medic_core::keys::fleet_relapse_marker(&scope, &since);
+            let released_marker = medic_core::keys::fleet_released_marker(&scope, &since);
+            let [old_pause, old_release, old_relapse] = medic_core::keys::legacy_fleet_markers(&scope);
+            let asked = [&pause, &release, &relapse, &released_marker, &old_pause, &old_release, &old_relapse].map(|k| k.clone());
+            let controls = self.dedupe.marked(&asked).await.unwrap_or_else(|e| {
                 tracing::warn!(cause = %cause.scope, error = %e, "could not read the fleet buttons' markers; the canaries decide");
                 Default::default()
             });
-            let (paused, released_by_person) = (controls.contains(&pause), controls.contains(&release));
-            let relapsed = controls.contains(&relapse) && !released_by_person;
+            let has = |k: &String| controls.contains(k);
+            let (paused, released_by_person) = (has(&pause) || has(&old_pause), has(&release) || has(&old_release));
+            let relapsed = (has(&relapse) || has(&old_relapse)) && !released_by_person;
             let release_wave = !paused && (released_by_person || (healed > 0 && !relapsed));
-            (run.probed, run.healed) = (run.probed + probed, run.healed + healed);
-            // Past its own time bound: the fleet incident is escalated, once per cause and start,
-            // for every app it holds back (their own ladders would have escalated them by now).
-            if !release_wave && cause.overdue(&self.config.scope.fleet, now) {
+            // Past its own time bound: the fleet incident is escalated, once per outage, for
+            // every app it holds back (their own ladders would have escalated them by now).
+            let overdue = !release_wave && cause.overdue(&self.config.scope.fleet, now);
+            if overdue {
                 self.metrics.count("OutagesEscalated", None, 1.0);
-                let (key, text) = (alerts::outage_overdue_key(cause), alerts::outage_overdue(cause, now));
+                let (key, text) = (alerts::outage_overdue_key(&cause), alerts::outage_overdue(&cause, now));
                 let once = Once { key: &key, ttl: Duration::from_secs(24 * 3600), unsure: WhenUnsure::Skip };
                 if let Err(e) =
                     self.actuator().perform(Request::Alert { kind: ActionKind::OutageOverdue, text: &text, once: Some(once) }).await
@@ -247,33 +270,45 @@ where
                 }
                 run.escalated += 1;
             }
-            // The hold the workers read: a notification of a covered app is left to the cause
-            // while it lasts. Renewed by every sweep that sees the cause, for two windows, so one
-            // missed sweep does not lift it.
-            let hold = medic_core::keys::fleet_hold_marker(&scope);
+            // The hold the workers read: every automatic item of a covered app is left to the
+            // cause while it lasts. Renewed by every sweep that sees the cause, for two windows.
             let mut released = 0;
             if !release_wave {
                 if let Err(e) = self.dedupe.mark(&hold, self.config.recheck_interval * 2).await {
                     tracing::warn!(cause = %cause.scope, error = %e, "could not mark the fleet hold; workers will act on its apps");
                 }
+                // Held again: wave items met meanwhile were left to the cause, so the next
+                // release sends the whole wave anew.
+                if has(&released_marker) {
+                    self.dedupe.forget(&released_marker).await.ok();
+                }
             } else {
                 // The cause is over: its apps go to the workers in priority order, paced by their budgets.
-                self.dedupe.forget(&hold).await.ok();
-                self.dedupe.forget(&release).await.ok();
-                self.dedupe.forget(&relapse).await.ok();
-                let wave = medic_core::sweep::wave(&listed, cause);
-                released = wave.len();
-                run.released += wave.len();
-                let len = u32::try_from(wave.len()).unwrap_or(u32::MAX);
-                looks.extend(wave.into_iter().enumerate().map(|(i, a)| {
-                    let slot = WaveSlot { scope: scope.clone(), wave: window.clone(), index: u32::try_from(i).unwrap_or(u32::MAX), len };
-                    (a, Trigger::recovery(), Some(slot))
-                }));
+                for marker in [&hold, &release, &relapse, &old_release, &old_relapse] {
+                    self.dedupe.forget(marker).await.ok();
+                }
+                if has(&released_marker) {
+                    // An earlier sweep released this wave and its items are with the workers:
+                    // released once, not again by every sweep that still sees the cause (M3).
+                    self.dedupe.mark(&released_marker, self.config.recheck_interval * 2).await.ok();
+                } else {
+                    let wave = medic_core::sweep::wave(&listed, &cause);
+                    released = wave.len();
+                    run.released += wave.len();
+                    let len = u32::try_from(wave.len()).unwrap_or(u32::MAX);
+                    looks.extend(wave.into_iter().enumerate().map(|(i, a)| {
+                        let index = u32::try_from(i).unwrap_or(u32::MAX);
+                        let slot = WaveSlot { scope: scope.clone(), since: since.clone(), wave: window.clone(), index, len };
+                        (a, Trigger::recovery(), Some(slot))
+                    }));
+                    releases.push(released_marker);
+                }
             }
             let view = OutageView {
                 scope: scope.clone(),
                 describe: cause.scope.describe(),
                 began: cause.began_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                since: Some(since.clone()),
                 covered: cause.apps.len(),
                 listed: cause.listed,
                 canaries: cause.canaries,
@@ -291,14 +326,15 @@ where
                 released,
                 eta_secs: cause.wave_secs(self.config.refresh_per_minute),
                 by_person: paused || (released_by_person && healed == 0),
-                overdue: !release_wave && cause.overdue(&self.config.scope.fleet, now),
-                projects: medic_core::fleet::cause_projects(&listed, cause),
+                overdue,
+                projects: medic_core::fleet::cause_projects(&listed, &cause),
             };
             told.push(view.key());
             if let Err(e) = self.actuator().perform(Request::Outage { view: &view }).await {
                 tracing::warn!(cause = %cause.scope, error = %e, "could not tell the fleet outage; the next sweep tells it again");
             }
         }
+        self.forget_stale_holds(&listed, &plan.causes).await;
         // A cause told before and not seen now is over: its parent says so, once.
         match self.actuator().perform(Request::OutagesEnded { current: &told }).await {
             Ok(Performed::Posted(0) | Performed::Held(_)) => {}
@@ -345,6 +381,11 @@ where
             return Err(e.into());
         }
         run.enqueued = batch.len();
+        for marker in &releases {
+            if let Err(e) = self.dedupe.mark(marker, self.config.recheck_interval * 2).await {
+                tracing::warn!(marker, error = %e, "could not mark the wave released; the next sweep may send it again (the workers' claims make that harmless)");
+            }
+        }
         self.metrics.count("SweepEnqueued", None, run.enqueued as f64);
         tracing::info!(
             listed = run.listed,
@@ -362,8 +403,13 @@ where
 
     /// Refreshes the canaries of `cause` (hard, after a normal refresh answered with a cached
     /// generation failure); a canary Argo CD can compare again has healed. A failed
-    /// read counts as not healed (the next sweep probes again). Returns (probed, healed).
-    async fn probe(&self, listed: &[medic_core::Application], cause: &medic_core::fleet::FleetCause) -> (usize, usize) {
+    /// read counts as not healed (the next sweep probes again). Returns (probed, healed, the
+    /// canaries as read).
+    async fn probe(
+        &self,
+        listed: &[medic_core::Application],
+        cause: &medic_core::fleet::FleetCause,
+    ) -> (usize, usize, Vec<medic_core::Application>) {
         let refs: Vec<AppRef> = listed.iter().filter(|a| cause.canaries().contains(&a.id())).map(AppRef::from).collect();
         let act = self.actuator();
         let probes = futures::future::join_all(refs.iter().map(|app| act.perform(Request::Canary { app }))).await;
@@ -378,7 +424,28 @@ where
             .collect();
         let healed = reads.iter().filter(|r| r.as_ref().is_ok_and(|app| !medic_core::fleet::is_down(app))).count();
         self.metrics.count("CanariesHealed", None, healed as f64);
-        (reads.len(), healed)
+        let probed = reads.len();
+        (probed, healed, reads.into_iter().filter_map(Result::ok).collect())
+    }
+
+    /// Forgets the hold of every scope of the listed apps that no cause holds now (L11): a cause
+    /// that disappears on its own (its apps healed, or too few are left down) held their
+    /// notifications for up to two more windows. Best effort: a hold left behind lapses by itself.
+    async fn forget_stale_holds(&self, listed: &[medic_core::Application], causes: &[medic_core::fleet::FleetCause]) {
+        let current: BTreeSet<String> = causes.iter().map(|c| c.scope.key()).collect();
+        let scopes: BTreeSet<String> = listed
+            .iter()
+            .flat_map(medic_core::fleet::scopes_of)
+            .map(|s| s.key())
+            .chain(std::iter::once(medic_core::fleet::CauseScope::Instance.key()))
+            .filter(|k| !current.contains(k))
+            .collect();
+        let holds: Vec<String> = scopes.iter().map(|k| medic_core::keys::fleet_hold_marker(k)).collect();
+        let Ok(held) = self.dedupe.marked(&holds).await else { return };
+        for hold in held {
+            tracing::info!(marker = %hold, "fleet outage over: its hold is lifted");
+            self.dedupe.forget(&hold).await.ok();
+        }
     }
 
     /// Counts the apps in trouble that notifications did not report: the plan's listed candidates

@@ -416,17 +416,21 @@ where
         result
     }
 
-    /// A notification of an app Argo CD cannot compare, while the sweeper holds a cause of one of
-    /// the app's scopes (its source hosts, its cluster, Argo CD itself): left to the cause, so a
-    /// Git outage does not turn into one ladder per app. The read is the one the step would
-    /// make, and its failure is the step's (retried, or for a 404/403 left to the step's own read
-    /// and list); a store that cannot be read is no hold.
+    /// An automatic item (a notification, a recheck, a sweep item or a wave item; first delivery
+    /// or not) of an app Argo CD cannot compare, while the sweeper holds a cause of one of the
+    /// app's scopes (its source hosts, its cluster, Argo CD itself): left to the cause, so a Git
+    /// outage does not turn into one ladder per app. Before, only a notification's first delivery
+    /// was held, so the rechecks of apps notified before the sweeper's first hold each climbed
+    /// their own ladder during the outage (H1). A person's button and a signed refresh
+    /// (`Requested`) are never held. The read is the one the step would make, and its failure is
+    /// the step's (retried, or for a 404/403 left to the step's own read and list); a store that
+    /// cannot be read is no hold.
     ///
-    /// A notification that names the app's scopes (`WorkItem::scopes`, from its event: Argo CD
-    /// could not compare it when it was sent) is checked before the read, so during an outage
-    /// a held app costs Argo CD nothing.
+    /// An item that names the app's scopes (`WorkItem::scopes`, from its notification: Argo CD
+    /// could not compare it when it was sent; carried through every requeue) is checked before
+    /// the read, so during an outage a held app costs Argo CD nothing.
     async fn fleet_hold(&self, item: &WorkItem) -> Result<FleetHold, ArgoError> {
-        if item.kind != WorkKind::Notification || item.trigger.as_str() == medic_core::Trigger::RECOVERY {
+        if item.kind == WorkKind::Requested {
             return Ok(FleetHold::Free(None));
         }
         let instance = medic_core::fleet::CauseScope::Instance.key();
@@ -467,10 +471,10 @@ where
     }
 
     /// Why the rest of a recovery wave waits: its cause's wave paused itself, or a person paused
-    /// it. A store that cannot be read pauses nothing (the wave goes on, as without the check).
+    /// it (the markers of its outage, [`medic_core::keys::wave_pause_markers`]). A store that
+    /// cannot be read pauses nothing (the wave goes on, as without the check).
     async fn wave_paused(&self, slot: &medic_core::fleet::WaveSlot) -> Option<&'static str> {
-        let relapse = medic_core::keys::fleet_relapse_marker(&slot.scope);
-        let pause = medic_core::keys::fleet_control_marker(&slot.scope, medic_core::fleet::FleetControl::Pause);
+        let [relapse, pause] = medic_core::keys::wave_pause_markers(slot);
         let marked = self.dedupe.marked(&[relapse.clone(), pause.clone()]).await.ok()?;
         if marked.contains(&relapse) {
             Some("most of a released batch failed again")
@@ -490,6 +494,11 @@ where
     async fn tally_wave(&self, slot: &medic_core::fleet::WaveSlot, outcome: medic_core::fleet::WaveOutcome) {
         use medic_core::fleet::WaveOutcome;
         const KEPT: Duration = Duration::from_secs(24 * 3600);
+        // A wait, a deferral or a failed step is tallied when the item really steps: tallied
+        // now, it closed its batch with too few outcomes to judge (M3).
+        if outcome == WaveOutcome::Neither {
+            return;
+        }
         if let Err(e) = self.dedupe.mark(&medic_core::keys::wave_outcome_marker(slot, slot.index, outcome), KEPT).await {
             tracing::warn!(cause = %slot.scope, error = %e, "could not record the wave step's outcome; its batch will not be judged");
             return;
@@ -502,7 +511,7 @@ where
         let recorded: Vec<Vec<WaveOutcome>> =
             markers.iter().map(|m| OUTCOMES.into_iter().zip(m).filter(|(_, k)| marked.contains(*k)).map(|(o, _)| o).collect()).collect();
         if medic_core::fleet::batch_verdict(&self.config.fleet, &recorded) == Some(true) {
-            let relapse = medic_core::keys::fleet_relapse_marker(&slot.scope);
+            let [relapse, _] = medic_core::keys::wave_pause_markers(slot);
             // Conditional, so the workers that see the batch complete together count it once
             // (the sweeper forgets the marker when it releases a wave).
             match self.dedupe.first_sighting(&relapse, self.config.relapse_hold).await {
@@ -769,6 +778,10 @@ where
         next.rechecks = item.rechecks + 1;
         next.requested_action = item.requested_action.clone();
         next.requested_by = item.requested_by.clone();
+        // The item's place in its recovery wave and the scopes its notification named go with
+        // it: a deferred wave item still waits for a pause, and a held scope still holds (H1).
+        next.wave = item.wave.clone();
+        next.scopes = item.scopes.clone();
         if item.kind == WorkKind::Requested {
             next.kind = WorkKind::Requested;
             // Verified before it was deferred; signed again since its fields changed.

@@ -153,3 +153,74 @@ async fn a_notification_of_an_app_held_by_a_fleet_outage_is_left_to_the_outage()
     assert!(matches!(handled, Handled::Stepped(_) | Handled::Requeued { .. }), "its own ladder decides: {handled:?}");
     assert!(free.metrics.total("HeldByFleetOutage") == 0.0);
 }
+
+/// The item a worker's requeue makes of `item` (what `Worker::requeue` sends), as an SQS record.
+fn as_record(id: &str, item: &medic_core::event::WorkItem) -> SqsMessage {
+    record(id, &serde_json::to_string(item).unwrap(), 1)
+}
+
+/// H1 (reliability review of 0a3f9d5): the hold was checked only on a notification's first
+/// delivery, so the rechecks of apps notified before the sweeper's first hold (their first look
+/// waits out the repo-error grace and re-enqueues a `Recheck`) each climbed their own ladder
+/// during the outage. Every automatic item is held now, whatever its kind and delivery. Fails on
+/// 4b8d4db: the recheck and the sweep item are stepped (`Requeued`/`Stepped`), not held.
+#[tokio::test]
+async fn a_recheck_or_sweep_item_of_an_app_held_by_a_fleet_outage_is_left_to_the_outage_too() {
+    use medic_core::event::{WorkItem, WorkKind};
+    use medic_core::ports::DedupeStore;
+    use medic_worker::Handled;
+    let sim = sim().await;
+    let w = worker(&sim);
+    let app = medic_core::event::AppRef { name: "payments-api".into(), namespace: "argocd".into(), project: Some("payments".into()) };
+    let trigger: medic_core::Trigger = "on-sync-status-unknown".parse().unwrap();
+    // The notification before the hold: its own ladder waits out the grace and looks again later.
+    let first = WorkItem::for_app(WorkKind::Notification, app.clone(), trigger.clone(), "n1", Utc::now());
+    let handled = w.handle_message(&as_record("m-1", &first)).await.unwrap();
+    assert!(matches!(handled, Handled::Requeued { .. }), "{handled:?}");
+    let recheck = w.queue.items().pop().expect("the wait re-enqueued a recheck");
+    assert_eq!(recheck.kind, WorkKind::Recheck);
+    // The sweeper holds the cause now: the recheck, and a sweep item, are left to it.
+    w.dedupe.mark(&medic_core::keys::fleet_hold_marker("repo:git.example.com"), Duration::from_secs(1800)).await.unwrap();
+    let before = sim.requests().len();
+    assert_eq!(w.handle_message(&as_record("m-2", &recheck)).await.unwrap(), Handled::HeldByFleet("repo:git.example.com".into()));
+    let sweep = WorkItem::for_app(WorkKind::Sweep, app, medic_core::Trigger::sweep(), "w1", Utc::now());
+    assert_eq!(w.handle_message(&as_record("m-3", &sweep)).await.unwrap(), Handled::HeldByFleet("repo:git.example.com".into()));
+    let mutating = sim.requests()[before..].iter().filter(|r| r.method != "GET" || r.query.iter().any(|(k, _)| k == "refresh")).count();
+    assert_eq!(mutating, 0, "held apps are read, never refreshed or synced: {:?}", &sim.requests()[before..]);
+    assert!(w.escalator.escalations().is_empty());
+}
+
+/// H1, the wave's half: a wave item deferred or waiting was re-enqueued as a plain recheck, without
+/// its place in the wave, so a relapse or a person's Pause no longer held it. Its requeue carries
+/// the slot (and the scopes its notification named) now, and the pause of its own outage holds it.
+/// Fails on 4b8d4db: the requeued item has no `wave` and is stepped.
+#[tokio::test]
+async fn a_wave_item_looked_at_again_keeps_its_place_and_waits_for_its_outage_s_pause() {
+    use medic_core::event::{WorkItem, WorkKind};
+    use medic_core::fleet::{FleetControl, WaveSlot};
+    use medic_core::ports::DedupeStore;
+    use medic_worker::Handled;
+    let sim = sim().await;
+    let w = worker(&sim);
+    let app = medic_core::event::AppRef { name: "payments-api".into(), namespace: "argocd".into(), project: Some("payments".into()) };
+    let since = "2026-12-05T08:00:00Z";
+    let slot = WaveSlot { scope: "repo:git.example.com".into(), since: since.into(), wave: "w1".into(), index: 3, len: 40 };
+    let item =
+        WorkItem { wave: Some(slot.clone()), ..WorkItem::for_app(WorkKind::Sweep, app, medic_core::Trigger::recovery(), "w1", Utc::now()) };
+    // Still within the repo-error grace: a wait, looked at again later.
+    let handled = w.handle_message(&as_record("m-1", &item)).await.unwrap();
+    assert!(matches!(handled, Handled::Requeued { .. }), "{handled:?}");
+    let again = w.queue.items().pop().expect("re-enqueued");
+    assert_eq!(again.wave.as_ref(), Some(&slot), "the requeue keeps the item's place in its wave");
+    // A person pauses this outage's wave: the item waits for the sweep to release it again.
+    w.dedupe
+        .mark(&medic_core::keys::fleet_control_marker(&slot.scope, since, FleetControl::Pause), Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let before = sim.requests().len();
+    assert_eq!(w.handle_message(&as_record("m-2", &again)).await.unwrap(), Handled::HeldByFleet(slot.scope.clone()));
+    assert_eq!(sim.requests().len(), before, "a paused wave item costs Argo CD nothing");
+    // A pause of another outage of the scope (a later one) does not hold this one's items.
+    let other = WaveSlot { since: "2026-12-06T08:00:00Z".into(), ..slot };
+    assert_ne!(medic_core::keys::wave_pause_markers(&other), medic_core::keys::wave_pause_markers(&again.wave.unwrap()));
+}

@@ -92,6 +92,46 @@ impl DedupeStore for DynamoDbStore {
         Ok(found)
     }
 
+    /// A conditional `PutItem` of a new sighting (absent or expired); when one is live, an
+    /// `UpdateItem` that renews its expiry and returns its time. Both are idempotent, so the
+    /// SDK's retry of either after a lost answer answers the same.
+    async fn sighted(&self, key: &str, ttl: Duration) -> Result<DateTime<Utc>, StoreError> {
+        let now = Utc::now();
+        let fresh = self
+            .marker_put(key, now, ttl)
+            .condition_expression("attribute_not_exists(#pk) OR #expires <= :now")
+            .expression_attribute_names("#pk", "pk")
+            .expression_attribute_names("#expires", TTL_ATTRIBUTE)
+            .expression_attribute_values(":now", n(now.timestamp()))
+            .send()
+            .await;
+        match fresh {
+            Ok(_) => return Ok(now),
+            Err(e) if is_conditional_failure(&e) => {}
+            Err(e) => return Err(StoreError(describe(&self.op("PutItem"), &e))),
+        }
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(self.dedupe_pk(key)))
+            .key("sk", s(SINGLETON_SK))
+            // A record that lapsed between the two calls is sighted now.
+            .update_expression("SET #expires = :expires, #seen = if_not_exists(#seen, :seen)")
+            .expression_attribute_names("#expires", TTL_ATTRIBUTE)
+            .expression_attribute_names("#seen", "seen_at")
+            .expression_attribute_values(":expires", n(expiry_secs(now, ttl)))
+            .expression_attribute_values(":seen", s(now.to_rfc3339()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
+            .send()
+            .await
+            .map_err(|e| StoreError(describe(&self.op("UpdateItem"), &e)))?;
+        let seen = out.attributes.as_ref().and_then(|a| a.get("seen_at")).and_then(|v| v.as_s().ok());
+        seen.and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc))
+            .ok_or_else(|| StoreError(format!("{}: sighting {key} has no readable seen_at", self.op("UpdateItem"))))
+    }
+
     async fn forget(&self, dedupe_key: &str) -> Result<(), StoreError> {
         self.client
             .delete_item()

@@ -432,9 +432,12 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                 scope: view.scope.clone(),
                 projects: view.projects.clone(),
                 offered_at: self.clock.now(),
+                since: view.since.clone().unwrap_or_default(),
+                outage: key.clone(),
             };
-            // Created once (a retry after a crash finds it): the cause's projects as first seen.
-            // Kept while the outage lasts; its end gives it `action_ttl`.
+            // Created once (a retry after a crash finds it); a click is checked against the
+            // outage's latest projects too (`load_fleet_button`). Kept while the outage lasts;
+            // its end gives it `action_ttl`.
             self.save("fleetbtn", &button.id, &button, None, self.ttl()).await?;
         }
         self.post_once(&key, None, &message).await.map(|_| ())

@@ -244,14 +244,26 @@ pub async fn load_action<S: EscalationStore>(store: &S, id: &str) -> Result<Opti
 
 /// What the fleet button with opaque id `id` stands for (slack-actions reads it on a click).
 /// `None` when unknown or expired.
+///
+/// Its projects are the outage's latest (the view the last sweep told, kept under the parent's
+/// key), not those of the sweep that first posted it: an outage that grew into other projects
+/// asks the clicking person to be allowed on those too (M4).
 pub async fn load_fleet_button<S: EscalationStore>(store: &S, id: &str) -> Result<Option<medic_core::fleet::FleetButton>, StoreError> {
     if !medic_core::keys::is_fleet_button_id(id) {
         return Ok(None);
     }
-    match store.load("fleetbtn", id).await? {
-        Some(v) => serde_json::from_value(v.doc).map(Some).map_err(|e| StoreError(format!("fleet button {id}: unreadable record: {e}"))),
-        None => Ok(None),
+    let Some(v) = store.load("fleetbtn", id).await? else { return Ok(None) };
+    let mut button: medic_core::fleet::FleetButton =
+        serde_json::from_value(v.doc).map_err(|e| StoreError(format!("fleet button {id}: unreadable record: {e}")))?;
+    if !button.outage.is_empty() {
+        if let Some(v) = store.load("outage", &button.outage).await? {
+            let rec: OutageRec =
+                serde_json::from_value(v.doc).map_err(|e| StoreError(format!("outage {}: unreadable record: {e}", button.outage)))?;
+            let projects: std::collections::BTreeSet<String> = button.projects.drain(..).chain(rec.view.projects).collect();
+            button.projects = projects.into_iter().collect();
+        }
     }
+    Ok(Some(button))
 }
 
 /// What the Slack records say about one incident, for operators (`medic incidents`): its state

@@ -774,7 +774,8 @@ mod tests {
         let view = OutageView {
             scope: "repo:git.example.com".into(),
             describe: "source host git.example.com".into(),
-            began: Some("2026-11-01T08:00:00Z".into()),
+            began: Some("2026-11-01T07:58:00Z".into()),
+            since: Some("2026-11-01T08:00:00Z".into()),
             covered: 1_990,
             listed: 2_000,
             canaries: 3,
@@ -807,9 +808,15 @@ mod tests {
         let gone = outage_parent(&OutageView { state: WaveState::Released, released: 1_987, ..view.clone() });
         assert!(ids(&gone).is_empty());
         assert!(gone.blocks.iter().any(|b| b.to_string().contains("1987 apps handed to the workers")), "{:?}", gone.blocks);
-        let later = OutageView { began: Some("2026-11-02T08:00:00Z".into()), ..view.clone() };
+        let later = OutageView { since: Some("2026-11-02T08:00:00Z".into()), ..view.clone() };
         assert_ne!(later.button(FleetControl::Pause), view.button(FleetControl::Pause), "a later outage of the scope has its own buttons");
         assert_ne!(later.key(), view.key(), "and its own parent");
+        // A start refined by a canary's condition moves neither (H3): the sighting is the identity.
+        let refined = OutageView { began: Some("2026-11-01T07:30:00Z".into()), ..view.clone() };
+        assert_eq!((refined.key(), refined.button(FleetControl::Pause)), (view.key(), view.button(FleetControl::Pause)));
+        // A view the previous release stored (no sighting) keeps the key it was posted under.
+        let previous = OutageView { since: None, ..view.clone() };
+        assert_eq!(previous.key(), "outage:repo:git.example.com:2026-11-01T07:58:00Z");
     }
 
     #[test]
