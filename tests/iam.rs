@@ -403,6 +403,20 @@ async fn run_every_function() {
     }
     poll().await;
 
+    // A fleet outage seen by two sweeps: the first sighting is a conditional PutItem, the second
+    // renews it with an UpdateItem that returns its time (the outage's identity).
+    for (i, (mut app, _)) in medic_sim::synthetic_fleet(12, 0, Utc::now()).into_iter().enumerate() {
+        app["metadata"]["name"] = format!("iam-outage-{i:02}").into();
+        app["spec"]["source"]["repoURL"] = "https://git.iam-down.example.com/platform/deployments.git".into();
+        app["status"]["sync"]["status"] = "Unknown".into();
+        app["status"]["conditions"] = serde_json::json!([{"type": "ComparisonError", "lastTransitionTime": Utc::now().to_rfc3339(),
+            "message": crate::support::GIT_UNREACHABLE}]);
+        argo.insert_app(app);
+    }
+    for _ in 0..2 {
+        assert_eq!(sweeper.run().await.unwrap().outages, 1);
+    }
+
     // A person clicks a button on an escalation; the worker performs it.
     let parent = slack.parents(SLACK_CHANNEL).into_iter().next().expect("an escalation was posted");
     let ack = button_of(&parent, "Acknowledge");
@@ -441,8 +455,11 @@ async fn run_every_function() {
     assert_ne!(refused.status(), 200, "a click that could not be queued is not acknowledged as done");
     // The outage's Slack parent (posted by the failing sweep before its enqueue failed): a person
     // pauses the wave, which slack-actions records for the next sweep.
-    let outage =
-        slack.parents(SLACK_CHANNEL).into_iter().find(|m| m.blocks.to_string().contains("Fleet outage")).expect("an outage parent");
+    let outage = slack
+        .parents(SLACK_CHANNEL)
+        .into_iter()
+        .find(|m| m.blocks.to_string().contains("Fleet outage") && !m.blocks.to_string().contains("iam-down"))
+        .expect("an outage parent");
     let pause = button_of(&outage, "Pause wave");
     let mut outage_env = env().await.with_interceptor(logs["slack-actions"].clone());
     outage_env.instance_id = "iam-failures".into();
