@@ -220,6 +220,31 @@ async fn an_open_incident_s_slack_records_outlive_the_record_ttl_and_resolving_g
     );
 }
 
+/// M1 (reliability review of 0a3f9d5): the worker holding a fleet parent's lease let it go once
+/// its 20 s of coalescing were over, even with a change still unshown (a joiner that met the
+/// lease had left its change to it), so the parent could say 299 of 300 for hours: the flaky
+/// 300-app test below. With the budget at zero every update is past it: the parent must still end
+/// showing every app. Fails on 4b8d4db: the parent keeps the count it was posted with.
+#[tokio::test]
+async fn a_fleet_parent_past_its_update_budget_still_ends_showing_the_latest_change() {
+    let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
+    let mut s = settings(&slack);
+    s.fleet_threshold = 2;
+    s.fleet_update_budget = Duration::ZERO;
+    let escalator = slack_escalator(&slack, s, escalation_store().await);
+    let template = sample_app("comparison-error-persisting.json");
+    for i in 0..6 {
+        let mut app = template.clone();
+        app.metadata.name = format!("payments-worker-{i:03}");
+        let d = escalation_of(&app);
+        escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &d).await.unwrap();
+    }
+    let ps = parents(&slack);
+    assert_eq!(ps.len(), 1);
+    let text = text_of(&slack.message(CH, &ps[0].ts).unwrap());
+    assert!(text.contains("Fleet incident · 6 apps"), "{text}");
+}
+
 #[tokio::test]
 async fn an_outage_of_300_apps_makes_one_parent_with_one_reply_per_app() {
     let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();

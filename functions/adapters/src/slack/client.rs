@@ -31,6 +31,9 @@ pub struct SlackSettings {
     pub fleet_window: Duration,
     /// Least time between two updates of a fleet parent while apps keep joining.
     pub fleet_update_interval: Duration,
+    /// How long one worker keeps coalescing a fleet parent's updates before it stops waiting out
+    /// the interval (it still shows the latest change before it lets the parent go).
+    pub fleet_update_budget: Duration,
     /// How long a post's intent blocks another attempt (longer than any post can take).
     pub lease: Duration,
     /// How long to wait for another worker's post before failing (and being retried).
@@ -63,6 +66,7 @@ impl SlackSettings {
             fleet_threshold: 2,
             fleet_window: Duration::from_secs(15 * 60),
             fleet_update_interval: Duration::from_secs(10),
+            fleet_update_budget: Duration::from_secs(20),
             lease: Duration::from_secs(60),
             busy_wait: Duration::from_secs(10),
             post_interval: Duration::from_secs(1),

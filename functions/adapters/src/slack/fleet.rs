@@ -206,9 +206,12 @@ impl<S: EscalationStore> SlackEscalator<S> {
     }
 
     /// Brings the fleet parent up to date. One worker at a time does it (a lease in the fleet
-    /// record), and it re-renders until what it showed is the latest, so concurrent changes never
-    /// leave an older count on screen; changes arriving meanwhile are coalesced, at most one
-    /// update per `fleet_update_interval`.
+    /// record, renewed with each update), and it re-renders until what it showed is the latest,
+    /// so concurrent changes never leave an older count on screen; changes arriving meanwhile are
+    /// coalesced, at most one update per `fleet_update_interval` for `fleet_update_budget`, then
+    /// without waiting. It lets the parent go only when it shows the latest revision (a joiner
+    /// that met its lease left its change to it): before, past the budget it let go with the last
+    /// joiner's change unshown, and the parent said 299 of 300 until the next change (M1).
     pub(super) async fn refresh_fleet(&self, fleet_id: &str) -> Result<(), EscalationError> {
         let me: u64 = rand::random();
         let lease = TimeDelta::seconds(30);
@@ -231,16 +234,18 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 held = self.save("fleet", fleet_id, &f, Some(version), self.ttl_of(&f)).await?;
                 continue;
             }
-            if f.shown >= f.revision || started.elapsed() > Duration::from_secs(20) {
+            if f.shown >= f.revision {
                 f.updater = None;
                 f.updating_until = None;
+                // A change that lands between this read and the write fails the write: read again.
                 if self.save("fleet", fleet_id, &f, Some(version), self.ttl_of(&f)).await? {
                     return Ok(());
                 }
                 continue;
             }
-            // Changes keep coming: at most one update per interval, the latest each time.
-            if let Some(at) = last_update {
+            // Changes keep coming: at most one update per interval, the latest each time; past
+            // the budget, the latest at once.
+            if let Some(at) = last_update.filter(|_| started.elapsed() <= self.settings.fleet_update_budget) {
                 let next = at + self.settings.fleet_update_interval;
                 if next > Instant::now() {
                     tokio::time::sleep_until(next.into()).await;
@@ -251,25 +256,39 @@ impl<S: EscalationStore> SlackEscalator<S> {
             let rendered = escalation::fleet_parent(&f.summary(&self.settings.instance), &f.status());
             last_update = Some(Instant::now());
             if let Err(e) = self.update_message(&format!("fleet:{fleet_id}"), &rendered).await {
-                self.update_rec::<FleetRec>("fleet", fleet_id, |f| {
-                    let mine = f.updater == Some(me);
-                    if mine {
-                        f.updater = None;
-                        f.updating_until = None;
-                    }
-                    mine
-                })
-                .await
-                .ok();
+                self.release_fleet(fleet_id, me).await;
                 return Err(e);
             }
+            let renewed = self.clock.now() + lease;
             self.update_rec::<FleetRec>("fleet", fleet_id, |f| {
                 let change = f.shown < showing;
                 f.shown = f.shown.max(showing);
-                change
+                let mine = f.updater == Some(me);
+                if mine {
+                    f.updating_until = Some(renewed);
+                }
+                change || mine
             })
             .await?;
         }
+        // Out of tries: whoever changes the fleet next takes it over at once, not after the lease.
+        if held {
+            self.release_fleet(fleet_id, me).await;
+        }
         Err(EscalationError(format!("fleet {fleet_id}: too many concurrent writers; retry later")))
+    }
+
+    /// Gives the fleet parent's lease up, when `me` holds it.
+    async fn release_fleet(&self, fleet_id: &str, me: u64) {
+        self.update_rec::<FleetRec>("fleet", fleet_id, |f| {
+            let mine = f.updater == Some(me);
+            if mine {
+                f.updater = None;
+                f.updating_until = None;
+            }
+            mine
+        })
+        .await
+        .ok();
     }
 }
