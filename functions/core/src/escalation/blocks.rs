@@ -344,8 +344,12 @@ fn evidence_lines(facts: &IncidentFacts) -> Vec<String> {
     facts.evidence.iter().filter(|e| e.field != "trigger").map(|e| format!("{}: {}", e.field, e.value)).collect()
 }
 
+/// The top-level `text` of a message: what notifications and screen readers show. Slack parses
+/// it as mrkdwn (`mrkdwn` is on by default for `chat.postMessage`), where `&`, `<` and `>` are
+/// control characters, so text from Argo CD (a reason, a repo host) is escaped like the sections
+/// are: a `<!channel>` in an error message must not notify the channel (L8).
 fn fallback(text: String) -> String {
-    fit_plain(&text, limits::MAX_FALLBACK_TEXT)
+    fit(&text, limits::MAX_FALLBACK_TEXT)
 }
 
 /// Options of the rendering that come from configuration.
@@ -766,6 +770,18 @@ mod tests {
             assert!(is_action_id(e["value"].as_str().unwrap()));
             assert_eq!(e["value"], e["action_id"], "a button carries only its opaque id");
         }
+    }
+
+    /// L8 (reliability review of 0a3f9d5): the fallback `text` carried Argo CD's words raw, so a
+    /// reason holding `<!channel>` or a `<url|label>` link was parsed by Slack. Fails on 4b8d4db.
+    #[test]
+    fn the_fallback_text_escapes_what_argo_cd_wrote_as_the_sections_do() {
+        let reply = note("", "sync failed: <!channel> see <https://evil.example.com|the docs> & retry");
+        assert_eq!(reply.text, "sync failed: &lt;!channel&gt; see &lt;https://evil.example.com|the docs&gt; &amp; retry");
+        assert!(!reply.text.contains('<') && !reply.text.contains('>'));
+        assert!(violations(&reply.text, &reply.blocks).is_empty());
+        let long = note("", &"<".repeat(10_000));
+        assert!(units(&long.text) <= limits::MAX_FALLBACK_TEXT && !long.text.contains('<'), "cut, never inside an escape");
     }
 
     #[test]
