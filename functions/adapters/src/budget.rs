@@ -134,24 +134,43 @@ struct Pool {
 /// why: with the static split (`rate / max concurrency` each), one of two workers running drained
 /// at 1.93× the budget's bound.
 ///
-/// When the store fails, the worker falls back to its static share ([`BudgetRates::worker_share`])
-/// for that token: slower, never over the instance's rate, and remediation goes on.
+/// When the store fails, the token is deferred (a few seconds): the shared bucket is the only
+/// count of what the instance spent, so a worker that cannot read it cannot know what it may
+/// spend. Before, it fell back to its static share while the workers that could still reach the
+/// table drained the whole bucket, and the instance spent above its rate (reliability review
+/// M2). The claims live in the same table, so a worker that cannot reach it cannot act anyway.
+///
+/// One acquirer per budget and container talks to the store at a time; the others wait for it
+/// and take from the block it pooled: a batch of ten waiting steps makes one conditional write,
+/// not ten racing ones (each lost race is a write DynamoDB bills and throttles).
 pub struct SharedBudget<S> {
     store: S,
     rates: BudgetRates,
-    fallback: LocalBudget,
     pools: Mutex<HashMap<BudgetKind, Pool>>,
+    /// Held by the acquirer that talks to the store, per budget.
+    readers: [tokio::sync::Mutex<()>; 3],
 }
+
+/// How long a token the store could not answer for is deferred.
+const STORE_FAILED_RETRY: Duration = Duration::from_secs(5);
 
 impl<S: BucketStore> SharedBudget<S> {
     /// `rates` are the instance's; `share` is this worker's share of them
-    /// ([`BudgetRates::worker_share`]): its fallback, and its wait for a token.
+    /// ([`BudgetRates::worker_share`]): its wait for a token.
     pub fn new(store: S, rates: BudgetRates, share: BudgetRates) -> Self {
         Self {
             store,
             rates: BudgetRates { max_wait: share.max_wait, ..rates },
-            fallback: LocalBudget::new(share),
             pools: Mutex::new(HashMap::new()),
+            readers: Default::default(),
+        }
+    }
+
+    fn reader(&self, kind: BudgetKind) -> &tokio::sync::Mutex<()> {
+        match kind {
+            BudgetKind::Refresh => &self.readers[0],
+            BudgetKind::HardRefresh => &self.readers[1],
+            BudgetKind::Sync => &self.readers[2],
         }
     }
 
@@ -170,9 +189,9 @@ impl<S: BucketStore> SharedBudget<S> {
         self.pools.lock().expect("pool lock").insert(kind, Pool { tokens, taken_at: Instant::now() });
     }
 
-    async fn fall_back(&self, kind: BudgetKind, error: medic_core::ports::StoreError) -> Result<(), BudgetExhausted> {
-        tracing::warn!(%error, budget = kind.as_str(), "shared budget unreadable; using this worker's share of it");
-        self.fallback.acquire(kind).await
+    fn store_failed(&self, kind: BudgetKind, error: medic_core::ports::StoreError) -> Result<(), BudgetExhausted> {
+        tracing::warn!(%error, budget = kind.as_str(), "shared budget unreadable; the token is deferred");
+        Err(BudgetExhausted { kind, retry_after: STORE_FAILED_RETRY })
     }
 }
 
@@ -198,10 +217,18 @@ impl<S: BucketStore> Budget for SharedBudget<S> {
         let rate = BucketRate::per_minute(self.rates.per_minute(kind));
         let block = block_of(rate);
         let deadline = Instant::now() + self.rates.max_wait;
+        let Ok(_reading) = tokio::time::timeout_at(deadline.into(), self.reader(kind).lock()).await else {
+            return Err(BudgetExhausted { kind, retry_after: Duration::from_secs(1) });
+        };
+        // The acquirer before this one may have pooled a block while this one waited.
+        if self.take_pooled(kind) {
+            return Ok(());
+        }
+        let mut lost = 0u32;
         loop {
             let read = match self.store.read_bucket(kind).await {
                 Ok(read) => read,
-                Err(e) => return self.fall_back(kind, e).await,
+                Err(e) => return self.store_failed(kind, e),
             };
             let wait = match take(read.as_ref(), rate, chrono::Utc::now().timestamp_millis(), block) {
                 Take::Granted { tokens, next } => match self.store.replace_bucket(kind, read.as_ref(), &next).await {
@@ -209,9 +236,13 @@ impl<S: BucketStore> Budget for SharedBudget<S> {
                         self.keep(kind, tokens - 1);
                         return Ok(());
                     }
-                    // Another worker wrote first: read again, a moment later so two do not collide again.
-                    Ok(false) => jitter(20),
-                    Err(e) => return self.fall_back(kind, e).await,
+                    // Another container wrote first: read again a moment later, longer after each
+                    // loss, so containers that keep colliding spread out.
+                    Ok(false) => {
+                        lost += 1;
+                        jitter(10 << lost.min(5))
+                    }
+                    Err(e) => return self.store_failed(kind, e),
                 },
                 // Jitter spreads workers that wake together, so Argo CD sees a smooth rate.
                 Take::Wait(wait) => wait + jitter(50),
@@ -349,11 +380,85 @@ mod tests {
         assert_eq!(block_of(BucketRate::per_minute(10)), 1);
     }
 
+    /// M2 (reliability review of 0a3f9d5): a worker that could not reach the shared buckets fell
+    /// back to its static share while the others drained the whole bucket, so the instance spent
+    /// above its rate. One worker of four on a failing store: the instance's bound holds. Fails on
+    /// 4b8d4db (the failing worker adds its share's burst and refill on top).
     #[tokio::test]
-    async fn a_worker_that_cannot_reach_the_shared_buckets_uses_its_own_share() {
+    async fn a_worker_that_cannot_reach_the_shared_buckets_defers_and_the_instance_keeps_its_rate() {
         let rates = instance(600, Duration::from_millis(10));
-        let share = BudgetRates { max_wait: Duration::from_millis(10), ..rates.worker_share(2, 10, Duration::from_secs(60)) };
-        let budget = SharedBudget::new(Unreachable, rates, share);
-        assert_eq!(drain(&budget).await, 30, "the share's burst, then deferred");
+        let share = BudgetRates { max_wait: Duration::from_millis(10), ..rates.worker_share(4, 10, Duration::from_secs(60)) };
+        let failing = SharedBudget::new(Unreachable, rates, share);
+        let err = failing.acquire(BudgetKind::Refresh).await.unwrap_err();
+        assert_eq!(err.retry_after, STORE_FAILED_RETRY, "deferred, not spent outside the instance's count");
+        let buckets = std::sync::Arc::new(crate::memory::MemoryBuckets::default());
+        let started = Instant::now();
+        let mut total = drain(&failing).await;
+        for _ in 0..3 {
+            total += drain(&SharedBudget::new(buckets.clone(), rates, share)).await;
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        // The burst (60) and the refill at 10 a second: every token a drained worker pooled was
+        // handed out before it was deferred.
+        let bound = 60.0 + 10.0 * elapsed + 1.0;
+        assert!(f64::from(total) <= bound, "{total} tokens in {elapsed:.2} s, bound {bound:.0}");
+    }
+
+    /// Ten steps of one container waiting on one budget make one take at a time, not ten racing
+    /// conditional writes: each lost race is a write DynamoDB bills and throttles.
+    #[tokio::test]
+    async fn one_acquirer_per_container_talks_to_the_store_at_a_time() {
+        let store = std::sync::Arc::new(CountingBuckets::default());
+        let rates = instance(600, Duration::from_millis(500));
+        let budget = std::sync::Arc::new(SharedBudget::new(store.clone(), rates, rates));
+        let takers: Vec<_> = (0..10)
+            .map(|_| {
+                let budget = budget.clone();
+                tokio::spawn(async move { budget.acquire(BudgetKind::Refresh).await.is_ok() })
+            })
+            .collect();
+        for t in takers {
+            assert!(t.await.unwrap());
+        }
+        let (writes, lost) = store.writes();
+        assert_eq!(lost, 0, "no conditional write lost to a sibling");
+        assert_eq!(writes, 2, "ten tokens in blocks of {SHARED_BLOCK}: two takes");
+    }
+
+    /// Memory buckets that count the conditional writes and the ones that lost.
+    #[derive(Default)]
+    struct CountingBuckets {
+        inner: crate::memory::MemoryBuckets,
+        writes: std::sync::atomic::AtomicU32,
+        lost: std::sync::atomic::AtomicU32,
+    }
+
+    impl CountingBuckets {
+        fn writes(&self) -> (u32, u32) {
+            use std::sync::atomic::Ordering::SeqCst;
+            (self.writes.load(SeqCst), self.lost.load(SeqCst))
+        }
+    }
+
+    impl BucketStore for CountingBuckets {
+        async fn read_bucket(&self, kind: BudgetKind) -> Result<Option<medic_core::ports::BucketState>, medic_core::ports::StoreError> {
+            // A round trip's pause, so concurrent acquirers would overlap.
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            self.inner.read_bucket(kind).await
+        }
+        async fn replace_bucket(
+            &self,
+            kind: BudgetKind,
+            expected: Option<&medic_core::ports::BucketState>,
+            next: &medic_core::ports::BucketState,
+        ) -> Result<bool, medic_core::ports::StoreError> {
+            use std::sync::atomic::Ordering::SeqCst;
+            self.writes.fetch_add(1, SeqCst);
+            let won = self.inner.replace_bucket(kind, expected, next).await?;
+            if !won {
+                self.lost.fetch_add(1, SeqCst);
+            }
+            Ok(won)
+        }
     }
 }
