@@ -198,3 +198,30 @@ pub fn wave_outcome<E>(step: &Result<StepReport, E>) -> crate::fleet::WaveOutcom
         Ok(_) | Err(_) => WaveOutcome::Neither,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::WaveOutcome;
+
+    fn step(result: StepResult, down_after: Option<bool>) -> Result<StepReport, StepError> {
+        let mut r = crate::step::report(AppId::new("argocd", "a"), None, result, String::new(), 1);
+        r.down_after = down_after;
+        Ok(r)
+    }
+
+    /// M3 (reliability review of 0a3f9d5): a wave's relapse was counted from any step error and
+    /// from any refresh that left the app not calm, such as comparable again but `OutOfSync`
+    /// after commits pushed during the outage. It is the cause's own signature now: still not
+    /// comparable after a step that acted. Fails on 4b8d4db (the first two are `Failed`).
+    #[test]
+    fn a_wave_step_is_judged_by_the_outage_s_signature_not_by_calm_or_by_errors() {
+        assert_eq!(wave_outcome(&step(StepResult::Refreshed, Some(false))), WaveOutcome::Healed, "comparable again, OutOfSync");
+        let failed: Result<StepReport, StepError> = Err(StepError::Argo(ArgoError::Transient("503".into())));
+        assert_eq!(wave_outcome(&failed), WaveOutcome::Neither, "an Argo CD 503 says nothing about the cause");
+        assert_eq!(wave_outcome(&step(StepResult::Refreshed, Some(true))), WaveOutcome::Failed, "refreshed and still Unknown");
+        assert_eq!(wave_outcome(&step(StepResult::Escalated, Some(true))), WaveOutcome::Failed);
+        assert_eq!(wave_outcome(&step(StepResult::Deferred, Some(true))), WaveOutcome::Neither, "not stepped yet");
+        assert_eq!(wave_outcome(&step(StepResult::Resolved, None)), WaveOutcome::Healed);
+    }
+}
