@@ -197,8 +197,9 @@ async fn a_pause_and_a_hold_end_with_their_outage_and_the_next_outage_of_the_sco
     let over = sweeper.run().await.unwrap();
     assert_eq!(over.outages, 0, "{over:?}");
     assert!(!stack.store().marked(std::slice::from_ref(&hold)).await.unwrap().contains(&hold), "the hold ends with its cause");
-    // Past its sighting's two windows, the host goes down again: another outage.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Past its sighting's two windows (the state table keeps expiries in whole seconds, rounded
+    // up: 3.5 s), the host goes down again: another outage.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
     for i in 1..=20 {
         sim.set_outcomes(&format!("app-{i:05}"), medic_sim::Outcomes::default());
         take_down(&sim, i);
@@ -211,19 +212,68 @@ async fn a_pause_and_a_hold_end_with_their_outage_and_the_next_outage_of_the_sco
     assert!(shown.contains("Held back") && !shown.contains("Paused"), "the last outage's pause is not this one's: {shown}");
 }
 
-/// The markers the previous release wrote mid-outage, keyed by scope only, still count for the
-/// outage going on (they lapse within a day): a pause pressed before the upgrade keeps the wave
-/// held after it, though a canary heals.
+/// An upgrade mid-outage: the previous release keyed an outage by its start (no sighting) and
+/// its markers by scope only. The new sweeper takes its parent over (rewritten in place, neither
+/// told over nor posted twice), still honours the pause a person pressed before the upgrade
+/// though a canary heals, and the new worker holds the previous release's wave items (no
+/// sighting in their slot) by that pause too.
 #[tokio::test]
-async fn a_pause_the_previous_release_left_mid_outage_still_holds_the_wave() {
+async fn an_outage_the_previous_release_was_handling_is_taken_over_with_its_parent_and_its_pause() {
+    use medic_core::fleet::{OutageView, WaveSlot, WaveState};
     let stack = stack().await;
     let sim = outage_fleet(30, 20, HOST, 10, None, |_, _| None).await;
+    // What the previous release left: its parent, a person's pause, the hold.
+    let began = (Utc::now() - chrono::TimeDelta::minutes(10)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let previous = OutageView {
+        scope: SCOPE.into(),
+        describe: format!("source host {HOST}"),
+        began: Some(began),
+        since: None,
+        covered: 20,
+        listed: 20,
+        canaries: 3,
+        probed: 3,
+        healed: 0,
+        state: WaveState::Held,
+        released: 0,
+        eta_secs: 4,
+        by_person: false,
+        overdue: false,
+        projects: vec!["team-a".into()],
+    };
+    let escalator = slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
+    medic_core::ports::Escalator::outage(&escalator, medic_core::ports::Permit::for_tests(), &previous).await.unwrap();
     let [pause, _, _] = medic_core::keys::legacy_fleet_markers(SCOPE);
     assert_eq!(pause, "fleet-pause-repo:git.down.example.com", "the previous release's spelling");
     stack.store().first_sighting(&pause, Duration::from_secs(24 * 3600)).await.unwrap();
+    stack.store().mark(&medic_core::keys::fleet_hold_marker(SCOPE), Duration::from_secs(1800)).await.unwrap();
+    let posted = outage_parents(&stack);
+    assert_eq!(posted.len(), 1);
+
     heal(&sim, 1..=20);
-    let run = sweeper(&stack, &sim, Duration::from_secs(900)).run().await.unwrap();
-    assert_eq!((run.healed, run.released, run.enqueued), (3, 0, 0), "{run:?}");
-    let shown = text_of(&stack.slack.message(CH, &outage_parents(&stack)[0].ts).unwrap());
-    assert!(shown.contains("Paused"), "{shown}");
+    let sweeper = sweeper(&stack, &sim, Duration::from_secs(900));
+    let run = sweeper.run().await.unwrap();
+    assert_eq!((run.healed, run.released, run.enqueued), (3, 0, 0), "paused before the upgrade, still paused: {run:?}");
+    assert_eq!(outage_parents(&stack).len(), 1, "its parent taken over, not a second one");
+    let shown = text_of(&stack.slack.message(CH, &posted[0].ts).unwrap());
+    assert!(shown.contains("Paused") && !shown.contains("Over"), "{shown}");
+    assert_eq!(sweeper.metrics.total("OutagesEnded"), 0.0, "nothing told over");
+    sweeper.run().await.unwrap();
+    assert_eq!((outage_parents(&stack).len(), sweeper.metrics.total("OutagesEnded")), (1, 0.0), "and on the next sweep");
+
+    // A wave item the previous release enqueued meets the same pause.
+    let worker = stack.worker();
+    let app = medic_core::event::AppRef { name: "app-00010".into(), namespace: "argocd".into(), project: None };
+    let slot = WaveSlot { scope: SCOPE.into(), since: String::new(), wave: "w0".into(), index: 9, len: 17 };
+    let item = medic_core::event::WorkItem {
+        wave: Some(slot),
+        ..medic_core::event::WorkItem::for_app(medic_core::event::WorkKind::Sweep, app, medic_core::Trigger::recovery(), "w0", Utc::now())
+    };
+    let mut body = serde_json::to_value(&item).unwrap();
+    body["wave"].as_object_mut().unwrap().remove("since");
+    let mut record = aws_lambda_events::event::sqs::SqsMessage::default();
+    (record.message_id, record.body) = (Some("old-wave-1".into()), Some(body.to_string()));
+    let before = sim.counts().refresh;
+    assert_eq!(worker.handle_message(&record).await.unwrap(), medic_worker::Handled::HeldByFleet(SCOPE.into()));
+    assert_eq!(sim.counts().refresh, before);
 }

@@ -29,6 +29,29 @@ pub struct SlackEscalator<S> {
 }
 
 impl<S: EscalationStore> SlackEscalator<S> {
+    /// The parent the previous release posted for the same scope and still shows as going on: it
+    /// keyed outages by their start (no sighting), so the first sweep of this release finds no
+    /// parent under its key. That one is this outage's parent from now on (its record marked ended
+    /// without being told over): an upgrade mid-outage neither tells people the outage is over
+    /// nor posts a second parent beside the first.
+    async fn adopt_previous_parent(&self, view: &medic_core::fleet::OutageView) -> Result<Option<MessageRec>, EscalationError> {
+        if view.since.is_none() {
+            return Ok(None);
+        }
+        for (old_key, v) in self.store.list("outage").await.map_err(esc_err)? {
+            let Ok(rec) = serde_json::from_value::<OutageRec>(v.doc.clone()) else { continue };
+            if rec.ended || rec.view.since.is_some() || rec.view.scope != view.scope {
+                continue;
+            }
+            let Some((_, posted)) = self.load::<MessageRec>("msg", &old_key).await? else { continue };
+            if self.save("outage", &old_key, &OutageRec { view: rec.view, ended: true }, Some(v.version), self.settings.action_ttl).await? {
+                tracing::info!(cause = %view.scope, previous = %old_key, "the previous release's outage parent is this outage's parent now");
+                return Ok(Some(posted));
+            }
+        }
+        Ok(None)
+    }
+
     pub fn new(settings: SlackSettings, token: impl Into<String>, store: S) -> Result<Self, SlackError> {
         Self::with_token_source(settings, crate::token::TokenSource::fixed(token), store)
     }
@@ -425,6 +448,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         if let Some((_, MessageRec { channel, ts: Some(ts), .. })) = self.load::<MessageRec>("msg", &key).await? {
             return self.client.update(&channel, &ts, &message).await.map_err(esc_err);
         }
+        let adopted = self.adopt_previous_parent(view).await?;
         for control in [medic_core::fleet::FleetControl::Pause, medic_core::fleet::FleetControl::Release] {
             let button = medic_core::fleet::FleetButton {
                 id: view.button(control),
@@ -439,6 +463,13 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             // outage's latest projects too (`load_fleet_button`). Kept while the outage lasts;
             // its end gives it `action_ttl`.
             self.save("fleetbtn", &button.id, &button, None, self.ttl()).await?;
+        }
+        if let Some(posted) = adopted {
+            // Its message is this outage's now; its buttons are this outage's (stored above).
+            self.save("msg", &key, &posted, None, self.ttl()).await?;
+            if let Some(ts) = &posted.ts {
+                return self.client.update(&posted.channel, ts, &message).await.map_err(esc_err);
+            }
         }
         self.post_once(&key, None, &message).await.map(|_| ())
     }
