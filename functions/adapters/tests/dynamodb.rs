@@ -298,6 +298,23 @@ async fn a_dedupe_record_is_new_again_once_its_ttl_has_passed_even_before_ttl_de
     assert_eq!(store.first_sighting("ev1-short", Duration::from_secs(3600)).await.unwrap(), Seen::Duplicate);
 }
 
+/// A fleet outage's sighting (issue 22, H3): the first call's time, kept by every later call
+/// that renews it, and a new time once it lapsed unrenewed or was forgotten.
+#[tokio::test]
+async fn a_sighting_keeps_its_first_time_while_renewed_and_starts_anew_once_it_lapsed() {
+    let store = store("sighting").await;
+    let first = store.sighted("fleet-seen-repo:x", Duration::from_secs(2)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(store.sighted("fleet-seen-repo:x", Duration::from_secs(2)).await.unwrap(), first, "renewed, same time");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(store.sighted("fleet-seen-repo:x", Duration::from_secs(2)).await.unwrap(), first, "the renewal kept it alive");
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let later = store.sighted("fleet-seen-repo:x", Duration::from_secs(3600)).await.unwrap();
+    assert!(later > first, "lapsed: a new sighting ({first} then {later})");
+    store.forget("fleet-seen-repo:x").await.unwrap();
+    assert!(store.sighted("fleet-seen-repo:x", Duration::from_secs(3600)).await.unwrap() > later);
+}
+
 #[tokio::test]
 async fn a_lock_is_exclusive_renewable_by_its_owner_and_not_released_by_another() {
     let store = store("lock").await;

@@ -21,11 +21,12 @@ impl DynamoDbStore {
     }
 }
 
-impl DedupeStore for DynamoDbStore {
-    async fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> Result<Seen, StoreError> {
-        let now = Utc::now();
+impl DynamoDbStore {
+    /// A marker written at `now` unless a live one is there (a conditional `PutItem`): true when
+    /// this call wrote it.
+    async fn put_if_absent(&self, key: &str, now: DateTime<Utc>, ttl: Duration) -> Result<bool, StoreError> {
         let result = self
-            .marker_put(dedupe_key, now, ttl)
+            .marker_put(key, now, ttl)
             .condition_expression("attribute_not_exists(#pk) OR #expires <= :now")
             .expression_attribute_names("#pk", "pk")
             .expression_attribute_names("#expires", TTL_ATTRIBUTE)
@@ -33,10 +34,16 @@ impl DedupeStore for DynamoDbStore {
             .send()
             .await;
         match result {
-            Ok(_) => Ok(Seen::New),
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(Seen::Duplicate),
+            Ok(_) => Ok(true),
+            Err(e) if is_conditional_failure(&e) => Ok(false),
             Err(e) => Err(StoreError(describe(&self.op("PutItem"), &e))),
         }
+    }
+}
+
+impl DedupeStore for DynamoDbStore {
+    async fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> Result<Seen, StoreError> {
+        Ok(if self.put_if_absent(dedupe_key, Utc::now(), ttl).await? { Seen::New } else { Seen::Duplicate })
     }
 
     /// An unconditional `PutItem`: the marker and its expiry, whatever was there.
@@ -97,18 +104,8 @@ impl DedupeStore for DynamoDbStore {
     /// SDK's retry of either after a lost answer answers the same.
     async fn sighted(&self, key: &str, ttl: Duration) -> Result<DateTime<Utc>, StoreError> {
         let now = Utc::now();
-        let fresh = self
-            .marker_put(key, now, ttl)
-            .condition_expression("attribute_not_exists(#pk) OR #expires <= :now")
-            .expression_attribute_names("#pk", "pk")
-            .expression_attribute_names("#expires", TTL_ATTRIBUTE)
-            .expression_attribute_values(":now", n(now.timestamp()))
-            .send()
-            .await;
-        match fresh {
-            Ok(_) => return Ok(now),
-            Err(e) if is_conditional_failure(&e) => {}
-            Err(e) => return Err(StoreError(describe(&self.op("PutItem"), &e))),
+        if self.put_if_absent(key, now, ttl).await? {
+            return Ok(now);
         }
         let out = self
             .client
