@@ -47,6 +47,16 @@ pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response<S
     response
 }
 
+/// The credentials of an `Authorization: Bearer <token>` header. The scheme is matched without
+/// regard to case and may be followed by several spaces (RFC 9110 §11.1: "auth-scheme is
+/// case-insensitive"; `bearer x` is as valid as `Bearer x`); `None` for another scheme or no token.
+pub fn bearer_token(authorization: &[u8]) -> Option<&[u8]> {
+    let space = authorization.iter().position(|b| *b == b' ')?;
+    let (scheme, rest) = authorization.split_at(space);
+    let token = rest.trim_ascii();
+    (scheme.eq_ignore_ascii_case(b"bearer") && !token.is_empty()).then_some(token)
+}
+
 /// The body, once its media type is `media` (parameters such as `; charset=utf-8` aside, any
 /// case) and it is at most `max_bytes` long: 415 or 413 otherwise, before anything parses it.
 pub fn checked_body<'b>(headers: &HeaderMap, body: &'b [u8], media: &str, max_bytes: usize) -> Result<&'b [u8], Rejection> {

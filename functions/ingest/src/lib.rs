@@ -242,7 +242,7 @@ impl<Q: WorkQueue, A: ArgoApi> Ingest<Q, A> {
 
     async fn event(&self, req: &Request) -> Result<Response<Body>, Rejection> {
         let auth = req.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes());
-        let Some(token) = auth.and_then(|a| a.strip_prefix(b"Bearer ")) else {
+        let Some(token) = auth.and_then(edge::bearer_token) else {
             return Err(reject(StatusCode::UNAUTHORIZED, "unauthenticated", "missing `Authorization: Bearer <secret>`"));
         };
         if !self.secrets.matches(token) {

@@ -92,6 +92,19 @@ async fn a_notification_with_the_secret_is_accepted_and_enqueued_once_as_a_notif
         ))
         .await;
     assert_eq!(rotated.status(), 202);
+    // HTTP authentication schemes are case-insensitive (RFC 9110 §11.1): a proxy or client that
+    // writes `bearer` is not refused. Fails on 4b8d4db (401).
+    for scheme in ["bearer", "BEARER", "Bearer  "] {
+        let auth = format!("{scheme} {SECRET}");
+        let response =
+            ingest.handle(webhook(&sample("hook-failed.json"), &[("content-type", "application/json"), ("authorization", &auth)])).await;
+        assert_eq!(response.status(), 202, "{scheme:?}");
+    }
+    for wrong in ["Basic dXNlcjpwYXNz".to_owned(), "Bearer".to_owned(), format!("Bearer{SECRET}")] {
+        let response =
+            ingest.handle(webhook(&sample("hook-failed.json"), &[("content-type", "application/json"), ("authorization", &wrong)])).await;
+        assert_eq!(response.status(), 401, "{wrong:?}");
+    }
 }
 
 #[tokio::test]
