@@ -505,6 +505,10 @@ fn templates_differ_only_in_the_trigger_they_name() {
         shapes.entry(text.replace(&field, "\"trigger\": \"…\"")).or_insert_with(Vec::new).push(name.as_str());
     }
     assert_eq!(shapes.len(), 1, "templates differ beyond their trigger: {:#?}", shapes.values().collect::<Vec<_>>());
+    // The triggers the templates name are exactly those ingest accepts.
+    let named: BTreeSet<String> = cfg.templates.keys().map(|name| trigger_of(name).to_string()).collect();
+    let accepted: BTreeSet<String> = medic_core::Trigger::NOTIFICATIONS.iter().map(|t| t.to_string()).collect();
+    assert_eq!(named, accepted);
 }
 
 #[test]

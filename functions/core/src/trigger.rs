@@ -20,6 +20,23 @@ impl Trigger {
     /// The recovery wave of a fleet outage ([`crate::fleet`]): a canary showed the shared cause is
     /// over, and the app is looked at to be compared again.
     pub const RECOVERY: &'static str = "fleet-recovery";
+    /// The triggers Argo Medic's argocd-notifications templates name (the `trigger` field of
+    /// infra/argocd-notifications/argocd-notifications-cm.yaml; tests/template.rs holds them
+    /// together). Ingest refuses any other: a template that drifted or a sender that is not ours.
+    pub const NOTIFICATIONS: [&'static str; 7] = [
+        "on-sync-failed",
+        "on-health-degraded",
+        "on-sync-status-unknown",
+        "on-sync-running",
+        "on-stale-progressing",
+        "on-deleted",
+        "on-deployed",
+    ];
+
+    /// True for one of [`Trigger::NOTIFICATIONS`].
+    pub fn is_notification(&self) -> bool {
+        Self::NOTIFICATIONS.contains(&self.0.as_str())
+    }
 
     pub fn manual() -> Self {
         Self(Self::MANUAL.to_owned())

@@ -254,6 +254,15 @@ impl<Q: WorkQueue, A: ArgoApi> Ingest<Q, A> {
             EventError::UnsupportedVersion(_) => reject(StatusCode::BAD_REQUEST, "unsupported_version", e.to_string()),
             _ => reject(StatusCode::BAD_REQUEST, "malformed", e.to_string()),
         })?;
+        if !event.trigger.is_notification() {
+            // Accepted, it was a notification the worker reads like a sweep's look: a template
+            // out of step with this release would go unnoticed (newcomer review, row 30).
+            return Err(reject(
+                StatusCode::BAD_REQUEST,
+                "unknown_trigger",
+                format!("unknown trigger `{}`; Argo Medic's templates send one of {}", event.trigger, Trigger::NOTIFICATIONS.join(", ")),
+            ));
+        }
         let item = event.into_work(Utc::now());
         self.queue.enqueue(&item, Duration::ZERO).await.map_err(|e| {
             tracing::error!(error = %e, "enqueue failed");

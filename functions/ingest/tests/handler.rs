@@ -122,6 +122,8 @@ async fn a_rejected_request_gets_its_status_and_reason_is_counted_and_is_never_e
         (webhook("{not json", &[json, auth]), 400, "malformed"),
         (webhook(&body.replace("\"accounts\"", "\"Accounts!\""), &[json, auth]), 400, "malformed"),
         (webhook(&body.replace("\"schemaVersion\": 1", "\"schemaVersion\": 7"), &[json, auth]), 400, "unsupported_version"),
+        // A trigger no template of Argo Medic's sends. Fails on 4b8d4db (202).
+        (webhook(&body.replace("\"on-sync-failed\"", "\"on-bogus\""), &[json, auth]), 400, "unknown_trigger"),
         (request("GET", "/v1/events", "", &[auth]), 405, "method"),
         (request("POST", "/v2/events", &body, &[json, auth]), 404, "path"),
         // Signed refreshes are off without a refresh secret: the route does not exist.
