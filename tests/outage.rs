@@ -8,44 +8,14 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use medic_adapters::dynamodb::DynamoDbStore;
-use medic_adapters::slack::{DynamoDbEscalationStore, SlackEscalator};
 use medic_core::ports::DedupeStore;
 use medic_sim::ArgoSim;
-use medic_sweeper::{Sweeper, SweeperConfig};
 
 use crate::support::slack::{CH, SIGNING_SECRET, Stack, button, click, settings, slack_escalator, stack, text_of};
 use crate::support::{GIT_UNREACHABLE, outage_fleet};
 
 const HOST: &str = "git.down.example.com";
 const SCOPE: &str = "repo:git.down.example.com";
-
-type SlackSweeper = Sweeper<
-    medic_adapters::argocd::HttpArgoClient,
-    DynamoDbStore,
-    DynamoDbStore,
-    medic_adapters::sqs::SqsWorkQueue,
-    SlackEscalator<DynamoDbEscalationStore>,
-    medic_adapters::budget::LocalBudget,
-    medic_adapters::memory::SystemClock,
->;
-
-/// The sweeper over the stack, posting to the Slack simulator; windows of `window` (production: the
-/// 300 s re-check interval).
-fn sweeper(stack: &Stack, sim: &ArgoSim, window: Duration) -> SlackSweeper {
-    Sweeper {
-        config: SweeperConfig { recheck_interval: window, ..SweeperConfig::default() },
-        argo: crate::support::client(sim),
-        store: stack.store(),
-        dedupe: stack.store(),
-        queue: stack.queue(),
-        escalator: slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
-        budget: crate::support::generous_budget(),
-        clock: medic_adapters::memory::SystemClock,
-        metrics: medic_adapters::telemetry::Metrics::quiet("test"),
-        switch: medic_core::switch::FixedSwitch::default(),
-    }
-}
 
 /// Takes synthetic app `index` (1-based) down now, as a Git outage of [`HOST`] does.
 fn take_down(sim: &ArgoSim, index: usize) {
@@ -83,7 +53,7 @@ async fn an_outage_apps_join_over_three_sweeps_has_one_parent_no_false_over_and_
     let stack = stack().await;
     // 12 apps of 40 down since a minute ago; their health is Healthy since a day and more before.
     let sim = outage_fleet(40, 12, HOST, 1, None, |_, _| None).await;
-    let sweeper = sweeper(&stack, &sim, Duration::from_secs(900));
+    let sweeper = stack.sweeper(&sim, Duration::from_secs(900));
     let first = sweeper.run().await.unwrap();
     assert_eq!((first.outages, first.escalated), (1, 0), "a minute-old outage is not past its hour: {first:?}");
     // Apps join, each with a health transition older than any before (the synthetic fleet's
@@ -112,7 +82,7 @@ async fn an_outage_apps_join_over_three_sweeps_has_one_parent_no_false_over_and_
 async fn an_outage_a_canary_shows_began_two_hours_ago_is_escalated_once_under_one_parent() {
     let stack = stack().await;
     let sim = outage_fleet(30, 20, HOST, 120, None, |_, _| None).await;
-    let sweeper = sweeper(&stack, &sim, Duration::from_secs(900));
+    let sweeper = stack.sweeper(&sim, Duration::from_secs(900));
     assert_eq!(sweeper.run().await.unwrap().escalated, 1);
     assert_eq!(sweeper.run().await.unwrap().escalated, 1, "still overdue");
     assert_eq!(overdue_alerts(&stack), 1, "told once per outage");
@@ -127,7 +97,7 @@ async fn a_wave_is_released_once_not_again_by_every_sweep_that_still_sees_its_ca
     let stack = stack().await;
     let sim = outage_fleet(30, 20, HOST, 10, None, |_, _| None).await;
     heal(&sim, 1..=20);
-    let sweeper = sweeper(&stack, &sim, Duration::from_secs(2));
+    let sweeper = stack.sweeper(&sim, Duration::from_secs(2));
     let released = sweeper.run().await.unwrap();
     assert_eq!((released.healed, released.released, released.enqueued), (3, 17, 17), "{released:?}");
     // The workers have not stepped the wave yet: the next sweeps still see the cause.
@@ -152,7 +122,7 @@ async fn a_fleet_button_needs_the_projects_that_joined_the_outage_after_its_pare
         None
     })
     .await;
-    let sweeper = sweeper(&stack, &sim, Duration::from_secs(900));
+    let sweeper = stack.sweeper(&sim, Duration::from_secs(900));
     sweeper.run().await.unwrap();
     let pause = button(&outage_parents(&stack)[0], "Pause wave");
     // Apps of `platform` join the outage.
@@ -175,7 +145,7 @@ async fn a_fleet_button_needs_the_projects_that_joined_the_outage_after_its_pare
 async fn a_pause_and_a_hold_end_with_their_outage_and_the_next_outage_of_the_scope_starts_afresh() {
     let stack = stack().await;
     let sim = outage_fleet(30, 20, HOST, 1, None, |_, _| None).await;
-    let sweeper = sweeper(&stack, &sim, Duration::from_secs(1));
+    let sweeper = stack.sweeper(&sim, Duration::from_secs(1));
     sweeper.run().await.unwrap();
     let pause = button(&outage_parents(&stack)[0], "Pause wave");
     let carol = medic_slack_actions::SlackActions {
@@ -251,7 +221,7 @@ async fn an_outage_the_previous_release_was_handling_is_taken_over_with_its_pare
     assert_eq!(posted.len(), 1);
 
     heal(&sim, 1..=20);
-    let sweeper = sweeper(&stack, &sim, Duration::from_secs(900));
+    let sweeper = stack.sweeper(&sim, Duration::from_secs(900));
     let run = sweeper.run().await.unwrap();
     assert_eq!((run.healed, run.released, run.enqueued), (3, 0, 0), "paused before the upgrade, still paused: {run:?}");
     assert_eq!(outage_parents(&stack).len(), 1, "its parent taken over, not a second one");

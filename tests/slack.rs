@@ -847,18 +847,7 @@ async fn an_outage_parent_is_updated_in_place_and_its_buttons_need_every_project
         None
     })
     .await;
-    let sweeper = medic_sweeper::Sweeper {
-        config: medic_sweeper::SweeperConfig::default(),
-        argo: crate::support::client(&sim),
-        store: stack.store(),
-        dedupe: stack.store(),
-        queue: stack.queue(),
-        escalator: slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
-        budget: crate::support::generous_budget(),
-        clock: medic_adapters::memory::SystemClock,
-        metrics: medic_adapters::telemetry::Metrics::quiet("test"),
-        switch: medic_core::switch::FixedSwitch::default(),
-    };
+    let sweeper = stack.sweeper(&sim, medic_sweeper::SweeperConfig::default().recheck_interval);
     let first = sweeper.run().await.unwrap();
     assert_eq!((first.outages, first.probed, first.healed, first.released), (1, 3, 0, 0), "{first:?}");
     // L7 (reliability review of 0a3f9d5): the outage's buttons expired after 14 days while it was

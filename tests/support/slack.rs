@@ -120,6 +120,18 @@ impl std::ops::Deref for Stack {
     }
 }
 
+/// The sweeper of the Slack stack: the stack's table and queue, posting through the Slack
+/// escalator, with generous budgets; `recheck_interval` is its window (production: 300 s).
+pub(crate) type SlackSweeper = medic_sweeper::Sweeper<
+    medic_adapters::argocd::HttpArgoClient,
+    DynamoDbStore,
+    DynamoDbStore,
+    SqsWorkQueue,
+    SlackEscalator<DynamoDbEscalationStore>,
+    medic_adapters::budget::LocalBudget,
+    medic_adapters::memory::SystemClock,
+>;
+
 pub(crate) type SlackWorker = TestWorker<DynamoDbStore, SlackEscalator<DynamoDbEscalationStore>, FixedSwitch>;
 pub(crate) type Actions = SlackActions<SqsWorkQueue, DynamoDbStore, DynamoDbEscalationStore>;
 
@@ -139,6 +151,22 @@ impl Stack {
             slack_escalator(&self.slack, settings(&self.slack), self.escalations()),
             FixedSwitch::default(),
         )
+    }
+
+    /// The sweeper over `sim`, this stack's table and queue, posting to its Slack simulator.
+    pub(crate) fn sweeper(&self, sim: &ArgoSim, recheck_interval: Duration) -> SlackSweeper {
+        medic_sweeper::Sweeper {
+            config: medic_sweeper::SweeperConfig { recheck_interval, ..medic_sweeper::SweeperConfig::default() },
+            argo: crate::support::client(sim),
+            store: self.store(),
+            dedupe: self.store(),
+            queue: self.queue(),
+            escalator: slack_escalator(&self.slack, settings(&self.slack), self.escalations()),
+            budget: crate::support::generous_budget(),
+            clock: medic_adapters::memory::SystemClock,
+            metrics: Metrics::quiet("test"),
+            switch: FixedSwitch::default(),
+        }
     }
 
     pub(crate) fn actions(&self) -> Actions {

@@ -284,7 +284,10 @@ where
                 }
             } else {
                 // The cause is over: its apps go to the workers in priority order, paced by their budgets.
-                for marker in [&hold, &release, &relapse, &old_release, &old_relapse] {
+                // The hold always (it is not read here); the rest only when set, so a wave already
+                // released costs no deletes on every later sweep.
+                self.dedupe.forget(&hold).await.ok();
+                for marker in [&release, &relapse, &old_release, &old_relapse].into_iter().filter(|m| has(m)) {
                     self.dedupe.forget(marker).await.ok();
                 }
                 if has(&released_marker) {
