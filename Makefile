@@ -91,7 +91,8 @@ lint-template:
 	bash scripts/lint-template.sh
 
 ## chaos: the fault-injection run of docs/reliability.md (release build, about half an hour; not part of
-## make test); five workers, the template's default WorkerMaxConcurrency
+## make test); five workers, the template's default WorkerMaxConcurrency; two fleet outages (a Git host,
+## a cluster), ten kills of each other function, `medic switch off` for a minute halfway
 chaos: venv
 	$(CARGO) run --release -q -p medic-chaos -- run --events 10000 --apps 300 --scale 10 --kills-per-boundary 20 --random-kills 20 --workers 5 --seed 1 --max-seconds 3600
 
@@ -125,10 +126,12 @@ storm-smoke: venv
 	@out=$$(mktemp); status=0; $(CARGO) run -q -p medic-chaos -- storm --moto --apps 300 --stale 100 --copies 4 \
 		--refresh-per-minute 60000 > $$out || status=$$?; grep -v '^{' $$out; rm -f $$out; exit $$status
 
-## chaos-smoke: the same run, small; D = L = S = 0 and every boundary's kills are required (fresh trouble
-## keeps the run alive until they happen, within 500 events)
+## chaos-smoke: the same run, small: one Git-host outage of 12 apps, a kill of each other function (ingest,
+## slack-actions, sweeper), no switch-off; D = L = S = W = R = 0 and every boundary's kills are required
+## (fresh trouble keeps the run alive until they happen, within 500 events)
 chaos-smoke: venv
-	$(CARGO) run -q -p medic-chaos -- run --events 400 --max-events 500 --apps 30 --scale 20 --kills-per-boundary 2 --random-kills 2 --seed 1 --max-seconds 300
+	$(CARGO) run -q -p medic-chaos -- run --events 400 --max-events 500 --apps 30 --scale 20 --kills-per-boundary 2 --random-kills 2 --seed 1 --max-seconds 300 \
+		--outages 1 --outage-apps 12 --kills-per-kind 1 --switch-off-secs 0
 
 ## fuzz: coverage-guided fuzzing of the parsers of untrusted input (cargo-fuzz, nightly; installed when
 ## missing), every target of fuzz/ for FUZZ_SECONDS each, seeded from events/; prints executions per

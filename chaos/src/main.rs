@@ -4,7 +4,7 @@
 //! batch failures honoured, SIGKILL at the function timeout) and are SIGKILLed at named boundaries
 //! and at random moments, against moto (SQS, DynamoDB), the Argo CD simulator and the Slack
 //! simulator with injected faults. Ingest, slack-actions and the sweeper run their real handlers in
-//! the harness process.
+//! processes of their own, fed one call at a time, and are SIGKILLed in the middle of calls too.
 //!
 //! Every production timing is divided by one factor, `--scale`: the worker timeout, the queue's
 //! visibility timeout, every lease derived from them, the policy's waits, the sweeper's window and
@@ -14,6 +14,7 @@
 
 mod envelope;
 mod failpoints;
+mod function;
 mod proxy;
 mod run;
 mod storm;
@@ -35,6 +36,11 @@ enum Command {
     Run(run::Options),
     /// A worker process (started by the harness).
     Worker,
+    /// An ingest, slack-actions or sweeper process (started by the harness).
+    Function {
+        #[arg(value_enum)]
+        kind: function::Kind,
+    },
     /// The storm benchmark: the morning after an outage through the real handlers, in one
     /// process, beside the cron script's approach (`make storm`).
     Storm(storm::Options),
@@ -48,6 +54,7 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_stack_size(8 << 20).build()?;
     match cli.command {
         Command::Worker => runtime.block_on(worker::run()),
+        Command::Function { kind } => runtime.block_on(function::run(kind)),
         Command::Storm(options) => {
             let ok = runtime.block_on(storm::run(options))?;
             std::process::exit(if ok { 0 } else { 1 });

@@ -186,6 +186,11 @@ impl ArgoSim {
         self.shared.store.lock().get(&AppKey::new(namespace, name)).cloned()
     }
 
+    /// Every change of an app between calm (Synced and Healthy) and in trouble so far, in order.
+    pub fn trouble_log(&self) -> Vec<crate::state::TroubleMark> {
+        self.shared.store.lock().trouble_log()
+    }
+
     /// Scripts what refresh and sync do to the app called `name` (in any namespace).
     pub fn set_outcomes(&self, name: &str, outcomes: Outcomes) {
         self.shared.store.lock().set_outcomes(name, outcomes);

@@ -39,6 +39,25 @@ pub(crate) struct Store {
     /// finisher never overwrites a newer operation's state.
     owners: HashMap<AppKey, u64>,
     next_owner: u64,
+    /// Every change of an app between calm (Synced and Healthy) and in trouble, in order: what a
+    /// harness holds a close against ("was the app still in trouble when it was closed?").
+    trouble_log: Vec<TroubleMark>,
+    last_trouble: HashMap<AppKey, bool>,
+}
+
+/// An app became calm or in trouble at `at` (by a write of the API, the controller or the test).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TroubleMark {
+    pub namespace: String,
+    pub name: String,
+    pub at: chrono::DateTime<chrono::Utc>,
+    /// True: not both Synced and Healthy from `at` on.
+    pub in_trouble: bool,
+}
+
+/// True unless the app is both Synced and Healthy.
+pub(crate) fn in_trouble(app: &Value) -> bool {
+    !(str_at(app, "status.sync.status") == Some("Synced") && str_at(app, "status.health.status") == Some("Healthy"))
 }
 
 impl Store {
@@ -59,7 +78,22 @@ impl Store {
         let key = AppKey { namespace, name };
         self.owners.remove(&key);
         self.apps.insert(key.clone(), app);
+        self.mark(&key);
         Ok(key)
+    }
+
+    /// Logs `key`'s trouble when it differs from the last mark.
+    fn mark(&mut self, key: &AppKey) {
+        let Some(app) = self.apps.get(key) else { return };
+        let now = in_trouble(app);
+        if self.last_trouble.insert(key.clone(), now) != Some(now) {
+            let mark = TroubleMark { namespace: key.namespace.clone(), name: key.name.clone(), at: chrono::Utc::now(), in_trouble: now };
+            self.trouble_log.push(mark);
+        }
+    }
+
+    pub(crate) fn trouble_log(&self) -> Vec<TroubleMark> {
+        self.trouble_log.clone()
     }
 
     pub(crate) fn remove(&mut self, key: &AppKey) -> Option<Value> {
@@ -98,6 +132,7 @@ impl Store {
         if let Some(app) = self.apps.get_mut(key) {
             object_at(app, &["metadata"]).insert("resourceVersion".into(), version);
         }
+        self.mark(key);
     }
 
     /// Makes a new owner of `key`'s operation slot and returns its identity.
@@ -135,6 +170,20 @@ mod tests {
         assert_eq!(app["metadata"]["namespace"], "argocd");
         assert_eq!(store.list_version(), "42");
         assert_eq!(store.insert(json!({"spec": {}})), Err(InsertError::NoName));
+    }
+
+    #[test]
+    fn the_trouble_log_marks_each_change_between_calm_and_trouble_once() {
+        let mut store = Store::default();
+        let calm = json!({"metadata": {"name": "web"}, "status": {"sync": {"status": "Synced"}, "health": {"status": "Healthy"}}});
+        let mut down = calm.clone();
+        down["status"]["sync"]["status"] = json!("Unknown");
+        let key = store.insert(down.clone()).expect("insert");
+        store.touch(&key);
+        store.insert(calm.clone()).expect("insert");
+        store.insert(calm).expect("insert");
+        let marks: Vec<bool> = store.trouble_log().iter().map(|m| m.in_trouble).collect();
+        assert_eq!(marks, vec![true, false]);
     }
 
     #[test]

@@ -9,24 +9,43 @@ pub(super) enum Event {
     Click,
 }
 
+/// How many times a caller sends a request whose answer it never got (the process handling it
+/// was killed: a Function URL's 502) or that was answered 5xx: argocd-notifications' webhook
+/// retries, the refresh endpoint's callers retry, a person clicks again.
+const TRIES: usize = 3;
+
+/// Calls `pool` (a new `call()` each try: a person clicking again signs anew) until it answers something other than a 5xx, at most [`TRIES`] times; the last
+/// answer, or None when every try was killed.
+async fn call_until_answered(pool: &FunctionPool, call: impl Fn() -> Call) -> anyhow::Result<Option<crate::function::Answer>> {
+    let mut last = None;
+    for _ in 0..TRIES {
+        match pool.call(&call()).await? {
+            Called::Answered(a) if a.status < 500 => return Ok(Some(a)),
+            Called::Answered(a) => last = Some(a),
+            Called::Killed => {}
+        }
+    }
+    Ok(last)
+}
+
 /// Delivers a notification or a signed refresh request to ingest, as its callers would.
-pub(super) async fn send(ingest: &medic_ingest::LambdaIngest, event: Event, tally: &Shared) -> anyhow::Result<()> {
+pub(super) async fn send(ingest: &FunctionPool, event: Event, tally: &Shared) -> anyhow::Result<()> {
     match event {
         Event::Webhook(body) => {
-            let request = lambda_http::http::Request::builder()
-                .method("POST")
-                .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/events")
-                .header("content-type", "application/json")
-                .header("authorization", format!("Bearer {WEBHOOK_SECRET}"))
-                .body(lambda_http::Body::from(body))?;
-            let status = ingest.handle(request).await.status();
+            let call = http_call(
+                "POST",
+                "https://ingest.lambda-url.us-east-1.on.aws/v1/events",
+                &[("content-type", "application/json".into()), ("authorization", format!("Bearer {WEBHOOK_SECRET}"))],
+                body,
+            );
+            let answer = call_until_answered(ingest, || call.clone()).await?;
             {
                 let mut t = tally.lock().unwrap();
                 t.events += 1;
                 *t.delivered.entry("notification").or_default() += 1;
             }
-            if status != 202 {
-                eprintln!("chaos: a webhook was answered {status}; argocd-notifications would retry it");
+            if answer.as_ref().is_none_or(|a| a.status != 202) {
+                eprintln!("chaos: a webhook was not accepted after {TRIES} tries ({:?})", answer.map(|a| a.status));
             }
         }
         Event::Refresh { name, project } => {
@@ -37,20 +56,21 @@ pub(super) async fn send(ingest: &medic_ingest::LambdaIngest, event: Event, tall
             })
             .to_string();
             let signature = medic_ingest::WebhookSecrets::new(REFRESH_SECRET, None).sign(body.as_bytes());
-            let request = lambda_http::http::Request::builder()
-                .method("POST")
-                .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/refresh")
-                .header("content-type", "application/json")
-                .header(medic_ingest::SIGNATURE_HEADER, signature)
-                .body(lambda_http::Body::from(body))?;
-            let status = ingest.handle(request).await.status();
+            let asked_at = Utc::now();
+            let call = http_call(
+                "POST",
+                "https://ingest.lambda-url.us-east-1.on.aws/v1/refresh",
+                &[("content-type", "application/json".into()), (medic_ingest::SIGNATURE_HEADER, signature)],
+                body,
+            );
+            let answer = call_until_answered(ingest, || call.clone()).await?;
             {
                 let mut t = tally.lock().unwrap();
                 t.events += 1;
                 *t.delivered.entry("refresh").or_default() += 1;
             }
-            if status == 202 {
-                tally.lock().unwrap().refreshes_requested.insert(format!("argocd/{name}"));
+            if answer.is_some_and(|a| a.status == 202) {
+                tally.lock().unwrap().refreshes_requested.entry(format!("argocd/{name}")).or_default().push(asked_at);
             }
         }
         Event::Click => {}
@@ -58,14 +78,15 @@ pub(super) async fn send(ingest: &medic_ingest::LambdaIngest, event: Event, tall
     Ok(())
 }
 
-/// Clicks one button not clicked yet (twice: a double click), as a person in Slack would; false
-/// when there is none.
+/// Clicks one button not clicked yet (any button when `again`: a person clicking once more), twice
+/// (a double click), as a person in Slack would; false when there is none.
 pub(super) async fn click_one(
     slack: &SlackSim,
-    actions: &medic_slack_actions::LambdaSlackActions,
+    actions: &FunctionPool,
     clicked: &mut BTreeSet<String>,
     tally: &Shared,
     rng: &mut StdRng,
+    again: bool,
 ) -> anyhow::Result<bool> {
     let mut buttons: Vec<String> = Vec::new();
     for m in slack.messages(SLACK_CHANNEL) {
@@ -73,7 +94,7 @@ pub(super) async fn click_one(
             for e in block["elements"].as_array().into_iter().flatten() {
                 let label = e["text"]["text"].as_str().unwrap_or_default();
                 let id = e["value"].as_str().unwrap_or_default();
-                if ["Acknowledge", "Hard refresh", "Sync"].iter().any(|l| label.starts_with(l)) && !clicked.contains(id) {
+                if ["Acknowledge", "Hard refresh", "Sync"].iter().any(|l| label.starts_with(l)) && (again || !clicked.contains(id)) {
                     buttons.push(id.to_owned());
                 }
             }
@@ -82,15 +103,16 @@ pub(super) async fn click_one(
     let Some(id) = buttons.choose(rng).cloned() else { return Ok(false) };
     clicked.insert(id.clone());
     for _ in 0..2 {
-        let response = actions.handle(signed_click(&id)?).await;
+        let answer = call_until_answered(actions, || signed_click(&id)).await?;
         {
             let mut t = tally.lock().unwrap();
             t.events += 1;
             *t.delivered.entry("click").or_default() += 1;
         }
-        let body: serde_json::Value = serde_json::from_slice(response.body().as_ref()).unwrap_or_default();
-        if response.status() == 200 && body["accepted"] == true {
-            tally.lock().unwrap().accepted_clicks.insert(id.clone());
+        let Some(answer) = answer else { continue };
+        let body: serde_json::Value = serde_json::from_str(&answer.body).unwrap_or_default();
+        if answer.status == 200 && body["accepted"] == true {
+            tally.lock().unwrap().accepted_clicks.entry(id.clone()).or_insert_with(Utc::now);
         }
     }
     Ok(true)
@@ -112,7 +134,7 @@ pub(super) async fn fresh_app(argo: &ArgoSim, tpl: &Template, n: usize) -> anyho
 }
 
 /// A Slack `block_actions` request for button `id`, signed as Slack signs it.
-pub(super) fn signed_click(id: &str) -> anyhow::Result<lambda_http::Request> {
+pub(super) fn signed_click(id: &str) -> Call {
     let payload = serde_json::json!({
         "type": "block_actions",
         "user": {"id": CLICKER, "username": "chaos"},
@@ -122,11 +144,14 @@ pub(super) fn signed_click(id: &str) -> anyhow::Result<lambda_http::Request> {
     let body: String = form_urlencoded::Serializer::new(String::new()).append_pair("payload", &payload.to_string()).finish();
     let ts = Utc::now().timestamp().to_string();
     let signature = medic_slack_actions::SigningSecret::new(SIGNING_SECRET, None).sign(&ts, body.as_bytes());
-    Ok(lambda_http::http::Request::builder()
-        .method("POST")
-        .uri("https://actions.lambda-url.us-east-1.on.aws/")
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header(medic_slack_actions::TIMESTAMP_HEADER, ts)
-        .header(medic_slack_actions::SIGNATURE_HEADER, signature)
-        .body(lambda_http::Body::from(body))?)
+    http_call(
+        "POST",
+        "https://actions.lambda-url.us-east-1.on.aws/",
+        &[
+            ("content-type", "application/x-www-form-urlencoded".into()),
+            (medic_slack_actions::TIMESTAMP_HEADER, ts),
+            (medic_slack_actions::SIGNATURE_HEADER, signature),
+        ],
+        body,
+    )
 }

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
@@ -12,7 +12,6 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use chrono::Utc;
 use medic_adapters::budget::BudgetRates;
-use medic_adapters::lambda_env::LambdaEnv;
 use medic_core::PolicyConfig;
 use medic_core::app::IDEMPOTENCY_INFO_NAME;
 use medic_sim::moto::{MotoServer, unique};
@@ -28,16 +27,25 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
 
 use crate::failpoints::BOUNDARIES;
+use crate::function::{Call, Kind};
 use crate::proxy::{AwsFault, AwsFaultKind, AwsProxy, Service};
 use crate::worker::{Invocation, READY};
 
 mod account;
 mod events;
+mod outage;
+mod process;
 mod source;
 
 use account::*;
 use events::*;
+use outage::*;
+use process::*;
 use source::*;
+
+/// How long the functions take to see `medic switch` (their switch cache, not scaled: it is no
+/// timing of the pipeline's, and 30 s is what the docs promise).
+const SWITCH_TAKES_EFFECT: Duration = Duration::from_secs(30);
 
 /// Production timings (template.yaml's defaults), before scaling.
 const WORKER_TIMEOUT_SECS: u64 = 60;
@@ -97,6 +105,24 @@ pub struct Options {
     /// `start-message-move-task` does) and settle again.
     #[arg(long)]
     pub redrive: bool,
+    /// Kills of each other function process (ingest, slack-actions, sweeper) in the middle of a
+    /// call, at least.
+    #[arg(long, default_value_t = 10)]
+    pub kills_per_kind: usize,
+    /// Fleet outages inside the run: the first a Git host, the second a destination cluster,
+    /// each down for a share of the apps and then back.
+    #[arg(long, default_value_t = 2)]
+    pub outages: usize,
+    /// Apps behind each outage's host or cluster (at least the sweeper's ten for a cause).
+    #[arg(long, default_value_t = 40)]
+    pub outage_apps: usize,
+    /// How long each outage lasts, in sweep windows.
+    #[arg(long, default_value_t = 2)]
+    pub outage_windows: u32,
+    /// `medic switch off` halfway through the feed, for this many seconds, then `act` (0: never).
+    /// Longer than the switch's 30 s cache, or nothing can be seen held back.
+    #[arg(long, default_value_t = 60)]
+    pub switch_off_secs: u64,
     /// Give up waiting for the fleet to settle after this many seconds.
     #[arg(long, default_value_t = 900)]
     pub max_seconds: u64,
@@ -219,16 +245,22 @@ struct Tally {
     /// hit).
     faults: BTreeMap<String, usize>,
     events: usize,
-    accepted_clicks: BTreeSet<String>,
+    /// Clicks answered `accepted`, and when.
+    accepted_clicks: BTreeMap<String, chrono::DateTime<Utc>>,
     /// Deliveries by kind: notification, signed refresh, click (a double click is two).
     delivered: BTreeMap<&'static str, usize>,
-    refreshes_requested: BTreeSet<String>,
+    /// Signed refreshes answered 202: app → when they were sent.
+    refreshes_requested: BTreeMap<String, Vec<chrono::DateTime<Utc>>>,
     invocations: usize,
+    outages: Vec<OutageWindow>,
+    switched_off: Option<SwitchedOff>,
 }
 
 type Shared = Arc<Mutex<Tally>>;
 
-static ENV: OnceLock<HashMap<String, String>> = OnceLock::new();
+/// Notifications and signed refreshes sent at once (as many argocd-notifications deliveries
+/// arrive together): also how many ingest processes run side by side.
+const IN_FLIGHT: usize = 8;
 
 /// The worker processes' refresh reports (`CHAOS-REFRESH-SENT`/`-ENDED`), in order: process id,
 /// sent (or ended), key.
@@ -253,10 +285,6 @@ fn refreshes_resent_on_takeover() -> Vec<String> {
         }
     }
     resent.into_iter().collect()
-}
-
-fn lookup(name: &str) -> Option<String> {
-    ENV.get().and_then(|e| e.get(name).cloned())
 }
 
 pub async fn run(o: Options) -> anyhow::Result<bool> {
@@ -351,6 +379,12 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         argo.set_outcomes(name, templates[i % templates.len()].outcomes.clone());
     }
     std::fs::remove_dir_all(&dir).ok();
+    let mut outage_plans = Vec::new();
+    for k in 0..o.outages {
+        let plan = plan_outage(&argo, k, o.outage_apps)?;
+        names.extend(plan.apps.iter().cloned());
+        outage_plans.push(plan);
+    }
 
     // The functions' environment, as template.yaml sets it (secrets by value, as locally).
     let env: HashMap<String, String> = [
@@ -388,22 +422,20 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
-    ENV.set(env.clone()).map_err(|_| anyhow::anyhow!("the harness runs once per process"))?;
+    // Every function process reaches moto through the proxy's faulty listener.
     let mut worker_env = env.clone();
     worker_env.insert("AWS_ENDPOINT_URL".into(), proxy.url.clone());
-    let functions = LambdaEnv::from_lookup(lookup).await?;
-    // Their EMF metrics would go to stdout, which carries the run's last line here.
-    let quiet = || medic_adapters::telemetry::Metrics::quiet("chaos");
-    let ingest = Arc::new(medic_ingest::Ingest { metrics: quiet(), ..medic_ingest::LambdaIngest::from_env(&functions).await? });
-    let actions = Arc::new(medic_slack_actions::SlackActions {
-        metrics: quiet(),
-        ..medic_slack_actions::LambdaSlackActions::from_env(&functions).await?
-    });
-    let sweeper = Arc::new(medic_sweeper::Sweeper { metrics: quiet(), ..medic_sweeper::LambdaSweeper::from_env(&functions).await? });
 
     let tally: Shared = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let exe = std::env::current_exe()?;
+    let arming = Arc::new(Arming::new(o.kills_per_boundary, o.random_kills));
+    let pool = |kind: Kind, concurrency: usize, salt: u64| {
+        Arc::new(FunctionPool::new(kind, exe.clone(), worker_env.clone(), concurrency, o.kills_per_kind, o.seed ^ salt, Arc::clone(&arming)))
+    };
+    let ingest = pool(Kind::Ingest, IN_FLIGHT, 0x1a9e);
+    let actions = pool(Kind::SlackActions, 2, 0xac7);
+    let sweeper = pool(Kind::Sweeper, 1, 0x5eeb);
 
     // The event source: one slot per concurrent worker process.
     let arming = Arc::new(Arming::new(o.kills_per_boundary, o.random_kills));
@@ -431,7 +463,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(60)).await;
-                let (visible, in_flight) = depth(&sqs, &queue_url).await;
+                let (visible, in_flight, _) = depth(&sqs, &queue_url).await;
                 let (events, invocations, kills) = {
                     let t = tally.lock().unwrap();
                     (t.events, t.invocations, t.kills.values().sum::<usize>())
@@ -457,8 +489,10 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         let every = (t.sweep_window / 3).max(Duration::from_secs(1));
         tokio::spawn(async move {
             while !stop.load(Ordering::SeqCst) {
-                if let Err(e) = sweeper.run().await {
-                    eprintln!("chaos: sweep failed: {e}");
+                match sweeper.call(&Call::Sweep).await {
+                    Ok(Called::Answered(a)) if a.status != 200 => eprintln!("chaos: sweep failed: {}", a.body),
+                    Ok(_) => {}
+                    Err(e) => eprintln!("chaos: a sweeper process: {e}"),
                 }
                 tokio::time::sleep(every).await;
             }
@@ -554,6 +588,50 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         })
     };
 
+    // The outages: each begins when the feed is a share through (the first at a fifth, the next
+    // a quarter later) and lasts its sweep windows; kills and faults go on through them and
+    // through the waves after them.
+    let outage_span = t.sweep_window * o.outage_windows;
+    let mut outaging = tokio::task::JoinSet::new();
+    let scale = t.scale;
+    for (k, plan) in outage_plans.into_iter().enumerate() {
+        let (argo, ingest, tally, arming) = (Arc::clone(&argo), Arc::clone(&ingest), Arc::clone(&tally), Arc::clone(&arming));
+        outaging.spawn(async move {
+            let share = 0.2 + 0.25 * k as f64;
+            while arming.progress() < share {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            begin_outage(&argo, &plan, &ingest, &tally).await?;
+            tokio::time::sleep(outage_span).await;
+            end_outage(&argo, &plan, &tally, outage_span, scale);
+            anyhow::Ok(())
+        });
+    }
+    // The switch: `medic switch off` halfway through the feed (the same write the CLI makes),
+    // `act` again after `--switch-off-secs`.
+    let switching = (o.switch_off_secs > 0).then(|| {
+        let (arming, tally) = (Arc::clone(&arming), Arc::clone(&tally));
+        let store = medic_adapters::dynamodb::DynamoDbStore::new(ddb.clone(), &table, "chaos");
+        let off_for = Duration::from_secs(o.switch_off_secs);
+        tokio::spawn(async move {
+            use medic_core::switch::{Mode, SwitchStore};
+            while arming.progress() < 0.5 {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            let off = Utc::now();
+            store.write_mode(Mode::Off, "medic switch (chaos)").await?;
+            tally.lock().unwrap().switched_off = Some(SwitchedOff { off, on: None, takes_effect: SWITCH_TAKES_EFFECT });
+            eprintln!("chaos: switched off for {off_for:?}");
+            tokio::time::sleep(off_for).await;
+            store.write_mode(Mode::Act, "medic switch (chaos)").await?;
+            if let Some(s) = tally.lock().unwrap().switched_off.as_mut() {
+                s.on = Some(Utc::now());
+            }
+            eprintln!("chaos: switched back to act");
+            anyhow::Ok(())
+        })
+    });
+
     // The events: every notification three times, shuffled; signed refreshes; clicks.
     let mut plan: Vec<Event> = Vec::new();
     let clicks = (o.events * 3 / 100).max(2);
@@ -575,7 +653,6 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     }
     plan.shuffle(&mut rng);
     // Events go out several at a time, as many argocd-notifications deliveries arrive at once.
-    const IN_FLIGHT: usize = 8;
     const MAX_BACKLOG: usize = 300;
     let feed_for = Duration::from_secs((plan.len() as u64 / 100).max(10));
     let pause = feed_for / plan.len().max(1) as u32 * IN_FLIGHT as u32;
@@ -587,7 +664,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     for event in plan {
         match event {
             Event::Click => {
-                if !click_one(&slack, &actions, &mut clicked, &tally, &mut rng).await? {
+                if !click_one(&slack, &actions, &mut clicked, &tally, &mut rng, false).await? {
                     clicks_owed += 1;
                 }
             }
@@ -630,17 +707,27 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     let mut fresh_at = Instant::now();
     let mut fresh = 0usize;
     let mut quiet_since: Option<Instant> = None;
+    let outage_names: Vec<String> = names.iter().filter(|(n, _)| n.contains("-outage")).map(|(n, _)| n.clone()).collect();
+    let mut outages_over = false;
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        if clicks_owed > 0 && click_one(&slack, &actions, &mut clicked, &tally, &mut rng).await? {
+        if clicks_owed > 0 && click_one(&slack, &actions, &mut clicked, &tally, &mut rng, false).await? {
             clicks_owed -= 1;
+        } else if !actions.satisfied() && !o.kills_are_goals {
+            // slack-actions still short of kills: a person clicks a button again.
+            click_one(&slack, &actions, &mut clicked, &tally, &mut rng, true).await?;
         }
+        while let Some(done) = outaging.try_join_next() {
+            done??;
+        }
+        outages_over = outaging.is_empty();
         let missing = arming.missing();
         let stalled = arming.since_last_kill() >= stall && fresh_at.elapsed() >= stall;
-        if (!missing.is_empty() || arming.random_missing()) && stalled {
+        let ingest_short = !ingest.satisfied() && !o.kills_are_goals;
+        if (!missing.is_empty() || arming.random_missing() || ingest_short) && stalled {
             // The Slack boundary needs an escalation; every other one a sync's ladder.
             let mut kinds: Vec<usize> = Vec::new();
-            if missing.iter().any(|b| *b != "in-slack-post") || arming.random_missing() {
+            if missing.iter().any(|b| *b != "in-slack-post") || arming.random_missing() || ingest_short {
                 kinds.push(0);
             }
             if missing.contains(&"in-slack-post") {
@@ -663,26 +750,44 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
             }
             fresh_at = Instant::now();
         }
-        let (visible, in_flight) = depth(&sqs, &queue_url).await;
-        let quiet = visible + in_flight == 0;
+        let (visible, in_flight, delayed) = depth(&sqs, &queue_url).await;
+        let quiet = visible + in_flight + delayed == 0;
         quiet_since = if quiet { quiet_since.or(Some(Instant::now())) } else { None };
-        // Quiet for two visibility timeouts: nothing in flight, nothing coming back. Incidents
-        // younger than the ladder's bound cannot be judged stuck yet; a longer run judges them.
-        if arming.satisfied() && quiet_since.is_some_and(|q| q.elapsed() >= t.visibility * 2) {
+        let switched_back = switching.as_ref().is_none_or(|s| s.is_finished());
+        let outage_apps_calm = outages_over
+            && outage_names.iter().all(|n| {
+                let app = argo.app("argocd", n).unwrap_or_default();
+                app["status"]["sync"]["status"] == "Synced" && app["status"]["health"]["status"] == "Healthy"
+            });
+        let kills_done = arming.satisfied() && (o.kills_are_goals || [&ingest, &actions, &sweeper].iter().all(|p| p.satisfied()));
+        // Quiet for two visibility timeouts: nothing in flight, nothing delayed, nothing coming
+        // back; the outages over and their waves through; the switch back on. Incidents younger
+        // than the ladder's bound cannot be judged stuck yet; a longer run judges them.
+        if kills_done && switched_back && outage_apps_calm && quiet_since.is_some_and(|q| q.elapsed() >= t.visibility * 2) {
             break;
         }
+        if Instant::now() + Duration::from_secs(1) >= deadline
+            || (std::env::var_os("MEDIC_CHAOS_VERBOSE").is_some() && started.elapsed().as_secs() % 10 == 0)
+        {
+            eprintln!(
+                "chaos: out of time settling: kills done {kills_done}, switch back {switched_back}, outages over and calm {outage_apps_calm}, queue {visible} visible / {in_flight} in flight / {delayed} delayed"
+            );
+        }
+    }
+    if !outages_over {
+        eprintln!("chaos: the run ended before its outages did");
     }
     if o.redrive {
         let unanswered = unanswered_clicks(&slack, &tally.lock().unwrap().accepted_clicks);
-        let (in_dlq, _) = depth(&sqs, &dlq_url).await;
+        let (in_dlq, _, _) = depth(&sqs, &dlq_url).await;
         eprintln!("chaos: before the redrive: {} accepted clicks unanswered, {in_dlq} messages in the DLQ", unanswered.len());
         let moved = redrive(&sqs, &dlq_url, &queue_url).await;
         eprintln!("chaos: redrove {moved} messages from the DLQ to the work queue");
         let mut quiet_since: Option<Instant> = None;
         while Instant::now() < deadline && quiet_since.is_none_or(|q| q.elapsed() < t.visibility * 2) {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            let (visible, in_flight) = depth(&sqs, &queue_url).await;
-            quiet_since = if visible + in_flight == 0 { quiet_since.or(Some(Instant::now())) } else { None };
+            let (visible, in_flight, delayed) = depth(&sqs, &queue_url).await;
+            quiet_since = if visible + in_flight + delayed == 0 { quiet_since.or(Some(Instant::now())) } else { None };
         }
     }
     stop.store(true, Ordering::SeqCst);
@@ -690,16 +795,42 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         s.await.ok();
     }
     sweeping.await.ok();
+    outaging.shutdown().await;
+    if let Some(s) = switching {
+        match s.await {
+            Ok(Err(e)) => eprintln!("chaos: the switch could not be set: {e}"),
+            Err(e) => eprintln!("chaos: the switch task: {e}"),
+            Ok(Ok(())) => {}
+        }
+    }
+    for p in [&ingest, &actions, &sweeper] {
+        p.shutdown().await;
+    }
     faulting.await.ok();
     aws_faulting.await.ok();
     progress.abort();
 
     // The account.
     let tally = tally.lock().unwrap().clone();
-    let account = account(&argo, &slack, &ddb, &table, &names, &tally, bound).await?;
-    let kills: usize = tally.kills.values().sum();
+    let evidence = Evidence::gather(&argo, &slack, &ddb, &table, &names, &tally, bound, t.timeout, t.sweep_window / 3).await?;
+    let account = account(&evidence, &names);
+    let worker_kills: usize = tally.kills.values().sum();
     for (k, v) in &tally.kills {
         eprintln!("chaos: kills at {k}: {v}");
+    }
+    let kinds = [(Kind::Ingest, &ingest), (Kind::SlackActions, &actions), (Kind::Sweeper, &sweeper)];
+    for (kind, p) in &kinds {
+        eprintln!("chaos: kills of {} in the middle of a call: {}", kind.as_str(), p.kills());
+    }
+    let kills = worker_kills + kinds.iter().map(|(_, p)| p.kills()).sum::<usize>();
+    for w in &tally.outages {
+        eprintln!(
+            "chaos: outage of {}: {} apps, from {} to {}",
+            w.label,
+            w.apps.len(),
+            w.from.format("%H:%M:%S"),
+            w.to.map_or_else(|| "(not over)".to_owned(), |t| t.format("%H:%M:%S").to_string())
+        );
     }
     let mut faults = tally.faults.clone();
     faults.extend(proxy.applied());
@@ -731,7 +862,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
             withheld.receives.load(Ordering::SeqCst)
         );
     }
-    let (dlq, _) = depth(&sqs, &dlq_url).await;
+    let (dlq, _, _) = depth(&sqs, &dlq_url).await;
     for line in dead_letters(&sqs, &dlq_url).await {
         eprintln!("chaos: dead letter: {line}");
     }
@@ -753,13 +884,46 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         o.seed,
         t.scale
     );
+    let switch_line = match tally.switched_off {
+        Some(_) => format!(
+            "{} mutations or posts while switched off, {} mutations after act",
+            account.acted_while_off, account.mutations_after_on
+        ),
+        None => "no switch-off".to_owned(),
+    };
+    // The first six counters keep the words and order of earlier releases; the new ones follow.
     println!(
-        "chaos: {} events, {kills} kills, {} faults, {} duplicate actions, {} lost incidents, {} stuck incidents",
-        tally.events, fault_count, account.duplicates, account.lost, account.stuck
+        "chaos: {} events, {kills} kills, {} faults, {} duplicate actions, {} lost incidents, {} stuck incidents, {} closed in trouble, {} extra refreshes; {} lost actions (in L), {} apps escalated again; {switch_line}",
+        tally.events,
+        fault_count,
+        account.duplicates,
+        account.lost,
+        account.stuck,
+        account.wrongly_closed,
+        account.extra_refreshes,
+        account.unperformed,
+        account.repeated_escalations,
     );
-    let enough = arming.satisfied() || o.kills_are_goals;
+    let mut enough = arming.satisfied() || o.kills_are_goals;
     if !arming.satisfied() {
         eprintln!("chaos: not every boundary got its kills: {:?}", tally.kills);
     }
-    Ok(account.duplicates == 0 && account.lost == 0 && account.stuck == 0 && enough)
+    for (kind, p) in &kinds {
+        if !p.satisfied() {
+            eprintln!("chaos: {} got {} kills of {}", kind.as_str(), p.kills(), o.kills_per_kind);
+            enough &= o.kills_are_goals;
+        }
+    }
+    let resumed = tally.switched_off.is_none_or(|_| account.mutations_after_on > 0);
+    if !resumed {
+        eprintln!("chaos: nothing was done after the switch went back to act");
+    }
+    Ok(account.duplicates == 0
+        && account.lost == 0
+        && account.stuck == 0
+        && account.wrongly_closed == 0
+        && account.extra_refreshes == 0
+        && account.acted_while_off == 0
+        && resumed
+        && enough)
 }

@@ -27,6 +27,10 @@ impl Arming {
         }
     }
 
+    pub(super) fn progress(&self) -> f64 {
+        *self.progress.lock().unwrap()
+    }
+
     pub(super) fn set_progress(&self, p: f64) {
         *self.progress.lock().unwrap() = p.clamp(0.0, 1.0);
     }
@@ -73,6 +77,11 @@ impl Arming {
 
     pub(super) fn killed(&self, boundary: &str) {
         *self.kills.lock().unwrap().entry(boundary.to_owned()).or_default() += 1;
+        self.note_kill();
+    }
+
+    /// Any kill, of any process: the run is making its kills.
+    pub(super) fn note_kill(&self) {
         *self.last_kill.lock().unwrap() = Instant::now();
     }
 

@@ -1,0 +1,167 @@
+//! Ingest, slack-actions and the sweeper as processes of their own: a pool per function, one call
+//! per process at a time (a Lambda instance's concurrency), and SIGKILLs in the middle of calls,
+//! spread over the run like the worker's.
+
+use crate::function::{Answer, Call, Kind};
+
+use super::*;
+
+/// One function process and its pipes.
+struct FunctionProcess {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: Lines<BufReader<ChildStdout>>,
+}
+
+impl FunctionProcess {
+    async fn spawn(exe: &PathBuf, env: &HashMap<String, String>, kind: Kind) -> anyhow::Result<Self> {
+        let mut child = Command::new(exe)
+            .arg("function")
+            .arg(kind.as_str())
+            .envs(env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stdin = child.stdin.take().expect("piped");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped")).lines();
+        let stderr = BufReader::new(child.stderr.take().expect("piped"));
+        tokio::spawn(async move {
+            let mut lines = stderr.lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if std::env::var_os("MEDIC_CHAOS_VERBOSE").is_some() {
+                    eprintln!("{}: {line}", kind.as_str());
+                }
+            }
+        });
+        match tokio::time::timeout(Duration::from_secs(60), stdout.next_line()).await {
+            Ok(Ok(Some(line))) if line == READY => Ok(Self { child, stdin, stdout }),
+            other => anyhow::bail!("a {} process did not start: {other:?}", kind.as_str()),
+        }
+    }
+
+    async fn kill(mut self) {
+        self.child.start_kill().ok();
+        self.child.wait().await.ok();
+    }
+}
+
+/// How a call ended.
+pub(super) enum Called {
+    Answered(Answer),
+    /// SIGKILLed before it answered: its caller sees a failed request (a Function URL's 502) or a
+    /// failed scheduled invocation.
+    Killed,
+}
+
+/// The processes of one function.
+pub(super) struct FunctionPool {
+    kind: Kind,
+    exe: PathBuf,
+    env: HashMap<String, String>,
+    idle: Mutex<Vec<FunctionProcess>>,
+    concurrency: tokio::sync::Semaphore,
+    /// Kills wanted, done, and the rng drawing them.
+    goal: usize,
+    done: AtomicUsize,
+    rng: Mutex<StdRng>,
+    /// A typical call's time in microseconds (a moving average): kill moments are drawn below it.
+    typical_us: AtomicUsize,
+    arming: Arc<Arming>,
+}
+
+impl FunctionPool {
+    pub(super) fn new(kind: Kind, exe: PathBuf, env: HashMap<String, String>, concurrency: usize, goal: usize, seed: u64, arming: Arc<Arming>) -> Self {
+        let typical = if kind == Kind::Sweeper { Duration::from_millis(500) } else { Duration::from_millis(20) };
+        Self {
+            kind,
+            exe,
+            env,
+            idle: Mutex::default(),
+            concurrency: tokio::sync::Semaphore::new(concurrency.max(1)),
+            goal,
+            done: AtomicUsize::new(0),
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            typical_us: AtomicUsize::new(typical.as_micros() as usize),
+            arming,
+        }
+    }
+
+    pub(super) fn kills(&self) -> usize {
+        self.done.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn satisfied(&self) -> bool {
+        self.kills() >= self.goal
+    }
+
+    /// When to kill this call, if at all: while kills are wanted and not ahead of the run's
+    /// progress, a third of the calls, at a moment below a typical call's time.
+    fn kill_after(&self) -> Option<Duration> {
+        let done = self.kills();
+        if done >= self.goal || self.arming.ahead(done, self.goal) {
+            return None;
+        }
+        let mut rng = self.rng.lock().unwrap();
+        let typical = self.typical_us.load(Ordering::SeqCst).max(1) as u64;
+        rng.random_bool(0.33).then(|| Duration::from_micros(rng.random_range(0..typical)))
+    }
+
+    /// Makes one call on an idle process (a new one when none is idle: a cold start).
+    pub(super) async fn call(&self, call: &Call) -> anyhow::Result<Called> {
+        let _permit = self.concurrency.acquire().await?;
+        let taken = self.idle.lock().unwrap().pop();
+        let mut process = match taken {
+            Some(p) => p,
+            None => FunctionProcess::spawn(&self.exe, &self.env, self.kind).await?,
+        };
+        let kill_after = self.kill_after();
+        let started = Instant::now();
+        let line = serde_json::to_string(call)? + "\n";
+        if process.stdin.write_all(line.as_bytes()).await.is_err() {
+            process.kill().await;
+            return Ok(Called::Killed);
+        }
+        let answered = tokio::select! {
+            line = process.stdout.next_line() => match line {
+                Ok(Some(line)) => serde_json::from_str::<Answer>(&line).ok(),
+                _ => None,
+            },
+            _ = tokio::time::sleep(kill_after.unwrap_or(Duration::MAX / 4)), if kill_after.is_some() => None,
+        };
+        match answered {
+            Some(answer) => {
+                let took = started.elapsed().as_micros() as usize;
+                let typical = self.typical_us.load(Ordering::SeqCst);
+                self.typical_us.store((typical * 7 + took) / 8, Ordering::SeqCst);
+                self.idle.lock().unwrap().push(process);
+                Ok(Called::Answered(answer))
+            }
+            None => {
+                process.kill().await;
+                self.done.fetch_add(1, Ordering::SeqCst);
+                self.arming.note_kill();
+                Ok(Called::Killed)
+            }
+        }
+    }
+
+    /// Stops every idle process.
+    pub(super) async fn shutdown(&self) {
+        let idle: Vec<FunctionProcess> = std::mem::take(&mut *self.idle.lock().unwrap());
+        for p in idle {
+            p.kill().await;
+        }
+    }
+}
+
+/// An HTTP call as a Function URL hands it to the function.
+pub(super) fn http_call(method: &str, uri: &str, headers: &[(&str, String)], body: String) -> Call {
+    Call::Http {
+        method: method.to_owned(),
+        uri: uri.to_owned(),
+        headers: headers.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect(),
+        body,
+    }
+}
