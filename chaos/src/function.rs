@@ -69,12 +69,16 @@ pub async fn run(kind: Kind) -> anyhow::Result<()> {
         Sweeper(Box<medic_sweeper::LambdaSweeper>),
     }
     let built = match kind {
-        Kind::Ingest => Built::Ingest(Box::new(medic_ingest::Ingest { metrics: quiet(), ..medic_ingest::LambdaIngest::from_env(&env).await? })),
+        Kind::Ingest => {
+            Built::Ingest(Box::new(medic_ingest::Ingest { metrics: quiet(), ..medic_ingest::LambdaIngest::from_env(&env).await? }))
+        }
         Kind::SlackActions => Built::Actions(Box::new(medic_slack_actions::SlackActions {
             metrics: quiet(),
             ..medic_slack_actions::LambdaSlackActions::from_env(&env).await?
         })),
-        Kind::Sweeper => Built::Sweeper(Box::new(medic_sweeper::Sweeper { metrics: quiet(), ..medic_sweeper::LambdaSweeper::from_env(&env).await? })),
+        Kind::Sweeper => {
+            Built::Sweeper(Box::new(medic_sweeper::Sweeper { metrics: quiet(), ..medic_sweeper::LambdaSweeper::from_env(&env).await? }))
+        }
     };
     let mut out = tokio::io::stdout();
     out.write_all(format!("{READY}\n").as_bytes()).await?;
@@ -83,8 +87,12 @@ pub async fn run(kind: Kind) -> anyhow::Result<()> {
     while let Some(line) = lines.next_line().await? {
         let call: Call = serde_json::from_str(&line)?;
         let answered = match (call, &built) {
-            (Call::Http { method, uri, headers, body }, Built::Ingest(f)) => answer(f.handle(request(&method, &uri, &headers, body)?).await),
-            (Call::Http { method, uri, headers, body }, Built::Actions(f)) => answer(f.handle(request(&method, &uri, &headers, body)?).await),
+            (Call::Http { method, uri, headers, body }, Built::Ingest(f)) => {
+                answer(f.handle(request(&method, &uri, &headers, body)?).await)
+            }
+            (Call::Http { method, uri, headers, body }, Built::Actions(f)) => {
+                answer(f.handle(request(&method, &uri, &headers, body)?).await)
+            }
             (Call::Sweep, Built::Sweeper(f)) => match f.run().await {
                 Ok(_) => Answer { status: 200, body: String::new() },
                 Err(e) => Answer { status: 500, body: e.to_string() },

@@ -53,8 +53,8 @@ pub use log::{CallCounts, LoggedRequest};
 pub use outcomes::{Outcomes, RefreshOutcome, SyncOutcome};
 pub use rebase::{Rebase, SAMPLES_CAPTURED_AT};
 pub use sim::ArgoSim;
-pub use state::TroubleMark;
 pub use slack::{
     DEFAULT_BOT_TOKEN as SLACK_BOT_TOKEN, DEFAULT_CHANNEL as SLACK_CHANNEL, PostRate, SimMessage, SlackFault, SlackFaultKind, SlackSim,
     SlackSimConfig,
 };
+pub use state::TroubleMark;

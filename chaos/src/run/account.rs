@@ -335,7 +335,8 @@ pub(super) fn account(e: &Evidence, names: &[(String, String)]) -> Account {
         .iter()
         .filter_map(|k| k.strip_prefix("inc:").or_else(|| k.strip_prefix("fm:").and_then(|rest| rest.split_once(':').map(|(_, id)| id))))
         .collect();
-    let sync_keys: BTreeSet<String> = e.requests.iter().filter(|r| r.method == "POST" && r.path.ends_with("/sync")).filter_map(sync_key).collect();
+    let sync_keys: BTreeSet<String> =
+        e.requests.iter().filter(|r| r.method == "POST" && r.path.ends_with("/sync")).filter_map(sync_key).collect();
     for claim in &claims {
         let app = app_of(claim).unwrap_or_default();
         let (rung, key, at) = (rec(claim, "rung"), rec(claim, "idempotency_key"), time(claim, "at").unwrap_or(e.now));
@@ -351,9 +352,7 @@ pub(super) fn account(e: &Evidence, names: &[(String, String)]) -> Account {
                     .filter_map(|c| time(c, "at"))
                     .filter(|t| *t < at)
                     .max();
-                e.refreshes().any(|(r, a, kind)| {
-                    a == app && (kind == rung || kind == "hard_refresh") && previous.is_none_or(|p| r.at >= p)
-                })
+                e.refreshes().any(|(r, a, kind)| a == app && (kind == rung || kind == "hard_refresh") && previous.is_none_or(|p| r.at >= p))
             }
             "escalate" => escalated_incidents.contains(rec(claim, "incident_id").as_str()),
             _ => true,
@@ -505,7 +504,10 @@ mod tests {
                 "spec": {"project": "default", "source": {"repoURL": "https://git.example.com/a.git"}, "destination": {"server": "https://kubernetes.default.svc"}},
                 "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Degraded"}},
             }));
-            argo.set_outcomes(APP, Outcomes { refresh: RefreshOutcome::Noop, hard_refresh: RefreshOutcome::Noop, sync: SyncOutcome::Succeed });
+            argo.set_outcomes(
+                APP,
+                Outcomes { refresh: RefreshOutcome::Noop, hard_refresh: RefreshOutcome::Noop, sync: SyncOutcome::Succeed },
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
             let t = Tiny { argo, slack, http: reqwest::Client::new(), table: Vec::new(), before_sync: Utc::now() };
             let pk = format!("APP#chaos#{BASE}");
@@ -559,8 +561,14 @@ mod tests {
                 "channel": SLACK_CHANNEL, "text": "escalated",
                 "metadata": {"event_type": "argo_medic", "event_payload": {"key": key}},
             });
-            let answer =
-                self.http.post(format!("{}chat.postMessage", self.slack.api_url())).bearer_auth(SLACK_BOT_TOKEN).json(&body).send().await.unwrap();
+            let answer = self
+                .http
+                .post(format!("{}chat.postMessage", self.slack.api_url()))
+                .bearer_auth(SLACK_BOT_TOKEN)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
             assert!(answer.status().is_success());
         }
 

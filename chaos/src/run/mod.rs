@@ -431,7 +431,15 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     let exe = std::env::current_exe()?;
     let arming = Arc::new(Arming::new(o.kills_per_boundary, o.random_kills));
     let pool = |kind: Kind, concurrency: usize, salt: u64| {
-        Arc::new(FunctionPool::new(kind, exe.clone(), worker_env.clone(), concurrency, o.kills_per_kind, o.seed ^ salt, Arc::clone(&arming)))
+        Arc::new(FunctionPool::new(
+            kind,
+            exe.clone(),
+            worker_env.clone(),
+            concurrency,
+            o.kills_per_kind,
+            o.seed ^ salt,
+            Arc::clone(&arming),
+        ))
     };
     let ingest = pool(Kind::Ingest, IN_FLIGHT, 0x1a9e);
     let actions = pool(Kind::SlackActions, 2, 0xac7);
@@ -885,10 +893,9 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         t.scale
     );
     let switch_line = match tally.switched_off {
-        Some(_) => format!(
-            "{} mutations or posts while switched off, {} mutations after act",
-            account.acted_while_off, account.mutations_after_on
-        ),
+        Some(_) => {
+            format!("{} mutations or posts while switched off, {} mutations after act", account.acted_while_off, account.mutations_after_on)
+        }
         None => "no switch-off".to_owned(),
     };
     // The first six counters keep the words and order of earlier releases; the new ones follow.

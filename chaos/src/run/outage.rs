@@ -86,7 +86,12 @@ pub(super) fn plan_outage(argo: &ArgoSim, k: usize, n: usize) -> anyhow::Result<
 /// the same error), each notified once. Returns when it began.
 ///
 /// The `ComparisonError` is dated now: at its start an outage is as young as in production.
-pub(super) async fn begin_outage(argo: &ArgoSim, plan: &OutagePlan, ingest: &FunctionPool, tally: &Shared) -> anyhow::Result<chrono::DateTime<Utc>> {
+pub(super) async fn begin_outage(
+    argo: &ArgoSim,
+    plan: &OutagePlan,
+    ingest: &FunctionPool,
+    tally: &Shared,
+) -> anyhow::Result<chrono::DateTime<Utc>> {
     let began = Utc::now();
     let message = plan.message();
     let webhook: serde_json::Value =
@@ -95,7 +100,8 @@ pub(super) async fn begin_outage(argo: &ArgoSim, plan: &OutagePlan, ingest: &Fun
     for (name, project) in &plan.apps {
         let Some(mut app) = argo.app("argocd", name) else { continue };
         app["status"]["sync"]["status"] = "Unknown".into();
-        app["status"]["conditions"] = serde_json::json!([{"type": "ComparisonError", "message": message, "lastTransitionTime": began.to_rfc3339()}]);
+        app["status"]["conditions"] =
+            serde_json::json!([{"type": "ComparisonError", "message": message, "lastTransitionTime": began.to_rfc3339()}]);
         app["status"]["reconciledAt"] = began.to_rfc3339().into();
         // A write: a new resourceVersion, as the controller's status update makes.
         let rv: u64 = app["metadata"]["resourceVersion"].as_str().and_then(|v| v.parse().ok()).unwrap_or(0);
@@ -103,7 +109,11 @@ pub(super) async fn begin_outage(argo: &ArgoSim, plan: &OutagePlan, ingest: &Fun
         argo.insert_app(app);
         argo.set_outcomes(
             name,
-            Outcomes { refresh: RefreshOutcome::Noop, hard_refresh: RefreshOutcome::Noop, sync: SyncOutcome::Fail { message: message.clone() } },
+            Outcomes {
+                refresh: RefreshOutcome::Noop,
+                hard_refresh: RefreshOutcome::Noop,
+                sync: SyncOutcome::Fail { message: message.clone() },
+            },
         );
         let mut body = webhook.clone();
         body["app"]["name"] = name.clone().into();

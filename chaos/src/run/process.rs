@@ -72,7 +72,15 @@ pub(super) struct FunctionPool {
 }
 
 impl FunctionPool {
-    pub(super) fn new(kind: Kind, exe: PathBuf, env: HashMap<String, String>, concurrency: usize, goal: usize, seed: u64, arming: Arc<Arming>) -> Self {
+    pub(super) fn new(
+        kind: Kind,
+        exe: PathBuf,
+        env: HashMap<String, String>,
+        concurrency: usize,
+        goal: usize,
+        seed: u64,
+        arming: Arc<Arming>,
+    ) -> Self {
         let typical = if kind == Kind::Sweeper { Duration::from_millis(500) } else { Duration::from_millis(20) };
         Self {
             kind,
