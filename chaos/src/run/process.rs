@@ -6,6 +6,26 @@ use crate::function::{Answer, Call, Kind};
 
 use super::*;
 
+/// A child and its pipes: stdin, stdout by lines, stderr.
+pub(super) type Piped = (Child, ChildStdin, Lines<BufReader<ChildStdout>>, BufReader<tokio::process::ChildStderr>);
+
+/// `exe args…` with its stdin, stdout (by lines) and stderr piped, killed when dropped: a worker
+/// or function process of the harness.
+pub(super) fn spawn_piped(exe: &PathBuf, args: &[&str], env: &HashMap<String, String>) -> anyhow::Result<Piped> {
+    let mut child = Command::new(exe)
+        .args(args)
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdin = child.stdin.take().expect("piped");
+    let stdout = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let stderr = BufReader::new(child.stderr.take().expect("piped"));
+    Ok((child, stdin, stdout, stderr))
+}
+
 /// One function process and its pipes.
 struct FunctionProcess {
     child: Child,
@@ -15,18 +35,7 @@ struct FunctionProcess {
 
 impl FunctionProcess {
     async fn spawn(exe: &PathBuf, env: &HashMap<String, String>, kind: Kind) -> anyhow::Result<Self> {
-        let mut child = Command::new(exe)
-            .arg("function")
-            .arg(kind.as_str())
-            .envs(env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()?;
-        let stdin = child.stdin.take().expect("piped");
-        let mut stdout = BufReader::new(child.stdout.take().expect("piped")).lines();
-        let stderr = BufReader::new(child.stderr.take().expect("piped"));
+        let (child, stdin, mut stdout, stderr) = spawn_piped(exe, &["function", kind.as_str()], env)?;
         tokio::spawn(async move {
             let mut lines = stderr.lines();
             while let Ok(Some(line)) = lines.next_line().await {

@@ -107,17 +107,7 @@ pub(super) struct WorkerProcess {
 
 impl WorkerProcess {
     pub(super) async fn spawn(exe: &PathBuf, env: &HashMap<String, String>) -> anyhow::Result<Self> {
-        let mut child = Command::new(exe)
-            .arg("worker")
-            .envs(env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()?;
-        let stdin = child.stdin.take().expect("piped");
-        let mut stdout = BufReader::new(child.stdout.take().expect("piped")).lines();
-        let stderr = BufReader::new(child.stderr.take().expect("piped"));
+        let (child, stdin, mut stdout, stderr) = spawn_piped(exe, &["worker"], env)?;
         let (tx, paused) = mpsc::unbounded_channel();
         let pid = child.id().unwrap_or_default();
         tokio::spawn(async move {
