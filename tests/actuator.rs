@@ -378,3 +378,50 @@ async fn an_outage_is_told_over_unless_off() {
         }
     }
 }
+
+/// Issue 22 (found by the chaos run): a rung claimed by a run that died, redelivered while the
+/// switch is off, was ended as a dry run. Its claim stayed unfinished and the action it stood for
+/// was never performed: lost. Now the held item comes back, and the first look after `act`
+/// resumes the claim and performs it, once. Fails on c2fa4a9.
+#[tokio::test]
+async fn a_claim_the_switch_holds_is_kept_and_resumed_after_act() {
+    use medic_core::incident::{Attempt, Outcome};
+    use medic_core::ports::{ArgoApi, IncidentStore};
+    let stack = stack().await;
+    let quick =
+        |w: GatedWorker| Worker { config: medic_worker::WorkerConfig { held_claim_delay: Duration::ZERO, ..w.config.clone() }, ..w };
+    let off = quick(worker(&stack, Setting::SwitchOff));
+    let target = AppRef { name: "inventory".into(), namespace: "argocd".into(), project: Some("payments".into()) };
+    let id = target.id();
+
+    // The dead run: it decided the refresh ten minutes ago, claimed it, and was killed.
+    let app = off.argo.get_app(&target).await.unwrap();
+    let history = stack.store().history(&id).await.unwrap();
+    let decided = off.policy.base().decide(&app, &Trigger::sweep(), &history, Utc::now()).unwrap();
+    assert_eq!(decided.action, medic_core::Action::Refresh, "{}", decided.reason);
+    let attempt = Attempt {
+        rung: medic_core::Rung::Refresh,
+        at: Utc::now() - chrono::Duration::minutes(10),
+        idempotency_key: decided.idempotency_key.clone(),
+        outcome: Outcome::Requested,
+    };
+    let claimed = stack.store().claim(&id, decided.incident.as_ref().unwrap(), &attempt, Duration::from_secs(1)).await.unwrap();
+    assert_eq!(claimed, medic_core::ports::Claim::Granted);
+
+    // Redelivered while the switch is off: nothing is done, and the item is not ended.
+    stack.enqueue_look("inventory", "w1").await;
+    let handled = stack.poll(&off).await;
+    assert!(matches!(handled.as_slice(), [medic_worker::Handled::Requeued { .. }]), "{handled:?}");
+    assert_eq!(mutations(&stack.argo), 0, "nothing reaches Argo CD while off");
+    assert_eq!(stack.depth().await, 1, "the item waits for the switch");
+
+    // `act` again (the dead run's claim has expired): the claim is resumed and performed once.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let act = quick(worker(&stack, Setting::Act));
+    let handled = stack.poll(&act).await;
+    assert!(matches!(handled.as_slice(), [medic_worker::Handled::Stepped(medic_core::step::StepResult::Refreshed)]), "{handled:?}");
+    assert_eq!(stack.argo.counts().refresh, 1, "the claimed refresh reached Argo CD exactly once");
+    let history = stack.store().history(&id).await.unwrap();
+    assert!(history.attempts.iter().all(|a| a.outcome != Outcome::Requested), "no claim left unfinished: {history:?}");
+    assert_eq!(stack.depth().await, 0, "nothing more to do");
+}

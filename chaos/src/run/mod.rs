@@ -45,7 +45,7 @@ use source::*;
 
 /// How long the functions take to see `medic switch` (their switch cache, not scaled: it is no
 /// timing of the pipeline's, and 30 s is what the docs promise).
-const SWITCH_TAKES_EFFECT: Duration = Duration::from_secs(30);
+const SWITCH_TAKES_EFFECT: Duration = medic_core::switch::TAKES_EFFECT_WITHIN;
 
 /// Production timings (template.yaml's defaults), before scaling.
 const WORKER_TIMEOUT_SECS: u64 = 60;

@@ -33,7 +33,11 @@ pub struct SwitchSettings {
 
 impl Default for SwitchSettings {
     fn default() -> Self {
-        Self { fresh_for: Duration::from_secs(30), fail_closed_after: Duration::from_secs(120), retry_after_error: Duration::from_secs(5) }
+        Self {
+            fresh_for: medic_core::switch::TAKES_EFFECT_WITHIN,
+            fail_closed_after: Duration::from_secs(120),
+            retry_after_error: Duration::from_secs(5),
+        }
     }
 }
 

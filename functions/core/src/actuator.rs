@@ -253,6 +253,9 @@ where
         let answer = self.check(ActionKind::of_rung(rung), Caller::Ladder, Some(name), Some(&app.spec.project)).await;
         if !answer.acts() {
             out.result = StepResult::DryRun;
+            // A claim under this key that a dead run left unfinished is not ended by a hold:
+            // the item must come back when the gate lets it act (an unperformed action is lost).
+            out.claim_held_back = history.unfinished(&key).is_some();
             if !(self.gate.dry_run && answer.mode == crate::switch::Mode::DryRun && answer.why.contains("runs in dry-run")) {
                 out.detail = format!("{} (not acted on: {})", out.detail, answer.why);
             }

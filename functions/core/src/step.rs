@@ -68,6 +68,11 @@ pub struct StepReport {
     /// signature, which a recovery wave's batch is judged by. `None` when the step read nothing.
     #[serde(skip)]
     pub down_after: Option<bool>,
+    /// The gate held a rung that a run which died had already claimed: the claim stays
+    /// unfinished, and the caller must look again later (the switch back on resumes it) instead
+    /// of ending the item, or the claimed action would never be performed.
+    #[serde(skip)]
+    pub claim_held_back: bool,
 }
 
 /// Why a step could not finish; the caller retries it later (the message stays on the queue).
@@ -128,5 +133,6 @@ pub(crate) fn report(app: AppId, d: Option<&Decision>, result: StepResult, detai
         decision: d.cloned(),
         resolution: None,
         down_after: None,
+        claim_held_back: false,
     }
 }

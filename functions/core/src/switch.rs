@@ -13,6 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::ports::StoreError;
 
+/// How soon every function sees a flip of the switch: how long a container keeps the value it
+/// read (the promise docs/operations.md makes for `medic switch`).
+pub const TAKES_EFFECT_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// What Argo Medic may do, from the most to the least permissive (the order is the strictness).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]

@@ -64,6 +64,10 @@ pub struct WorkerConfig {
     /// How long a wave that paused itself holds the rest of its items, and keeps the sweeper from
     /// releasing it again (two sweep windows: the cause is seen again, the canaries probed).
     pub relapse_hold: Duration,
+    /// How soon an item comes back when the gate held a rung that a dead run had claimed
+    /// (`StepReport::claim_held_back`): the instant switch's own delay, so the claim is resumed
+    /// within one more of it after `act`.
+    pub held_claim_delay: Duration,
 }
 
 /// How long a notification's marker lives: the hour it was set in and the next, the two hours
@@ -103,6 +107,7 @@ impl WorkerConfig {
             max_receive_count: 5,
             fleet: medic_core::fleet::FleetRules::default(),
             relapse_hold: Duration::from_secs(2 * 900),
+            held_claim_delay: medic_core::switch::TAKES_EFFECT_WITHIN,
         }
     }
 }
@@ -632,6 +637,9 @@ where
             StepResult::Waiting | StepResult::Deferred => {
                 let after = report.decision.as_ref().and_then(|d| d.retry_after_secs).unwrap_or(60).max(1);
                 self.requeue(item, Duration::from_secs(after as u64), &report.detail).await
+            }
+            StepResult::DryRun if report.claim_held_back => {
+                self.requeue(item, self.config.held_claim_delay, "the gate holds an action a run that died had claimed").await
             }
             result => Ok(Handled::Stepped(result)),
         }
