@@ -92,6 +92,13 @@ impl History {
         self.attempts.iter().find(|a| a.idempotency_key.as_ref() == Some(key) && !a.outcome.is_complete())
     }
 
+    /// A claim still in progress under any key: an action chosen and claimed whose outcome is
+    /// not recorded. Whoever ends an item of the app without stepping it (a fleet hold) must not
+    /// end this too: unperformed, it is a lost action.
+    pub fn pending(&self) -> Option<&Attempt> {
+        self.attempts.iter().find(|a| !a.outcome.is_complete())
+    }
+
     /// How often Argo CD refused `rung` in this incident (another operation, a sync window).
     pub fn refusals(&self, rung: Rung) -> usize {
         self.attempts.iter().filter(|a| a.rung == rung && a.outcome.is_refusal()).count()

@@ -467,6 +467,16 @@ where
         })
     }
 
+    /// Whether the app has an action claimed and not yet performed (a run died between its claim
+    /// and its record, perhaps before the hold began). A hold ends the item, and with it the
+    /// claim's only way back: so a held app with such a claim is stepped until the claim is
+    /// completed (the step resumes it, or defers while a live run holds it). The read is the one the step
+    /// would make; a store that cannot be read retries the item, as the step would.
+    async fn claim_pending(&self, item: &WorkItem) -> Result<bool, MessageError> {
+        let history = self.store.history(&item.app.id()).await.map_err(|e| MessageError::Retry(e.to_string()))?;
+        Ok(history.pending().inspect(|a| tracing::info!(app = %item.app.id(), rung = a.rung.as_str(), claimed_at = %a.at, "held, but an action claimed before the hold is resumed first")).is_some())
+    }
+
     /// The first of the scope `keys` a fleet outage holds (its marker), with one `BatchGetItem`;
     /// a store that cannot be read holds nothing.
     async fn held_scope(&self, keys: Vec<String>) -> Option<String> {
@@ -546,19 +556,24 @@ where
         };
         let started = Instant::now();
         if let Some(slot) = &item.wave {
-            if let Some(why) = self.wave_paused(slot).await {
+            if let Some(why) = self.wave_paused(slot).await
+                && !self.claim_pending(item).await?
+            {
                 self.metrics.count("HeldByFleetOutage", None, 1.0);
                 tracing::info!(app = %item.app.id(), cause = %slot.scope, why, "recovery wave paused: the app waits for the sweep to release it again");
                 return Ok(Handled::HeldByFleet(slot.scope.clone()));
             }
         }
         let stepped = match self.fleet_hold(item).await {
-            Ok(FleetHold::Held(cause)) => {
+            Ok(FleetHold::Held(cause)) if !self.claim_pending(item).await? => {
                 self.metrics.count("HeldByFleetOutage", None, 1.0);
                 tracing::info!(app = %item.app.id(), cause, "left to its fleet outage: the sweep probes the canaries and releases the wave");
                 return Ok(Handled::HeldByFleet(cause));
             }
             Ok(FleetHold::Free(app)) => remediator.run(&item.app, &item.trigger, app.map(|a| *a)).await,
+            // Held, but an action claimed before the hold is still to be performed: the step
+            // resumes it (its claim, its key), and the hold applies from the next decision on.
+            Ok(FleetHold::Held(_)) => remediator.run(&item.app, &item.trigger, None).await,
             // Deleted, or moved to another project: the step's own read and list tell which.
             Err(ArgoError::NotFound(_) | ArgoError::PermissionDenied(_)) => remediator.run(&item.app, &item.trigger, None).await,
             Err(e) => Err(StepError::Argo(e)),

@@ -224,3 +224,47 @@ async fn a_wave_item_looked_at_again_keeps_its_place_and_waits_for_its_outage_s_
     let other = WaveSlot { since: "2026-12-06T08:00:00Z".into(), ..slot };
     assert_ne!(medic_core::keys::wave_pause_markers(&other), medic_core::keys::wave_pause_markers(&again.wave.unwrap()));
 }
+
+/// Issue 22 (found by the chaos run): an app whose outage was past the repo-error grace when it
+/// was notified climbed its own ladder before the sweeper's first hold; a run that claimed its
+/// rung was killed, and the redelivery was held by the outage and ended. The claim was never
+/// performed: a lost action. A held item of an app with such a claim is stepped now, so the
+/// claim is resumed and performed once; the hold applies from the next decision on. Fails on
+/// f09c8c4: the redelivery is `HeldByFleet` and nothing reaches Argo CD.
+#[tokio::test]
+async fn a_claim_made_before_a_fleet_hold_is_still_performed_once() {
+    use medic_core::event::{AppRef, WorkItem, WorkKind};
+    use medic_core::incident::{Attempt, Outcome};
+    use medic_core::ports::{ArgoApi, DedupeStore};
+    use medic_worker::Handled;
+    let sim = ArgoSim::start(SimConfig::default()).await.unwrap();
+    // The comparison error is an hour old: past the grace, the ladder acts.
+    sim.load_samples(&events_dir(), Utc::now() - chrono::Duration::hours(1)).unwrap();
+    let w = worker(&sim);
+    let target = AppRef { name: "payments-api".into(), namespace: "argocd".into(), project: Some("payments".into()) };
+    let id = target.id();
+    let sweep = |window: &str| WorkItem::for_app(WorkKind::Sweep, target.clone(), medic_core::Trigger::sweep(), window, Utc::now());
+
+    // The dead run: decided, claimed ten minutes ago, killed before its call.
+    let app = w.argo.get_app(&target).await.unwrap();
+    let decided = w.policy.base().decide(&app, &medic_core::Trigger::sweep(), &Default::default(), Utc::now()).unwrap();
+    let rung = medic_core::Rung::of(decided.action).unwrap_or_else(|| panic!("a rung: {}", decided.reason));
+    let claimed_at = Utc::now() - chrono::Duration::minutes(10);
+    let attempt = Attempt { rung, at: claimed_at, idempotency_key: decided.idempotency_key.clone(), outcome: Outcome::Requested };
+    w.store.claim(&id, decided.incident.as_ref().unwrap(), &attempt, Duration::ZERO).await.unwrap();
+
+    // The sweeper holds the cause now. The redelivery resumes the claim instead of ending it.
+    w.dedupe.mark(&medic_core::keys::fleet_hold_marker("repo:git.example.com"), Duration::from_secs(1800)).await.unwrap();
+    let handled = w.handle_message(&as_record("m-1", &sweep("w1"))).await.unwrap();
+    assert!(matches!(handled, Handled::Stepped(_)), "{handled:?}");
+    let history = w.store.history(&id).await.unwrap();
+    assert!(history.pending().is_none(), "the claim was completed: {history:?}");
+    let performed = refreshes_of(&sim, "payments-api") + w.escalator.escalations().len() + sim.counts().sync;
+    assert_eq!(performed, 1, "performed once: {:?}", sim.requests());
+
+    // Nothing claimed is left: the next item is held again, and costs Argo CD nothing more.
+    let before = sim.requests().len();
+    let handled = w.handle_message(&as_record("m-2", &sweep("w2"))).await.unwrap();
+    assert_eq!(handled, Handled::HeldByFleet("repo:git.example.com".into()));
+    assert_eq!(sim.requests().len() - before, 1, "one read to find the app's scopes: {:?}", &sim.requests()[before..]);
+}
