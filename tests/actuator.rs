@@ -99,6 +99,7 @@ fn sweeper<E: medic_core::ports::Escalator, B: medic_core::ports::Budget>(
         config: medic_sweeper::SweeperConfig {
             dry_run: setting.dry_run(),
             kill_switch: setting.kill_switch(),
+            work_item_key: Some(crate::support::work_item_key()),
             ..medic_sweeper::SweeperConfig::default()
         },
         argo: client(sim),

@@ -231,7 +231,8 @@ async fn an_outage_the_previous_release_was_handling_is_taken_over_with_its_pare
     sweeper.run().await.unwrap();
     assert_eq!((outage_parents(&stack).len(), sweeper.metrics.total("OutagesEnded")), (1, 0.0), "and on the next sweep");
 
-    // A wave item the previous release enqueued meets the same pause.
+    // A wave item the previous release enqueued: unsigned, so its slot is not honoured (L12) and
+    // it is a plain look. Its app healed meanwhile: the look closes it, and changes nothing.
     let worker = stack.worker();
     let app = medic_core::event::AppRef { name: "app-00010".into(), namespace: "argocd".into(), project: None };
     let slot = WaveSlot { scope: SCOPE.into(), since: String::new(), wave: "w0".into(), index: 9, len: 17 };
@@ -244,6 +245,11 @@ async fn an_outage_the_previous_release_was_handling_is_taken_over_with_its_pare
     let mut record = aws_lambda_events::event::sqs::SqsMessage::default();
     (record.message_id, record.body) = (Some("old-wave-1".into()), Some(body.to_string()));
     let before = sim.counts().refresh;
-    assert_eq!(worker.handle_message(&record).await.unwrap(), medic_worker::Handled::HeldByFleet(SCOPE.into()));
+    let handled = worker.handle_message(&record).await.unwrap();
+    assert!(
+        matches!(handled, medic_worker::Handled::Stepped(medic_core::step::StepResult::Resolved | medic_core::step::StepResult::NoAction)),
+        "{handled:?}"
+    );
     assert_eq!(sim.counts().refresh, before);
+    assert_eq!(worker.metrics.total("RefusedFleetSlots"), 1.0);
 }

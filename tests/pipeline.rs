@@ -42,7 +42,7 @@ impl AwsStack {
     ) -> Sweeper<HttpArgoClient, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, medic_adapters::budget::LocalBudget, SystemClock>
     {
         Sweeper {
-            config: SweeperConfig::default(),
+            config: SweeperConfig { work_item_key: Some(crate::support::work_item_key()), ..SweeperConfig::default() },
             argo: client(sim),
             store: self.store(),
             dedupe: self.store(),

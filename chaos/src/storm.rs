@@ -179,6 +179,12 @@ fn budget(o: &Options, buckets: &Arc<MemoryBuckets>) -> StormBudget {
     }
 }
 
+/// The key the storm's sweeper signs its recovery waves with and its workers verify (the stack's
+/// `WorkItemKey`): without it the waves would reach the workers as plain looks.
+fn work_item_key() -> medic_core::event::WorkItemKey {
+    medic_core::event::WorkItemKey::new("storm-work-item-key-of-at-least-32-bytes").expect("long enough")
+}
+
 fn worker(
     sim: &ArgoSim,
     budget: StormBudget,
@@ -188,7 +194,7 @@ fn worker(
     queue: &Arc<MemoryQueue>,
 ) -> anyhow::Result<StormWorker> {
     Ok(Worker {
-        config: WorkerConfig::default(),
+        config: WorkerConfig { work_item_key: Some(work_item_key()), ..WorkerConfig::default() },
         argo: client(sim)?,
         store: store.clone(),
         dedupe: dedupe.clone(),
@@ -246,7 +252,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         .map(|_| worker(&sim, budget(&o, &buckets), &store, &dedupe, &lock, &queue))
         .collect::<anyhow::Result<_>>()?;
     let sweeper: StormSweeper = medic_sweeper::Sweeper {
-        config: medic_sweeper::SweeperConfig::default(),
+        config: medic_sweeper::SweeperConfig { work_item_key: Some(work_item_key()), ..medic_sweeper::SweeperConfig::default() },
         argo: client(&sim)?,
         store: store.clone(),
         dedupe: dedupe.clone(),

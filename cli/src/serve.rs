@@ -205,6 +205,7 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
             scope: SweepScope { projects: opts.policy.projects.clone(), selector: opts.policy.selector.clone(), ..SweepScope::default() },
             // `--dry-run` holds the canaries' refreshes and the outage's new posts too.
             dry_run: opts.dry_run,
+            work_item_key: work_item_key.clone(),
             ..SweeperConfig::default()
         },
         argo: Arc::clone(&argo),

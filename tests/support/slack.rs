@@ -156,7 +156,11 @@ impl Stack {
     /// The sweeper over `sim`, this stack's table and queue, posting to its Slack simulator.
     pub(crate) fn sweeper(&self, sim: &ArgoSim, recheck_interval: Duration) -> SlackSweeper {
         medic_sweeper::Sweeper {
-            config: medic_sweeper::SweeperConfig { recheck_interval, ..medic_sweeper::SweeperConfig::default() },
+            config: medic_sweeper::SweeperConfig {
+                recheck_interval,
+                work_item_key: Some(crate::support::work_item_key()),
+                ..medic_sweeper::SweeperConfig::default()
+            },
             argo: crate::support::client(sim),
             store: self.store(),
             dedupe: self.store(),

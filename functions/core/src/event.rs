@@ -267,8 +267,9 @@ pub struct WorkItem {
     pub rechecks: u32,
     /// HMAC-SHA256 (hex) of the item's fields under the stack's work-item key, set by the
     /// functions that authenticated the person behind a `requested` item (ingest, slack-actions,
-    /// the worker re-enqueueing). Anyone else who can send to the queue cannot make one the
-    /// worker accepts. Absent on other items and on items of earlier releases.
+    /// the worker re-enqueueing) and by the sweeper on a recovery wave's items
+    /// ([`WorkItem::fleet_privileged`]). Anyone else who can send to the queue cannot make one
+    /// the worker accepts. Absent on other items and on items of earlier releases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
     /// For a fleet outage's recovery wave: the cause and the item's place in the wave, so the
@@ -295,6 +296,13 @@ pub enum Request<'a> {
 }
 
 impl WorkItem {
+    /// Whether the item carries what only the sweeper may give (L12): a place in a recovery wave
+    /// (its outcome can pause the wave) or the recovery trigger (it starts the ladder at a
+    /// refresh). The worker honours them only on an item signed with the work-item key.
+    pub fn fleet_privileged(&self) -> bool {
+        self.wave.is_some() || self.trigger.as_str() == Trigger::RECOVERY
+    }
+
     /// What this item asks for; `None` when it asks for nothing, or for something no release
     /// understands (the worker refuses those as poison).
     pub fn request(&self) -> Option<Request<'_>> {
@@ -362,6 +370,15 @@ impl WorkItemKey {
         for p in parts {
             mac.update(p.as_bytes());
             mac.update(&[0]);
+        }
+        // The wave slot (L12), only when there is one: a signature of an item without it is
+        // the same as the release before made, so items in flight during an upgrade verify.
+        if let Some(w) = &item.wave {
+            let (index, len) = (w.index.to_string(), w.len.to_string());
+            for p in ["wave", &w.scope, &w.since, &w.wave, &index, &len] {
+                mac.update(p.as_bytes());
+                mac.update(&[0]);
+            }
         }
         mac
     }
@@ -594,6 +611,44 @@ mod work_tests {
         item.requested_action = Some("amact-0123".into());
         item.requested_by = Some("slack:U0ALICE001".into());
         item
+    }
+
+    /// Signing the wave slot changed nothing for items without one: a click signed by the
+    /// release before (c2fa4a9, this key and item) still verifies, so clicks in flight during an
+    /// upgrade are not refused.
+    #[test]
+    fn a_signature_of_the_release_before_wave_signing_still_verifies() {
+        let key = WorkItemKey::new(KEY).unwrap();
+        let item = WorkItem { signature: Some("784fcea4656386a29996b1d80bc7e515b6f7ef41393a286363948de84f6c9d96".into()), ..click() };
+        assert!(key.verifies(&item));
+    }
+
+    /// L12: the wave slot and the recovery trigger are a sweeper's to give. Signed, every field of
+    /// the slot is covered; an item that carries either is privileged, and a plain one is not.
+    #[test]
+    fn a_wave_slot_is_covered_by_the_signature() {
+        let key = WorkItemKey::new(KEY).unwrap();
+        let app = AppRef { name: "web".into(), namespace: "argocd".into(), project: None };
+        let at = "2026-11-01T12:00:00Z".parse::<DateTime<Utc>>().unwrap();
+        let slot = crate::fleet::WaveSlot { scope: "repo:git.example.com".into(), since: "s".into(), wave: "w1".into(), index: 3, len: 40 };
+        let plain = WorkItem::for_app(WorkKind::Sweep, app, Trigger::sweep(), "w1", at);
+        assert!(!plain.fleet_privileged());
+        assert!(WorkItem { trigger: Trigger::recovery(), ..plain.clone() }.fleet_privileged());
+        let mut item = WorkItem { wave: Some(slot.clone()), trigger: Trigger::recovery(), ..plain };
+        assert!(item.fleet_privileged());
+        key.sign(&mut item);
+        assert!(key.verifies(&item));
+        let tampered = [
+            crate::fleet::WaveSlot { scope: "cluster:other".into(), ..slot.clone() },
+            crate::fleet::WaveSlot { since: "t".into(), ..slot.clone() },
+            crate::fleet::WaveSlot { wave: "w2".into(), ..slot.clone() },
+            crate::fleet::WaveSlot { index: 0, ..slot.clone() },
+            crate::fleet::WaveSlot { len: 4, ..slot.clone() },
+        ];
+        for t in tampered {
+            assert!(!key.verifies(&WorkItem { wave: Some(t.clone()), ..item.clone() }), "{t:?}");
+        }
+        assert!(!key.verifies(&WorkItem { wave: None, ..item.clone() }), "the slot cannot be dropped either");
     }
 
     #[test]

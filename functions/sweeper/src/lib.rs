@@ -37,6 +37,9 @@ pub struct SweeperConfig {
     pub kill_switch: bool,
     /// The instance's refresh rate: the recovery wave's estimate in a cause's alert.
     pub refresh_per_minute: u32,
+    /// The key a recovery wave's items are signed with, so the workers honour their slot and
+    /// trigger (L12). Without it the wave's items reach the workers as plain looks.
+    pub work_item_key: Option<medic_core::event::WorkItemKey>,
 }
 
 impl Default for SweeperConfig {
@@ -47,6 +50,7 @@ impl Default for SweeperConfig {
             dry_run: false,
             kill_switch: false,
             refresh_per_minute: medic_adapters::budget::BudgetRates::default().refresh_per_minute,
+            work_item_key: None,
         }
     }
 }
@@ -81,8 +85,9 @@ pub type LambdaSweeper = Sweeper<
 impl LambdaSweeper {
     /// Builds the sweeper from the function's settings (what `main` runs; tests build it the same way).
     pub async fn from_env(env: &medic_adapters::lambda_env::LambdaEnv) -> Result<Self, medic_adapters::lambda_env::EnvError> {
-        // The Argo CD and Slack tokens at once: each is a Secrets Manager round trip of the cold start.
-        let (argo, escalator) = tokio::try_join!(env.argo_client(), env.escalator())?;
+        // The Argo CD and Slack tokens and the work-item key at once: each is a Secrets Manager round
+        // trip of the cold start.
+        let (argo, escalator, work_item_key) = tokio::try_join!(env.argo_client(), env.escalator(), env.work_item_key())?;
         Ok(Sweeper {
             config: SweeperConfig {
                 scope: SweepScope { projects: env.policy.projects.clone(), selector: env.policy.selector.clone(), ..SweepScope::default() },
@@ -90,6 +95,7 @@ impl LambdaSweeper {
                 dry_run: env.dry_run,
                 kill_switch: env.kill_switch,
                 refresh_per_minute: env.rates.refresh_per_minute,
+                work_item_key: Some(work_item_key),
             },
             argo,
             store: env.store(),
@@ -353,7 +359,13 @@ where
         // function's timeout (measured under moto; about 100 s of round trips on DynamoDB).
         let items: Vec<WorkItem> = looks
             .into_iter()
-            .map(|(app, trigger, wave)| WorkItem { wave, ..WorkItem::for_app(WorkKind::Sweep, app, trigger, &window, now) })
+            .map(|(app, trigger, wave)| {
+                let mut item = WorkItem { wave, ..WorkItem::for_app(WorkKind::Sweep, app, trigger, &window, now) };
+                if let (true, Some(key)) = (item.fleet_privileged(), &self.config.work_item_key) {
+                    key.sign(&mut item);
+                }
+                item
+            })
             .collect();
         let keys: Vec<String> = items.iter().map(|item| format!("enqueued-{}", item.dedupe_key)).collect();
         let sightings = items.into_iter().zip(self.first_sightings(&keys, self.config.recheck_interval).await);

@@ -327,6 +327,7 @@ where
         let message_id = record.message_id.clone().unwrap_or_default();
         let body = record.body.as_deref().unwrap_or("");
         let item = WorkItem::parse(body.as_bytes(), self.clock.now()).map_err(|e| MessageError::Poison(e.to_string()))?;
+        let item = self.fleet_privileges_checked(item);
         let app = item.app.id();
         let span = tracing::info_span!("work", message_id = %message_id, app = %app, kind = ?item.kind, dedupe_key = %item.dedupe_key, incident = tracing::field::Empty);
         async {
@@ -784,6 +785,27 @@ where
         Ok(Handled::RequestedDone)
     }
 
+    /// An item's wave slot and recovery trigger are honoured only under the work-item key's
+    /// signature (L12): anyone who may send to the queue could otherwise feed a wave's relapse
+    /// count or start a ladder at its refresh. An unsigned one is not refused, only made a plain
+    /// look (`sweep`, no slot): the app is still looked at, by its own ladder. That is also what
+    /// becomes of the previous release's unsigned wave items in flight during an upgrade.
+    fn fleet_privileges_checked(&self, item: WorkItem) -> WorkItem {
+        if !item.fleet_privileged() || self.config.work_item_key.as_ref().is_some_and(|k| k.verifies(&item)) {
+            return item;
+        }
+        self.metrics.count("RefusedFleetSlots", None, 1.0);
+        tracing::warn!(
+            audit = true,
+            app = %item.app.id(),
+            trigger = %item.trigger,
+            wave = ?item.wave,
+            "a wave slot or recovery trigger not signed by the sweeper: ignored, the app is looked at as by a sweep"
+        );
+        let trigger = if item.trigger.as_str() == medic_core::Trigger::RECOVERY { medic_core::Trigger::sweep() } else { item.trigger };
+        WorkItem { wave: None, trigger, signature: None, ..item }
+    }
+
     /// Looks again later with a new message (a fresh dedupe key), never by holding this one.
     async fn requeue(&self, item: &WorkItem, delay: Duration, why: &str) -> Result<Handled, MessageError> {
         if item.rechecks >= self.config.max_rechecks {
@@ -807,6 +829,8 @@ where
         next.scopes = item.scopes.clone();
         if item.kind == WorkKind::Requested {
             next.kind = WorkKind::Requested;
+        }
+        if next.kind == WorkKind::Requested || next.fleet_privileged() {
             // Verified before it was deferred; signed again since its fields changed.
             if let Some(key) = &self.config.work_item_key {
                 key.sign(&mut next);

@@ -35,7 +35,7 @@ async fn sim() -> ArgoSim {
 fn worker(sim: &ArgoSim) -> TwinWorker {
     let settings = ArgoSettings::new(sim.base_url(), SimConfig::default().tokens[0].token.clone());
     Worker {
-        config: WorkerConfig { claim_timeout: Duration::ZERO, ..WorkerConfig::default() },
+        config: WorkerConfig { claim_timeout: Duration::ZERO, work_item_key: Some(work_item_key()), ..WorkerConfig::default() },
         argo: HttpArgoClient::new(settings).unwrap(),
         store: MemoryIncidentStore::default(),
         dedupe: MemoryDedupe::default(),
@@ -48,6 +48,11 @@ fn worker(sim: &ArgoSim) -> TwinWorker {
         metrics: Metrics::quiet("test"),
         switch: FixedSwitch::default(),
     }
+}
+
+/// The stack's work-item key, as the sweeper signs a recovery wave's items with it.
+fn work_item_key() -> medic_core::event::WorkItemKey {
+    medic_core::event::WorkItemKey::new("a-work-item-key-of-at-least-32-bytes-for-tests").unwrap()
 }
 
 /// The work item ingest makes of the sample notification `name`, as an SQS message body.
@@ -205,8 +210,9 @@ async fn a_wave_item_looked_at_again_keeps_its_place_and_waits_for_its_outage_s_
     let app = medic_core::event::AppRef { name: "payments-api".into(), namespace: "argocd".into(), project: Some("payments".into()) };
     let since = "2026-12-05T08:00:00Z";
     let slot = WaveSlot { scope: "repo:git.example.com".into(), since: since.into(), wave: "w1".into(), index: 3, len: 40 };
-    let item =
+    let mut item =
         WorkItem { wave: Some(slot.clone()), ..WorkItem::for_app(WorkKind::Sweep, app, medic_core::Trigger::recovery(), "w1", Utc::now()) };
+    work_item_key().sign(&mut item);
     // Still within the repo-error grace: a wait, looked at again later.
     let handled = w.handle_message(&as_record("m-1", &item)).await.unwrap();
     assert!(matches!(handled, Handled::Requeued { .. }), "{handled:?}");
@@ -267,4 +273,55 @@ async fn a_claim_made_before_a_fleet_hold_is_still_performed_once() {
     let handled = w.handle_message(&as_record("m-2", &sweep("w2"))).await.unwrap();
     assert_eq!(handled, Handled::HeldByFleet("repo:git.example.com".into()));
     assert_eq!(sim.requests().len() - before, 1, "one read to find the app's scopes: {:?}", &sim.requests()[before..]);
+}
+
+/// L12 (reliability review of 0a3f9d5): a sweep item's wave slot and recovery trigger were taken
+/// from whoever sent it, so anyone allowed to send to the queue could feed a wave's relapse count
+/// or start a ladder at its refresh. Only a slot signed with the work-item key is honoured now;
+/// an unsigned one is made a plain look (the app is still looked at). Fails on e5dc073: the
+/// unsigned item is held by its slot's pause.
+#[tokio::test]
+async fn an_unsigned_wave_slot_is_ignored_and_the_app_looked_at_as_by_a_sweep() {
+    use medic_core::event::{WorkItem, WorkKind};
+    use medic_core::fleet::{FleetControl, WaveSlot};
+    use medic_core::ports::DedupeStore;
+    use medic_worker::Handled;
+    let sim = sim().await;
+    let w = worker(&sim);
+    let app = medic_core::event::AppRef { name: "payments-api".into(), namespace: "argocd".into(), project: Some("payments".into()) };
+    let since = "2026-12-05T08:00:00Z";
+    let slot = WaveSlot { scope: "repo:git.example.com".into(), since: since.into(), wave: "w1".into(), index: 0, len: 1 };
+    w.dedupe
+        .mark(&medic_core::keys::fleet_control_marker(&slot.scope, since, FleetControl::Pause), Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let made_up =
+        WorkItem { wave: Some(slot.clone()), ..WorkItem::for_app(WorkKind::Sweep, app, medic_core::Trigger::recovery(), "w9", Utc::now()) };
+
+    // Unsigned: neither the pause of its slot holds it nor does its outcome count in the wave.
+    let handled = w.handle_message(&as_record("m-1", &made_up)).await.unwrap();
+    assert!(matches!(handled, Handled::Stepped(_) | Handled::Requeued { .. }), "looked at by its own ladder: {handled:?}");
+    assert_eq!(w.metrics.total("RefusedFleetSlots"), 1.0);
+    let outcomes: Vec<String> = [medic_core::fleet::WaveOutcome::Healed, medic_core::fleet::WaveOutcome::Failed]
+        .into_iter()
+        .map(|o| medic_core::keys::wave_outcome_marker(&slot, 0, o))
+        .collect();
+    assert!(w.dedupe.marked(&outcomes).await.unwrap().is_empty(), "no outcome tallied for a slot nobody gave");
+    if let Some(next) = w.queue.items().pop() {
+        assert_eq!((next.wave, next.trigger.as_str()), (None, "sweep"), "its requeue is a plain look too");
+    }
+
+    // Signed with a slot that was tampered with after signing: the same.
+    let mut signed = WorkItem { dedupe_key: "w9-signed".into(), ..made_up.clone() };
+    work_item_key().sign(&mut signed);
+    let tampered = WorkItem { wave: Some(WaveSlot { index: 1, len: 2, ..slot.clone() }), ..signed.clone() };
+    let handled = w.handle_message(&as_record("m-2", &tampered)).await.unwrap();
+    assert!(!matches!(handled, Handled::HeldByFleet(_)), "{handled:?}");
+    assert_eq!(w.metrics.total("RefusedFleetSlots"), 2.0);
+
+    // Signed as the sweeper signs it: its outage's pause holds it.
+    let mut genuine = WorkItem { dedupe_key: "w9-genuine".into(), ..made_up };
+    work_item_key().sign(&mut genuine);
+    assert_eq!(w.handle_message(&as_record("m-4", &genuine)).await.unwrap(), Handled::HeldByFleet(slot.scope));
+    assert_eq!(w.metrics.total("RefusedFleetSlots"), 2.0);
 }
