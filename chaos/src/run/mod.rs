@@ -717,6 +717,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     let mut quiet_since: Option<Instant> = None;
     let outage_names: Vec<String> = names.iter().filter(|(n, _)| n.contains("-outage")).map(|(n, _)| n.clone()).collect();
     let mut outages_over = false;
+    let mut status_at = Instant::now();
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_secs(1)).await;
         if clicks_owed > 0 && click_one(&slack, &actions, &mut clicked, &tally, &mut rng, false).await? {
@@ -773,6 +774,27 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         // than the ladder's bound cannot be judged stuck yet; a longer run judges them.
         if kills_done && switched_back && outage_apps_calm && quiet_since.is_some_and(|q| q.elapsed() >= t.visibility * 2) {
             break;
+        }
+        if status_at.elapsed() >= Duration::from_secs(60) {
+            // What the settle still waits for, once a minute: a long settle says why.
+            status_at = Instant::now();
+            let calm = outage_names
+                .iter()
+                .filter(|n| {
+                    let app = argo.app("argocd", n).unwrap_or_default();
+                    app["status"]["sync"]["status"] == "Synced" && app["status"]["health"]["status"] == "Healthy"
+                })
+                .count();
+            eprintln!(
+                "chaos: settling: boundaries short of kills {:?}, random kills {}, {}, {}, {}; outage apps calm {calm}/{}, outages over {outages_over}; switch back {switched_back}; quiet for {:.0?}",
+                arming.missing(),
+                if arming.random_missing() { "short" } else { "done" },
+                ingest.progress(),
+                actions.progress(),
+                sweeper.progress(),
+                outage_names.len(),
+                quiet_since.map(|q| q.elapsed()).unwrap_or_default(),
+            );
         }
         if Instant::now() + Duration::from_secs(1) >= deadline
             || (std::env::var_os("MEDIC_CHAOS_VERBOSE").is_some() && started.elapsed().as_secs() % 10 == 0)

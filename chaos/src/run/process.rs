@@ -113,6 +113,11 @@ impl FunctionPool {
         self.kills() >= self.goal
     }
 
+    /// `kind kills/goal`, for the settle status line.
+    pub(super) fn progress(&self) -> String {
+        format!("{:?} {}/{}", self.kind, self.kills(), self.goal)
+    }
+
     /// When to kill this call, if at all: while kills are wanted and not ahead of the run's
     /// progress, a third of the calls, at a moment below a typical call's time.
     fn kill_after(&self) -> Option<Duration> {
