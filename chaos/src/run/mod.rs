@@ -287,6 +287,12 @@ fn refreshes_resent_on_takeover() -> Vec<String> {
     resent.into_iter().collect()
 }
 
+/// Whether the simulator shows app `name` synced and healthy.
+fn calm(argo: &ArgoSim, name: &str) -> bool {
+    let app = argo.app("argocd", name).unwrap_or_default();
+    app["status"]["sync"]["status"] == "Synced" && app["status"]["health"]["status"] == "Healthy"
+}
+
 pub async fn run(o: Options) -> anyhow::Result<bool> {
     let t = Timings::new(o.scale);
     let started = Instant::now();
@@ -763,11 +769,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         let quiet = visible + in_flight + delayed == 0;
         quiet_since = if quiet { quiet_since.or(Some(Instant::now())) } else { None };
         let switched_back = switching.as_ref().is_none_or(|s| s.is_finished());
-        let outage_apps_calm = outages_over
-            && outage_names.iter().all(|n| {
-                let app = argo.app("argocd", n).unwrap_or_default();
-                app["status"]["sync"]["status"] == "Synced" && app["status"]["health"]["status"] == "Healthy"
-            });
+        let outage_apps_calm = outages_over && outage_names.iter().all(|n| calm(&argo, n));
         let kills_done = arming.satisfied() && (o.kills_are_goals || [&ingest, &actions, &sweeper].iter().all(|p| p.satisfied()));
         // Quiet for two visibility timeouts: nothing in flight, nothing delayed, nothing coming
         // back; the outages over and their waves through; the switch back on. Incidents younger
@@ -778,13 +780,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         if status_at.elapsed() >= Duration::from_secs(60) {
             // What the settle still waits for, once a minute: a long settle says why.
             status_at = Instant::now();
-            let calm = outage_names
-                .iter()
-                .filter(|n| {
-                    let app = argo.app("argocd", n).unwrap_or_default();
-                    app["status"]["sync"]["status"] == "Synced" && app["status"]["health"]["status"] == "Healthy"
-                })
-                .count();
+            let calm = outage_names.iter().filter(|n| calm(&argo, n)).count();
             eprintln!(
                 "chaos: settling: boundaries short of kills {:?}, random kills {}, {}, {}, {}; outage apps calm {calm}/{}, outages over {outages_over}; switch back {switched_back}; quiet for {:.0?}",
                 arming.missing(),

@@ -64,10 +64,10 @@ pub(super) enum Called {
     Killed,
 }
 
-/// The processes of one function.
 /// Below this a tokio sleep cannot place a kill inside a call (its timer ticks in milliseconds).
 const TIMER_RESOLUTION: Duration = Duration::from_millis(2);
 
+/// The processes of one function.
 pub(super) struct FunctionPool {
     kind: Kind,
     exe: PathBuf,
@@ -153,10 +153,7 @@ impl FunctionPool {
             // (a repeated click, a refused webhook) has answered, so such calls were never killed
             // (a run got 1 slack-actions kill in 2,808 clicks). The process dies with the request
             // delivered and its answer unread: to the caller, a call that died midway.
-            process.kill().await;
-            self.done.fetch_add(1, Ordering::SeqCst);
-            self.arming.note_kill();
-            return Ok(Called::Killed);
+            return Ok(self.killed(process).await);
         }
         let answered = tokio::select! {
             line = process.stdout.next_line() => match line {
@@ -173,13 +170,16 @@ impl FunctionPool {
                 self.idle.lock().unwrap().push(process);
                 Ok(Called::Answered(answer))
             }
-            None => {
-                process.kill().await;
-                self.done.fetch_add(1, Ordering::SeqCst);
-                self.arming.note_kill();
-                Ok(Called::Killed)
-            }
+            None => Ok(self.killed(process).await),
         }
+    }
+
+    /// SIGKILLs `process` in the middle of its call, and counts the kill.
+    async fn killed(&self, process: FunctionProcess) -> Called {
+        process.kill().await;
+        self.done.fetch_add(1, Ordering::SeqCst);
+        self.arming.note_kill();
+        Called::Killed
     }
 
     /// Stops every idle process.

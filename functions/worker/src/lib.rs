@@ -471,11 +471,19 @@ where
     /// Whether the app has an action claimed and not yet performed (a run died between its claim
     /// and its record, perhaps before the hold began). A hold ends the item, and with it the
     /// claim's only way back: so a held app with such a claim is stepped until the claim is
-    /// completed (the step resumes it, or defers while a live run holds it). The read is the one the step
-    /// would make; a store that cannot be read retries the item, as the step would.
-    async fn claim_pending(&self, item: &WorkItem) -> Result<bool, MessageError> {
+    /// completed (the step resumes it, or defers while a live run holds it). Read once per item
+    /// (`known` keeps the answer: a paused wave item may meet the fleet hold next); a store that
+    /// cannot be read retries the item, as the step would.
+    async fn claim_pending(&self, item: &WorkItem, known: &mut Option<bool>) -> Result<bool, MessageError> {
+        if let Some(pending) = *known {
+            return Ok(pending);
+        }
         let history = self.store.history(&item.app.id()).await.map_err(|e| MessageError::Retry(e.to_string()))?;
-        Ok(history.pending().inspect(|a| tracing::info!(app = %item.app.id(), rung = a.rung.as_str(), claimed_at = %a.at, "held, but an action claimed before the hold is resumed first")).is_some())
+        let pending = history.pending();
+        if let Some(a) = pending {
+            tracing::info!(rung = a.rung.as_str(), claimed_at = %a.at, "held, but an action claimed before the hold is resumed first");
+        }
+        Ok(*known.insert(pending.is_some()))
     }
 
     /// The first of the scope `keys` a fleet outage holds (its marker), with one `BatchGetItem`;
@@ -556,9 +564,10 @@ where
             claim_timeout: self.config.claim_timeout,
         };
         let started = Instant::now();
+        let mut pending = None;
         if let Some(slot) = &item.wave {
             if let Some(why) = self.wave_paused(slot).await
-                && !self.claim_pending(item).await?
+                && !self.claim_pending(item, &mut pending).await?
             {
                 self.metrics.count("HeldByFleetOutage", None, 1.0);
                 tracing::info!(app = %item.app.id(), cause = %slot.scope, why, "recovery wave paused: the app waits for the sweep to release it again");
@@ -566,7 +575,7 @@ where
             }
         }
         let stepped = match self.fleet_hold(item).await {
-            Ok(FleetHold::Held(cause)) if !self.claim_pending(item).await? => {
+            Ok(FleetHold::Held(cause)) if !self.claim_pending(item, &mut pending).await? => {
                 self.metrics.count("HeldByFleetOutage", None, 1.0);
                 tracing::info!(app = %item.app.id(), cause, "left to its fleet outage: the sweep probes the canaries and releases the wave");
                 return Ok(Handled::HeldByFleet(cause));
