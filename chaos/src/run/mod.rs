@@ -54,6 +54,8 @@ const MAX_RECEIVE_COUNT: u32 = 5;
 const SWEEP_WINDOW_SECS: u64 = 900;
 const SLACK_POST_INTERVAL_MS: u64 = 1000;
 const BATCH_SIZE: i32 = 10;
+/// How often a person clicks a button again while slack-actions is short of kills.
+const CLICK_AGAIN_EVERY: Duration = Duration::from_secs(5);
 /// The work queue's `ReceiveMessageWaitTimeSeconds` (template.yaml): Lambda's poller long-polls.
 /// Not a production timing of Argo Medic's (an empty poll's wait, not a delay), so not scaled.
 const RECEIVE_WAIT_SECS: i32 = 20;
@@ -92,8 +94,10 @@ pub struct Options {
     /// quiet before every boundary was reached (the smoke in `make test`).
     #[arg(long)]
     pub kills_are_goals: bool,
-    /// At most this many events in all, including the fresh trouble fed after the plan to reach
-    /// the boundaries still short of kills (default: `--events` and a quarter more).
+    /// At most this many notification deliveries in all: the plan's and the fresh trouble fed
+    /// after it to reach the boundaries still short of kills (default: `--events` and a quarter
+    /// more). Clicks after the plan do not count against it: a run that clicks while slack-actions
+    /// is short of kills must not starve the worker's boundaries of their trouble.
     #[arg(long)]
     pub max_events: Option<usize>,
     /// An experiment: the work items of the first N accepted clicks fail every time they are
@@ -720,6 +724,9 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     let stall = (t.timeout * 2).max(Duration::from_secs(4));
     let mut fresh_at = Instant::now();
     let mut fresh = 0usize;
+    // Fresh trouble is bounded by what the plan left of `max_events`, whatever the clicks spent.
+    let mut fresh_room = max_events.saturating_sub(tally.lock().unwrap().events);
+    let mut clicked_again_at = Instant::now();
     let mut quiet_since: Option<Instant> = None;
     let outage_names: Vec<String> = names.iter().filter(|(n, _)| n.contains("-outage")).map(|(n, _)| n.clone()).collect();
     let mut outages_over = false;
@@ -728,8 +735,10 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         tokio::time::sleep(Duration::from_secs(1)).await;
         if clicks_owed > 0 && click_one(&slack, &actions, &mut clicked, &tally, &mut rng, false).await? {
             clicks_owed -= 1;
-        } else if !actions.satisfied() && !o.kills_are_goals {
-            // slack-actions still short of kills: a person clicks a button again.
+        } else if !actions.satisfied() && !o.kills_are_goals && clicked_again_at.elapsed() >= CLICK_AGAIN_EVERY {
+            // slack-actions still short of kills: a person clicks a button again, now and then
+            // (every second made a run of 2,000 planned events 2,808 clicks).
+            clicked_again_at = Instant::now();
             click_one(&slack, &actions, &mut clicked, &tally, &mut rng, true).await?;
         }
         while let Some(done) = outaging.try_join_next() {
@@ -742,16 +751,23 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         if (!missing.is_empty() || arming.random_missing() || ingest_short) && stalled {
             // The Slack boundary needs an escalation; every other one a sync's ladder.
             let mut kinds: Vec<usize> = Vec::new();
-            if missing.iter().any(|b| *b != "in-slack-post") || arming.random_missing() || ingest_short {
+            let sync_short = missing.iter().filter(|b| **b != "in-slack-post").count();
+            if sync_short > 0 || arming.random_missing() || ingest_short {
+                kinds.push(0);
+            }
+            if sync_short > 1 {
+                // Several action boundaries short: two ladders at once, so a redelivery's wait
+                // (a visibility timeout) is not the run's pace.
                 kinds.push(0);
             }
             if missing.contains(&"in-slack-post") {
                 kinds.push(1);
             }
             for tpl in kinds {
-                if tally.lock().unwrap().events + 3 > max_events {
+                if fresh_room < 3 {
                     break;
                 }
+                fresh_room -= 3;
                 let name = fresh_app(&argo, &templates[tpl], fresh).await?;
                 fresh += 1;
                 names.push(name.clone());
