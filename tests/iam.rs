@@ -19,8 +19,10 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents, intercep
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use chrono::Utc;
+use medic_adapters::config::Settings;
 use medic_adapters::dynamodb::create_table;
 use medic_adapters::lambda_env::LambdaEnv;
+use medic_adapters::settings::{self, Origin, Reader};
 use medic_core::event::{AppRef, WorkItem, WorkKind};
 use medic_sim::moto::{moto, unique};
 use medic_sim::{SLACK_BOT_TOKEN, SLACK_CHANNEL, SimConfig, SlackSim, SlackSimConfig};
@@ -338,14 +340,23 @@ async fn run_every_function() {
         ("MEDIC_POLICY_CONFIG", r#"{"settle_secs": 0}"#.to_owned()),
     ]))
     .unwrap();
-    let env = || async { LambdaEnv::from_lookup(lookup).await.unwrap() };
+    // Each function reads as itself: a read its row in settings.rs does not declare panics, and
+    // what each asked for is compared with what the template gives it below.
+    let env = |reader: Reader| async move { LambdaEnv::from_settings(Settings::from_fn(lookup).for_reader(reader)).await.unwrap() };
     let logs: BTreeMap<&str, CallLog> =
         ["ingest", "worker", "sweeper", "slack-actions"].into_iter().map(|f| (f, CallLog::new(&names))).collect();
 
-    let ingest = medic_ingest::LambdaIngest::from_env(&env().await.with_interceptor(logs["ingest"].clone())).await.unwrap();
-    let worker = medic_worker::LambdaWorker::from_env(&env().await.with_interceptor(logs["worker"].clone())).await.unwrap();
-    let sweeper = medic_sweeper::LambdaSweeper::from_env(&env().await.with_interceptor(logs["sweeper"].clone())).await.unwrap();
-    let actions = LambdaSlackActions::from_env(&env().await.with_interceptor(logs["slack-actions"].clone())).await.unwrap();
+    let envs: BTreeMap<Reader, LambdaEnv> = {
+        let mut envs = BTreeMap::new();
+        for reader in Reader::FUNCTIONS {
+            envs.insert(reader, env(reader).await.with_interceptor(logs[reader.as_str()].clone()));
+        }
+        envs
+    };
+    let ingest = medic_ingest::LambdaIngest::from_env(&envs[&Reader::Ingest]).await.unwrap();
+    let worker = medic_worker::LambdaWorker::from_env(&envs[&Reader::Worker]).await.unwrap();
+    let sweeper = medic_sweeper::LambdaSweeper::from_env(&envs[&Reader::Sweeper]).await.unwrap();
+    let actions = LambdaSlackActions::from_env(&envs[&Reader::SlackActions]).await.unwrap();
     // Init asks Argo CD nothing (it is paid on every cold start); the worker learns the version
     // on its first batch.
     let version_calls = || argo.requests().iter().filter(|r| r.path == "/api/version").count();
@@ -381,6 +392,18 @@ async fn run_every_function() {
             .unwrap();
         assert_eq!(ingest.handle(request).await.status(), 202);
     }
+    // A signed refresh by selector: ingest lists the apps, so it reads the Argo CD token then.
+    let body = serde_json::json!({"selector": "team=payments", "requestedAt": Utc::now().to_rfc3339(), "requestedBy": "iam"}).to_string();
+    let signature = medic_ingest::WebhookSecrets::new("iam-test-refresh-signing-key", None).sign(body.as_bytes());
+    let request = lambda_http::http::Request::builder()
+        .method("POST")
+        .uri("https://ingest.lambda-url.us-east-1.on.aws/v1/refresh")
+        .header("content-type", "application/json")
+        .header(medic_ingest::SIGNATURE_HEADER, signature)
+        .body(lambda_http::Body::from(body))
+        .unwrap();
+    let refreshed = ingest.handle(request).await;
+    assert_eq!(refreshed.status(), 202, "{:?}", refreshed.body());
     let run = sweeper.run().await.unwrap();
     assert!(run.enqueued > 5, "{run:?}");
     assert_eq!(version_calls(), 0);
@@ -433,23 +456,26 @@ async fn run_every_function() {
         }
         outage_argo.insert_app(app);
     }
-    let broken = |log: &CallLog| {
+    let broken = |reader: Reader, log: &CallLog| {
         let (doomed, server) = (doomed.clone(), outage_argo.base_url());
         let log = log.clone();
         async move {
-            let mut e = env().await.with_interceptor(log);
-            e.queue_url = doomed;
-            e.argocd.server = server;
-            e
+            let settings = Settings::from_fn(move |name| match name {
+                "QUEUE_URL" => Some(doomed.clone()),
+                "ARGOCD_SERVER" => Some(server.clone()),
+                _ => lookup(name),
+            })
+            .for_reader(reader);
+            LambdaEnv::from_settings(settings).await.unwrap().with_interceptor(log)
         }
     };
     // Another instance, so its dedupe markers are its own and every stale app is a candidate.
-    let mut sweeper_env = broken(&logs["sweeper"]).await;
+    let mut sweeper_env = broken(Reader::Sweeper, &logs["sweeper"]).await;
     sweeper_env.instance_id = "iam-failures".into();
     let failing_sweeper = medic_sweeper::LambdaSweeper::from_env(&sweeper_env).await.unwrap();
     let failed = failing_sweeper.run().await;
     assert!(failed.is_err(), "a sweep whose queue is gone fails: {failed:?}");
-    let failing_actions = LambdaSlackActions::from_env(&broken(&logs["slack-actions"]).await).await.unwrap();
+    let failing_actions = LambdaSlackActions::from_env(&broken(Reader::SlackActions, &logs["slack-actions"]).await).await.unwrap();
     let snooze = button_of(&parent, "Snooze");
     let refused = failing_actions.handle(crate::support::slack::click(&snooze, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await;
     assert_ne!(refused.status(), 200, "a click that could not be queued is not acknowledged as done");
@@ -461,11 +487,22 @@ async fn run_every_function() {
         .find(|m| m.blocks.to_string().contains("Fleet outage") && !m.blocks.to_string().contains("iam-down"))
         .expect("an outage parent");
     let pause = button_of(&outage, "Pause wave");
-    let mut outage_env = env().await.with_interceptor(logs["slack-actions"].clone());
+    let mut outage_env = env(Reader::SlackActions).await.with_interceptor(logs["slack-actions"].clone());
     outage_env.instance_id = "iam-failures".into();
     let outage_actions = LambdaSlackActions::from_env(&outage_env).await.unwrap();
     let paused = outage_actions.handle(crate::support::slack::click(&pause, ALICE, Utc::now().timestamp() + 1, SIGNING_SECRET)).await;
     assert_eq!(paused.status(), 200);
+
+    // What each function read, against what the template gives it: the functions' own reads,
+    // not the declarations, so a variable the code stopped reading (or a new one it reads but
+    // the template withholds) fails here as well as in tests/settings.rs.
+    for (reader, env) in &envs {
+        let asked: BTreeSet<&str> = env.settings().asked();
+        let template_vars: BTreeSet<&str> = settings::read_by(*reader).filter(|v| v.origin == Origin::Template).map(|v| v.name).collect();
+        let read_from_template: BTreeSet<&str> =
+            asked.iter().copied().filter(|n| settings::ALL.iter().any(|v| v.name == *n && v.origin == Origin::Template)).collect();
+        assert_eq!(read_from_template, template_vars, "{}: the template variables it read, and the ones its row declares", reader.as_str());
+    }
 
     let calls: BTreeMap<&str, BTreeSet<Call>> = logs.iter().map(|(f, log)| (*f, log.calls())).collect();
     // The run reached the paths that matter: a claim on an open incident (the ConditionCheck).

@@ -64,7 +64,7 @@ async fn every_lease_fits_every_worker_timeout_the_template_allows() {
         assert!(c.claim_timeout > c.dedupe_lease, "{secs}: a claim outlasts the lease of the run that made it");
         assert!(c.dedupe_ttl >= c.dedupe_lease);
         env.function_timeout = timeout;
-        let argo = env.argo_settings("token");
+        let argo = env.argo_settings(env.argocd().unwrap(), "token");
         assert!(
             argo.retry_deadline + argo.request_timeout <= timeout,
             "{secs}: one Argo CD call (deadline {:?} + last request {:?}) must fit in the invocation",

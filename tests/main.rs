@@ -12,6 +12,7 @@ mod pipeline;
 mod retention;
 mod rotation;
 mod serve;
+mod settings;
 mod slack;
 mod support;
 mod sweep;

@@ -174,6 +174,6 @@ async fn secrets_sharing_one_json_secret_are_read_once_and_a_rotated_token_from_
     assert_eq!(client.token_source().reads(), 1);
 
     let missing = LambdaEnv::from_lookup(shared_lookup).await.unwrap();
-    let err = missing.secret(Some(&format!("{arn}#slack")), "SLACK_TOKEN").await.unwrap_err().to_string();
+    let err = missing.secret(Some(&format!("{arn}#slack")), &medic_adapters::settings::SLACK_TOKEN).await.unwrap_err().to_string();
     assert!(err.contains("no key `slack`"), "{err}");
 }

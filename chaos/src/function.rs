@@ -4,6 +4,7 @@
 //! stops an instance. One call at a time, as a Lambda instance takes them.
 
 use medic_adapters::lambda_env::LambdaEnv;
+use medic_adapters::settings::Reader;
 use medic_adapters::telemetry::Metrics;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -60,7 +61,12 @@ pub async fn run(kind: Kind) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("MEDIC_CHAOS_LOG").unwrap_or_else(|_| "error".into()))
         .init();
-    let env = LambdaEnv::load().await?;
+    let reader = match kind {
+        Kind::Ingest => Reader::Ingest,
+        Kind::SlackActions => Reader::SlackActions,
+        Kind::Sweeper => Reader::Sweeper,
+    };
+    let env = LambdaEnv::load(reader).await?;
     // EMF lines go to stdout on Lambda; here stdout is the call channel.
     let quiet = || Metrics::quiet(&env.instance_id);
     enum Built {

@@ -42,7 +42,7 @@ pub async fn run() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("MEDIC_CHAOS_LOG").unwrap_or_else(|_| "error".into()))
         .init();
-    let env = LambdaEnv::load().await?;
+    let env = LambdaEnv::load(medic_adapters::settings::Reader::Worker).await?;
     let built = LambdaWorker::from_env(&env).await?;
     let scale = std::env::var(SCALE_VAR).ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let worker = Worker {
@@ -52,7 +52,7 @@ pub async fn run() -> anyhow::Result<()> {
         dedupe: Failpoint(built.dedupe),
         lock: built.lock,
         queue: built.queue,
-        escalator: env.escalator_with(Failpoint(env.escalation_store())).await?,
+        escalator: env.escalator_with(Failpoint(env.escalation_store()?)).await?,
         budget: built.budget,
         clock: built.clock,
         policy: built.policy,

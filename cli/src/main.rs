@@ -588,11 +588,12 @@ const LOCAL_SLACK_USER: &str = "ULOCALUSER";
 /// as on Lambda; with --slack-simulate and no secret set, a secret made for this run and an
 /// allow-list of the local user, both printed and good for this process only.
 fn slack_actions_options(simulate: bool) -> Result<Option<medic::serve::SlackActionsOptions>> {
+    use medic_adapters::settings::{SLACK_ALLOWED_USERS, SLACK_SIGNING_SECRET};
     use medic_slack_actions::{AllowList, SigningSecret};
-    let settings = medic_adapters::config::Settings::from_env();
-    let env = |k: &str| settings.text(k);
+    let settings = medic_adapters::config::Settings::from_env().for_reader(medic_adapters::settings::Reader::Cli);
+    let env = |var| settings.text(var);
     let allow = |default: Option<String>| -> Result<AllowList> {
-        match env("SLACK_ALLOWED_USERS").or(default) {
+        match env(&SLACK_ALLOWED_USERS).or(default) {
             Some(json) => Ok(AllowList::from_json(&json)?),
             None => {
                 eprintln!("medic: SLACK_ALLOWED_USERS is not set: every click is refused (unauthorised)");
@@ -600,7 +601,7 @@ fn slack_actions_options(simulate: bool) -> Result<Option<medic::serve::SlackAct
             }
         }
     };
-    match env("SLACK_SIGNING_SECRET") {
+    match env(&SLACK_SIGNING_SECRET) {
         Some(secret) => Ok(Some(medic::serve::SlackActionsOptions { secret: SigningSecret::from_secret(&secret)?, allow: allow(None)? })),
         None if simulate => {
             let secret = format!("{:032x}", rand::random::<u128>());
@@ -609,7 +610,7 @@ fn slack_actions_options(simulate: bool) -> Result<Option<medic::serve::SlackAct
             eprintln!(
                 "medic: LOCAL ONLY: Slack clicks must be signed with the signing secret {secret} (made for this run; SLACK_SIGNING_SECRET overrides it)"
             );
-            if env("SLACK_ALLOWED_USERS").is_none() {
+            if env(&SLACK_ALLOWED_USERS).is_none() {
                 eprintln!("medic: LOCAL ONLY: user {LOCAL_SLACK_USER} may click on every project (SLACK_ALLOWED_USERS overrides it)");
             }
             Ok(Some(medic::serve::SlackActionsOptions { secret: SigningSecret::new(secret, None), allow }))
@@ -627,18 +628,19 @@ async fn local_escalator(
     instance: &str,
     store: std::sync::Arc<medic::store::SqliteIncidentStore>,
 ) -> Result<(medic::serve::LocalEscalator, Option<medic_sim::SlackSim>)> {
+    use medic_adapters::settings::{SLACK_API_URL, SLACK_CHANNEL, SLACK_TOKEN};
     use medic_adapters::slack::{AnyEscalator, SlackEscalator, SlackSettings};
-    let settings = medic_adapters::config::Settings::from_env();
-    let env = |k: &str| settings.text(k);
+    let settings = medic_adapters::config::Settings::from_env().for_reader(medic_adapters::settings::Reader::Cli);
+    let env = |var| settings.text(var);
     let (settings, token, sim) = if simulate {
         let sim = medic_sim::SlackSim::start(medic_sim::SlackSimConfig::default()).await.context("starting the Slack simulator")?;
         let mut settings = SlackSettings::new(medic_sim::SLACK_CHANNEL, instance);
         settings.api_url = sim.api_url();
         eprintln!("medic: escalating to the Slack simulator at {}", sim.api_url());
         (settings, medic_sim::SLACK_BOT_TOKEN.to_owned(), Some(sim))
-    } else if let (Some(token), Some(channel)) = (env("SLACK_TOKEN"), env("SLACK_CHANNEL")) {
+    } else if let (Some(token), Some(channel)) = (env(&SLACK_TOKEN), env(&SLACK_CHANNEL)) {
         let mut settings = SlackSettings::new(channel, instance);
-        if let Some(url) = env("SLACK_API_URL") {
+        if let Some(url) = env(&SLACK_API_URL) {
             settings.api_url = url;
         }
         (settings, token, None)

@@ -6,12 +6,15 @@
 //! argocd CLI where it has them (`ARGOCD_SERVER`, `ARGOCD_AUTH_TOKEN`, `--insecure`,
 //! `--plaintext`, `--grpc-web-root-path`).
 
+use std::collections::BTreeSet;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use secrecy::SecretString;
 use thiserror::Error;
+
+use crate::settings::{self as vars, Reader, Var, VarDefault};
 
 /// How to reach one Argo CD instance.
 #[derive(Debug, Clone)]
@@ -69,14 +72,21 @@ pub fn parse_bool(value: &str) -> Option<bool> {
 type Lookup = dyn Fn(&str) -> Option<String> + Send + Sync;
 
 /// Where settings are read from: the process environment, or a test's table. Cheap to clone.
+///
+/// Only a declared [`Var`] can be read. A `Settings` made `for_reader` a function checks that
+/// the function's row declares the variable (a test build panics on one it does not: the code and
+/// the table drifted apart), and every `Settings` remembers what was asked of it, so a test can
+/// compare what a function read with what the template gives it.
 #[derive(Clone)]
 pub struct Settings {
     get: Arc<Lookup>,
+    reader: Option<Reader>,
+    asked: Arc<Mutex<BTreeSet<&'static str>>>,
 }
 
 impl std::fmt::Debug for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Settings { .. }")
+        write!(f, "Settings {{ reader: {:?}, .. }}", self.reader)
     }
 }
 
@@ -88,31 +98,60 @@ impl Settings {
 
     /// Reads through `get` (tests pass a table).
     pub fn from_fn(get: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
-        Self { get: Arc::new(get) }
+        Self { get: Arc::new(get), reader: None, asked: Arc::default() }
     }
 
-    /// The value of `name`; unset and blank are both `None`.
-    pub fn text(&self, name: &str) -> Option<String> {
-        (self.get)(name).filter(|v| !v.trim().is_empty())
+    /// The same settings, read by `reader`: each read is checked against its declarations.
+    pub fn for_reader(self, reader: Reader) -> Self {
+        Self { reader: Some(reader), ..self }
     }
 
-    pub fn required(&self, name: &'static str) -> Result<String, SettingsError> {
-        self.text(name).ok_or(SettingsError::Missing(name))
+    pub fn reader(&self) -> Option<Reader> {
+        self.reader
     }
 
-    /// A boolean in the one grammar of [`parse_bool`], `default` when unset.
-    pub fn flag(&self, name: &'static str, default: bool) -> Result<bool, SettingsError> {
-        match self.text(name) {
-            None => Ok(default),
+    /// The names read so far, set or not (by this `Settings` and its clones).
+    pub fn asked(&self) -> BTreeSet<&'static str> {
+        self.asked.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The value of `var`; unset and blank are both `None` (its declared default is the caller's
+    /// to apply: see [`Settings::text_or_default`]).
+    pub fn text(&self, var: &Var) -> Option<String> {
+        if let Some(reader) = self.reader {
+            debug_assert!(var.read_by(reader), "{} reads `{}`, which its row in settings.rs does not declare", reader.as_str(), var.name);
+        }
+        self.asked.lock().unwrap_or_else(|e| e.into_inner()).insert(var.name);
+        (self.get)(var.name).filter(|v| !v.trim().is_empty())
+    }
+
+    /// The value of `var`, or its declared default value (`None` when it has none).
+    pub fn text_or_default(&self, var: &Var) -> Option<String> {
+        self.text(var).or_else(|| match var.default {
+            VarDefault::Value(value) => Some(value.to_owned()),
+            VarDefault::Required | VarDefault::Unset => None,
+        })
+    }
+
+    pub fn required(&self, var: &Var) -> Result<String, SettingsError> {
+        self.text(var).ok_or(SettingsError::Missing(var.name))
+    }
+
+    /// A boolean in the one grammar of [`parse_bool`]; its declared default when unset.
+    pub fn flag(&self, var: &Var) -> Result<bool, SettingsError> {
+        let name = var.name;
+        match self.text_or_default(var) {
+            None => Err(SettingsError::Missing(name)),
             Some(v) => parse_bool(&v)
                 .ok_or_else(|| SettingsError::Invalid { name, problem: format!("`{v}` is not true/false (or 1/0, yes/no, on/off)") }),
         }
     }
 
-    /// A number, `default` when unset; `1s` or `ten` is an error, not the default.
-    pub fn number<T: FromStr>(&self, name: &'static str, default: T) -> Result<T, SettingsError> {
-        match self.text(name) {
-            None => Ok(default),
+    /// A number; its declared default when unset. `1s` or `ten` is an error, not the default.
+    pub fn number<T: FromStr>(&self, var: &Var) -> Result<T, SettingsError> {
+        let name = var.name;
+        match self.text_or_default(var) {
+            None => Err(SettingsError::Missing(name)),
             Some(v) => v.trim().parse().map_err(|_| SettingsError::Invalid { name, problem: format!("`{v}` is not a number") }),
         }
     }
@@ -142,8 +181,8 @@ impl ArgoSettings {
 
     /// [`ArgoSettings::connection`] with the server and the token both required.
     pub fn from_settings(settings: &Settings) -> Result<Self, SettingsError> {
-        let server = settings.required("ARGOCD_SERVER")?;
-        let token = settings.required("ARGOCD_AUTH_TOKEN")?;
+        let server = settings.required(&vars::ARGOCD_SERVER)?;
+        let token = settings.required(&vars::ARGOCD_AUTH_TOKEN)?;
         let connection = Self::connection(settings)?;
         Ok(Self { server, token: SecretString::from(token), ..connection })
     }
@@ -152,16 +191,17 @@ impl ArgoSettings {
     /// `ARGOCD_SERVER` (empty when unset), `ARGOCD_INSECURE`, `ARGOCD_PLAINTEXT`,
     /// `ARGOCD_ROOT_PATH`, `ARGOCD_CA_BUNDLE`.
     pub fn connection(settings: &Settings) -> Result<Self, SettingsError> {
-        let mut s = Self::new(settings.text("ARGOCD_SERVER").unwrap_or_default(), String::new());
-        s.insecure = settings.flag("ARGOCD_INSECURE", false)?;
-        s.plaintext = settings.flag("ARGOCD_PLAINTEXT", false)?;
-        s.root_path = settings.text("ARGOCD_ROOT_PATH").unwrap_or_default();
-        s.ca_bundle = settings.text("ARGOCD_CA_BUNDLE");
+        let mut s = Self::new(settings.text(&vars::ARGOCD_SERVER).unwrap_or_default(), String::new());
+        s.insecure = settings.flag(&vars::ARGOCD_INSECURE)?;
+        s.plaintext = settings.flag(&vars::ARGOCD_PLAINTEXT)?;
+        s.root_path = settings.text(&vars::ARGOCD_ROOT_PATH).unwrap_or_default();
+        s.ca_bundle = settings.text(&vars::ARGOCD_CA_BUNDLE);
         Ok(s)
     }
 
+    /// The CLI's connection: the process environment, read as the CLI.
     pub fn from_env() -> Result<Self, SettingsError> {
-        Self::from_settings(&Settings::from_env())
+        Self::from_settings(&Settings::from_env().for_reader(Reader::Cli))
     }
 
     /// The Argo CD UI's address for links: the API's base URL without its trailing slash.
@@ -253,13 +293,30 @@ mod tests {
 
     #[test]
     fn one_grammar_for_every_setting_blank_is_unset_and_malformed_is_named() {
-        let s = Settings::from_fn(lookup(&[("A", "  "), ("N", "1s"), ("M", " 42 "), ("B", "Yes")]));
-        assert_eq!(s.text("A"), None, "a blank value is an unset one");
-        assert_eq!(s.flag("A", true), Ok(true));
-        assert_eq!(s.number("A", 7u32), Ok(7));
-        assert_eq!(s.number("M", 7u32), Ok(42));
-        assert_eq!(s.flag("B", false), Ok(true));
-        assert_eq!(s.number::<u64>("N", 1).unwrap_err().to_string(), "environment variable `N`: `1s` is not a number");
-        assert_eq!(s.required("Z"), Err(SettingsError::Missing("Z")));
+        let s = Settings::from_fn(lookup(&[
+            ("MEDIC_DRY_RUN", "  "),
+            ("MEDIC_SYNC_PER_MINUTE", "  "),
+            ("MEDIC_RECHECK_SECONDS", "1s"),
+            ("MEDIC_MAX_RECEIVE_COUNT", " 42 "),
+            ("MEDIC_KILL_SWITCH", "Yes"),
+        ]));
+        assert_eq!(s.text(&vars::MEDIC_DRY_RUN), None, "a blank value is an unset one");
+        assert_eq!(s.flag(&vars::MEDIC_DRY_RUN), Ok(true), "and takes the declared default");
+        assert_eq!(s.number(&vars::MEDIC_SYNC_PER_MINUTE), Ok(30u32));
+        assert_eq!(s.number(&vars::MEDIC_MAX_RECEIVE_COUNT), Ok(42u32));
+        assert_eq!(s.flag(&vars::MEDIC_KILL_SWITCH), Ok(true));
+        assert_eq!(
+            s.number::<u64>(&vars::MEDIC_RECHECK_SECONDS).unwrap_err().to_string(),
+            "environment variable `MEDIC_RECHECK_SECONDS`: `1s` is not a number"
+        );
+        assert_eq!(s.required(&vars::QUEUE_URL), Err(SettingsError::Missing("QUEUE_URL")));
+        assert!(s.asked().contains("QUEUE_URL") && s.asked().contains("MEDIC_KILL_SWITCH"), "what was asked is remembered");
+    }
+
+    #[test]
+    #[should_panic(expected = "ingest reads `MEDIC_DRY_RUN`, which its row in settings.rs does not declare")]
+    fn a_function_reading_a_variable_its_row_does_not_declare_fails_its_tests() {
+        let s = Settings::from_fn(lookup(&[])).for_reader(Reader::Ingest);
+        let _ = s.flag(&vars::MEDIC_DRY_RUN);
     }
 }

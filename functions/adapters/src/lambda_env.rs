@@ -16,6 +16,7 @@ use crate::budget::{BudgetRates, SharedBudget};
 use crate::config::{ArgoSettings, Settings, SettingsError};
 use crate::dynamodb::DynamoDbStore;
 use crate::memory::LogEscalator;
+use crate::settings::{self as vars, Reader, Var};
 use crate::slack::{AnyEscalator, DynamoDbEscalationStore, SlackEscalator, SlackSettings};
 use crate::sqs::SqsWorkQueue;
 
@@ -32,44 +33,16 @@ pub enum EnvError {
     Client(#[from] crate::argocd::ClientError),
 }
 
-/// Everything the functions read from their environment.
+/// What every function reads at cold start, and the way to the rest: each function reads its
+/// own settings through the methods below (from its `from_env`, so still at cold start), and
+/// only those ([`crate::settings`] declares which).
 #[derive(Debug, Clone)]
 pub struct LambdaEnv {
     pub instance_id: String,
     pub queue_url: String,
-    pub table: String,
-    /// How to reach Argo CD (`ARGOCD_SERVER`, `ARGOCD_INSECURE`, `ARGOCD_PLAINTEXT`,
-    /// `ARGOCD_ROOT_PATH`, `ARGOCD_CA_BUNDLE`); the token is read apart, from its secret.
-    pub argocd: ArgoSettings,
-    pub argocd_token_secret_arn: Option<String>,
-    pub webhook_secret_arn: Option<String>,
-    /// `REFRESH_SECRET_ARN`: the key signed refresh requests are checked with (ingest).
-    pub refresh_secret_arn: Option<String>,
-    pub dry_run: bool,
-    pub kill_switch: bool,
-    pub policy: PolicyConfig,
-    pub worker_max_concurrency: u32,
-    pub rates: BudgetRates,
-    pub recheck_secs: u64,
-    pub max_body_bytes: usize,
-    /// `MEDIC_MAX_RECEIVE_COUNT`: the work queue's `maxReceiveCount` (the template's MaxReceiveCount).
-    pub max_receive_count: u32,
     /// The function's timeout (`MEDIC_FUNCTION_TIMEOUT_SECONDS`, the template's value): every
     /// lease and the Argo CD client's retry budget derive from it.
     pub function_timeout: Duration,
-    /// Slack: the channel escalations go to (with a token, Slack replaces the log escalator).
-    pub slack_channel: Option<String>,
-    pub slack_token_secret_arn: Option<String>,
-    /// The Web API's base URL (the simulator's in local mode).
-    pub slack_api_url: String,
-    /// The slack-actions function's signing secret.
-    pub slack_signing_secret_arn: Option<String>,
-    /// The slack-actions function's allow-list: JSON `{"<project>": ["<Slack user id>", ...]}`.
-    pub slack_allowed_users: Option<String>,
-    /// Incidents of one failure mode close together that make a fleet incident (0: never).
-    pub slack_fleet_threshold: usize,
-    /// The Argo CD UI's base URL for links (default: from `ARGOCD_SERVER` and the root path).
-    pub argocd_ui_url: Option<String>,
     pub sdk: SdkConfig,
     settings: Settings,
     /// Interceptors every AWS client built here carries (the IAM conformance test records each
@@ -141,9 +114,9 @@ impl From<SettingsError> for EnvError {
 }
 
 impl LambdaEnv {
-    /// Reads the process environment.
-    pub async fn load() -> Result<Self, EnvError> {
-        Self::from_settings(Settings::from_env()).await
+    /// Reads the process environment, as `function` (its declarations are checked in tests).
+    pub async fn load(function: Reader) -> Result<Self, EnvError> {
+        Self::from_settings(Settings::from_env().for_reader(function)).await
     }
 
     /// Reads through `get` (tests pass their own).
@@ -153,52 +126,92 @@ impl LambdaEnv {
 
     pub async fn from_settings(settings: Settings) -> Result<Self, EnvError> {
         let s = &settings;
-        let get = |name: &str| s.text(name);
-        let policy = match get("MEDIC_POLICY_CONFIG") {
-            None => PolicyConfig::default(),
-            Some(json) => {
-                serde_json::from_str(&json).map_err(|e| EnvError::Invalid { name: "MEDIC_POLICY_CONFIG", problem: e.to_string() })?
-            }
-        };
-        let instance_id = s.required("MEDIC_INSTANCE_ID")?;
-        let policy = PolicyConfig { instance_id: instance_id.clone(), ..policy };
-        let endpoint = get("AWS_ENDPOINT_URL");
-        let argocd = ArgoSettings::connection(s)?;
+        let endpoint = s.text(&vars::AWS_ENDPOINT_URL);
         Ok(Self {
-            instance_id,
-            queue_url: s.required("QUEUE_URL")?,
-            table: s.required("TABLE_NAME")?,
-            argocd: argocd.clone(),
-            argocd_token_secret_arn: get("ARGOCD_AUTH_TOKEN_SECRET_ARN"),
-            webhook_secret_arn: get("WEBHOOK_SECRET_ARN"),
-            refresh_secret_arn: get("REFRESH_SECRET_ARN"),
-            // A deployment that says nothing acts on nothing.
-            dry_run: s.flag("MEDIC_DRY_RUN", true)?,
-            kill_switch: s.flag("MEDIC_KILL_SWITCH", false)?,
-            policy,
-            worker_max_concurrency: s.number("MEDIC_WORKER_MAX_CONCURRENCY", 2u32)?.max(1),
-            rates: BudgetRates {
-                refresh_per_minute: s.number("MEDIC_REFRESH_PER_MINUTE", BudgetRates::default().refresh_per_minute)?,
-                hard_refresh_per_minute: s.number("MEDIC_HARD_REFRESH_PER_MINUTE", BudgetRates::default().hard_refresh_per_minute)?,
-                sync_per_minute: s.number("MEDIC_SYNC_PER_MINUTE", BudgetRates::default().sync_per_minute)?,
-                max_wait: Duration::from_secs(2),
-            },
-            recheck_secs: s.number("MEDIC_RECHECK_SECONDS", 900u64)?,
-            max_body_bytes: s.number("MEDIC_MAX_BODY_BYTES", medic_core::event::MAX_EVENT_BYTES)?,
-            max_receive_count: s.number("MEDIC_MAX_RECEIVE_COUNT", 5u32)?.max(1),
-            function_timeout: Duration::from_secs(s.number("MEDIC_FUNCTION_TIMEOUT_SECONDS", 60u64)?.max(1)),
-            slack_channel: get("SLACK_CHANNEL"),
-            slack_token_secret_arn: get("SLACK_TOKEN_SECRET_ARN"),
-            slack_api_url: get("SLACK_API_URL").unwrap_or_else(|| crate::slack::DEFAULT_API_URL.to_owned()),
-            slack_signing_secret_arn: get("SLACK_SIGNING_SECRET_ARN"),
-            slack_allowed_users: get("SLACK_ALLOWED_USERS"),
-            slack_fleet_threshold: s.number("SLACK_FLEET_THRESHOLD", 2usize)?,
-            argocd_ui_url: get("ARGOCD_UI_URL").or_else(|| argocd.ui_url().filter(|_| !argocd.server.is_empty())),
+            instance_id: s.required(&vars::MEDIC_INSTANCE_ID)?,
+            queue_url: s.required(&vars::QUEUE_URL)?,
+            function_timeout: Duration::from_secs(s.number::<u64>(&vars::MEDIC_FUNCTION_TIMEOUT_SECONDS)?.max(1)),
             sdk: crate::aws::sdk_config(endpoint.as_deref()).await,
             settings: settings.clone(),
             interceptors: Vec::new(),
             clients: AwsClients::default(),
         })
+    }
+
+    /// The settings this environment reads through (a test compares what was asked of them with
+    /// what the template gives the function).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The state table's name.
+    pub fn table(&self) -> Result<String, EnvError> {
+        Ok(self.settings.required(&vars::TABLE_NAME)?)
+    }
+
+    /// The policy (`MEDIC_POLICY_CONFIG`), for this instance.
+    pub fn policy(&self) -> Result<PolicyConfig, EnvError> {
+        let json = self.settings.text_or_default(&vars::MEDIC_POLICY_CONFIG).unwrap_or_else(|| "{}".to_owned());
+        let policy: PolicyConfig =
+            serde_json::from_str(&json).map_err(|e| EnvError::Invalid { name: vars::MEDIC_POLICY_CONFIG.name, problem: e.to_string() })?;
+        Ok(PolicyConfig { instance_id: self.instance_id.clone(), ..policy })
+    }
+
+    /// How to reach Argo CD (`ARGOCD_SERVER`, `ARGOCD_INSECURE`, `ARGOCD_PLAINTEXT`,
+    /// `ARGOCD_ROOT_PATH`, `ARGOCD_CA_BUNDLE`); the token is read apart, from its secret.
+    pub fn argocd(&self) -> Result<ArgoSettings, EnvError> {
+        Ok(ArgoSettings::connection(&self.settings)?)
+    }
+
+    /// `MEDIC_DRY_RUN`: a deployment that says nothing acts on nothing.
+    pub fn dry_run(&self) -> Result<bool, EnvError> {
+        Ok(self.settings.flag(&vars::MEDIC_DRY_RUN)?)
+    }
+
+    pub fn kill_switch(&self) -> Result<bool, EnvError> {
+        Ok(self.settings.flag(&vars::MEDIC_KILL_SWITCH)?)
+    }
+
+    /// The instance's budgets.
+    pub fn rates(&self) -> Result<BudgetRates, EnvError> {
+        let s = &self.settings;
+        Ok(BudgetRates {
+            refresh_per_minute: s.number(&vars::MEDIC_REFRESH_PER_MINUTE)?,
+            hard_refresh_per_minute: s.number(&vars::MEDIC_HARD_REFRESH_PER_MINUTE)?,
+            sync_per_minute: s.number(&vars::MEDIC_SYNC_PER_MINUTE)?,
+            max_wait: Duration::from_secs(2),
+        })
+    }
+
+    /// Most workers at once (the event source's `MaximumConcurrency`), at least 1.
+    pub fn worker_max_concurrency(&self) -> Result<u32, EnvError> {
+        Ok(self.settings.number::<u32>(&vars::MEDIC_WORKER_MAX_CONCURRENCY)?.max(1))
+    }
+
+    /// `MEDIC_RECHECK_SECONDS`: how often open incidents are looked at again.
+    pub fn recheck_secs(&self) -> Result<u64, EnvError> {
+        Ok(self.settings.number(&vars::MEDIC_RECHECK_SECONDS)?)
+    }
+
+    /// The largest body ingest accepts.
+    pub fn max_body_bytes(&self) -> Result<usize, EnvError> {
+        Ok(self.settings.number(&vars::MEDIC_MAX_BODY_BYTES)?)
+    }
+
+    /// `MEDIC_MAX_RECEIVE_COUNT`: the work queue's `maxReceiveCount` (the template's MaxReceiveCount).
+    pub fn max_receive_count(&self) -> Result<u32, EnvError> {
+        Ok(self.settings.number::<u32>(&vars::MEDIC_MAX_RECEIVE_COUNT)?.max(1))
+    }
+
+    /// The Argo CD UI's base URL for links (default: from `ARGOCD_SERVER` and the root path).
+    pub fn argocd_ui_url(&self) -> Result<Option<String>, EnvError> {
+        let argocd = self.argocd()?;
+        Ok(self.settings.text(&vars::ARGOCD_UI_URL).or_else(|| argocd.ui_url().filter(|_| !argocd.server.is_empty())))
+    }
+
+    /// The slack-actions function's allow-list: JSON `{"<project>": ["<Slack user id>", ...]}`.
+    pub fn slack_allowed_users(&self) -> String {
+        self.settings.text_or_default(&vars::SLACK_ALLOWED_USERS).unwrap_or_else(|| "{}".to_owned())
     }
 
     /// Adds an interceptor to every AWS client built from now on.
@@ -236,7 +249,7 @@ impl LambdaEnv {
     /// A secret by reference from Secrets Manager ([`SecretRef`]: an ARN, or `ARN#key` for one
     /// key of a JSON secret), or the fallback environment variable for local runs. One secret
     /// holding several values is read once per process, however many of them are asked for.
-    pub async fn secret(&self, arn: Option<&str>, fallback_env: &'static str) -> Result<String, EnvError> {
+    pub async fn secret(&self, arn: Option<&str>, fallback_env: &Var) -> Result<String, EnvError> {
         let Some(reference) = arn else {
             return Ok(self.settings.required(fallback_env)?);
         };
@@ -255,8 +268,8 @@ impl LambdaEnv {
     /// The key work items carrying a person's request are signed with (Secrets Manager by
     /// `WORK_ITEM_KEY_SECRET_ARN`, the stack generates it; or `MEDIC_WORK_ITEM_KEY` locally).
     pub async fn work_item_key(&self) -> Result<medic_core::event::WorkItemKey, EnvError> {
-        let arn = self.settings.text("WORK_ITEM_KEY_SECRET_ARN");
-        let secret = self.secret(arn.as_deref(), "MEDIC_WORK_ITEM_KEY").await?;
+        let arn = self.settings.text(&vars::WORK_ITEM_KEY_SECRET_ARN);
+        let secret = self.secret(arn.as_deref(), &vars::MEDIC_WORK_ITEM_KEY).await?;
         medic_core::event::WorkItemKey::new(&secret).ok_or(EnvError::Invalid {
             name: "WORK_ITEM_KEY_SECRET_ARN",
             problem: format!("the work-item key must be at least {} bytes", medic_core::event::WorkItemKey::MIN_LEN),
@@ -265,26 +278,30 @@ impl LambdaEnv {
 
     /// The webhook secret document (`{"current": ..., "previous": ...}`).
     pub async fn webhook_secret(&self) -> Result<String, EnvError> {
-        self.secret(self.webhook_secret_arn.as_deref(), "MEDIC_WEBHOOK_SECRET").await
+        let arn = self.settings.text(&vars::WEBHOOK_SECRET_ARN);
+        self.secret(arn.as_deref(), &vars::MEDIC_WEBHOOK_SECRET).await
     }
 
     /// The refresh secret document (`{"current": ..., "previous": ...}`) from
     /// `REFRESH_SECRET_ARN` or `MEDIC_REFRESH_SECRET`; `None` when neither is set (signed
     /// refreshes are off).
     pub async fn refresh_secret(&self) -> Result<Option<String>, EnvError> {
-        if self.refresh_secret_arn.is_none() && self.settings.text("MEDIC_REFRESH_SECRET").is_none() {
+        let arn = self.settings.text(&vars::REFRESH_SECRET_ARN);
+        if arn.is_none() && self.settings.text(&vars::MEDIC_REFRESH_SECRET).is_none() {
             return Ok(None);
         }
-        self.secret(self.refresh_secret_arn.as_deref(), "MEDIC_REFRESH_SECRET").await.map(Some)
+        self.secret(arn.as_deref(), &vars::MEDIC_REFRESH_SECRET).await.map(Some)
     }
 
     pub async fn argo_client(&self) -> Result<HttpArgoClient, EnvError> {
-        if self.argocd.server.is_empty() {
-            return Err(EnvError::Missing("ARGOCD_SERVER"));
+        let argocd = self.argocd()?;
+        if argocd.server.is_empty() {
+            return Err(EnvError::Missing(vars::ARGOCD_SERVER.name));
         }
-        let token = self.secret(self.argocd_token_secret_arn.as_deref(), "ARGOCD_AUTH_TOKEN").await?;
-        let source = self.token_source(token.trim(), self.argocd_token_secret_arn.as_deref());
-        Ok(HttpArgoClient::with_token_source(self.argo_settings(token.trim()), Default::default(), source)?)
+        let arn = self.settings.text(&vars::ARGOCD_AUTH_TOKEN_SECRET_ARN);
+        let token = self.secret(arn.as_deref(), &vars::ARGOCD_AUTH_TOKEN).await?;
+        let source = self.token_source(token.trim(), arn.as_deref());
+        Ok(HttpArgoClient::with_token_source(self.argo_settings(argocd, token.trim()), Default::default(), source)?)
     }
 
     /// A token read from the secret `arn` again when a server rejects it (rotation without a
@@ -305,8 +322,8 @@ impl LambdaEnv {
 
     /// The Argo CD client's settings for this function: its retry budget derives from the
     /// function's timeout.
-    pub fn argo_settings(&self, token: &str) -> ArgoSettings {
-        let mut settings = ArgoSettings { token: token.to_owned().into(), ..self.argocd.clone() };
+    pub fn argo_settings(&self, connection: ArgoSettings, token: &str) -> ArgoSettings {
+        let mut settings = ArgoSettings { token: token.to_owned().into(), ..connection };
         // One call, retries included, takes at most a third of the invocation, so a message's
         // read, act and verify fit in it and a stopped invocation is the exception.
         let third = self.function_timeout / 3;
@@ -317,37 +334,39 @@ impl LambdaEnv {
 
     /// True when Slack is configured: a channel and a token (by ARN, or `SLACK_TOKEN` locally).
     pub fn slack_enabled(&self) -> bool {
-        self.slack_channel.is_some() && (self.slack_token_secret_arn.is_some() || self.settings.text("SLACK_TOKEN").is_some())
+        self.settings.text(&vars::SLACK_CHANNEL).is_some()
+            && (self.settings.text(&vars::SLACK_TOKEN_SECRET_ARN).is_some() || self.settings.text(&vars::SLACK_TOKEN).is_some())
     }
 
     /// The records that keep Slack posts at most once, in the state table.
-    pub fn escalation_store(&self) -> DynamoDbEscalationStore {
-        DynamoDbEscalationStore::new(self.dynamodb_client(), self.table.clone(), self.instance_id.clone())
+    pub fn escalation_store(&self) -> Result<DynamoDbEscalationStore, EnvError> {
+        Ok(DynamoDbEscalationStore::new(self.dynamodb_client(), self.table()?, self.instance_id.clone()))
     }
 
     /// Slack when it is configured ([`LambdaEnv::slack_enabled`]), else the log.
     pub async fn escalator(&self) -> Result<AnyEscalator<DynamoDbEscalationStore>, EnvError> {
-        self.escalator_with(self.escalation_store()).await
+        self.escalator_with(self.escalation_store()?).await
     }
 
     /// [`LambdaEnv::escalator`] keeping its records in `store` (the chaos harness wraps the
     /// table's store to stop a worker inside a post).
     pub async fn escalator_with<S: medic_core::ports::EscalationStore>(&self, store: S) -> Result<AnyEscalator<S>, EnvError> {
-        let Some(channel) = self.slack_channel.clone().filter(|_| self.slack_enabled()) else {
+        let s = &self.settings;
+        let Some(channel) = s.text(&vars::SLACK_CHANNEL).filter(|_| self.slack_enabled()) else {
             return Ok(AnyEscalator::Log(LogEscalator::forgetful()));
         };
-        let token = self.secret(self.slack_token_secret_arn.as_deref(), "SLACK_TOKEN").await?;
+        let arn = s.text(&vars::SLACK_TOKEN_SECRET_ARN);
+        let token = self.secret(arn.as_deref(), &vars::SLACK_TOKEN).await?;
         let mut settings = SlackSettings::new(channel, self.instance_id.clone());
-        settings.api_url = self.slack_api_url.clone();
-        settings.argocd_url = self.argocd_ui_url.clone();
-        settings.fleet_threshold = self.slack_fleet_threshold;
+        settings.api_url = s.text_or_default(&vars::SLACK_API_URL).unwrap_or_else(|| crate::slack::DEFAULT_API_URL.to_owned());
+        settings.argocd_url = self.argocd_ui_url()?;
+        settings.fleet_threshold = s.number(&vars::SLACK_FLEET_THRESHOLD)?;
         // A post's intent is held as long as an invocation can last, like every other lease
         // (pacing and a 429's wait happen inside it), so no other worker posts meanwhile.
         settings.lease = self.function_timeout + self.function_timeout / 2;
         // Slack's one post per second per channel; a time-scaled test run scales it too.
-        let default_ms = u64::try_from(settings.post_interval.as_millis()).unwrap_or(u64::MAX);
-        settings.post_interval = Duration::from_millis(self.settings.number("SLACK_POST_INTERVAL_MS", default_ms)?);
-        let source = self.token_source(token.trim(), self.slack_token_secret_arn.as_deref());
+        settings.post_interval = Duration::from_millis(s.number(&vars::SLACK_POST_INTERVAL_MS)?);
+        let source = self.token_source(token.trim(), arn.as_deref());
         let slack = SlackEscalator::with_token_source(settings, source, store)
             .map_err(|e| EnvError::Invalid { name: "SLACK_API_URL", problem: e.to_string() })?;
         Ok(AnyEscalator::Slack(Box::new(slack)))
@@ -355,15 +374,16 @@ impl LambdaEnv {
 
     /// The slack-actions function's signing secret (Secrets Manager, or `SLACK_SIGNING_SECRET`).
     pub async fn slack_signing_secret(&self) -> Result<String, EnvError> {
-        self.secret(self.slack_signing_secret_arn.as_deref(), "SLACK_SIGNING_SECRET").await.map(|s| s.trim().to_owned())
+        let arn = self.settings.text(&vars::SLACK_SIGNING_SECRET_ARN);
+        self.secret(arn.as_deref(), &vars::SLACK_SIGNING_SECRET).await.map(|s| s.trim().to_owned())
     }
 
     pub fn queue(&self) -> SqsWorkQueue {
         SqsWorkQueue::new(self.sqs_client(), self.queue_url.clone())
     }
 
-    pub fn store(&self) -> DynamoDbStore {
-        DynamoDbStore::new(self.dynamodb_client(), self.table.clone(), self.instance_id.clone())
+    pub fn store(&self) -> Result<DynamoDbStore, EnvError> {
+        Ok(DynamoDbStore::new(self.dynamodb_client(), self.table()?, self.instance_id.clone()))
     }
 
     /// The worker's budget: the instance's rates in token buckets on the state table, shared by
@@ -371,12 +391,10 @@ impl LambdaEnv {
     /// ([`BudgetRates::worker_share`]: the event source runs at most
     /// `MEDIC_WORKER_MAX_CONCURRENCY` workers at once) sets its wait for a token, and is what it
     /// falls back to when the table cannot be read.
-    pub fn worker_budget(&self) -> SharedBudget<DynamoDbStore> {
-        SharedBudget::new(
-            self.store(),
-            self.rates,
-            self.rates.worker_share(self.worker_max_concurrency, WORKER_BATCH_SIZE, self.function_timeout),
-        )
+    pub fn worker_budget(&self) -> Result<SharedBudget<DynamoDbStore>, EnvError> {
+        let rates = self.rates()?;
+        let share = rates.worker_share(self.worker_max_concurrency()?, WORKER_BATCH_SIZE, self.function_timeout);
+        Ok(SharedBudget::new(self.store()?, rates, share))
     }
 }
 
@@ -459,9 +477,9 @@ mod tests {
             ("maybe", None),
         ] {
             *VALUE.lock().unwrap() = value.to_owned();
-            let env = LambdaEnv::from_lookup(plaintext_is).await.ok();
-            let functions = env.as_ref().map(|e| e.argocd.plaintext);
-            let links = env.as_ref().and_then(|e| e.argocd_ui_url.as_deref()).map(|u| u.starts_with("http://"));
+            let env = LambdaEnv::from_lookup(plaintext_is).await.unwrap();
+            let functions = env.argocd().ok().map(|a| a.plaintext);
+            let links = env.argocd_ui_url().ok().flatten().map(|u| u.starts_with("http://"));
             let cli = ArgoSettings::from_lookup(plaintext_is).ok().map(|s| s.plaintext);
             assert_eq!((functions, links, cli), (expected, expected, expected), "`{value}`");
         }
@@ -471,12 +489,13 @@ mod tests {
     async fn settings_come_from_the_template_names_with_safe_defaults() {
         let env = LambdaEnv::from_lookup(base).await.unwrap();
         assert_eq!(env.instance_id, "prod");
-        assert_eq!(env.policy.instance_id, "prod", "the instance id is part of every key");
-        assert_eq!(env.policy.max_prune, 2);
-        assert!(env.dry_run, "dry run unless said otherwise");
-        assert!(!env.kill_switch);
-        assert_eq!(env.rates.refresh_per_minute, 400);
-        assert_eq!(env.worker_max_concurrency, 4);
+        assert_eq!(env.policy().unwrap().instance_id, "prod", "the instance id is part of every key");
+        assert_eq!(env.policy().unwrap().max_prune, 2);
+        assert!(env.dry_run().unwrap(), "dry run unless said otherwise");
+        assert!(!env.kill_switch().unwrap());
+        assert_eq!(env.rates().unwrap().refresh_per_minute, 400);
+        assert_eq!(env.worker_max_concurrency().unwrap(), 4);
+        assert_eq!(env.recheck_secs().unwrap(), 300, "the template's RecheckSeconds (the code said 900)");
         assert!(!env.slack_enabled(), "no Slack unless a channel and a token are configured");
         assert!(matches!(env.escalator().await.unwrap(), AnyEscalator::Log(_)));
     }
@@ -497,7 +516,7 @@ mod tests {
         }
         let env = LambdaEnv::from_lookup(slack).await.unwrap();
         assert!(env.slack_enabled());
-        assert_eq!(env.argocd_ui_url.as_deref(), Some("https://argocd.example.com/argocd"));
+        assert_eq!(env.argocd_ui_url().unwrap().as_deref(), Some("https://argocd.example.com/argocd"));
         match env.escalator().await.unwrap() {
             AnyEscalator::Slack(s) => {
                 assert_eq!(s.settings.channel, "C0123456789");
@@ -547,8 +566,9 @@ mod tests {
             if name == "MEDIC_POLICY_CONFIG" { Some(r#"{"max_prun": 2}"#.into()) } else { base(name) }
         }
         assert_eq!(LambdaEnv::from_lookup(no_queue).await.unwrap_err().to_string(), "environment variable `QUEUE_URL` is required");
-        assert!(LambdaEnv::from_lookup(bad_flag).await.unwrap_err().to_string().contains("`MEDIC_DRY_RUN`: `maybe`"));
-        assert!(LambdaEnv::from_lookup(bad_policy).await.unwrap_err().to_string().contains("max_prun"));
+        // Each function reads its own settings in its `from_env`, at cold start.
+        assert!(LambdaEnv::from_lookup(bad_flag).await.unwrap().dry_run().unwrap_err().to_string().contains("`MEDIC_DRY_RUN`: `maybe`"));
+        assert!(LambdaEnv::from_lookup(bad_policy).await.unwrap().policy().unwrap_err().to_string().contains("max_prun"));
         let env = LambdaEnv::from_lookup(base).await.unwrap();
         assert_eq!(
             env.argo_client().await.err().map(|e| e.to_string()).as_deref(),

@@ -12,13 +12,15 @@
 //! - [`logging`]: the functions' log subscriber (Lambda's log level and format, no regex engine);
 //! - [`memory`]: in-memory twins of the store, queue and escalator ports, and the system clock;
 //! - [`sdk_http`]: the AWS SDK's HTTP connector over reqwest (one HTTPS stack per function);
+//! - [`settings`]: every environment variable, declared once (who sets it, its default, who reads it);
 //! - [`slack`]: the Slack escalator (Web API client, post-once records, fleet incidents);
 //! - [`sqs`]: the work queue on SQS;
 //! - [`switch`]: the instant switch's cache (fresh for 30 s, fail closed after 2 minutes of errors);
 //! - [`telemetry`]: CloudWatch Embedded Metric Format metrics;
 //! - [`token`]: secrets re-read from Secrets Manager when a server rejects them (rotation).
 //!
-//! Settings are read through [`config::Settings`] only: by [`lambda_env`] for the functions, and by the CLI.
+//! Settings are read through [`config::Settings`] only, by their declarations in [`settings`]: by
+//! [`lambda_env`] for the functions, and by the CLI.
 
 mod answer;
 pub mod argocd;
@@ -32,6 +34,7 @@ pub mod lambda_env;
 pub mod logging;
 pub mod memory;
 pub mod sdk_http;
+pub mod settings;
 pub mod slack;
 pub mod sqs;
 pub mod switch;

@@ -11,8 +11,10 @@ use tracing_subscriber::filter::{LevelFilter, Targets};
 
 /// Installs the subscriber for the process. Call once, first thing in `main`.
 pub fn init() {
-    let filter = log_filter(std::env::var("AWS_LAMBDA_LOG_LEVEL").ok().as_deref(), std::env::var("RUST_LOG").ok().as_deref());
-    let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
+    use crate::settings::{AWS_LAMBDA_LOG_FORMAT, AWS_LAMBDA_LOG_LEVEL, RUST_LOG};
+    let env = crate::config::Settings::from_env();
+    let filter = log_filter(env.text(&AWS_LAMBDA_LOG_LEVEL).as_deref(), env.text(&RUST_LOG).as_deref());
+    let json = env.text(&AWS_LAMBDA_LOG_FORMAT).is_some_and(|f| f.eq_ignore_ascii_case("json"));
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let registry = tracing_subscriber::registry().with(filter);

@@ -170,8 +170,8 @@ impl LambdaIngest {
         // The secrets at once: each is a Secrets Manager round trip of the cold start. Not the
         // Argo CD token: only a refresh by selector needs it, and reads it then (`LazyArgo`);
         // its server is required now, so a deployment without one still fails at start.
-        if env.argocd.server.is_empty() {
-            return Err(medic_adapters::lambda_env::EnvError::Missing("ARGOCD_SERVER").into());
+        if env.argocd()?.server.is_empty() {
+            return Err(medic_adapters::lambda_env::EnvError::Missing(medic_adapters::settings::ARGOCD_SERVER.name).into());
         }
         let (work_item_key, webhook_secret, refresh_secret) =
             tokio::try_join!(env.work_item_key(), env.webhook_secret(), env.refresh_secret())?;
@@ -181,7 +181,7 @@ impl LambdaIngest {
             async move { env.argo_client().await.map_err(|e| e.to_string()) }
         });
         Ok(Ingest {
-            config: IngestConfig { max_body_bytes: env.max_body_bytes, work_item_key: Some(work_item_key), ..IngestConfig::default() },
+            config: IngestConfig { max_body_bytes: env.max_body_bytes()?, work_item_key: Some(work_item_key), ..IngestConfig::default() },
             secrets: WebhookSecrets::from_json(&webhook_secret)?,
             refresh_secrets: refresh_secret.map(|s| WebhookSecrets::from_json(&s)).transpose()?,
             queue: env.queue(),

@@ -9,7 +9,7 @@ use medic_ingest::LambdaIngest;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     medic_adapters::logging::init();
-    let env = LambdaEnv::load().await?;
+    let env = LambdaEnv::load(medic_adapters::settings::Reader::Ingest).await?;
     let ingest = Arc::new(LambdaIngest::from_env(&env).await?);
     run(service_fn(move |req| {
         let ingest = Arc::clone(&ingest);

@@ -179,10 +179,10 @@ impl LambdaSlackActions {
         Ok(SlackActions {
             config: ActionsConfig { work_item_key: Some(work_item_key), ..ActionsConfig::default() },
             secret: SigningSecret::from_secret(&signing_secret)?,
-            allow: AllowList::from_json(env.slack_allowed_users.as_deref().unwrap_or("{}"))?,
+            allow: AllowList::from_json(&env.slack_allowed_users())?,
             queue: env.queue(),
-            dedupe: env.store(),
-            actions: env.escalation_store(),
+            dedupe: env.store()?,
+            actions: env.escalation_store()?,
             metrics: Metrics::new(&env.instance_id),
         })
     }

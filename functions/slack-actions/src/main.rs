@@ -9,7 +9,7 @@ use medic_slack_actions::LambdaSlackActions;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     medic_adapters::logging::init();
-    let env = LambdaEnv::load().await?;
+    let env = LambdaEnv::load(medic_adapters::settings::Reader::SlackActions).await?;
     let actions = Arc::new(LambdaSlackActions::from_env(&env).await?);
     run(service_fn(move |req| {
         let actions = Arc::clone(&actions);

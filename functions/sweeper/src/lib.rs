@@ -88,24 +88,25 @@ impl LambdaSweeper {
         // The Argo CD and Slack tokens and the work-item key at once: each is a Secrets Manager round
         // trip of the cold start.
         let (argo, escalator, work_item_key) = tokio::try_join!(env.argo_client(), env.escalator(), env.work_item_key())?;
+        let policy = env.policy()?;
         Ok(Sweeper {
             config: SweeperConfig {
-                scope: SweepScope { projects: env.policy.projects.clone(), selector: env.policy.selector.clone(), ..SweepScope::default() },
-                recheck_interval: Duration::from_secs(env.recheck_secs),
-                dry_run: env.dry_run,
-                kill_switch: env.kill_switch,
-                refresh_per_minute: env.rates.refresh_per_minute,
+                scope: SweepScope { projects: policy.projects, selector: policy.selector, ..SweepScope::default() },
+                recheck_interval: Duration::from_secs(env.recheck_secs()?),
+                dry_run: env.dry_run()?,
+                kill_switch: env.kill_switch()?,
+                refresh_per_minute: env.rates()?.refresh_per_minute,
                 work_item_key: Some(work_item_key),
             },
             argo,
-            store: env.store(),
-            dedupe: env.store(),
+            store: env.store()?,
+            dedupe: env.store()?,
             queue: env.queue(),
             escalator,
-            budget: env.worker_budget(),
+            budget: env.worker_budget()?,
             clock: medic_adapters::memory::SystemClock,
             metrics: Metrics::new(&env.instance_id),
-            switch: medic_adapters::switch::CachedSwitch::new(env.store(), medic_adapters::memory::SystemClock),
+            switch: medic_adapters::switch::CachedSwitch::new(env.store()?, medic_adapters::memory::SystemClock),
         })
     }
 }

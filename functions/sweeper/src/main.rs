@@ -10,7 +10,7 @@ use medic_sweeper::LambdaSweeper;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     medic_adapters::logging::init();
-    let env = LambdaEnv::load().await?;
+    let env = LambdaEnv::load(medic_adapters::settings::Reader::Sweeper).await?;
     let sweeper = Arc::new(LambdaSweeper::from_env(&env).await?);
     run(service_fn(move |_: LambdaEvent<serde_json::Value>| {
         let sweeper = Arc::clone(&sweeper);

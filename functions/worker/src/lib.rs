@@ -208,11 +208,12 @@ impl LambdaWorker {
         // Rules that differ between Argo CD versions read it from the policy. Unless configured,
         // it is asked for on the first batch, not here: init is paid on every cold start and
         // makes no other call to Argo CD.
-        let policy = match env.policy.argocd_version {
-            Some(_) => WorkerPolicy::fixed(DecisionPolicy::new(env.policy.clone())),
+        let config = env.policy()?;
+        let policy = match config.argocd_version {
+            Some(_) => WorkerPolicy::fixed(DecisionPolicy::new(config)),
             None => {
                 let client = argo.clone();
-                WorkerPolicy::learning(DecisionPolicy::new(env.policy.clone()), move || {
+                WorkerPolicy::learning(DecisionPolicy::new(config), move || {
                     let client = client.clone();
                     Box::pin(async move { client.version().await.ok().map(|v| v.version) })
                 })
@@ -220,24 +221,24 @@ impl LambdaWorker {
         };
         Ok(Worker {
             config: WorkerConfig {
-                dry_run: env.dry_run,
-                kill_switch: env.kill_switch,
+                dry_run: env.dry_run()?,
+                kill_switch: env.kill_switch()?,
                 work_item_key: Some(work_item_key),
-                max_receive_count: env.max_receive_count,
-                relapse_hold: Duration::from_secs(2 * env.recheck_secs),
+                max_receive_count: env.max_receive_count()?,
+                relapse_hold: Duration::from_secs(2 * env.recheck_secs()?),
                 ..WorkerConfig::for_timeout(env.function_timeout)
             },
             argo,
-            store: env.store(),
-            dedupe: env.store(),
-            lock: env.store(),
+            store: env.store()?,
+            dedupe: env.store()?,
+            lock: env.store()?,
             queue: env.queue(),
             escalator,
-            budget: env.worker_budget(),
+            budget: env.worker_budget()?,
             clock: medic_adapters::memory::SystemClock,
             policy,
             metrics: Metrics::new(&env.instance_id),
-            switch: medic_adapters::switch::CachedSwitch::new(env.store(), medic_adapters::memory::SystemClock),
+            switch: medic_adapters::switch::CachedSwitch::new(env.store()?, medic_adapters::memory::SystemClock),
         })
     }
 }

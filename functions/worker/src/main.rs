@@ -10,7 +10,7 @@ use medic_worker::LambdaWorker;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     medic_adapters::logging::init();
-    let env = LambdaEnv::load().await?;
+    let env = LambdaEnv::load(medic_adapters::settings::Reader::Worker).await?;
     let worker = Arc::new(LambdaWorker::from_env(&env).await?);
     run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let worker = Arc::clone(&worker);
