@@ -748,7 +748,10 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         let missing = arming.missing();
         let stalled = arming.since_last_kill() >= stall && fresh_at.elapsed() >= stall;
         let ingest_short = !ingest.satisfied() && !o.kills_are_goals;
-        if (!missing.is_empty() || arming.random_missing() || ingest_short) && stalled {
+        // Ingest is killed only while it receives: while it is short of kills, fresh trouble comes
+        // whatever the other processes' kills (they kept a full run from ever stalling, and its
+        // ingest stayed at 5 kills of 10).
+        if ((!missing.is_empty() || arming.random_missing()) && stalled) || (ingest_short && fresh_at.elapsed() >= stall) {
             // The Slack boundary needs an escalation; every other one a sync's ladder.
             let mut kinds: Vec<usize> = Vec::new();
             let sync_short = missing.iter().filter(|b| **b != "in-slack-post").count();
@@ -797,9 +800,11 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
             // What the settle still waits for, once a minute: a long settle says why.
             status_at = Instant::now();
             let calm = outage_names.iter().filter(|n| calm(&argo, n)).count();
+            let kills = arming.kills.lock().unwrap().clone();
+            let short: Vec<String> =
+                arming.missing().iter().map(|b| format!("{b} {}/{}", kills.get(*b).copied().unwrap_or(0), o.kills_per_boundary)).collect();
             eprintln!(
-                "chaos: settling: boundaries short of kills {:?}, random kills {}, {}, {}, {}; outage apps calm {calm}/{}, outages over {outages_over}; switch back {switched_back}; quiet for {:.0?}",
-                arming.missing(),
+                "chaos: settling: boundaries short of kills {short:?}, random kills {}, {}, {}, {}; outage apps calm {calm}/{}, outages over {outages_over}; switch back {switched_back}; quiet for {:.0?}; {fresh} apps of fresh trouble",
                 if arming.random_missing() { "short" } else { "done" },
                 ingest.progress(),
                 actions.progress(),

@@ -67,6 +67,9 @@ pub(super) enum Called {
 /// Below this a tokio sleep cannot place a kill inside a call (its timer ticks in milliseconds).
 const TIMER_RESOLUTION: Duration = Duration::from_millis(2);
 
+/// The calls whose times place the next kill moment.
+const RECENT_CALLS: usize = 8;
+
 /// The processes of one function.
 pub(super) struct FunctionPool {
     kind: Kind,
@@ -78,8 +81,8 @@ pub(super) struct FunctionPool {
     goal: usize,
     done: AtomicUsize,
     rng: Mutex<StdRng>,
-    /// A typical call's time in microseconds (a moving average): kill moments are drawn below it.
-    typical_us: AtomicUsize,
+    /// The last calls' times: kill moments are drawn below the shortest of them.
+    recent: Mutex<std::collections::VecDeque<Duration>>,
     arming: Arc<Arming>,
 }
 
@@ -93,7 +96,6 @@ impl FunctionPool {
         seed: u64,
         arming: Arc<Arming>,
     ) -> Self {
-        let typical = if kind == Kind::Sweeper { Duration::from_millis(500) } else { Duration::from_millis(20) };
         Self {
             kind,
             exe,
@@ -103,7 +105,7 @@ impl FunctionPool {
             goal,
             done: AtomicUsize::new(0),
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
-            typical_us: AtomicUsize::new(typical.as_micros() as usize),
+            recent: Mutex::default(),
             arming,
         }
     }
@@ -122,15 +124,19 @@ impl FunctionPool {
     }
 
     /// When to kill this call, if at all: while kills are wanted and not ahead of the run's
-    /// progress, a third of the calls, at a moment below a typical call's time.
+    /// progress, a third of the calls, at a moment below the shortest of the last calls, so the
+    /// call is still running. (A moving average was held up by the slow calls of the feed: in a
+    /// full run the sweeper's kill moments fell after its quick later sweeps had answered, and it
+    /// got 1 kill in 20 armed sweeps.)
     fn kill_after(&self) -> Option<Duration> {
         let done = self.kills();
         if done >= self.goal || self.arming.ahead(done, self.goal) {
             return None;
         }
+        let shortest = self.recent.lock().unwrap().iter().min().copied().unwrap_or(TIMER_RESOLUTION);
         let mut rng = self.rng.lock().unwrap();
-        let typical = self.typical_us.load(Ordering::SeqCst).max(1) as u64;
-        rng.random_bool(0.33).then(|| Duration::from_micros(rng.random_range(0..typical)))
+        let below = (shortest.as_micros() as u64).max(1);
+        rng.random_bool(0.33).then(|| Duration::from_micros(rng.random_range(0..below)))
     }
 
     /// Makes one call on an idle process (a new one when none is idle: a cold start).
@@ -164,9 +170,12 @@ impl FunctionPool {
         };
         match answered {
             Some(answer) => {
-                let took = started.elapsed().as_micros() as usize;
-                let typical = self.typical_us.load(Ordering::SeqCst);
-                self.typical_us.store((typical * 7 + took) / 8, Ordering::SeqCst);
+                let mut recent = self.recent.lock().unwrap();
+                recent.push_back(started.elapsed());
+                if recent.len() > RECENT_CALLS {
+                    recent.pop_front();
+                }
+                drop(recent);
                 self.idle.lock().unwrap().push(process);
                 Ok(Called::Answered(answer))
             }
