@@ -2,7 +2,10 @@
 # Runs the ingest function under `cargo lambda watch` (the local Lambda runtime emulator), with
 # SQS and DynamoDB in moto_server and Argo CD in the simulator, all on 127.0.0.1; invokes it with
 # events/lambda/ingest/webhook-sync-failed.json and checks it answers 202 and the work item is on
-# the queue. Everything it starts is stopped on exit.
+# the queue. Then the docs, executed: docs/deploy.md's smoke test block as written (only the stack
+# output's value comes from here: ingest's local Function URL with the path template.yaml's
+# IngestUrl output gives it) and the URL of argocd-notifications-secret.example.yaml must each get
+# 202. Everything it starts is stopped on exit.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -58,3 +61,24 @@ echo "lambda-smoke: ingest answered HTTP ${status}"
 depth="$(.venv/bin/python -c "import boto3; print(boto3.client('sqs').get_queue_attributes(QueueUrl='${queue_url}', AttributeNames=['ApproximateNumberOfMessages'])['Attributes']['ApproximateNumberOfMessages'])")"
 [[ "$depth" == "1" ]] || { echo "lambda-smoke: expected 1 message on the queue, found ${depth}" >&2; exit 1; }
 echo "lambda-smoke: ok: 202 and one work item on the queue"
+
+# --- the docs, executed ----------------------------------------------------------------------
+token=local-test-secret-not-for-production
+base="http://127.0.0.1:${lambda_port}/lambda-url/ingest/"
+# The path IngestUrl adds to the Function URL (`!Sub "${IngestFunctionUrl.FunctionUrl}v1/events"`).
+output_path="$(sed -n '/^  IngestUrl:/,/^  [A-Za-z]*:$/p' template.yaml | grep -o 'FunctionUrl}[^"]*' | head -1 | sed 's/^FunctionUrl}//')"
+[[ -n "$output_path" ]] || { echo "lambda-smoke: template.yaml's IngestUrl output has no path after the Function URL" >&2; exit 1; }
+# docs/deploy.md's block, as written.
+block="$(awk '/<!-- smoke test:/{found=1; next} found && /^```sh/{inside=1; next} inside && /^```/{exit} inside{print}' docs/deploy.md)"
+[[ "$block" == *"OutputKey=='IngestUrl'"* && "$block" == *curl* ]] || { echo "lambda-smoke: no smoke test block in docs/deploy.md" >&2; exit 1; }
+answer="$(TOKEN="$token" STACK_URL="${base}${output_path}" bash -euo pipefail -c '
+  # The stack: describe-stacks answers with the local URL; any other aws call is a mistake here.
+  aws() { [[ "$*" == *"describe-stacks"*"IngestUrl"* ]] && { echo "$STACK_URL"; return; }; echo "unexpected: aws $*" >&2; return 1; }
+  '"$block")"
+echo "lambda-smoke: docs/deploy.md's smoke test printed: ${answer//$'\n'/ }"
+[[ "$(echo "$answer" | tail -1)" == "202" ]] || { echo "lambda-smoke: docs/deploy.md's smoke test did not get 202" >&2; tail -20 "$work/watch.log" >&2; exit 1; }
+# The example secret's URL: its path, on the local endpoint.
+example_path="$(grep -o 'argo-medic-ingest-url: https://[^ ]*' infra/argocd-notifications/argocd-notifications-secret.example.yaml | sed 's|^argo-medic-ingest-url: https://[^/]*/||')"
+status="$(curl -sS -o /dev/null -w '%{http_code}' -X POST "${base}${example_path}" -H "Authorization: Bearer ${token}" -H 'Content-Type: application/json' --data @events/webhook/hook-failed.json)"
+[[ "$status" == "202" ]] || { echo "lambda-smoke: the example secret's URL (path /${example_path}) got ${status}, not 202" >&2; exit 1; }
+echo "lambda-smoke: ok: the docs' smoke test and the example secret's URL get 202"
