@@ -234,6 +234,9 @@ async fn an_oversized_body_gets_413_before_it_is_read_and_a_silent_client_is_cut
         let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut response)).await.expect("answered before the body").unwrap();
         let text = String::from_utf8_lossy(&response[..n]);
         assert!(text.starts_with("HTTP/1.1 413"), "{path}: {text}");
+        // JSON like every other refusal, with the limit stated (it was plain text).
+        assert!(text.to_ascii_lowercase().contains("content-type: application/json"), "{path}: {text}");
+        assert!(text.contains(r#""reason":"oversized""#) && text.contains("bytes this endpoint accepts"), "{path}: {text}");
         assert!(started.elapsed() < Duration::from_secs(1), "{path}: answered without reading 100 MB");
     }
 

@@ -256,38 +256,49 @@ async fn http_loop(listener: TcpListener, routes: Arc<Routes>, mut stopped: watc
     }
 }
 
-fn plain(status: u16, text: &'static str) -> hyper::Response<Full<Bytes>> {
-    hyper::Response::builder()
-        .status(status)
-        .header("content-type", "text/plain")
-        .body(Full::new(Bytes::from_static(text.as_bytes())))
-        .expect("static response")
+/// A request refused before its handler saw it: answered in JSON like every other refusal
+/// (`{"error", "reason"}`) and logged at WARN like them. (A 413 was plain text and unlogged.)
+fn rejected(status: hyper::StatusCode, reason: &'static str, message: String, path: &str) -> hyper::Response<Full<Bytes>> {
+    tracing::warn!(status = status.as_u16(), reason, message = %message, path, "request rejected");
+    let (parts, body) = medic_adapters::edge::Rejection::new(status, reason, message).response(None).into_parts();
+    hyper::Response::from_parts(parts, Full::new(Bytes::from(body)))
 }
 
 /// Turns a plain HTTP request into what the Lambda handler of its path takes, and back. The body
 /// is read only up to the route's cap, within the body timeout.
 async fn handle_http(routes: &Routes, req: hyper::Request<hyper::body::Incoming>) -> hyper::Response<Full<Bytes>> {
-    let slack = req.uri().path() == SLACK_ACTIONS_PATH;
+    use hyper::StatusCode;
+    let path = req.uri().path().to_owned();
+    let slack = path == SLACK_ACTIONS_PATH;
     let limit = match (&routes.actions, slack) {
         (Some(actions), true) => actions.config.max_body_bytes,
         (None, true) => {
-            return plain(
-                404,
-                "no Slack interactivity here: medic serve needs Slack (--slack-simulate, or SLACK_TOKEN and SLACK_CHANNEL) and SLACK_SIGNING_SECRET",
-            );
+            let why = "no Slack interactivity here: medic serve needs Slack (--slack-simulate, or SLACK_TOKEN and SLACK_CHANNEL) and SLACK_SIGNING_SECRET";
+            return rejected(StatusCode::NOT_FOUND, "path", why.to_owned(), &path);
         }
         (_, false) => routes.ingest.config.max_body_bytes,
     };
+    let too_large = || {
+        rejected(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "oversized",
+            format!("the body is larger than the {limit} bytes this endpoint accepts"),
+            &path,
+        )
+    };
     let declared = req.headers().get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
-        return plain(413, "the body is larger than this endpoint accepts");
+        return too_large();
     }
     let (parts, body) = req.into_parts();
     let bytes = match tokio::time::timeout(routes.http.body_timeout, http_body_util::Limited::new(body, limit).collect()).await {
         Ok(Ok(b)) => b.to_bytes(),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return plain(413, "the body is larger than this endpoint accepts"),
-        Ok(Err(_)) => return plain(400, "unreadable body"),
-        Err(_) => return plain(408, "the body did not arrive in time"),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+        Ok(Err(_)) => return rejected(StatusCode::BAD_REQUEST, "unreadable", "the body could not be read".to_owned(), &path),
+        Err(_) => {
+            let why = format!("the body did not arrive within {:?}", routes.http.body_timeout);
+            return rejected(StatusCode::REQUEST_TIMEOUT, "slow_body", why, &path);
+        }
     };
     let request = lambda_http::http::Request::from_parts(parts, lambda_http::Body::from(bytes.to_vec()));
     let response = match (&routes.actions, slack) {
@@ -366,5 +377,49 @@ async fn sweep_loop(sweeper: Arc<LocalSweeper>, every: Duration, mut stopped: wa
             _ = tokio::time::sleep(every) => {}
             _ = stopped.changed() => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The log lines written while `f` runs.
+    fn logged<T>(f: impl FnOnce() -> T) -> (T, String) {
+        #[derive(Clone, Default)]
+        struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+        let out = tracing::subscriber::with_default(subscriber, f);
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        (out, text)
+    }
+
+    #[test]
+    fn a_request_refused_before_its_handler_is_answered_in_json_and_logged() {
+        let (response, log) = logged(|| {
+            rejected(hyper::StatusCode::PAYLOAD_TOO_LARGE, "oversized", "the body is larger than the 65536 bytes".into(), "/v1/events")
+        });
+        assert_eq!(response.status(), 413);
+        assert_eq!(response.headers()["content-type"], "application/json");
+        let body = futures_body(response);
+        let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["reason"], "oversized");
+        assert!(answer["error"].as_str().unwrap().contains("65536"), "the limit is stated: {answer}");
+        assert!(log.contains("WARN") && log.contains("request rejected") && log.contains("oversized"), "{log}");
+    }
+
+    fn futures_body(response: hyper::Response<Full<Bytes>>) -> Bytes {
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(response.into_body().collect()).unwrap().to_bytes()
     }
 }
