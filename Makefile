@@ -126,12 +126,12 @@ storm-smoke: venv
 	@out=$$(mktemp); status=0; $(CARGO) run -q -p medic-chaos -- storm --moto --apps 300 --stale 100 --copies 4 \
 		--refresh-per-minute 60000 > $$out || status=$$?; grep -v '^{' $$out; rm -f $$out; exit $$status
 
-## chaos-smoke: the same run, small: one Git-host outage of 12 apps, a kill of each other function (ingest,
+## chaos-smoke: the same run, small: one Git-host outage of 12 apps, two kills of each other function (ingest,
 ## slack-actions, sweeper), no switch-off; D = L = S = W = R = 0 and every boundary's kills are required
 ## (fresh trouble keeps the run alive until they happen, within 500 events)
 chaos-smoke: venv
 	$(CARGO) run -q -p medic-chaos -- run --events 400 --max-events 500 --apps 30 --scale 20 --kills-per-boundary 2 --random-kills 2 --seed 1 --max-seconds 300 \
-		--outages 1 --outage-apps 12 --kills-per-kind 1 --switch-off-secs 0
+		--outages 1 --outage-apps 12 --kills-per-kind 2 --switch-off-secs 0
 
 ## fuzz: coverage-guided fuzzing of the parsers of untrusted input (cargo-fuzz, nightly; installed when
 ## missing), every target of fuzz/ for FUZZ_SECONDS each, seeded from events/; prints executions per

@@ -455,8 +455,8 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     let actions = pool(Kind::SlackActions, 2, 0xac7);
     let sweeper = pool(Kind::Sweeper, 1, 0x5eeb);
 
-    // The event source: one slot per concurrent worker process.
-    let arming = Arc::new(Arming::new(o.kills_per_boundary, o.random_kills));
+    // The event source: one slot per concurrent worker process. Its arming is the pools' (a second
+    // one here once left the pools' feed progress at 0, so each function got one kill at most).
     let withheld = Arc::new(Withheld { quota: Mutex::new(o.dead_letter_clicks), ..Withheld::default() });
     let mut slots = Vec::new();
     for slot in 0..o.workers {
