@@ -337,4 +337,11 @@ fn the_log_widgets_query_this_stacks_log_groups() {
         }
         assert_eq!(w["properties"]["region"], "<AWS::Region>");
     }
+    // The error widget reads every function's log group (it once left slack-actions out).
+    let errors =
+        body["widgets"].as_array().unwrap().iter().find(|w| w["properties"]["title"] == "Errors and warnings").expect("an errors widget");
+    let query = errors["properties"]["query"].as_str().unwrap();
+    for group in ["IngestLogGroup", "WorkerLogGroup", "SweeperLogGroup", "SlackActionsLogGroup"] {
+        assert!(query.contains(&format!("SOURCE '<{group}>'")), "the errors widget does not read {group}: {query}");
+    }
 }

@@ -191,3 +191,51 @@ fn docs_configuration_lists_every_variable_as_declared() {
         assert_eq!(doc.matches(&format!("| `{}` |", var.name)).count(), 1, "{} is listed once", var.name);
     }
 }
+
+/// SweepSchedule's pattern enforces the documented floor: a sweep may run 240 s, so none more
+/// often than every 5 minutes (before, any `rate(...)` or `cron(...)` passed).
+#[test]
+fn the_sweep_schedule_cannot_be_set_below_five_minutes() {
+    let t = template();
+    let param = &t["Parameters"]["SweepSchedule"];
+    let pattern = regex::Regex::new(param["AllowedPattern"].as_str().unwrap()).unwrap();
+    assert!(pattern.is_match(param["Default"].as_str().unwrap()));
+    for ok in [
+        "rate(5 minutes)",
+        "rate(15 minutes)",
+        "rate(60 minutes)",
+        "rate(1 hour)",
+        "rate(2 hours)",
+        "rate(1 day)",
+        "cron(0/5 * * * ? *)",
+        "cron(0,30 * * * ? *)",
+        "cron(7 * * * ? *)",
+    ] {
+        assert!(pattern.is_match(ok), "{ok} runs at most every 5 minutes");
+    }
+    for too_often in [
+        "rate(1 minute)",
+        "rate(2 minutes)",
+        "rate(4 minutes)",
+        "rate(0 minutes)",
+        "cron(* * * * ? *)",
+        "cron(0/1 * * * ? *)",
+        "cron(0/4 * * * ? *)",
+        "cron(0-59 * * * ? *)",
+        "rate(5 minute)",
+    ] {
+        assert!(!pattern.is_match(too_often), "{too_often} is refused");
+    }
+}
+
+/// Every parameter check of the template is explained in docs/deploy.md, where a failed deploy
+/// sends the operator (SlackActionsNeedSlack was not).
+#[test]
+fn every_rule_of_the_template_is_explained_in_the_deploy_guide() {
+    let t = template();
+    let deploy = std::fs::read_to_string(events_dir().join("../docs/deploy.md")).unwrap();
+    for rule in t["Rules"].as_mapping().unwrap().keys().map(|k| k.as_str().unwrap()) {
+        let documented = rule.strip_prefix("VisibilityForWorkerTimeout").map_or(rule, |_| "VisibilityForWorkerTimeout<N>");
+        assert!(deploy.contains(&format!("| `{documented}` |")), "docs/deploy.md's table of rules does not explain {rule}");
+    }
+}
