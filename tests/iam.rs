@@ -545,3 +545,48 @@ fn the_conformance_check_finds_a_missing_grant_and_an_unused_one() {
     assert!(missing.iter().any(|m| m.contains("OtherTable")));
     assert_eq!(unused, vec!["worker: dynamodb:Scan is granted but never called".to_owned()]);
 }
+
+const IAM_START: &str = "<!-- iam: generated from template.yaml, checked by tests/iam.rs -->\n";
+const IAM_END: &str = "<!-- end of iam -->";
+
+/// docs/deploy.md's IAM table, from the roles' grants: per function, the actions that share a set
+/// of resources, on those resources.
+fn grants_table(template: &Yaml) -> String {
+    let mut out = String::from("| function | granted: actions on resources |\n| --- | --- |\n");
+    for (function, role) in
+        [("ingest", "IngestRole"), ("worker", "WorkerRole"), ("sweeper", "SweeperRole"), ("slack-actions", "SlackActionsRole")]
+    {
+        let mut by_resources: BTreeMap<BTreeSet<String>, Vec<String>> = BTreeMap::new();
+        for (action, resources) in grants(template, role) {
+            by_resources.entry(resources).or_default().push(action);
+        }
+        let mut parts: Vec<(String, String)> = by_resources
+            .into_iter()
+            .map(|(resources, actions)| {
+                let actions: Vec<String> = actions.iter().map(|a| format!("`{a}`")).collect();
+                let resources: Vec<String> = resources.iter().map(|r| format!("`{r}`")).collect();
+                (actions.join(", "), resources.join(", "))
+            })
+            .collect();
+        parts.sort();
+        let cells: Vec<String> = parts.into_iter().map(|(a, r)| format!("{a} on {r}")).collect();
+        out.push_str(&format!("| {function} | {} |\n", cells.join(" · ")));
+    }
+    out
+}
+
+/// The IAM table operators read is the template's, not a copy that drifts (it had no row for
+/// slack-actions and no work-item key). `MEDIC_BLESS=1` rewrites it.
+#[test]
+fn the_deploy_guide_s_iam_table_is_the_template_s_grants() {
+    let path = events_dir().join("../docs/deploy.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let start = doc.find(IAM_START).expect("docs/deploy.md has the IAM table's markers") + IAM_START.len();
+    let end = doc[start..].find(IAM_END).expect("its end marker") + start;
+    let expected = grants_table(&template());
+    if doc[start..end] != expected && std::env::var_os("MEDIC_BLESS").is_some() {
+        std::fs::write(&path, format!("{}{expected}{}", &doc[..start], &doc[end..])).unwrap();
+        return;
+    }
+    assert_eq!(doc[start..end], expected, "docs/deploy.md's IAM table is not template.yaml's grants (MEDIC_BLESS=1 rewrites it)");
+}

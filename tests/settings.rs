@@ -239,3 +239,33 @@ fn every_rule_of_the_template_is_explained_in_the_deploy_guide() {
         assert!(deploy.contains(&format!("| `{documented}` |")), "docs/deploy.md's table of rules does not explain {rule}");
     }
 }
+
+/// docs/deploy.md's "What gets deployed" names everything of substance the template creates (it
+/// listed three functions, no slack-actions and no generated work-item key).
+#[test]
+fn the_deploy_guide_s_inventory_names_every_resource_of_substance() {
+    let t = template();
+    let deploy = std::fs::read_to_string(events_dir().join("../docs/deploy.md")).unwrap();
+    let start = deploy.find("## What gets deployed").expect("the inventory section");
+    let section = &deploy[start..start + deploy[start..].find("\n## Prerequisites").expect("the next section")];
+    let kinds = [
+        "AWS::Serverless::Function",
+        "AWS::Lambda::Url",
+        "AWS::ApiGatewayV2::Api",
+        "AWS::SQS::Queue",
+        "AWS::DynamoDB::Table",
+        "AWS::SecretsManager::Secret",
+        "AWS::Logs::LogGroup",
+        "AWS::IAM::Role",
+        "AWS::CloudWatch::Alarm",
+        "AWS::CloudWatch::Dashboard",
+    ];
+    let mut missing = Vec::new();
+    for (id, resource) in t["Resources"].as_mapping().unwrap() {
+        let (id, kind) = (id.as_str().unwrap(), resource["Type"].as_str().unwrap_or_default());
+        if kinds.contains(&kind) && !section.contains(&format!("`{id}`")) {
+            missing.push(format!("{id} ({kind})"));
+        }
+    }
+    assert!(missing.is_empty(), "docs/deploy.md's inventory does not name: {missing:?}");
+}
