@@ -269,3 +269,29 @@ fn the_deploy_guide_s_inventory_names_every_resource_of_substance() {
     }
     assert!(missing.is_empty(), "docs/deploy.md's inventory does not name: {missing:?}");
 }
+
+/// docs/deploy.md's minimal `parameter_overrides` names exactly what a deploy cannot do without: the
+/// parameters with no default, and those a Rule requires with the other defaults (the webhook
+/// secret, the default endpoint being public). Each value passes its parameter's pattern.
+#[test]
+fn the_minimal_parameters_are_the_required_ones_and_valid() {
+    let t = template();
+    let deploy = std::fs::read_to_string(events_dir().join("../docs/deploy.md")).unwrap();
+    let start = deploy.find("<!-- minimal parameters:").expect("the minimal parameters' marker");
+    let line = deploy[start..].lines().find(|l| l.starts_with("parameter_overrides = ")).expect("a parameter_overrides line");
+    let overrides: BTreeMap<&str, &str> =
+        line.trim_start_matches("parameter_overrides = ").trim_matches('"').split(' ').map(|kv| kv.split_once('=').unwrap()).collect();
+    let params = t["Parameters"].as_mapping().unwrap();
+    let mut required: Vec<&str> = params.iter().filter(|(_, p)| p.get("Default").is_none()).map(|(k, _)| k.as_str().unwrap()).collect();
+    // IngestEndpoint defaults to a public Function URL, and WebhookNeedsSecret then asks for this.
+    assert_eq!(t["Parameters"]["IngestEndpoint"]["Default"].as_str(), Some("FunctionUrl"));
+    assert!(t["Rules"]["WebhookNeedsSecret"].is_mapping());
+    required.push("WebhookSecretArn");
+    required.sort_unstable();
+    let named: Vec<&str> = overrides.keys().copied().collect();
+    assert_eq!(named, required, "the minimal example's parameters");
+    for (name, value) in overrides {
+        let Some(pattern) = t["Parameters"][name]["AllowedPattern"].as_str() else { continue };
+        assert!(regex::Regex::new(pattern).unwrap().is_match(value), "{name}={value} fails its pattern {pattern}");
+    }
+}
