@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates (or reuses) the project's Python virtualenv at .venv with the tools the tests need:
 #   - moto[server]: a local AWS (SQS, DynamoDB) for the adapters' integration tests;
-#   - cfn-lint: checks template.yaml.
+#   - cfn-lint: checks template.yaml;
+#   - awscli: runs the runbooks' AWS CLI commands as written, against moto (tests/runbooks.rs).
 # Idempotent: when .venv already holds the pinned versions, nothing is installed, so a re-run
 # costs well under a second. Exits non-zero with a message naming what failed.
 #
@@ -11,6 +12,7 @@ set -euo pipefail
 
 MOTO_VERSION="5.2.5"
 CFN_LINT_VERSION="1.58.0"
+AWSCLI_VERSION="1.46.2"
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${VENV:-${root}/.venv}"
@@ -24,11 +26,11 @@ die() {
 # True when the venv's interpreter runs and every pinned distribution is installed at its version
 # (including moto's server extras, which moto_server needs).
 up_to_date() {
-    [[ -x "${venv}/bin/python" && -x "${venv}/bin/moto_server" && -x "${venv}/bin/cfn-lint" ]] || return 1
-    "${venv}/bin/python" - "$MOTO_VERSION" "$CFN_LINT_VERSION" <<'PY' >/dev/null 2>&1
+    [[ -x "${venv}/bin/python" && -x "${venv}/bin/moto_server" && -x "${venv}/bin/cfn-lint" && -x "${venv}/bin/aws" ]] || return 1
+    "${venv}/bin/python" - "$MOTO_VERSION" "$CFN_LINT_VERSION" "$AWSCLI_VERSION" <<'PY' >/dev/null 2>&1
 import sys
 from importlib.metadata import version, PackageNotFoundError
-want = {"moto": sys.argv[1], "cfn-lint": sys.argv[2]}
+want = {"moto": sys.argv[1], "cfn-lint": sys.argv[2], "awscli": sys.argv[3]}
 try:
     ok = all(version(name) == v for name, v in want.items())
     # moto[server] extras: without them moto_server exits at start-up.
@@ -41,7 +43,7 @@ PY
 }
 
 if up_to_date; then
-    echo "python-env: ${venv} is up to date (moto ${MOTO_VERSION}, cfn-lint ${CFN_LINT_VERSION})"
+    echo "python-env: ${venv} is up to date (moto ${MOTO_VERSION}, cfn-lint ${CFN_LINT_VERSION}, awscli ${AWSCLI_VERSION})"
     exit 0
 fi
 
@@ -60,10 +62,10 @@ if [[ ! -x "${venv}/bin/python" ]]; then
         || die "could not create ${venv} (on Debian/Ubuntu: apt-get install python3-venv)"
 fi
 
-echo "python-env: installing moto[server]==${MOTO_VERSION} cfn-lint==${CFN_LINT_VERSION} into ${venv}"
+echo "python-env: installing moto[server]==${MOTO_VERSION} cfn-lint==${CFN_LINT_VERSION} awscli==${AWSCLI_VERSION} into ${venv}"
 "${venv}/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "moto[server]==${MOTO_VERSION}" "cfn-lint==${CFN_LINT_VERSION}" \
+    "moto[server]==${MOTO_VERSION}" "cfn-lint==${CFN_LINT_VERSION}" "awscli==${AWSCLI_VERSION}" \
     || die "pip install failed (is the Python package index reachable?)"
 
-up_to_date || die "after the install ${venv} still lacks moto[server] ${MOTO_VERSION} or cfn-lint ${CFN_LINT_VERSION}"
-echo "python-env: ready: ${venv}/bin/moto_server, ${venv}/bin/cfn-lint"
+up_to_date || die "after the install ${venv} still lacks moto[server] ${MOTO_VERSION}, cfn-lint ${CFN_LINT_VERSION} or awscli ${AWSCLI_VERSION}"
+echo "python-env: ready: ${venv}/bin/moto_server, ${venv}/bin/cfn-lint, ${venv}/bin/aws"

@@ -11,6 +11,7 @@ mod outage;
 mod pipeline;
 mod retention;
 mod rotation;
+mod runbooks;
 mod serve;
 mod settings;
 mod slack;
