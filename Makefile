@@ -25,6 +25,7 @@ test: venv
 	rm -f $(SKIP_LOG)
 	MEDIC_SKIP_LOG=$(SKIP_LOG) $(CARGO) test --workspace --locked
 	bash scripts/lambda-smoke.sh
+	bash scripts/install-smoke.sh
 	$(MAKE) --no-print-directory storm-smoke
 	$(MAKE) --no-print-directory chaos-smoke
 	@if [ -s $(SKIP_LOG) ]; then \

@@ -89,6 +89,12 @@ enum Command {
         #[arg(short = 'o', long, value_enum, default_value = "table")]
         output: Output,
     },
+    /// Print the shell completion script for medic, e.g.
+    /// `medic completions bash > ~/.local/share/bash-completion/completions/medic`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Which Argo CD, and where state lives.
@@ -315,6 +321,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let config = config.as_deref().map(input::read_config).transpose()?.unwrap_or_default();
             let apps = input::read_apps(&app)?;
             decide_all(apps, &trigger, &history, now, config, output)
+        }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "medic", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Catalogue { output } => {
             let text = match output {
