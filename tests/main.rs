@@ -1,5 +1,6 @@
 mod actuator;
 mod argo;
+mod check;
 mod contracts;
 mod dashboard;
 mod golden;

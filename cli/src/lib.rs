@@ -1,6 +1,7 @@
 //! The `medic` command's library: input loading, sample scenarios and output rendering, shared by
 //! the binary and the integration tests.
 
+pub mod check;
 pub mod incidents;
 pub mod input;
 pub mod render;

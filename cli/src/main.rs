@@ -89,12 +89,39 @@ enum Command {
         #[arg(short = 'o', long, value_enum, default_value = "table")]
         output: Output,
     },
+    /// Preflight a deployment, as `flux check` does: Argo CD reachable over TLS, its version, the
+    /// token (and when it expires), its RBAC on the projects in scope, argocd-notifications'
+    /// service and triggers. Reads ARGOCD_SERVER, ARGOCD_AUTH_TOKEN and the other ARGOCD_*
+    /// settings; changes nothing. Exit status 1 when a check fails.
+    Check(CheckArgs),
     /// Print the shell completion script for medic, e.g.
     /// `medic completions bash > ~/.local/share/bash-completion/completions/medic`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
+}
+
+/// `medic check`'s options.
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// A project in scope (repeat it); default: `projects` of --config, or every project.
+    #[arg(long = "project")]
+    projects: Vec<String>,
+    /// The policy configuration (JSON, the stack's PolicyConfig): its `projects` are the scope.
+    #[arg(long)]
+    config: Option<String>,
+    /// The deployment never syncs (DryRun): only `get` is needed.
+    #[arg(long)]
+    no_sync: bool,
+    /// The argocd-notifications route the apps use.
+    #[arg(long, value_enum, default_value = "any")]
+    route: medic::check::Route,
+    /// Warn when the token expires within this many days.
+    #[arg(long, default_value_t = 7)]
+    warn_days: u64,
+    #[arg(short = 'o', long, value_enum, default_value = "text")]
+    output: Output,
 }
 
 /// Which Argo CD, and where state lives.
@@ -321,6 +348,29 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let config = config.as_deref().map(input::read_config).transpose()?.unwrap_or_default();
             let apps = input::read_apps(&app)?;
             decide_all(apps, &trigger, &history, now, config, output)
+        }
+        Command::Check(args) => {
+            let argo = medic_adapters::config::ArgoSettings::from_env()
+                .context("reading the Argo CD settings (ARGOCD_SERVER, ARGOCD_AUTH_TOKEN)")?;
+            let config = args.config.as_deref().map(input::read_config).transpose()?.unwrap_or_default();
+            let projects = if args.projects.is_empty() { config.projects.clone() } else { args.projects };
+            let options = medic::check::CheckOptions {
+                argo,
+                projects,
+                may_sync: !args.no_sync,
+                route: args.route,
+                expiry_warning: std::time::Duration::from_secs(args.warn_days * 86_400),
+                now: chrono::Utc::now(),
+            };
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            let findings = runtime.block_on(medic::check::check(&options));
+            let text = match args.output {
+                Output::Json => findings.iter().map(|f| serde_json::to_string(f).map(|s| s + "\n")).collect::<Result<String, _>>()?,
+                _ => medic::check::render(&findings),
+            };
+            emit(&text)?;
+            let failed = findings.iter().any(|f| f.status == medic::check::Status::Fail);
+            Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Command::Completions { shell } => {
             use clap::CommandFactory;

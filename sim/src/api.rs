@@ -98,6 +98,15 @@ enum Route<'a> {
     Operation(&'a str),
     ResourceTree(&'a str),
     SyncWindows(&'a str),
+    /// `GET /api/v1/account/can-i/{resource}/{action}/{subresource}`; the subresource may hold
+    /// slashes (`<project>/<app>`).
+    CanI {
+        resource: &'a str,
+        action: &'a str,
+        object: &'a str,
+    },
+    NotificationServices,
+    NotificationTriggers,
 }
 
 impl Route<'_> {
@@ -113,6 +122,16 @@ impl Route<'_> {
 fn route(path: &str) -> Option<Route<'_>> {
     if path == "/api/version" {
         return Some(Route::Version);
+    }
+    match path {
+        "/api/v1/notifications/services" => return Some(Route::NotificationServices),
+        "/api/v1/notifications/triggers" => return Some(Route::NotificationTriggers),
+        _ => {}
+    }
+    if let Some(rest) = path.strip_prefix("/api/v1/account/can-i/") {
+        let mut parts = rest.splitn(3, '/');
+        let (resource, action, object) = (parts.next()?, parts.next()?, parts.next()?);
+        return (!resource.is_empty() && !action.is_empty() && !object.is_empty()).then_some(Route::CanI { resource, action, object });
     }
     let rest = path.strip_prefix("/api/v1/applications")?;
     if rest.is_empty() {
@@ -151,6 +170,7 @@ pub(crate) fn endpoint(call: &Call) -> Endpoint {
         Route::Operation(_) => Endpoint::Terminate,
         Route::ResourceTree(_) => Endpoint::ResourceTree,
         Route::SyncWindows(_) => Endpoint::SyncWindows,
+        Route::CanI { .. } | Route::NotificationServices | Route::NotificationTriggers => Endpoint::Other,
     }
 }
 
@@ -175,6 +195,9 @@ pub(crate) fn handle(shared: &Arc<Shared>, call: &Call) -> Reply {
         Route::Operation(name) => terminate(shared, call, name),
         Route::ResourceTree(name) => resource_tree(shared, call, name),
         Route::SyncWindows(name) => sync_windows(shared, call, name),
+        Route::CanI { resource, action, object } => can_i(shared, call, resource, action, object),
+        Route::NotificationServices => notification_names(shared, call, |n| &n.services),
+        Route::NotificationTriggers => notification_names(shared, call, |n| &n.triggers),
     };
     result.map(Reply::ok).unwrap_or_else(Reply::from)
 }
@@ -211,6 +234,24 @@ fn enforce_app(shared: &Shared, store: &Store, session: &Session, action: &str, 
         Some(app) if app_project(app) == project => Ok(()),
         _ => Err(ApiError::app_not_found(&key.name)),
     }
+}
+
+/// `GET /api/v1/account/can-i/...` (server/account/account.go `CanI`): `{"value": "yes"}` or
+/// `"no"` for the caller's own RBAC; only `applications` is modelled (every other resource is no).
+fn can_i(shared: &Shared, call: &Call, resource: &str, action: &str, object: &str) -> Result<Value, ApiError> {
+    let session = authenticate(shared, call)?;
+    // grpc-gateway unescapes path parameters: a client sends `<project>%2F<app>` as one segment.
+    let object = object.replace("%2F", "/").replace("%2f", "/");
+    let project = object.split('/').next().unwrap_or_default();
+    let yes = resource == "applications" && rbac::allowed(&shared.config.policies, &session.subject, action, project);
+    Ok(json!({ "value": if yes { "yes" } else { "no" } }))
+}
+
+/// `GET /api/v1/notifications/{services,triggers}`: the configured names (`{"items": [{"name"}]}`).
+fn notification_names(shared: &Shared, call: &Call, which: fn(&crate::config::Notifications) -> &Vec<String>) -> Result<Value, ApiError> {
+    authenticate(shared, call)?;
+    let items: Vec<Value> = which(&shared.config.notifications).iter().map(|n| json!({ "name": n })).collect();
+    Ok(json!({ "items": items }))
 }
 
 /// `GET /api/version`: unauthenticated callers learn only the version.

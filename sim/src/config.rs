@@ -26,6 +26,38 @@ pub struct SimConfig {
     pub operation_duration: Duration,
     /// What `GET /api/version` reports, e.g. `v3.5.1+109ca7c`.
     pub version: String,
+    /// The names `GET /api/v1/notifications/services` and `/triggers` list: argocd-notifications'
+    /// configuration (argocd-notifications-cm), Argo Medic's by default.
+    pub notifications: Notifications,
+}
+
+/// What argocd-notifications-cm configures, by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notifications {
+    pub services: Vec<String>,
+    pub triggers: Vec<String>,
+}
+
+impl Default for Notifications {
+    /// The services and triggers of infra/argocd-notifications/argocd-notifications-cm.yaml
+    /// (tests/template.rs holds the two together).
+    fn default() -> Self {
+        Notifications {
+            services: vec!["argo-medic".into(), "argo-medic-sqs".into()],
+            triggers: [
+                "on-sync-failed",
+                "on-health-degraded",
+                "on-sync-status-unknown",
+                "on-sync-running",
+                "on-stale-progressing",
+                "on-deleted",
+                "on-deployed",
+            ]
+            .iter()
+            .map(|t| format!("argo-medic-{t}"))
+            .collect(),
+        }
+    }
 }
 
 impl Default for SimConfig {
@@ -39,6 +71,7 @@ impl Default for SimConfig {
             sync_windows: Vec::new(),
             operation_duration: Duration::from_millis(150),
             version: "v3.5.1+109ca7c".to_string(),
+            notifications: Notifications::default(),
         }
     }
 }
@@ -60,6 +93,16 @@ impl TokenGrant {
     /// is what a client sends).
     pub fn for_subject(subject: &str) -> Self {
         TokenGrant { token: jwt::token_for(subject), subject: subject.to_string(), expired: false }
+    }
+
+    /// A grant of a token for `subject` whose `exp` claim is `expires` (`argocd account
+    /// generate-token --expires-in`); expired when `expires` has passed.
+    pub fn expiring(subject: &str, expires: chrono::DateTime<chrono::Utc>) -> Self {
+        TokenGrant {
+            token: jwt::token_expiring(subject, expires.timestamp()),
+            subject: subject.to_string(),
+            expired: expires <= chrono::Utc::now(),
+        }
     }
 }
 

@@ -16,16 +16,30 @@ pub(crate) const DEFAULT_IAT: i64 = 1_767_225_600;
 /// A JWT-looking bearer token for `subject`, shaped like the API keys Argo CD mints for local
 /// accounts (`sub: "<name>:apiKey"`, `iss: "argocd"`), with a fake signature.
 pub fn token_for(subject: &str) -> String {
-    let header = json!({"alg": "HS256", "typ": "JWT"}).to_string();
-    let payload = json!({
+    token_with(json!({
         "iss": "argocd",
         "sub": format!("{subject}:apiKey"),
         "nbf": DEFAULT_IAT,
         "iat": DEFAULT_IAT,
         "jti": format!("{subject}-sim"),
-    })
-    .to_string();
-    format!("{}.{}.{}", encode(header.as_bytes()), encode(payload.as_bytes()), encode(b"argo-medic-simulated-signature"))
+    }))
+}
+
+/// [`token_for`] with an `exp` claim (unix seconds), as `--expires-in` mints it.
+pub fn token_expiring(subject: &str, exp: i64) -> String {
+    token_with(json!({
+        "iss": "argocd",
+        "sub": format!("{subject}:apiKey"),
+        "nbf": DEFAULT_IAT,
+        "iat": DEFAULT_IAT,
+        "exp": exp,
+        "jti": format!("{subject}-sim-{exp}"),
+    }))
+}
+
+fn token_with(payload: serde_json::Value) -> String {
+    let header = json!({"alg": "HS256", "typ": "JWT"}).to_string();
+    format!("{}.{}.{}", encode(header.as_bytes()), encode(payload.to_string().as_bytes()), encode(b"argo-medic-simulated-signature"))
 }
 
 /// Whether Argo CD would consider the bearer value at all (server/server.go `getToken`).

@@ -153,6 +153,31 @@ impl HttpArgoClient {
         self.call(Method::GET, &path, &scope_query(app), None).await
     }
 
+    /// `GET /api/v1/account/can-i/{resource}/{action}/{subresource}`: whether this token may,
+    /// as Argo CD's RBAC answers for it (`argocd account can-i`). The subresource is one path
+    /// segment in Argo CD's spec, so its `/` (`<project>/<app>`) is sent escaped.
+    pub async fn can_i(&self, resource: &str, action: &str, subresource: &str) -> Result<bool, ArgoError> {
+        let object: String = subresource.split('/').map(seg_glob).collect::<Vec<_>>().join("%2F");
+        let path = format!("api/v1/account/can-i/{}/{}/{object}", seg(resource), seg(action));
+        let answer: serde_json::Value = self.call(Method::GET, &path, &[], None).await?;
+        match answer["value"].as_str() {
+            Some("yes") => Ok(true),
+            Some("no") => Ok(false),
+            _ => Err(ArgoError::Invalid(format!("can-i answered {answer}, not yes or no"))),
+        }
+    }
+
+    /// `GET /api/v1/notifications/services` or `/triggers`: the names argocd-notifications-cm
+    /// configures.
+    pub async fn notification_names(&self, kind: NotificationNames) -> Result<Vec<String>, ArgoError> {
+        let path = match kind {
+            NotificationNames::Services => "api/v1/notifications/services",
+            NotificationNames::Triggers => "api/v1/notifications/triggers",
+        };
+        let answer: serde_json::Value = self.call(Method::GET, path, &[], None).await?;
+        Ok(answer["items"].as_array().into_iter().flatten().filter_map(|i| i["name"].as_str().map(str::to_owned)).collect())
+    }
+
     /// One API call with retries (429, 5xx, timeouts) inside the deadline, behind the breaker.
     async fn call<T: Answer>(
         &self,
@@ -360,6 +385,18 @@ fn describe_reqwest(e: &reqwest::Error) -> String {
         source = s.source();
     }
     msg
+}
+
+/// What [`HttpArgoClient::notification_names`] lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotificationNames {
+    Services,
+    Triggers,
+}
+
+/// [`seg`], keeping `*` (an RBAC glob).
+fn seg_glob(s: &str) -> String {
+    s.split('*').map(seg).collect::<Vec<_>>().join("*")
 }
 
 /// A path segment: app names are DNS-1123, but never trust input into a URL path.

@@ -204,6 +204,11 @@ impl ArgoSettings {
         Self::from_settings(&Settings::from_env().for_reader(Reader::Cli))
     }
 
+    /// When the token expires (its JWT `exp`); `Ok(None)` when it never does.
+    pub fn token_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
+        crate::token::jwt_expiry(secrecy::ExposeSecret::expose_secret(&self.token))
+    }
+
     /// The Argo CD UI's address for links: the API's base URL without its trailing slash.
     pub fn ui_url(&self) -> Option<String> {
         self.base_url().ok().map(|u| u.as_str().trim_end_matches('/').to_owned())

@@ -138,3 +138,44 @@ mod tests {
         assert!(!TokenSource::fixed("t").renew_after_rejection(&old).await, "a fixed token is never read again");
     }
 }
+
+/// When an Argo CD API token expires: the `exp` claim of its JWT payload (base64url, read without
+/// checking the signature: only Argo CD can, and it will). `Ok(None)` for a token minted without
+/// an expiry (`argocd account generate-token` without `--expires-in`).
+pub fn jwt_expiry(token: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
+    use base64::Engine;
+    let parts: Vec<&str> = token.trim().split('.').collect();
+    if parts.len() != 3 {
+        return Err(format!("not a JWT: {} part(s), an Argo CD API token has 3", parts.len()));
+    }
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(parts[1].trim_end_matches('='))
+        .map_err(|e| format!("its payload is not base64url: {e}"))?;
+    let claims: serde_json::Value = serde_json::from_slice(&payload).map_err(|e| format!("its payload is not JSON: {e}"))?;
+    match &claims["exp"] {
+        serde_json::Value::Null => Ok(None),
+        exp => {
+            let secs =
+                exp.as_i64().or_else(|| exp.as_f64().map(|f| f as i64)).ok_or_else(|| format!("its exp claim is {exp}, not a time"))?;
+            chrono::DateTime::from_timestamp(secs, 0).map(Some).ok_or_else(|| format!("its exp claim {secs} is out of range"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod jwt_tests {
+    use super::jwt_expiry;
+
+    #[test]
+    fn the_expiry_of_an_argo_cd_token_is_its_exp_claim() {
+        // {"alg":"HS256","typ":"JWT"} . {"iss":"argocd","sub":"argo-medic:apiKey","exp":1798761600} . sig
+        let token =
+            "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJhcmdvY2QiLCJzdWIiOiJhcmdvLW1lZGljOmFwaUtleSIsImV4cCI6MTc5ODc2MTYwMH0.c2ln";
+        assert_eq!(jwt_expiry(token).unwrap().unwrap().to_rfc3339(), "2027-01-01T00:00:00+00:00");
+        // No exp: a token that never expires.
+        let forever = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhcmdvLW1lZGljOmFwaUtleSJ9.c2ln";
+        assert_eq!(jwt_expiry(forever), Ok(None));
+        assert!(jwt_expiry("not-a-jwt").unwrap_err().contains("3"));
+        assert!(jwt_expiry("a.%%%.c").unwrap_err().contains("base64url"));
+    }
+}
