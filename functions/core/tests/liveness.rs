@@ -265,7 +265,9 @@ fn the_default_bound_is_documented_and_every_trouble_sample_opens_an_incident() 
 
 /// Issue 21: a claim interrupted by a crash counted as taken, so the next look moved on and
 /// escalated "the remediation ladder is used up" for an action never sent. However many runs die
-/// after claiming, the rung is decided again under the same key (resumed), never skipped.
+/// after claiming, the rung is decided again under the same key (resumed), never skipped, and
+/// never superseded by what the look would choose without the claim (issue 22: that too left
+/// the claimed action unperformed).
 #[test]
 fn a_claim_left_by_runs_that_die_is_resumed_never_skipped() {
     for (name, app) in samples() {
@@ -277,21 +279,46 @@ fn a_claim_left_by_runs_that_die_is_resumed_never_skipped() {
             attempts: vec![attempt(rung, captured(), first.idempotency_key.clone(), Outcome::Requested)],
         };
         for crash in 1..=5 {
-            // One redelivery later: decided exactly as if the claim had never been made.
+            // One redelivery later: the claimed rung again, under the claim's own key, so the
+            // store lets the run take it over and the actuator resumes it.
             let now = captured() + Duration::minutes(6 * crash);
-            let unclaimed = History { incident: hist.incident.clone(), attempts: vec![] };
-            let fresh = policy().decide(&observed(&app, now), &trigger(), &unclaimed, now).unwrap();
             let again = policy().decide(&observed(&app, now), &trigger(), &hist, now).unwrap();
             assert_eq!(
                 (again.action, &again.idempotency_key),
-                (fresh.action, &fresh.idempotency_key),
+                (first.action, &first.idempotency_key),
                 "{name}, crash {crash}: {}",
                 again.reason
             );
-            if fresh.action == first.action {
-                assert_eq!(again.idempotency_key, first.idempotency_key, "{name}: the claim's own key, so the store lets it be taken over");
-            }
             hist.attempts[0].at = now;
         }
     }
+}
+
+/// A rung claimed and not recorded (its run died) is decided again on the next look, whatever
+/// that look's trigger would choose instead: resumed under its key it is performed once,
+/// superseded it is a lost action. A full chaos run (seed 1, 2026-12-06) lost the refreshes of
+/// 15 outage apps this way: the recovery wave's step claimed a refresh and was killed, and the
+/// sweep's look 25 s later read the controller's reconcile made during the outage as "Argo CD
+/// reconciled it and the trouble remains" and escalated, leaving the claim unperformed.
+#[test]
+fn a_refresh_claimed_by_a_wave_step_that_died_is_resumed_by_the_next_look_not_superseded() {
+    let app = sample("comparison-error-transient.json");
+    let wave = Trigger::recovery();
+    let sweep = Trigger::sweep();
+    let at = captured() + Duration::hours(2);
+    let first = policy().decide(&observed(&app, at), &wave, &History::default(), at).unwrap();
+    assert_eq!(first.action, Action::Refresh, "the wave refreshes: {}", first.reason);
+    let incident = first.incident.clone().unwrap();
+    // The sweep's look on its own, with no claim on record, escalates (the controller reconciled
+    // long after the trouble began): that is the look that superseded the claim.
+    let fresh = History { incident: Some(incident.clone()), attempts: vec![] };
+    let alone = policy().decide(&observed(&app, at), &sweep, &fresh, at).unwrap();
+    assert_eq!(alone.action, Action::Escalate, "{}", alone.reason);
+    // With the wave's claim unfinished, the same look resumes it under its key.
+    let claimed =
+        History { incident: Some(incident), attempts: vec![attempt(Rung::Refresh, at, first.idempotency_key.clone(), Outcome::Requested)] };
+    let later = at + Duration::minutes(3);
+    let next = policy().decide(&observed(&app, later), &sweep, &claimed, later).unwrap();
+    assert_eq!(next.action, Action::Refresh, "{}", next.reason);
+    assert_eq!(next.idempotency_key, first.idempotency_key, "the claim's key, so the actuator resumes it");
 }

@@ -285,7 +285,13 @@ impl DecisionPolicy {
             }
             return Ok(step(self.wait(d, format!("{headline}. Nothing to do but look again later"), cfg.recheck_secs), "no-ladder"));
         }
-        if hist.actions_taken() >= cfg.max_actions_per_incident {
+        // A rung claimed and not recorded (its run died) is decided again, whatever this look
+        // would choose instead: resumed under its key it is performed once (the actuator reads
+        // Argo CD's state for it first); superseded, it would be lost. A recovery wave's refresh
+        // claimed by a step that died was superseded by the next sweep look's escalation (its
+        // trigger counts the controller's reconcile during the outage, the wave's does not).
+        let pending = hist.pending().map(|a| a.rung).filter(|r| !hist.has_taken(*r));
+        if pending.is_none() && hist.actions_taken() >= cfg.max_actions_per_incident {
             let msg = format!("{headline}. {} actions did not resolve it; a human has to look", hist.actions_taken());
             return Ok(step(escalate(d, msg), "action-limit"));
         }
@@ -297,7 +303,7 @@ impl DecisionPolicy {
             && matches!((app.status.reconciled_at, finding.began_at), (Some(r), Some(b)) if r > later(b, cfg.settle_secs));
         let skipped = |r: Rung| r == Rung::Refresh && (controller_refreshed || finding.refresh_futile);
         let next = entry.ladder.iter().copied().find(|r| !hist.has_taken(*r) && !skipped(*r));
-        let rung = next.unwrap_or(Rung::Escalate);
+        let rung = pending.or(next).unwrap_or(Rung::Escalate);
         let tried: Vec<_> = hist.attempts.iter().map(|a| a.rung.as_str()).collect();
         let tried = if tried.is_empty() { String::new() } else { format!(" after {}", tried.join(", ")) };
         match rung {
