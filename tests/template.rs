@@ -729,3 +729,17 @@ async fn every_render_is_accepted_by_the_ingest_function_and_by_the_worker_from_
     assert_eq!(ingest.queue.len(), accepted, "every accepted webhook is on the queue");
     assert_eq!(ingest.metrics.total("WebhookRejected"), 0.0);
 }
+
+/// The Argo CD simulator's argocd-notifications (what `medic check` is tested against) is the
+/// ConfigMap Argo Medic ships, and every trigger the ConfigMap defines is one ingest accepts.
+#[test]
+fn the_simulated_notifications_are_the_shipped_configmap_s() {
+    let cfg = notifications_config();
+    let sim = medic_sim::Notifications::default();
+    let services: BTreeSet<&str> = sim.services.iter().map(String::as_str).collect();
+    assert_eq!(services, cfg.all_services(), "the simulator's services");
+    let triggers: BTreeSet<&str> = sim.triggers.iter().map(String::as_str).collect();
+    assert_eq!(triggers, cfg.triggers.keys().map(String::as_str).collect::<BTreeSet<_>>(), "the simulator's triggers");
+    let accepted: BTreeSet<String> = medic_core::trigger::Trigger::NOTIFICATIONS.iter().map(|t| format!("argo-medic-{t}")).collect();
+    assert_eq!(triggers, accepted.iter().map(String::as_str).collect::<BTreeSet<_>>(), "the triggers medic check asks for");
+}
