@@ -426,3 +426,42 @@ async fn a_claim_the_switch_holds_is_kept_and_resumed_after_act() {
     assert!(history.attempts.iter().all(|a| a.outcome != Outcome::Requested), "no claim left unfinished: {history:?}");
     assert_eq!(stack.depth().await, 0, "nothing more to do");
 }
+
+/// A person's requests made while the switch is off (a Sync click, a signed refresh) are neither
+/// performed nor dropped: they wait for the switch, and after `act` each is performed once and the
+/// click answered in its thread. The full chaos run (seed 1) found 14 clicks and 8 signed
+/// refreshes accepted during its minute of `off` that were never answered or never reached
+/// Argo CD: the worker ended them as held.
+#[tokio::test]
+async fn a_person_s_requests_made_while_off_wait_for_the_switch_and_are_performed_after_act() {
+    let stack = stack().await;
+    let quick =
+        |w: GatedWorker| Worker { config: medic_worker::WorkerConfig { held_claim_delay: Duration::ZERO, ..w.config.clone() }, ..w };
+    let parent = stack.escalated(&worker(&stack, Setting::Act), "storefront").await;
+    let sync = button(&parent, "Sync");
+    assert_eq!(stack.actions().handle(click(&sync, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
+    let app = AppRef { name: "inventory".into(), namespace: "argocd".into(), project: Some("payments".into()) };
+    let mut refresh = WorkItem::for_app(WorkKind::Requested, app, "requested-refresh".parse().unwrap(), "r1", Utc::now());
+    refresh.requested_action = Some(WorkItem::refresh_request(RefreshKind::Normal).into());
+    refresh.requested_by = Some("ci-pipeline".into());
+    crate::support::work_item_key().sign(&mut refresh);
+    stack.queue().enqueue(&refresh, Duration::ZERO).await.unwrap();
+    let (m0, r0) = (mutations(&stack.argo), stack.argo.counts().refresh);
+
+    // Off: nothing reaches Argo CD or Slack, and both requests are still on the queue.
+    for _ in 0..3 {
+        let handled = stack.poll(&quick(worker(&stack, Setting::SwitchOff))).await;
+        assert!(handled.iter().all(|h| matches!(h, medic_worker::Handled::Requeued { .. })), "{handled:?}");
+    }
+    assert_eq!(mutations(&stack.argo), m0, "nothing is changed while off");
+    assert!(stack.slack.replies(crate::support::slack::CH, &parent.ts).is_empty(), "nothing is posted while off");
+    assert_eq!(stack.depth().await, 2, "both requests wait for the switch");
+
+    // Act: each performed once, the click answered.
+    let handled = stack.poll(&quick(worker(&stack, Setting::Act))).await;
+    assert_eq!(handled.len(), 2, "{handled:?}");
+    assert_eq!(stack.argo.counts().refresh - r0, 1, "the signed refresh reached Argo CD once");
+    assert_eq!(stack.argo.counts().sync, 1, "the clicked sync was started once");
+    let replies = stack.slack.replies(crate::support::slack::CH, &parent.ts);
+    assert_eq!(replies.len(), 1, "the click is answered in its thread");
+}

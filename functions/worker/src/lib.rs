@@ -715,6 +715,10 @@ where
             Err(e) => return Err(MessageError::Retry(e.to_string())),
         }
         match self.actuator().perform(Request::SignedRefresh { app: &item.app, kind }).await {
+            Ok(Performed::Held(answer)) if answer.mode == medic_core::switch::Mode::Off => {
+                tracing::info!(audit = true, action = kind.as_str(), requested_by = ?item.requested_by, mode = %answer.mode, performed = false, "requested refresh held while the switch is off: {}", answer.why);
+                self.hold_request(item).await
+            }
             Ok(Performed::Held(answer)) => {
                 tracing::info!(audit = true, action = kind.as_str(), requested_by = ?item.requested_by, mode = %answer.mode, performed = false, "requested refresh not performed: {}", answer.why);
                 Ok(Handled::RequestedDone)
@@ -752,9 +756,11 @@ where
         let outcome = match performed {
             Ok(Performed::Button(outcome)) => outcome,
             Ok(Performed::Held(answer)) if answer.verdict == Verdict::Silent => {
-                // Nothing changes in Argo CD and nothing is posted; the person's click is in the log.
-                tracing::info!(audit = true, action, requested_by = %by, incident = %request.incident_id, performed = false, mode = %answer.mode, "human action not performed and not reported: {}", answer.why);
-                return Ok(Handled::RequestedDone);
+                // Nothing changes in Argo CD and nothing is posted while the switch is off; the
+                // person's click is in the log, and comes back until it can be performed (or, in
+                // dry-run, answered): a click taken and never answered is a lost request.
+                tracing::info!(audit = true, action, requested_by = %by, incident = %request.incident_id, performed = false, mode = %answer.mode, "human action held while the switch is off: {}", answer.why);
+                return self.hold_request(item).await;
             }
             Ok(Performed::Held(answer)) => {
                 HumanActionOutcome { performed: false, state: None, summary: format!("not performed: {}", answer.why), snoozed_until: None }
@@ -793,6 +799,16 @@ where
             }
         }
         Ok(Handled::RequestedDone)
+    }
+
+    /// A person's request (a click, a signed refresh) the switch holds (`off`): it comes back after
+    /// the switch's own delay while it lasts, so it is performed within one more delay after
+    /// `act` (answered in `dry-run`). After ten delays it comes back ten times less often, so a
+    /// long stop costs little; the recheck chain bounds the whole hold
+    /// (`max_rechecks`: 10 × 30 s + 86 × 300 s, about seven hours, in production).
+    async fn hold_request(&self, item: &WorkItem) -> Result<Handled, MessageError> {
+        let delay = if item.rechecks < 10 { self.config.held_claim_delay } else { self.config.held_claim_delay * 10 };
+        self.requeue(item, delay, "the switch is off: a person's request waits for it").await
     }
 
     /// An item's wave slot and recovery trigger are honoured only under the work-item key's
@@ -839,6 +855,9 @@ where
         next.scopes = item.scopes.clone();
         if item.kind == WorkKind::Requested {
             next.kind = WorkKind::Requested;
+            // A person's request keeps the time it was made: a button judges "since the click"
+            // by it (an operation started after it), however often the request waited.
+            next.enqueued_at = item.enqueued_at;
         }
         if next.kind == WorkKind::Requested || next.fleet_privileged() {
             // Verified before it was deferred; signed again since its fields changed.
