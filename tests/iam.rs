@@ -579,14 +579,5 @@ fn grants_table(template: &Yaml) -> String {
 /// slack-actions and no work-item key). `MEDIC_BLESS=1` rewrites it.
 #[test]
 fn the_deploy_guide_s_iam_table_is_the_template_s_grants() {
-    let path = events_dir().join("../docs/deploy.md");
-    let doc = std::fs::read_to_string(&path).unwrap();
-    let start = doc.find(IAM_START).expect("docs/deploy.md has the IAM table's markers") + IAM_START.len();
-    let end = doc[start..].find(IAM_END).expect("its end marker") + start;
-    let expected = grants_table(&template());
-    if doc[start..end] != expected && std::env::var_os("MEDIC_BLESS").is_some() {
-        std::fs::write(&path, format!("{}{expected}{}", &doc[..start], &doc[end..])).unwrap();
-        return;
-    }
-    assert_eq!(doc[start..end], expected, "docs/deploy.md's IAM table is not template.yaml's grants (MEDIC_BLESS=1 rewrites it)");
+    crate::support::generated_block("docs/deploy.md", IAM_START, IAM_END, &grants_table(&template()));
 }

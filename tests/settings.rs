@@ -177,16 +177,7 @@ const TABLE_END: &str = "<!-- end of variables -->";
 /// table from the declarations.
 #[test]
 fn docs_configuration_lists_every_variable_as_declared() {
-    let path = events_dir().join("../docs/configuration.md");
-    let doc = std::fs::read_to_string(&path).unwrap();
-    let start = doc.find(TABLE_START).expect("docs/configuration.md has the variables' table markers") + TABLE_START.len();
-    let end = doc[start..].find(TABLE_END).expect("the table's end marker") + start;
-    let expected = settings::markdown_table();
-    if doc[start..end] != expected && std::env::var_os("MEDIC_BLESS").is_some() {
-        std::fs::write(&path, format!("{}{expected}{}", &doc[..start], &doc[end..])).unwrap();
-        return;
-    }
-    assert_eq!(doc[start..end], expected, "docs/configuration.md's table of variables is not settings.rs's (MEDIC_BLESS=1 rewrites it)");
+    let doc = crate::support::generated_block("docs/configuration.md", TABLE_START, TABLE_END, &settings::markdown_table());
     for var in settings::ALL {
         assert_eq!(doc.matches(&format!("| `{}` |", var.name)).count(), 1, "{} is listed once", var.name);
     }

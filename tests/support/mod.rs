@@ -281,3 +281,20 @@ impl<A: ArgoApi> ArgoApi for Dying<'_, A> {
         self.0.terminate_operation(permit, app).await
     }
 }
+
+/// The block of `doc` (a path from the repository root) between `start` and `end` is `expected`,
+/// a generated table the docs must not let drift; `MEDIC_BLESS=1` rewrites it instead. Returns the
+/// whole document as checked.
+pub fn generated_block(doc: &str, start: &str, end: &str, expected: &str) -> String {
+    let path = events_dir().join("..").join(doc);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let from = text.find(start).unwrap_or_else(|| panic!("{doc} has no `{start}` marker")) + start.len();
+    let to = text[from..].find(end).unwrap_or_else(|| panic!("{doc} has no `{end}` marker")) + from;
+    if text[from..to] != *expected && std::env::var_os("MEDIC_BLESS").is_some() {
+        let blessed = format!("{}{expected}{}", &text[..from], &text[to..]);
+        std::fs::write(&path, &blessed).unwrap();
+        return blessed;
+    }
+    assert_eq!(text[from..to], *expected, "{doc}: the generated block after `{start}` has drifted (MEDIC_BLESS=1 rewrites it)");
+    text
+}

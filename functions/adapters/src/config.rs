@@ -106,10 +106,6 @@ impl Settings {
         Self { reader: Some(reader), ..self }
     }
 
-    pub fn reader(&self) -> Option<Reader> {
-        self.reader
-    }
-
     /// The names read so far, set or not (by this `Settings` and its clones).
     pub fn asked(&self) -> BTreeSet<&'static str> {
         self.asked.lock().unwrap_or_else(|e| e.into_inner()).clone()
