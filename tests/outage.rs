@@ -253,3 +253,69 @@ async fn an_outage_the_previous_release_was_handling_is_taken_over_with_its_pare
     assert_eq!(sim.counts().refresh, before);
     assert_eq!(worker.metrics.total("RefusedFleetSlots"), 1.0);
 }
+
+/// Drains the work queue: every item on it (deleted), by app name.
+async fn drain(stack: &Stack) -> Vec<(String, aws_lambda_events::event::sqs::SqsMessage)> {
+    let mut items = Vec::new();
+    loop {
+        let got = stack.receive().await;
+        if got.is_empty() {
+            break;
+        }
+        for m in &got {
+            stack.delete(m).await;
+            let body: serde_json::Value = serde_json::from_str(m.body.as_deref().unwrap()).unwrap();
+            items.push((body["app"]["name"].as_str().unwrap().to_owned(), crate::support::sqs_record(m)));
+        }
+    }
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    items
+}
+
+/// The wave heals most of its apps and the cause drops under `min_apps`: the sweep no longer
+/// sees an outage, and its plain looks reach the apps the paced wave has not stepped yet. Their
+/// last reconcile dates from the outage ("Argo CD reconciled it and the trouble remains"), so a
+/// look escalated each before its wave step, which then found it escalated and left it broken
+/// (the full chaos run: 3 of 80 outage apps never calm). A released wave now holds its scope's
+/// other items while it lasts (`keys::fleet_recovering_marker`), and the wave step heals the app.
+/// Fails on 74b5964: the look escalates.
+#[tokio::test]
+async fn a_look_after_the_cause_dropped_under_its_threshold_leaves_the_app_to_its_wave_step() {
+    let stack = stack().await;
+    // 20 of 30 down since 10 minutes ago; the controller reconciled them 5 minutes ago, mid-outage.
+    let reconciled = (Utc::now() - chrono::TimeDelta::minutes(5)).to_rfc3339();
+    let sim = outage_fleet(30, 20, HOST, 10, None, |i, app| {
+        if i < 20 {
+            app["status"]["reconciledAt"] = reconciled.clone().into();
+        }
+        None
+    })
+    .await;
+    heal(&sim, 1..=20);
+    let sweeper = stack.sweeper(&sim, Duration::from_secs(2));
+    let released = sweeper.run().await.unwrap();
+    assert_eq!((released.healed, released.released), (3, 17), "{released:?}");
+    let wave = drain(&stack).await;
+    assert_eq!(wave.len(), 17);
+    let worker = stack.aws.worker_with(
+        &sim,
+        stack.store(),
+        slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
+        medic_core::switch::FixedSwitch::default(),
+    );
+    // Eight wave steps: 3 canaries and 8 apps healed, 9 left down, under the 10 a cause needs.
+    for (_, record) in &wave[..8] {
+        worker.handle_message(record).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let after = sweeper.run().await.unwrap();
+    assert_eq!(after.outages, 0, "{after:?}");
+    let looks = drain(&stack).await;
+    let (name, look) = looks.iter().find(|(n, _)| n == &wave[8].0).expect("a plain look at an app the wave has not stepped");
+    let handled = worker.handle_message(look).await.unwrap();
+    assert!(matches!(handled, medic_worker::Handled::HeldByFleet(_)), "{name}: {handled:?}");
+    assert!(stack.slack.parents(CH).iter().all(|m| !text_of(m).contains(name.as_str())), "{name} is not escalated");
+    // Its wave step comes, and heals it.
+    let handled = worker.handle_message(&wave[8].1).await.unwrap();
+    assert_eq!(handled, medic_worker::Handled::Stepped(medic_core::step::StepResult::Refreshed), "{name}");
+}

@@ -132,6 +132,16 @@ pub fn fleet_released_marker(scope_key: &str, since: &str) -> String {
     format!("fleet-released-{scope_key}-{since}")
 }
 
+/// The marker the sweeper keeps while a released recovery wave of the scope `scope_key` is being
+/// stepped: the workers leave every other automatic item of a down app of the scope to the wave.
+/// Outlives the cause on purpose: as the wave heals apps the cause drops under
+/// `FleetRules::min_apps` and the sweep looks at the rest itself, and their last reconcile, from
+/// the outage, would escalate them before their wave step refreshed them. Keyed by scope, not by
+/// outage: it lapses by itself (the wave's time and two windows), and a hold forgets it.
+pub fn fleet_recovering_marker(scope_key: &str) -> String {
+    format!("fleet-recovering-{scope_key}")
+}
+
 /// The markers of the release before outages had an identity (`fleet-pause-<scope>`,
 /// `fleet-release-<scope>`, `fleet-relapse-<scope>`): read, never written, so a pause, release
 /// or relapse left mid-outage by that release still counts for the outage going on (they lapse

@@ -107,6 +107,7 @@ fn state_table_markers_are_pinned() {
     assert_eq!(notified_marker(&app, began()), "notified-argocd/payments-2026110112");
     assert_eq!(missed_marker(&app, began()), "missed-argocd/payments-20261101");
     assert_eq!(fleet_hold_marker("repo:git.example.com"), "fleet-hold-repo:git.example.com");
+    assert_eq!(medic_core::keys::fleet_recovering_marker("repo:git.example.com"), "fleet-recovering-repo:git.example.com");
     use medic_core::fleet::FleetControl;
     const SINCE: &str = "2026-11-01T12:04:00Z";
     assert_eq!(

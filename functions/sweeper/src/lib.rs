@@ -253,8 +253,10 @@ where
             let release = fleet_control_marker(&scope, &since, FleetControl::Release);
             let relapse = medic_core::keys::fleet_relapse_marker(&scope, &since);
             let released_marker = medic_core::keys::fleet_released_marker(&scope, &since);
+            let recovering = medic_core::keys::fleet_recovering_marker(&scope);
             let [old_pause, old_release, old_relapse] = medic_core::keys::legacy_fleet_markers(&scope);
-            let asked = [&pause, &release, &relapse, &released_marker, &old_pause, &old_release, &old_relapse].map(|k| k.clone());
+            let asked =
+                [&pause, &release, &relapse, &released_marker, &recovering, &old_pause, &old_release, &old_relapse].map(|k| k.clone());
             let controls = self.dedupe.marked(&asked).await.unwrap_or_else(|e| {
                 tracing::warn!(cause = %cause.scope, error = %e, "could not read the fleet buttons' markers; the canaries decide");
                 Default::default()
@@ -286,14 +288,21 @@ where
                 }
                 // Held again: wave items met meanwhile were left to the cause, so the next
                 // release sends the whole wave anew.
-                if has(&released_marker) {
-                    self.dedupe.forget(&released_marker).await.ok();
+                for marker in [&released_marker, &recovering].into_iter().filter(|m| has(m)) {
+                    self.dedupe.forget(marker).await.ok();
                 }
             } else {
                 // The cause is over: its apps go to the workers in priority order, paced by their budgets.
                 // The hold always (it is not read here); the rest only when set, so a wave already
                 // released costs no deletes on every later sweep.
                 self.dedupe.forget(&hold).await.ok();
+                // While the wave is stepped the workers leave the scope's other items of down
+                // apps to it, also after the cause drops under its threshold (the wave's time
+                // and two windows from the last sweep that saw it released).
+                let stepping = self.config.recheck_interval * 2 + Duration::from_secs(2 * cause.wave_secs(self.config.refresh_per_minute));
+                if let Err(e) = self.dedupe.mark(&recovering, stepping).await {
+                    tracing::warn!(cause = %cause.scope, error = %e, "could not mark the wave being stepped; looks may escalate apps before their wave step");
+                }
                 for marker in [&release, &relapse, &old_release, &old_relapse].into_iter().filter(|m| has(m)) {
                     self.dedupe.forget(marker).await.ok();
                 }

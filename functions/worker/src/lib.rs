@@ -425,8 +425,9 @@ where
 
     /// An automatic item (a notification, a recheck, a sweep item or a wave item; first delivery
     /// or not) of an app Argo CD cannot compare, while the sweeper holds a cause of one of the
-    /// app's scopes (its source hosts, its cluster, Argo CD itself): left to the cause, so a Git
-    /// outage does not turn into one ladder per app. Before, only a notification's first delivery
+    /// app's scopes (its source hosts, its cluster, Argo CD itself), or while the recovery wave of
+    /// one is stepped and the item is not its step: left to the cause, so a Git outage does not
+    /// turn into one ladder per app. Before, only a notification's first delivery
     /// was held, so the rechecks of apps notified before the sweeper's first hold each climbed
     /// their own ladder during the outage (H1). A person's button and a signed refresh
     /// (`Requested`) are never held. The read is the one the step would make, and its failure is
@@ -444,7 +445,7 @@ where
         let mut checked: Vec<String> = Vec::new();
         if !item.scopes.is_empty() {
             checked = item.scopes.iter().cloned().chain(std::iter::once(instance.clone())).collect();
-            if let Some(key) = self.held_scope(checked.clone()).await {
+            if let Some(key) = self.held_scope(checked.clone(), item).await {
                 return Ok(FleetHold::Held(key));
             }
         }
@@ -463,7 +464,7 @@ where
         if keys.is_empty() {
             return Ok(FleetHold::Free(Some(Box::new(app))));
         }
-        Ok(match self.held_scope(keys).await {
+        Ok(match self.held_scope(keys, item).await {
             Some(key) => FleetHold::Held(key),
             None => FleetHold::Free(Some(Box::new(app))),
         })
@@ -488,11 +489,21 @@ where
     }
 
     /// The first of the scope `keys` a fleet outage holds (its marker), with one `BatchGetItem`;
-    /// a store that cannot be read holds nothing.
-    async fn held_scope(&self, keys: Vec<String>) -> Option<String> {
-        let markers: Vec<String> = keys.iter().map(|k| medic_core::keys::fleet_hold_marker(k)).collect();
-        let held = self.dedupe.marked(&markers).await.ok()?;
-        keys.into_iter().zip(markers).find(|(_, m)| held.contains(m)).map(|(key, _)| key)
+    /// a store that cannot be read holds nothing. An item that is no step of a recovery wave is
+    /// also held by a wave of the scope being stepped (`keys::fleet_recovering_marker`): the wave
+    /// refreshes the app in its turn, and a look before it would judge the app by its reconcile
+    /// during the outage and escalate it.
+    async fn held_scope(&self, keys: Vec<String>, item: &WorkItem) -> Option<String> {
+        let markers: Vec<(&String, String)> = keys
+            .iter()
+            .flat_map(|k| {
+                let recovering = item.wave.is_none().then(|| medic_core::keys::fleet_recovering_marker(k));
+                std::iter::once(medic_core::keys::fleet_hold_marker(k)).chain(recovering).map(move |m| (k, m))
+            })
+            .collect();
+        let asked: Vec<String> = markers.iter().map(|(_, m)| m.clone()).collect();
+        let held = self.dedupe.marked(&asked).await.ok()?;
+        markers.into_iter().find(|(_, m)| held.contains(m)).map(|(key, _)| key.clone())
     }
 
     /// Why the rest of a recovery wave waits: its cause's wave paused itself, or a person paused
