@@ -98,7 +98,7 @@ fn emitted_metrics() -> BTreeSet<(String, Option<String>)> {
                 continue;
             }
             let source = fs::read_to_string(&path).unwrap();
-            for call in [".count(", ".millis(", ".count_with(", ".millis_with("] {
+            for call in [".count(", ".millis(", ".gauge(", ".count_with(", ".millis_with("] {
                 for (at, _) in source.match_indices(call) {
                     let args = source[at + call.len()..].trim_start();
                     let Some(args) = args.strip_prefix('"') else { continue };

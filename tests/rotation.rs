@@ -177,3 +177,58 @@ async fn secrets_sharing_one_json_secret_are_read_once_and_a_rotated_token_from_
     let err = missing.secret(Some(&format!("{arn}#slack")), &medic_adapters::settings::SLACK_TOKEN).await.unwrap_err().to_string();
     assert!(err.contains("no key `slack`"), "{err}");
 }
+
+/// A token that expires within `MEDIC_TOKEN_EXPIRY_WARNING_DAYS` (7): every sweep publishes the
+/// days left (`ArgoTokenDaysLeft`, the alarm's metric) and the first of the day tells Slack; the
+/// next sweep does not tell again. Rotated in its secret, the sweeper reads it again although the
+/// old one still works (it would never see a 401), and the warning ends with the next sweep.
+#[tokio::test]
+async fn a_token_about_to_expire_is_told_once_a_day_until_a_rotation_in_its_secret_ends_it() {
+    let stack = crate::support::slack::stack().await;
+    let now = chrono::Utc::now();
+    let expiring = TokenGrant::expiring(DEFAULT_SUBJECT, now + chrono::TimeDelta::days(3));
+    stack.argo.set_tokens(vec![expiring.clone()]);
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
+    let arn = secrets.create_secret().name(unique("argocd-token")).secret_string(&expiring.token).send().await.unwrap().arn.unwrap();
+    // The secret as the functions read it (GetSecretValue), without the minute between reads.
+    let refresher: medic_adapters::token::Refresher = {
+        let (secrets, arn) = (secrets.clone(), arn.clone());
+        std::sync::Arc::new(move || {
+            let (secrets, arn) = (secrets.clone(), arn.clone());
+            Box::pin(async move {
+                let value = secrets.get_secret_value().secret_id(arn).send().await.map_err(|e| e.to_string())?;
+                value.secret_string.ok_or_else(|| "no string".to_owned())
+            })
+        })
+    };
+    let source = medic_adapters::token::TokenSource::refreshing(&expiring.token, refresher).with_min_interval(std::time::Duration::ZERO);
+    let client = medic_adapters::argocd::HttpArgoClient::with_token_source(
+        crate::support::settings(&stack.argo, &expiring.token),
+        Default::default(),
+        source,
+    )
+    .unwrap();
+    let sweeper = medic_sweeper::Sweeper { argo: client, ..stack.sweeper(&stack.argo, std::time::Duration::from_secs(900)) };
+    let warnings =
+        || stack.slack.messages(crate::support::slack::CH).into_iter().filter(|m| m.text.contains("Argo CD token expires in")).count();
+
+    sweeper.run().await.unwrap();
+    let left = sweeper.metrics.total("ArgoTokenDaysLeft");
+    assert!((2.99..3.0).contains(&left), "{left}");
+    assert_eq!(warnings(), 1, "told in Slack: {:?}", stack.slack.messages(crate::support::slack::CH));
+    sweeper.run().await.unwrap();
+    assert_eq!(warnings(), 1, "once a day, not every sweep");
+
+    // Rotated: Argo CD takes both tokens (the old one has not expired), the secret holds the new one.
+    let rotated = TokenGrant::expiring(DEFAULT_SUBJECT, now + chrono::TimeDelta::days(90));
+    stack.argo.set_tokens(vec![expiring, rotated.clone()]);
+    secrets.put_secret_value().secret_id(&arn).secret_string(&rotated.token).send().await.unwrap();
+    sweeper.run().await.unwrap();
+    let left = sweeper.metrics.total("ArgoTokenDaysLeft");
+    assert!((89.99..90.0).contains(&left), "the rotated token's days: {left}");
+    assert_eq!(sweeper.argo.token_source().reads(), 3, "read again on every sweep while the token was close to its expiry");
+    sweeper.run().await.unwrap();
+    assert_eq!(sweeper.argo.token_source().reads(), 3, "90 days left: not read again");
+    assert_eq!(warnings(), 1);
+}

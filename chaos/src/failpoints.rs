@@ -152,6 +152,9 @@ impl<T: ArgoApi> ArgoApi for Failpoint<T> {
     async fn terminate_operation(&self, permit: &Permit, app: &AppRef) -> Result<(), ArgoError> {
         self.0.terminate_operation(permit, app).await
     }
+    async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
+        self.0.credential_expiry().await
+    }
 }
 
 impl<T: EscalationStore> EscalationStore for Failpoint<T> {

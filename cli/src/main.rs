@@ -117,8 +117,8 @@ struct CheckArgs {
     /// The argocd-notifications route the apps use.
     #[arg(long, value_enum, default_value = "any")]
     route: medic::check::Route,
-    /// Warn when the token expires within this many days.
-    #[arg(long, default_value_t = 7)]
+    /// Warn when the token expires within this many days (the stack's `TokenExpiryWarningDays`).
+    #[arg(long, env = "MEDIC_TOKEN_EXPIRY_WARNING_DAYS", default_value_t = 7)]
     warn_days: u64,
     #[arg(short = 'o', long, value_enum, default_value = "text")]
     output: Output,

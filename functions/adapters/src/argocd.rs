@@ -462,7 +462,23 @@ impl ArgoApi for HttpArgoClient {
             self.call(Method::DELETE, &format!("api/v1/applications/{}/operation", seg(&app.name)), &scope_query(app), None).await?;
         Ok(())
     }
+
+    /// The `exp` of the token sent now. One that expires within [`ROTATION_WATCH`] is read again
+    /// from its secret first (at most once a minute), so a rotation is seen without a 401.
+    async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
+        let expiry = crate::token::jwt_expiry(self.token.get().expose_secret())?;
+        let soon = |at: &chrono::DateTime<chrono::Utc>| *at - chrono::Utc::now() < ROTATION_WATCH;
+        if expiry.as_ref().is_some_and(soon) && self.token.reread().await {
+            return crate::token::jwt_expiry(self.token.get().expose_secret());
+        }
+        Ok(expiry)
+    }
 }
+
+/// A token expiring within this is read again from its secret before its expiry is told: longer
+/// than any sensible warning (`MEDIC_TOKEN_EXPIRY_WARNING_DAYS`, 7), short enough that a 90-day
+/// token costs no secret read for most of its life.
+pub const ROTATION_WATCH: chrono::TimeDelta = chrono::TimeDelta::days(30);
 
 #[cfg(test)]
 mod tests {

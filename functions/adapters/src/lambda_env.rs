@@ -193,6 +193,11 @@ impl LambdaEnv {
         Ok(self.settings.number(&vars::MEDIC_RECHECK_SECONDS)?)
     }
 
+    /// How long before the Argo CD token expires the sweeper starts to warn.
+    pub fn token_expiry_warning(&self) -> Result<std::time::Duration, EnvError> {
+        Ok(std::time::Duration::from_secs(self.settings.number::<u64>(&vars::MEDIC_TOKEN_EXPIRY_WARNING_DAYS)?.saturating_mul(86_400)))
+    }
+
     /// The largest body ingest accepts.
     pub fn max_body_bytes(&self) -> Result<usize, EnvError> {
         Ok(self.settings.number(&vars::MEDIC_MAX_BODY_BYTES)?)

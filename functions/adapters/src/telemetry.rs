@@ -49,6 +49,18 @@ impl Metrics {
         self.emit(name, extra, value, "Milliseconds");
     }
 
+    /// A level, not a count (days left on a token): recorded as the latest value, not summed.
+    pub fn gauge(&self, name: &str, extra: Option<(&str, &str)>, value: f64) {
+        let key = match extra {
+            Some((k, v)) => format!("{name}|{k}={v}"),
+            None => name.to_owned(),
+        };
+        self.recorded.lock().unwrap_or_else(|e| e.into_inner()).insert(key, value);
+        if self.print {
+            println!("{}", self.line(name, extra, value, "None", chrono::Utc::now().timestamp_millis()));
+        }
+    }
+
     /// One metric per `Instance` alone, with `properties` in its log line: a breakdown for Logs
     /// Insights (`stats count(*) by Result`) that costs no CloudWatch metric per value, unlike a
     /// dimension (docs/cost.md).

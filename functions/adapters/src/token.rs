@@ -72,6 +72,19 @@ impl TokenSource {
     /// or already by a concurrent caller). False without a refresher, within a minute of the last
     /// read, when the read fails, or when it gives the same token.
     pub async fn renew_after_rejection(&self, used: &SecretString) -> bool {
+        self.read_again(used, "was rejected").await
+    }
+
+    /// Reads the secret again although the token still works (at most once a
+    /// [`TokenSource::min_interval`]): true when it now holds another one. A token about to
+    /// expire is rotated by writing the secret, and a warm container only reads it again after a
+    /// rejection, which a token still valid never gets: without this, the stack would go on
+    /// warning of the old token's expiry after the rotation.
+    pub async fn reread(&self) -> bool {
+        self.read_again(&self.get(), "expires soon").await
+    }
+
+    async fn read_again(&self, used: &SecretString, why: &str) -> bool {
         let Some(refresher) = &self.refresher else { return false };
         let mut last = self.last_read.lock().await;
         if self.get().expose_secret() != used.expose_secret() {
@@ -85,15 +98,15 @@ impl TokenSource {
         match refresher().await {
             Ok(new) if new.trim() != used.expose_secret() && !new.trim().is_empty() => {
                 *self.current.write().unwrap_or_else(|e| e.into_inner()) = SecretString::from(new.trim().to_owned());
-                tracing::info!("the token was rejected; a new one was read from its secret");
+                tracing::info!("the token {why}; a new one was read from its secret");
                 true
             }
             Ok(_) => {
-                tracing::warn!("the token was rejected and its secret still holds the same one");
+                tracing::warn!("the token {why} and its secret still holds the same one");
                 false
             }
             Err(e) => {
-                tracing::warn!(error = %e, "the token was rejected and its secret could not be read again");
+                tracing::warn!(error = %e, "the token {why} and its secret could not be read again");
                 false
             }
         }
@@ -136,6 +149,18 @@ mod tests {
         assert!(!s.renew_after_rejection(&old).await, "the secret still holds the rejected token");
         assert_eq!(s.reads(), 2);
         assert!(!TokenSource::fixed("t").renew_after_rejection(&old).await, "a fixed token is never read again");
+    }
+
+    #[tokio::test]
+    async fn a_token_still_valid_is_read_again_on_request_once_a_minute_at_most() {
+        let s = source(Arc::new(Mutex::new(vec!["old", "rotated", "later"])));
+        assert!(!s.reread().await, "the secret still holds the same token");
+        assert!(!s.reread().await, "within a minute: not read again");
+        assert_eq!((s.reads(), s.get().expose_secret().to_owned()), (1, "old".to_owned()));
+        let s = source(Arc::new(Mutex::new(vec!["rotated"])));
+        assert!(s.reread().await, "rotated in its secret");
+        assert_eq!(s.get().expose_secret(), "rotated");
+        assert!(!TokenSource::fixed("t").reread().await);
     }
 }
 

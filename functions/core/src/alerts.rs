@@ -47,6 +47,22 @@ pub fn outage_overdue_key(cause: &FleetCause) -> String {
     format!("alert-outage-overdue-{}-{}", cause.scope.key(), cause.sighted_at.map_or(0, |t| t.timestamp()))
 }
 
+/// The Argo CD token expires soon: told once a day from `MEDIC_TOKEN_EXPIRY_WARNING_DAYS` before,
+/// so nobody meets an expired automation token in the middle of an outage.
+pub fn token_expiring(expires: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let left = expires - now;
+    let when = if left.num_hours() < 48 { format!("in {} hours", left.num_hours().max(0)) } else { format!("in {} days", left.num_days()) };
+    format!(
+        "Argo Medic's Argo CD token expires {when} ({}). After that Argo Medic can neither read nor fix anything. Mint a new one (`argocd account generate-token --account argo-medic --expires-in 90d`) and put it in the secret ArgoCdTokenSecretArn names: the functions read it again, no redeploy (docs/operations.md, \"ArgoTokenExpiringAlarm\").",
+        expires.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    )
+}
+
+/// The marker of an alert told at most once a day (`alert-<kind>-<YYYYMMDD>`).
+pub fn daily(kind: &str, now: DateTime<Utc>) -> String {
+    format!("alert-{kind}-{}", now.format("%Y%m%d"))
+}
+
 /// The marker of an alert told at most once an hour (`alert-<kind>-<YYYYMMDDHH>`).
 pub fn hourly(kind: &str, now: DateTime<Utc>) -> String {
     format!("alert-{kind}-{}", now.format("%Y%m%d%H"))

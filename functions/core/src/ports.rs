@@ -103,6 +103,12 @@ pub trait ArgoApi: Send + Sync {
     ) -> impl Future<Output = Result<Application, ArgoError>> + Send;
     /// `DELETE /api/v1/applications/{name}/operation`. Only the actuator holds a [`Permit`].
     fn terminate_operation(&self, permit: &Permit, app: &AppRef) -> impl Future<Output = Result<(), ArgoError>> + Send;
+    /// When the credential these calls are made with expires (an Argo CD token's JWT `exp`):
+    /// `Ok(None)` when it never does or the client has none to tell; `Err` (a description) when
+    /// it cannot be read. No call to Argo CD.
+    fn credential_expiry(&self) -> impl Future<Output = Result<Option<chrono::DateTime<chrono::Utc>>, String>> + Send {
+        async { Ok(None) }
+    }
 }
 
 /// Store failures.
@@ -361,6 +367,9 @@ impl<T: ArgoApi> ArgoApi for Arc<T> {
     }
     fn terminate_operation(&self, permit: &Permit, app: &AppRef) -> impl Future<Output = Result<(), ArgoError>> + Send {
         (**self).terminate_operation(permit, app)
+    }
+    fn credential_expiry(&self) -> impl Future<Output = Result<Option<chrono::DateTime<chrono::Utc>>, String>> + Send {
+        (**self).credential_expiry()
     }
 }
 

@@ -40,6 +40,9 @@ pub struct SweeperConfig {
     /// The key a recovery wave's items are signed with, so the workers honour their slot and
     /// trigger (L12). Without it the wave's items reach the workers as plain looks.
     pub work_item_key: Option<medic_core::event::WorkItemKey>,
+    /// How long before the Argo CD token expires the sweep warns (in Slack once a day, and the
+    /// `ArgoTokenDaysLeft` metric its alarm watches is published every sweep anyway).
+    pub token_expiry_warning: Duration,
 }
 
 impl Default for SweeperConfig {
@@ -51,6 +54,7 @@ impl Default for SweeperConfig {
             kill_switch: false,
             refresh_per_minute: medic_adapters::budget::BudgetRates::default().refresh_per_minute,
             work_item_key: None,
+            token_expiry_warning: Duration::from_secs(7 * 86_400),
         }
     }
 }
@@ -97,6 +101,7 @@ impl LambdaSweeper {
                 kill_switch: env.kill_switch()?,
                 refresh_per_minute: env.rates()?.refresh_per_minute,
                 work_item_key: Some(work_item_key),
+                token_expiry_warning: env.token_expiry_warning()?,
             },
             argo,
             store: env.store()?,
@@ -208,6 +213,7 @@ where
             }
             Err(e) => return Err(e.into()),
         };
+        self.watch_token(now).await;
         let open: BTreeSet<AppId> = self.store.open_incidents().await?.into_iter().collect();
         let plan = plan(&listed, &open, &self.config.scope);
         let trigger = Trigger::sweep();
@@ -424,6 +430,32 @@ where
             "sweep done"
         );
         Ok(run)
+    }
+
+    /// Publishes how many days the Argo CD token has left (`ArgoTokenDaysLeft`, the alarm's
+    /// metric) and, within [`SweeperConfig::token_expiry_warning`], tells a person once a day:
+    /// an automation token that expires during an outage leaves Argo Medic blind when it is
+    /// needed most. A token without `exp` publishes nothing. Best effort: a sweep never fails for it.
+    async fn watch_token(&self, now: chrono::DateTime<chrono::Utc>) {
+        let expires = match self.argo.credential_expiry().await {
+            Ok(Some(at)) => at,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read when the Argo CD token expires");
+                return;
+            }
+        };
+        let left = expires - now;
+        self.metrics.gauge("ArgoTokenDaysLeft", None, left.num_seconds() as f64 / 86_400.0);
+        if left.to_std().unwrap_or_default() >= self.config.token_expiry_warning {
+            return;
+        }
+        let (key, text) = (alerts::daily("token-expiring", now), alerts::token_expiring(expires, now));
+        tracing::warn!(service_alert = true, expires = %expires, "{text}");
+        let once = Once { key: &key, ttl: Duration::from_secs(24 * 3600), unsure: WhenUnsure::Skip };
+        if let Err(e) = self.actuator().perform(Request::Alert { kind: ActionKind::ServiceAlert, text: &text, once: Some(once) }).await {
+            tracing::warn!(error = %e, "could not tell that the Argo CD token expires soon; the next sweep tells it");
+        }
     }
 
     /// Refreshes the canaries of `cause` (hard, after a normal refresh answered with a cached
