@@ -155,3 +155,131 @@ async fn argocd_notifications_without_argo_medic_s_service_or_triggers_fails_wit
     o.route = Route::Awssqs;
     assert_eq!(of(&check(&o).await, "notifications", Status::Fail).len(), 1);
 }
+
+/// The parts of a deployed stack `medic check --stack` reads, as CloudFormation in moto keeps
+/// them: the names are template.yaml's (held by the test below), the resources the few that
+/// moto's CloudFormation builds for real.
+const STACK_TEMPLATE: &str = r#"{
+  "Parameters": {
+    "InstanceId": {"Type": "String"}, "ArgoCdServer": {"Type": "String"},
+    "ArgoCdPlaintext": {"Type": "String"}, "ArgoCdTokenSecretArn": {"Type": "String"},
+    "SlackTokenSecretArn": {"Type": "String", "Default": ""}, "DryRun": {"Type": "String"},
+    "KillSwitch": {"Type": "String", "Default": "off"}, "PolicyConfig": {"Type": "String", "Default": "{}"}
+  },
+  "Resources": {
+    "DeadLetterQueue": {"Type": "AWS::SQS::Queue"},
+    "WorkQueue": {"Type": "AWS::SQS::Queue"},
+    "StateTable": {"Type": "AWS::DynamoDB::Table", "Properties": {
+      "BillingMode": "PAY_PER_REQUEST",
+      "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
+      "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}]}}
+  },
+  "Outputs": {
+    "WorkQueueUrl": {"Value": {"Ref": "WorkQueue"}},
+    "DeadLetterQueueUrl": {"Value": {"Ref": "DeadLetterQueue"}},
+    "StateTableName": {"Value": {"Ref": "StateTable"}}
+  }
+}"#;
+
+fn preflight(stack: &str) -> medic::check_stack::Preflight {
+    medic::check_stack::Preflight {
+        stack: Some(stack.to_owned()),
+        endpoint_url: Some(medic_sim::moto::moto().url.clone()),
+        projects: None,
+        no_sync: false,
+        route: Route::Any,
+        expiry_warning: Duration::from_secs(7 * 86_400),
+        now: Utc::now(),
+    }
+}
+
+/// `medic check --stack`: a healthy stack passes, Argo CD checked with the token in its secret
+/// and the scope of its PolicyConfig; then each thing a stack gets wrong in production is found
+/// with what to do: a dead letter, the switch left off, a secret deleted, the table without
+/// its TTL; an unknown stack says where to look. Everything in moto and the simulator.
+#[tokio::test]
+async fn a_deployed_stack_is_checked_with_its_own_token_and_each_broken_part_says_what_to_do() {
+    use medic_sim::moto::{moto, unique};
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let (cfn, secrets) = (aws_sdk_cloudformation::Client::new(&sdk), aws_sdk_secretsmanager::Client::new(&sdk));
+    let (ddb, sqs) = (aws_sdk_dynamodb::Client::new(&sdk), aws_sdk_sqs::Client::new(&sdk));
+    let (sim, token) = start_sim(TimeDelta::days(30), SimConfig::default()).await;
+    let token_arn =
+        secrets.create_secret().name(unique("check-argocd")).secret_string(format!("{token}\n")).send().await.unwrap().arn.unwrap();
+    let slack_arn = secrets.create_secret().name(unique("check-slack")).secret_string("xoxb-1").send().await.unwrap().arn.unwrap();
+    let name = unique("argo-medic-check");
+    let parameter = |k: &str, v: &str| aws_sdk_cloudformation::types::Parameter::builder().parameter_key(k).parameter_value(v).build();
+    cfn.create_stack()
+        .stack_name(&name)
+        .template_body(STACK_TEMPLATE)
+        .parameters(parameter("InstanceId", "prod"))
+        .parameters(parameter("ArgoCdServer", &sim.base_url()))
+        .parameters(parameter("ArgoCdPlaintext", "true"))
+        .parameters(parameter("ArgoCdTokenSecretArn", &token_arn))
+        .parameters(parameter("SlackTokenSecretArn", &slack_arn))
+        .parameters(parameter("DryRun", "false"))
+        .parameters(parameter("PolicyConfig", r#"{"projects": ["payments"]}"#))
+        .send()
+        .await
+        .unwrap();
+    let outputs: std::collections::BTreeMap<String, String> = cfn.describe_stacks().stack_name(&name).send().await.unwrap().stacks()[0]
+        .outputs()
+        .iter()
+        .map(|o| (o.output_key().unwrap().to_owned(), o.output_value().unwrap().to_owned()))
+        .collect();
+    let table = &outputs["StateTableName"];
+    let ttl = aws_sdk_dynamodb::types::TimeToLiveSpecification::builder().attribute_name("expires_at").enabled(true).build().unwrap();
+    ddb.update_time_to_live().table_name(table).time_to_live_specification(ttl).send().await.unwrap();
+
+    let findings = medic::check_stack::preflight(preflight(&name), || Err::<ArgoSettings, ()>(())).await.unwrap();
+    assert!(failures(&findings).is_empty(), "{findings:#?}");
+    for check in ["stack", "secrets", "switch", "queue", "dlq", "table", "token"] {
+        assert_eq!(of(&findings, check, Status::Ok).len(), 1, "{check}: {findings:#?}");
+    }
+    let secrets_ok = &of(&findings, "secrets", Status::Ok)[0].detail;
+    // (The secret the stack makes itself, the work-item key, is found among its resources; moto's
+    // CloudFormation cannot make an AWS::SecretsManager::Secret, so it is not in this stack.)
+    assert!(secrets_ok.contains("ArgoCdTokenSecretArn, SlackTokenSecretArn"), "{secrets_ok}");
+    let rbac: Vec<&str> = of(&findings, "rbac", Status::Ok).iter().map(|f| f.detail.as_str()).collect();
+    assert!(rbac.len() == 2 && rbac.iter().all(|d| d.contains("payments")), "get and sync on PolicyConfig's project: {rbac:?}");
+
+    // What goes wrong after a deploy.
+    sqs.send_message().queue_url(&outputs["DeadLetterQueueUrl"]).message_body("{}").send().await.unwrap();
+    let store = medic_adapters::dynamodb::DynamoDbStore::new(ddb.clone(), table, "prod");
+    medic_core::switch::SwitchStore::write_mode(&store, medic_core::switch::Mode::Off, "carol").await.unwrap();
+    secrets.delete_secret().secret_id(&slack_arn).force_delete_without_recovery(true).send().await.unwrap();
+    ddb.update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(
+            aws_sdk_dynamodb::types::TimeToLiveSpecification::builder().attribute_name("expires_at").enabled(false).build().unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let findings = medic::check_stack::preflight(preflight(&name), || Err::<ArgoSettings, ()>(())).await.unwrap();
+    let dlq = of(&findings, "dlq", Status::Fail);
+    assert!(dlq.len() == 1 && dlq[0].detail.contains("1 message") && dlq[0].fix.as_deref().unwrap().contains("runbook"), "{findings:#?}");
+    let off = of(&findings, "switch", Status::Warn);
+    assert!(
+        off.len() == 1 && off[0].detail.contains("off (set by carol") && off[0].fix.as_deref().unwrap().contains("medic switch act"),
+        "{findings:#?}"
+    );
+    let gone = of(&findings, "secrets", Status::Fail);
+    assert!(gone.len() == 1 && gone[0].detail.starts_with("SlackTokenSecretArn"), "{findings:#?}");
+    assert_eq!(of(&findings, "table", Status::Warn).len(), 1, "{findings:#?}");
+    assert_eq!(of(&findings, "rbac", Status::Ok).len(), 2, "Argo CD is still checked: {findings:#?}");
+
+    let unknown = medic::check_stack::preflight(preflight("no-such-stack"), || Err::<ArgoSettings, ()>(())).await.unwrap();
+    assert_eq!(unknown.len(), 1, "{unknown:#?}");
+    assert!(unknown[0].status == Status::Fail && unknown[0].fix.as_deref().unwrap().contains("region"), "{unknown:#?}");
+}
+
+/// The parameters and outputs `medic check --stack` reads are template.yaml's.
+#[test]
+fn the_stack_names_medic_check_reads_are_the_template_s() {
+    let template = std::fs::read_to_string(crate::support::events_dir().join("../template.yaml")).unwrap();
+    let doc: serde_norway::Value = serde_norway::from_str(&template).unwrap();
+    let missing: Vec<&&str> =
+        medic::check_stack::READS.iter().filter(|n| doc["Parameters"].get(**n).is_none() && doc["Outputs"].get(**n).is_none()).collect();
+    assert!(missing.is_empty(), "not in template.yaml's Parameters or Outputs: {missing:?}");
+}

@@ -37,13 +37,13 @@ pub struct Finding {
 }
 
 impl Finding {
-    fn ok(check: &'static str, detail: impl Into<String>) -> Self {
+    pub(crate) fn ok(check: &'static str, detail: impl Into<String>) -> Self {
         Self { check, status: Status::Ok, detail: detail.into(), fix: None }
     }
-    fn warn(check: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub(crate) fn warn(check: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
         Self { check, status: Status::Warn, detail: detail.into(), fix: Some(fix.into()) }
     }
-    fn fail(check: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub(crate) fn fail(check: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
         Self { check, status: Status::Fail, detail: detail.into(), fix: Some(fix.into()) }
     }
 }

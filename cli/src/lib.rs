@@ -2,6 +2,7 @@
 //! the binary and the integration tests.
 
 pub mod check;
+pub mod check_stack;
 pub mod incidents;
 pub mod input;
 pub mod render;

@@ -117,6 +117,14 @@ struct CheckArgs {
     /// The argocd-notifications route the apps use.
     #[arg(long, value_enum, default_value = "any")]
     route: medic::check::Route,
+    /// Check a deployed stack too: its status, secrets, switch, queues and table. Argo CD is then
+    /// reached as the stack reaches it (its ArgoCdServer parameters, the token in its secret) and
+    /// the scope is its PolicyConfig. AWS credentials and region as the AWS CLI finds them.
+    #[arg(long)]
+    stack: Option<String>,
+    /// With --stack: another AWS endpoint (moto).
+    #[arg(long, requires = "stack")]
+    endpoint_url: Option<String>,
     /// Warn when the token expires within this many days (the stack's `TokenExpiryWarningDays`).
     #[arg(long, env = "MEDIC_TOKEN_EXPIRY_WARNING_DAYS", default_value_t = 7)]
     warn_days: u64,
@@ -350,21 +358,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             decide_all(apps, &trigger, &history, now, config, output)
         }
         Command::Check(args) => {
-            let argo = medic_adapters::config::ArgoSettings::from_env()
-                .context("reading the Argo CD settings (ARGOCD_SERVER, ARGOCD_AUTH_TOKEN)")?;
-            let config = args.config.as_deref().map(input::read_config).transpose()?.unwrap_or_default();
-            let projects = if args.projects.is_empty() { config.projects.clone() } else { args.projects };
-            let options = medic::check::CheckOptions {
-                argo,
-                projects,
-                may_sync: !args.no_sync,
-                route: args.route,
-                expiry_warning: std::time::Duration::from_secs(args.warn_days * 86_400),
-                now: chrono::Utc::now(),
-            };
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
-            let findings = runtime.block_on(medic::check::check(&options));
-            let text = match args.output {
+            let output = args.output;
+            let findings = runtime.block_on(check(args))?;
+            let text = match output {
                 Output::Json => findings.iter().map(|f| serde_json::to_string(f).map(|s| s + "\n")).collect::<Result<String, _>>()?,
                 _ => medic::check::render(&findings),
             };
@@ -571,6 +568,24 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
         sim.shutdown().await;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `medic check`: the flags as a [`medic::check_stack::Preflight`].
+async fn check(args: CheckArgs) -> Result<Vec<medic::check::Finding>> {
+    let config_projects = args.config.as_deref().map(input::read_config).transpose()?.map(|c| c.projects);
+    let preflight = medic::check_stack::Preflight {
+        stack: args.stack,
+        endpoint_url: args.endpoint_url,
+        projects: if args.projects.is_empty() { config_projects } else { Some(args.projects) },
+        no_sync: args.no_sync,
+        route: args.route,
+        expiry_warning: std::time::Duration::from_secs(args.warn_days * 86_400),
+        now: chrono::Utc::now(),
+    };
+    medic::check_stack::preflight(preflight, || {
+        medic_adapters::config::ArgoSettings::from_env().context("reading the Argo CD settings (ARGOCD_SERVER, ARGOCD_AUTH_TOKEN)")
+    })
+    .await
 }
 
 async fn switch(args: SwitchArgs) -> Result<ExitCode> {
