@@ -56,13 +56,15 @@ async fn every_lease_fits_every_worker_timeout_the_template_allows() {
     for secs in allowed {
         let timeout = Duration::from_secs(secs);
         let min_visibility = Duration::from_secs(*allowed_visibility(&template, secs).iter().min().unwrap());
-        assert!(min_visibility >= timeout * 6, "WorkerTimeout {secs}: visibility {min_visibility:?} < 6 × timeout (AWS's advice)");
+        let t = medic_core::timeouts::Timeouts::of(timeout);
+        assert!(min_visibility >= t.visibility_floor, "WorkerTimeout {secs}: visibility {min_visibility:?} < 6 × timeout (AWS's advice)");
         let c = WorkerConfig::for_timeout(timeout);
         assert!(c.dedupe_lease > timeout, "{secs}: the dedupe lease must outlast the invocation");
         assert!(c.dedupe_lease < min_visibility, "{secs}: a redelivery must find a dead holder's lease over");
         assert!(c.lock_ttl > timeout && c.lock_ttl < min_visibility, "{secs}: the app lock likewise");
         assert!(c.claim_timeout > c.dedupe_lease, "{secs}: a claim outlasts the lease of the run that made it");
         assert!(c.dedupe_ttl >= c.dedupe_lease);
+        assert_eq!((c.dedupe_lease, c.lock_ttl, c.claim_timeout), (t.lease, t.lease, t.claim), "{secs}: the worker's are Timeouts'");
         env.function_timeout = timeout;
         let argo = env.argo_settings(env.argocd().unwrap(), "token");
         assert!(

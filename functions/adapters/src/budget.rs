@@ -45,8 +45,8 @@ impl BudgetRates {
 
     /// One worker's budget when at most `workers` run at once: its share of every rate (together
     /// they never exceed the instance's), and a wait long enough for a whole batch of `batch`
-    /// steps to take their refresh at that share (at most a sixth of the function's `timeout`,
-    /// at least `max_wait`). A step that gives up waiting is re-enqueued and reads its app again
+    /// steps to take their refresh at that share (at most the function's
+    /// [`medic_core::timeouts::Timeouts::budget_wait`], at least `max_wait`). A step that gives up waiting is re-enqueued and reads its app again
     /// when it comes back: with the 2 s wait, the storm benchmark (docs/benchmarks.md) measured
     /// one such extra read for every third stale app. Waiting a few seconds inside the invocation
     /// costs less than those reads.
@@ -58,7 +58,7 @@ impl BudgetRates {
             refresh_per_minute: refresh,
             hard_refresh_per_minute: share(self.hard_refresh_per_minute),
             sync_per_minute: share(self.sync_per_minute),
-            max_wait: batch_wait.min(timeout / 6).max(self.max_wait),
+            max_wait: batch_wait.min(medic_core::timeouts::Timeouts::of(timeout).budget_wait).max(self.max_wait),
         }
     }
 }

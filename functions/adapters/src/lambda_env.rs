@@ -329,11 +329,11 @@ impl LambdaEnv {
     /// function's timeout.
     pub fn argo_settings(&self, connection: ArgoSettings, token: &str) -> ArgoSettings {
         let mut settings = ArgoSettings { token: token.to_owned().into(), ..connection };
-        // One call, retries included, takes at most a third of the invocation, so a message's
-        // read, act and verify fit in it and a stopped invocation is the exception.
-        let third = self.function_timeout / 3;
-        settings.retry_deadline = third.min(Duration::from_secs(60));
-        settings.request_timeout = settings.request_timeout.min(third.max(Duration::from_secs(5)));
+        // One call, retries included, fits in a third of the invocation, so a message's read,
+        // act and verify fit in it and a stopped invocation is the exception.
+        let t = medic_core::timeouts::Timeouts::of(self.function_timeout);
+        settings.retry_deadline = t.argo_call;
+        settings.request_timeout = settings.request_timeout.min(t.argo_request_floor);
         settings
     }
 
@@ -368,7 +368,7 @@ impl LambdaEnv {
         settings.fleet_threshold = s.number(&vars::SLACK_FLEET_THRESHOLD)?;
         // A post's intent is held as long as an invocation can last, like every other lease
         // (pacing and a 429's wait happen inside it), so no other worker posts meanwhile.
-        settings.lease = self.function_timeout + self.function_timeout / 2;
+        settings.lease = medic_core::timeouts::Timeouts::of(self.function_timeout).lease;
         // Slack's one post per second per channel; a time-scaled test run scales it too.
         settings.post_interval = Duration::from_millis(s.number(&vars::SLACK_POST_INTERVAL_MS)?);
         let source = self.token_source(token.trim(), arn.as_deref());

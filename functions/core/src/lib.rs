@@ -42,6 +42,7 @@ pub mod remediate;
 pub mod step;
 pub mod sweep;
 pub mod switch;
+pub mod timeouts;
 pub mod trigger;
 
 pub use app::{AppId, Application, ApplicationList};

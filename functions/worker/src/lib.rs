@@ -89,17 +89,17 @@ impl WorkerConfig {
     /// taken over while its holder may still act) and ends long before the queue's visibility
     /// timeout (at least 6 × `timeout`) offers the message again; a claim outlasts the lease.
     pub fn for_timeout(timeout: Duration) -> Self {
-        // Half an invocation more than an invocation: Lambda stops one at its timeout, but the
-        // store's clock and the function's are not the same clock. 1.5 × timeout stays far
-        // below the 6 × timeout visibility, so a redelivery finds a dead holder's lease over.
-        let lease = timeout + timeout / 2;
+        // Every lease outlasts the invocation and ends well before the queue's visibility, so a
+        // redelivery finds a dead holder's lease over (`Timeouts`).
+        let t = medic_core::timeouts::Timeouts::of(timeout);
+        let lease = t.lease;
         Self {
             dry_run: false,
             kill_switch: false,
             dedupe_ttl: Duration::from_secs(3600).max(lease),
             dedupe_lease: lease,
             lock_ttl: lease,
-            claim_timeout: lease * 2,
+            claim_timeout: t.claim,
             max_rechecks: 96,
             busy_delay: Duration::from_secs(30),
             snooze: Duration::from_secs(4 * 3600),
