@@ -49,6 +49,9 @@ impl ArgoApi for Argo {
     async fn terminate_operation(&self, _: &Permit, app: &AppRef) -> Result<(), ArgoError> {
         Err(ArgoError::NotFound(app.name.clone()))
     }
+    async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
+        Ok(None)
+    }
 }
 
 fn runtime() -> &'static tokio::runtime::Runtime {

@@ -280,6 +280,9 @@ impl<A: ArgoApi> ArgoApi for Dying<'_, A> {
     async fn terminate_operation(&self, permit: &medic_core::ports::Permit, app: &AppRef) -> Result<(), medic_core::ports::ArgoError> {
         self.0.terminate_operation(permit, app).await
     }
+    async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
+        self.0.credential_expiry().await
+    }
 }
 
 /// The block of `doc` (a path from the repository root) between `start` and `end` is `expected`,

@@ -106,9 +106,7 @@ pub trait ArgoApi: Send + Sync {
     /// When the credential these calls are made with expires (an Argo CD token's JWT `exp`):
     /// `Ok(None)` when it never does or the client has none to tell; `Err` (a description) when
     /// it cannot be read. No call to Argo CD.
-    fn credential_expiry(&self) -> impl Future<Output = Result<Option<chrono::DateTime<chrono::Utc>>, String>> + Send {
-        async { Ok(None) }
-    }
+    fn credential_expiry(&self) -> impl Future<Output = Result<Option<chrono::DateTime<chrono::Utc>>, String>> + Send;
 }
 
 /// Store failures.

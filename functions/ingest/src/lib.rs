@@ -153,6 +153,9 @@ impl<A: ArgoApi> ArgoApi for LazyArgo<A> {
     async fn terminate_operation(&self, permit: &Permit, app: &AppRef) -> Result<(), ArgoError> {
         self.client().await?.terminate_operation(permit, app).await
     }
+    async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
+        self.client().await.map_err(|e| e.to_string())?.credential_expiry().await
+    }
 }
 
 /// Why ingest could not start.

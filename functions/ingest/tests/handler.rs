@@ -32,6 +32,9 @@ impl ArgoApi for NoArgo {
     async fn terminate_operation(&self, _: &medic_core::ports::Permit, app: &AppRef) -> Result<(), ArgoError> {
         panic!("the webhook path terminated {app:?}'s operation")
     }
+    async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
+        Ok(None)
+    }
 }
 
 fn events_dir() -> PathBuf {

@@ -175,6 +175,9 @@ async fn a_built_client_is_made_once() {
         ) -> Result<(), medic_core::ports::ArgoError> {
             Ok(())
         }
+        async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
+            Ok(None)
+        }
     }
     static BUILDS: AtomicUsize = AtomicUsize::new(0);
     let lazy = LazyArgo::new(|| async {
