@@ -48,6 +48,8 @@ lint:
 	@# One actuator: the product crates alone, without the tests' `test-permit` feature, so no
 	@# product code compiles a mutating Argo CD call or a Slack post outside the actuator.
 	$(CARGO) check -p ingest -p worker -p sweeper -p slack-actions -p medic --locked
+	@# Each crate once in the bootstraps, but for the duplicates an upstream crate forces.
+	bash scripts/duplicate-crates.sh
 	@# A path baked in at compile time names the checkout that first compiled it: a target
 	@# directory shared between clones (CI's) would run one clone's tests on another's files.
 	@if grep -rn 'env!("CARGO_MANIFEST_DIR")' --include='*.rs' functions cli sim tests chaos fuzz | grep -v '^sim/src/paths.rs:'; then \

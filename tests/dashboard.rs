@@ -153,7 +153,7 @@ fn named_metrics(body: &Json) -> Vec<Named> {
             match entry.first() {
                 Some(Json::String(namespace)) => {
                     let mut parts: Vec<&str> = entry.iter().filter_map(Json::as_str).collect();
-                    assert!(parts.len() >= 2 && parts.len() % 2 == 0, "{title}: malformed metric {entry:?}");
+                    assert!(parts.len() >= 2 && parts.len().is_multiple_of(2), "{title}: malformed metric {entry:?}");
                     let name = parts[1].to_owned();
                     parts.drain(..2);
                     let dimensions = parts.chunks(2).map(|c| (c[0].to_owned(), c[1].to_owned())).collect();

@@ -39,15 +39,15 @@ fn every_scenario_gets_its_expected_decision() {
         if e.retry_after_secs.is_some() && d.retry_after_secs != e.retry_after_secs {
             wrong.push(format!("retry_after {:?} != expected {:?}", d.retry_after_secs, e.retry_after_secs));
         }
-        if let Some(prune) = e.sync_prune {
-            if d.sync.as_ref().map(|p| p.prune) != Some(prune) {
-                wrong.push(format!("sync plan {:?} does not have prune={prune}", d.sync));
-            }
+        if let Some(prune) = e.sync_prune
+            && d.sync.as_ref().map(|p| p.prune) != Some(prune)
+        {
+            wrong.push(format!("sync plan {:?} does not have prune={prune}", d.sync));
         }
-        if let Some(resolves) = e.resolves_incident {
-            if d.resolves_incident != resolves {
-                wrong.push(format!("resolves_incident {} != expected {resolves}", d.resolves_incident));
-            }
+        if let Some(resolves) = e.resolves_incident
+            && d.resolves_incident != resolves
+        {
+            wrong.push(format!("resolves_incident {} != expected {resolves}", d.resolves_incident));
         }
         if !wrong.is_empty() {
             failures.push(format!("{}: {}\n    reason: {}", s.name, wrong.join("; "), d.reason));

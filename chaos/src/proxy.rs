@@ -260,7 +260,7 @@ async fn handle(inner: Arc<Inner>, faulty: bool, request: Request<Incoming>) -> 
             };
             let entry = state.applied.entry(format!("{} {name}", service.name())).or_default();
             *entry += 1;
-            (kind, *entry % 2 == 0)
+            (kind, (*entry).is_multiple_of(2))
         })
     } else {
         None

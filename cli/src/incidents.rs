@@ -138,10 +138,10 @@ pub async fn collect<L: IncidentLedger, E: EscalationStore>(
         if !query.modes.is_empty() && !view.failure_mode.as_ref().is_some_and(|m| query.modes.contains(m)) {
             continue;
         }
-        if let Some(d) = query.older_than {
-            if now - view.since < TimeDelta::from_std(d).unwrap_or(TimeDelta::MAX) {
-                continue;
-            }
+        if let Some(d) = query.older_than
+            && now - view.since < TimeDelta::from_std(d).unwrap_or(TimeDelta::MAX)
+        {
+            continue;
         }
         views.push(view);
     }
@@ -313,30 +313,10 @@ fn age(d: TimeDelta) -> String {
     }
 }
 
-/// `90s`, `30m`, `2h`, `7d` (and `1h30m`).
+/// `90s`, `30m`, `2h`, `7d`, `1h30m` (humantime's grammar: also `2w`, `1h 30m`); a number
+/// without a unit, and one too large for a duration, are errors.
 pub fn parse_duration(text: &str) -> Result<Duration> {
-    let mut total = 0u64;
-    let mut digits = String::new();
-    for c in text.trim().chars() {
-        if c.is_ascii_digit() {
-            digits.push(c);
-            continue;
-        }
-        let unit = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86400,
-            _ => bail!("`{text}` is not a duration such as 90s, 30m, 2h or 7d"),
-        };
-        let n: u64 = digits.parse().with_context(|| format!("`{text}` is not a duration such as 90s, 30m, 2h or 7d"))?;
-        total += n * unit;
-        digits.clear();
-    }
-    if !digits.is_empty() || text.trim().is_empty() {
-        bail!("`{text}` is not a duration such as 90s, 30m, 2h or 7d (a unit is required)");
-    }
-    Ok(Duration::from_secs(total))
+    humantime::parse_duration(text.trim()).with_context(|| format!("`{text}` is not a duration such as 90s, 30m, 2h or 7d"))
 }
 
 fn rungs_short(v: &IncidentView) -> String {
@@ -482,7 +462,9 @@ mod tests {
         assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
         assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(7 * 86400));
         assert!(parse_duration("10").is_err());
-        assert!(parse_duration("1w").is_err());
+        assert_eq!(parse_duration("1w").unwrap(), Duration::from_secs(7 * 86400));
+        assert!(parse_duration("99999999999999999999d").is_err(), "too large: an error, not a wrapped number");
+        assert!(parse_duration("1x").is_err());
         assert!(parse_duration("").is_err());
     }
 }

@@ -314,12 +314,12 @@ struct ServeArgs {
     /// characters); MEDIC_REFRESH_SECRET. Without it the refresh route is off.
     #[arg(long, env = "MEDIC_REFRESH_SECRET", hide_env_values = true)]
     refresh_secret: Option<String>,
-    /// Seconds between sweeps.
-    #[arg(long, default_value_t = 60)]
-    sweep_every: u64,
-    /// Stop after this many seconds (default: run until interrupted).
-    #[arg(long)]
-    run_for: Option<u64>,
+    /// Time between sweeps: 60s, 5m (a bare number is seconds).
+    #[arg(long, default_value = "60s", value_parser = duration_arg)]
+    sweep_every: std::time::Duration,
+    /// Stop after this long: 30s, 10m (a bare number is seconds; default: run until interrupted).
+    #[arg(long, value_parser = duration_arg)]
+    run_for: Option<std::time::Duration>,
     /// Escalate to a built-in Slack simulator on 127.0.0.1 (its messages are summarised at the
     /// end). Without it, escalations go to real Slack when SLACK_TOKEN and SLACK_CHANNEL are set
     /// (SLACK_API_URL overrides the Web API address), else to log lines. With Slack, button
@@ -526,7 +526,7 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
             listen: args.listen,
             webhook_secret: secret,
             refresh_secret: args.refresh_secret,
-            sweep_every: std::time::Duration::from_secs(args.sweep_every.max(1)),
+            sweep_every: args.sweep_every.max(std::time::Duration::from_secs(1)),
             dry_run,
             policy,
             rates,
@@ -541,7 +541,7 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
     }
     eprintln!("medic: ingest listening on http://{}/v1/events and /v1/refresh", served.addr);
     match args.run_for {
-        Some(secs) => tokio::time::sleep(std::time::Duration::from_secs(secs)).await,
+        Some(d) => tokio::time::sleep(d).await,
         None => {
             let _ = tokio::signal::ctrl_c().await;
         }
@@ -568,6 +568,14 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
         sim.shutdown().await;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A duration flag: humantime's `90s`, `5m`, `2h`, or a bare number of seconds as before.
+fn duration_arg(text: &str) -> Result<std::time::Duration, String> {
+    match text.trim().parse::<u64>() {
+        Ok(secs) => Ok(std::time::Duration::from_secs(secs)),
+        Err(_) => humantime::parse_duration(text.trim()).map_err(|e| format!("`{text}` is not a duration such as 90s or 5m: {e}")),
+    }
 }
 
 /// `medic check`: the flags as a [`medic::check_stack::Preflight`].

@@ -61,11 +61,11 @@ fn make_synced_and_healthy(app: &mut Value, now: DateTime<Utc>) {
             }
             resource.insert("status".into(), json!("Synced"));
             resource.remove("requiresPruning");
-            if let Some(Value::Object(health)) = resource.get_mut("health") {
-                if health.get("status").and_then(Value::as_str) != Some("Healthy") {
-                    health.insert("status".into(), json!("Healthy"));
-                    health.remove("message");
-                }
+            if let Some(Value::Object(health)) = resource.get_mut("health")
+                && health.get("status").and_then(Value::as_str) != Some("Healthy")
+            {
+                health.insert("status".into(), json!("Healthy"));
+                health.remove("message");
             }
         }
     }
@@ -99,10 +99,10 @@ fn resolve_revision(app: &Value, requested: &str) -> String {
         return requested.to_string();
     }
     let known = str_at(app, "status.sync.revision").filter(|r| !r.is_empty());
-    if requested.is_empty() || requested == target_revision(app) {
-        if let Some(known) = known {
-            return known.to_string();
-        }
+    if (requested.is_empty() || requested == target_revision(app))
+        && let Some(known) = known
+    {
+        return known.to_string();
     }
     let ambiguous = if requested.is_empty() { target_revision(app) } else { requested.to_string() };
     let repo = str_at(app, "spec.source.repoURL").unwrap_or_default();

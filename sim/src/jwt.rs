@@ -8,8 +8,6 @@
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::json;
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
 /// `iat` used by [`token_for`] and the default token: 2026-01-01T00:00:00Z.
 pub(crate) const DEFAULT_IAT: i64 = 1_767_225_600;
 
@@ -56,42 +54,15 @@ pub(crate) fn issued_at(token: &str) -> Option<DateTime<Utc>> {
     Utc.timestamp_opt(iat, 0).single()
 }
 
+/// base64url without padding, as JWTs are written (RFC 7519 §3).
 fn encode(input: &[u8]) -> String {
-    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
-    for chunk in input.chunks(3) {
-        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        let chars = chunk.len() + 1;
-        for i in 0..chars {
-            let index = (n >> (18 - 6 * i)) & 0x3f;
-            out.push(char::from(ALPHABET[index as usize]));
-        }
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(input)
 }
 
 fn decode(input: &str) -> Option<Vec<u8>> {
-    let input = input.trim_end_matches('=');
-    let mut out = Vec::with_capacity(input.len() * 3 / 4);
-    let mut acc: u32 = 0;
-    let mut bits = 0;
-    for c in input.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' | b'+' => 62,
-            b'_' | b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(((acc >> bits) & 0xff) as u8);
-        }
-    }
-    Some(out)
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(input.trim_end_matches('=')).ok()
 }
 
 #[cfg(test)]

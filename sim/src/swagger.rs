@@ -141,7 +141,7 @@ impl SwaggerSpec {
         let path = argocd_swagger_path();
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("{}: {e} (set MEDIC_ARGOCD_SWAGGER to Argo CD v3.5.1's swagger.json)", path.display()))?;
-        let hex: String = sha2::Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let hex = hex::encode(sha2::Sha256::digest(text.as_bytes()));
         if hex != ARGOCD_V3_5_1_SHA256 {
             return Err(format!("{} is not Argo CD v3.5.1's unmodified swagger.json (sha256 {hex})", path.display()));
         }
@@ -536,10 +536,10 @@ impl Walker<'_> {
             self.collect_properties(name, resolved, into, depth + 1);
         }
         let inline = def_name.and_then(|d| INLINE_DEFINITIONS.iter().find(|(from, _)| *from == d));
-        if let Some((_, inlined)) = inline {
-            if let Some(def) = self.spec.definition(inlined) {
-                self.collect_properties(Some(inlined), def, into, depth + 1);
-            }
+        if let Some((_, inlined)) = inline
+            && let Some(def) = self.spec.definition(inlined)
+        {
+            self.collect_properties(Some(inlined), def, into, depth + 1);
         }
     }
 }

@@ -314,15 +314,15 @@ pub(super) fn account(e: &Evidence, names: &[(String, String)]) -> Account {
         if sk.starts_with("ACTION#") && rec(item, "rung") == "escalate" && rec(item, "status") == "COMPLETED" {
             escalated.insert(app.clone());
         }
-        if sk == "INCIDENT" {
-            if let Some(at) = time(item, "opened_at") {
-                open_since.insert(app.clone(), at);
-            }
+        if sk == "INCIDENT"
+            && let Some(at) = time(item, "opened_at")
+        {
+            open_since.insert(app.clone(), at);
         }
-        if sk.starts_with("CLOSED#") {
-            if let Some(at) = time(item, "closed_at") {
-                closes.push((app, at));
-            }
+        if sk.starts_with("CLOSED#")
+            && let Some(at) = time(item, "closed_at")
+        {
+            closes.push((app, at));
         }
     }
 

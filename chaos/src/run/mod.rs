@@ -814,7 +814,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
             );
         }
         if Instant::now() + Duration::from_secs(1) >= deadline
-            || (std::env::var_os("MEDIC_CHAOS_VERBOSE").is_some() && started.elapsed().as_secs() % 10 == 0)
+            || (std::env::var_os("MEDIC_CHAOS_VERBOSE").is_some() && started.elapsed().as_secs().is_multiple_of(10))
         {
             eprintln!(
                 "chaos: out of time settling: kills done {kills_done}, switch back {switched_back}, outages over and calm {outage_apps_calm}, queue {visible} visible / {in_flight} in flight / {delayed} delayed"

@@ -51,7 +51,7 @@ impl OutagePlan {
 /// Loads outage `k`'s `n` apps, calm: copies of `events/apps/healthy.json` behind its own host
 /// (even `k`) or cluster (odd `k`).
 pub(super) fn plan_outage(argo: &ArgoSim, k: usize, n: usize) -> anyhow::Result<OutagePlan> {
-    let scope = if k % 2 == 0 {
+    let scope = if k.is_multiple_of(2) {
         OutageScope::GitHost(format!("git.outage-{k}.example"))
     } else {
         OutageScope::Cluster(format!("https://cluster-{k}.outage.example"))
@@ -148,13 +148,13 @@ pub(super) async fn begin_outage(
 pub(super) fn end_outage(argo: &ArgoSim, plan: &OutagePlan, tally: &Shared, span: Duration, scale: u64) {
     let aged = Utc::now() - chrono::TimeDelta::from_std(span * scale as u32).unwrap_or_default();
     for (name, _) in &plan.apps {
-        if let Some(mut app) = argo.app("argocd", name) {
-            if let Some(c) = app["status"]["conditions"].as_array_mut().and_then(|c| c.first_mut()) {
-                c["lastTransitionTime"] = aged.to_rfc3339().into();
-                let rv: u64 = app["metadata"]["resourceVersion"].as_str().and_then(|v| v.parse().ok()).unwrap_or(0);
-                app["metadata"]["resourceVersion"] = (rv + 1).to_string().into();
-                argo.insert_app(app);
-            }
+        if let Some(mut app) = argo.app("argocd", name)
+            && let Some(c) = app["status"]["conditions"].as_array_mut().and_then(|c| c.first_mut())
+        {
+            c["lastTransitionTime"] = aged.to_rfc3339().into();
+            let rv: u64 = app["metadata"]["resourceVersion"].as_str().and_then(|v| v.parse().ok()).unwrap_or(0);
+            app["metadata"]["resourceVersion"] = (rv + 1).to_string().into();
+            argo.insert_app(app);
         }
         argo.set_outcomes(name, Outcomes { refresh: RefreshOutcome::Heal, hard_refresh: RefreshOutcome::Heal, sync: SyncOutcome::Succeed });
     }

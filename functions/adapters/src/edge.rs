@@ -7,7 +7,7 @@
 //!   a message saying what to fix) answered as JSON, and the media-type and size checks every
 //!   body passes before anything reads it.
 
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;

@@ -262,12 +262,12 @@ where
             return Ok(RungDone { report: out, answer, outcome: None, refreshed: None });
         }
         let done = |report, outcome| RungDone { report, answer, outcome, refreshed: None };
-        if let Some(kind) = rung.budget() {
-            if let Err(e) = self.budget.acquire(kind).await {
-                out.result = StepResult::Deferred;
-                out.detail = e.to_string();
-                return Ok(done(out, None));
-            }
+        if let Some(kind) = rung.budget()
+            && let Err(e) = self.budget.acquire(kind).await
+        {
+            out.result = StepResult::Deferred;
+            out.detail = e.to_string();
+            return Ok(done(out, None));
         }
         let attempt = Attempt { rung, at: decision.decided_at, idempotency_key: Some(key.clone()), outcome: Outcome::Requested };
         match self.store.claim(name, &incident, &attempt, self.claim_timeout).await? {

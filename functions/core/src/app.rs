@@ -501,10 +501,10 @@ impl Application {
         if let Some(rev) = sync.and_then(|s| s.revisions.first()) {
             return rev.clone();
         }
-        if let Some(result) = self.status.operation_state.as_ref().and_then(|o| o.sync_result.as_ref()) {
-            if !result.revision.is_empty() {
-                return result.revision.clone();
-            }
+        if let Some(result) = self.status.operation_state.as_ref().and_then(|o| o.sync_result.as_ref())
+            && !result.revision.is_empty()
+        {
+            return result.revision.clone();
         }
         self.spec.source.as_ref().or(self.spec.sources.first()).map(|s| s.target_revision.clone()).unwrap_or_default()
     }

@@ -349,7 +349,7 @@ impl WorkItemKey {
     }
 
     fn mac(&self, item: &WorkItem) -> hmac::Hmac<sha2::Sha256> {
-        use hmac::Mac;
+        use hmac::{KeyInit, Mac};
         let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&self.0).expect("HMAC takes a key of any length");
         let kind = serde_json::to_string(&item.kind).unwrap_or_default();
         let at = item.enqueued_at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
@@ -387,18 +387,14 @@ impl WorkItemKey {
     pub fn sign(&self, item: &mut WorkItem) {
         use hmac::Mac;
         let tag = self.mac(item).finalize().into_bytes();
-        item.signature = Some(tag.iter().map(|b| format!("{b:02x}")).collect());
+        item.signature = Some(hex::encode(tag));
     }
 
     /// True when `item` carries a valid signature under this key (compared in constant time).
     pub fn verifies(&self, item: &WorkItem) -> bool {
         use hmac::Mac;
-        let Some(hex) = item.signature.as_deref() else { return false };
-        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return false;
-        }
-        let bytes: Vec<u8> = (0..32).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0)).collect();
-        self.mac(item).verify_slice(&bytes).is_ok()
+        let Some(tag) = item.signature.as_deref().and_then(|s| hex::decode(s).ok()) else { return false };
+        self.mac(item).verify_slice(&tag).is_ok()
     }
 }
 

@@ -251,7 +251,7 @@ fn digest(parts: &[&str]) -> String {
         h.update(p.as_bytes());
         h.update([0u8]);
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(h.finalize())
 }
 
 #[cfg(test)]

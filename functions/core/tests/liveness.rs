@@ -143,11 +143,11 @@ fn walk(
     while now - captured() <= horizon {
         let d = policy.decide(&observed(app, now), &trigger(), &hist, now).unwrap();
         decisions.push(format!("{}+{}m {} ({})", d.failure_mode, (now - captured()).num_minutes(), d.action.as_str(), d.rule));
-        if let Some(incident) = &d.incident {
-            if hist.incident.as_ref() != Some(incident) {
-                hist = History { incident: Some(incident.clone()), attempts: vec![] };
-                opened = opened.or(Some(now));
-            }
+        if let Some(incident) = &d.incident
+            && hist.incident.as_ref() != Some(incident)
+        {
+            hist = History { incident: Some(incident.clone()), attempts: vec![] };
+            opened = opened.or(Some(now));
         }
         let rung = match d.action {
             Action::Escalate => return Walk::Escalated(now - opened.unwrap_or(now)),

@@ -577,14 +577,13 @@ where
         };
         let started = Instant::now();
         let mut pending = None;
-        if let Some(slot) = &item.wave {
-            if let Some(why) = self.wave_paused(slot).await
-                && !self.claim_pending(item, &mut pending).await?
-            {
-                self.metrics.count("HeldByFleetOutage", None, 1.0);
-                tracing::info!(app = %item.app.id(), cause = %slot.scope, why, "recovery wave paused: the app waits for the sweep to release it again");
-                return Ok(Handled::HeldByFleet(slot.scope.clone()));
-            }
+        if let Some(slot) = &item.wave
+            && let Some(why) = self.wave_paused(slot).await
+            && !self.claim_pending(item, &mut pending).await?
+        {
+            self.metrics.count("HeldByFleetOutage", None, 1.0);
+            tracing::info!(app = %item.app.id(), cause = %slot.scope, why, "recovery wave paused: the app waits for the sweep to release it again");
+            return Ok(Handled::HeldByFleet(slot.scope.clone()));
         }
         let stepped = match self.fleet_hold(item).await {
             Ok(FleetHold::Held(cause)) if !self.claim_pending(item, &mut pending).await? => {
@@ -664,11 +663,10 @@ where
         let looked = report.decision.as_ref().map(|d| (d, matches!(report.result, StepResult::Resolved | StepResult::NoAction)));
         if let Some((d, _)) =
             resolution.or(looked).filter(|(d, at_rest)| *at_rest && (d.failure_mode == FailureMode::Healthy || d.resolves_incident))
+            && let Err(e) = self.actuator().perform(Request::Resolve { app: &report.app, decision: d }).await
         {
-            if let Err(e) = self.actuator().perform(Request::Resolve { app: &report.app, decision: d }).await {
-                self.metrics.count("EscalationErrors", Some(("Step", "resolve")), 1.0);
-                return Err(MessageError::Retry(e.to_string()));
-            }
+            self.metrics.count("EscalationErrors", Some(("Step", "resolve")), 1.0);
+            return Err(MessageError::Retry(e.to_string()));
         }
         match report.result {
             StepResult::Waiting | StepResult::Deferred => {

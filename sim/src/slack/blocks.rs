@@ -93,10 +93,11 @@ impl Checker {
                 if let Some(url) = e.get("url").and_then(Value::as_str) {
                     self.too_long(&format!("{pointer}/url"), units(url), MAX_URL);
                 }
-                if let Some(style) = e.get("style").and_then(Value::as_str) {
-                    if style != "primary" && style != "danger" {
-                        self.errors.push(format!("must be one of primary, danger [json-pointer:{pointer}/style]"));
-                    }
+                if let Some(style) = e.get("style").and_then(Value::as_str)
+                    && style != "primary"
+                    && style != "danger"
+                {
+                    self.errors.push(format!("must be one of primary, danger [json-pointer:{pointer}/style]"));
                 }
                 if let Some(confirm) = e.get("confirm") {
                     let at = format!("{pointer}/confirm");
@@ -155,10 +156,10 @@ impl Checker {
                 let mut action_ids = HashSet::new();
                 for (j, e) in elements.iter().enumerate() {
                     self.element(e, &format!("{pointer}/elements/{j}"));
-                    if let Some(id) = e.get("action_id").and_then(Value::as_str) {
-                        if !action_ids.insert(id.to_owned()) {
-                            self.errors.push(format!("duplicate action_id `{id}` [json-pointer:{pointer}/elements/{j}/action_id]"));
-                        }
+                    if let Some(id) = e.get("action_id").and_then(Value::as_str)
+                        && !action_ids.insert(id.to_owned())
+                    {
+                        self.errors.push(format!("duplicate action_id `{id}` [json-pointer:{pointer}/elements/{j}/action_id]"));
                     }
                 }
             }
@@ -181,10 +182,10 @@ impl Checker {
 
 /// Checks a message's `text` and `blocks` (already parsed; `None` when absent).
 pub fn check(text: Option<&str>, blocks: Option<&Value>) -> Result<(), Refusal> {
-    if let Some(text) = text {
-        if units(text) > MAX_TEXT {
-            return Err(Refusal { error: "msg_too_long", messages: vec![] });
-        }
+    if let Some(text) = text
+        && units(text) > MAX_TEXT
+    {
+        return Err(Refusal { error: "msg_too_long", messages: vec![] });
     }
     let Some(blocks) = blocks else { return Ok(()) };
     let Some(list) = blocks.as_array() else {

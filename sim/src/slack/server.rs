@@ -214,10 +214,8 @@ fn message_json(m: &SimMessage, with_metadata: bool, reply_count: usize) -> Valu
     if m.updates > 0 {
         v["edited"] = json!({"user": BOT_USER, "ts": m.ts});
     }
-    if with_metadata {
-        if let Some(md) = &m.metadata {
-            v["metadata"] = md.clone();
-        }
+    if with_metadata && let Some(md) = &m.metadata {
+        v["metadata"] = md.clone();
     }
     v
 }

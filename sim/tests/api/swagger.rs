@@ -31,8 +31,7 @@ fn violations(spec: &SwaggerSpec, logged: &[LoggedRequest], requests_too: bool) 
 fn the_reference_spec_is_argo_cds_unmodified_v3_5_1_swagger() {
     let Some(_spec) = medic_sim::swagger::reference_spec("the_reference_spec_is_argo_cds_unmodified_v3_5_1_swagger") else { return };
     let text = std::fs::read_to_string(medic_sim::swagger::argocd_swagger_path()).expect("the reference spec is readable");
-    let digest = Sha256::digest(text.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = hex::encode(Sha256::digest(text.as_bytes()));
     assert_eq!(hex, medic_sim::swagger::ARGOCD_V3_5_1_SHA256);
     assert!(SwaggerSpec::argocd_v3_5_1().is_ok());
 }

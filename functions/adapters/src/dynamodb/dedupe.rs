@@ -78,10 +78,10 @@ impl DedupeStore for DynamoDbStore {
                     .await
                     .map_err(|e| StoreError(describe(&self.op("BatchGetItem"), &e)))?;
                 for item in out.responses.unwrap_or_default().remove(&self.table).unwrap_or_default() {
-                    if !expired(&item, now) {
-                        if let Some(key) = item.get("pk").and_then(|v| v.as_s().ok()).and_then(|pk| by_pk.get(pk)) {
-                            found.insert((*key).clone());
-                        }
+                    if !expired(&item, now)
+                        && let Some(key) = item.get("pk").and_then(|v| v.as_s().ok()).and_then(|pk| by_pk.get(pk))
+                    {
+                        found.insert((*key).clone());
                     }
                 }
                 match out.unprocessed_keys.and_then(|mut u| u.remove(&self.table)).filter(|u| !u.keys.is_empty()) {

@@ -250,11 +250,9 @@ impl SlackClient {
         let transport = |message: String| SlackError::Transport { method: method.to_owned(), message };
         let mut renewed = false;
         for attempt in 0..6 {
-            if paced {
-                if let Err(wait) = self.pacer.wait(channel, self.max_retry_wait).await {
-                    // Slack asked for a pause longer than we wait: honour it by not calling.
-                    return Err(SlackError::RateLimited { method: method.to_owned(), retry_after: wait });
-                }
+            if paced && let Err(wait) = self.pacer.wait(channel, self.max_retry_wait).await {
+                // Slack asked for a pause longer than we wait: honour it by not calling.
+                return Err(SlackError::RateLimited { method: method.to_owned(), retry_after: wait });
             }
             let request = match json_body {
                 Some(body) => {

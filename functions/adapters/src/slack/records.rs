@@ -255,13 +255,13 @@ pub async fn load_fleet_button<S: EscalationStore>(store: &S, id: &str) -> Resul
     let Some(v) = store.load("fleetbtn", id).await? else { return Ok(None) };
     let mut button: medic_core::fleet::FleetButton =
         serde_json::from_value(v.doc).map_err(|e| StoreError(format!("fleet button {id}: unreadable record: {e}")))?;
-    if !button.outage.is_empty() {
-        if let Some(v) = store.load("outage", &button.outage).await? {
-            let rec: OutageRec =
-                serde_json::from_value(v.doc).map_err(|e| StoreError(format!("outage {}: unreadable record: {e}", button.outage)))?;
-            let projects: std::collections::BTreeSet<String> = button.projects.drain(..).chain(rec.view.projects).collect();
-            button.projects = projects.into_iter().collect();
-        }
+    if !button.outage.is_empty()
+        && let Some(v) = store.load("outage", &button.outage).await?
+    {
+        let rec: OutageRec =
+            serde_json::from_value(v.doc).map_err(|e| StoreError(format!("outage {}: unreadable record: {e}", button.outage)))?;
+        let projects: std::collections::BTreeSet<String> = button.projects.drain(..).chain(rec.view.projects).collect();
+        button.projects = projects.into_iter().collect();
     }
     Ok(Some(button))
 }
@@ -348,6 +348,6 @@ pub(super) fn new_fleet_id(instance: &str, mode: FailureMode, at: DateTime<Utc>)
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     h.update(format!("argo-medic/fleet/v1\0{instance}\0{}\0{}", mode.id(), at.timestamp_micros()));
-    let hex: String = h.finalize().iter().take(10).map(|b| format!("{b:02x}")).collect();
+    let hex = hex::encode(&h.finalize()[..10]);
     format!("flt-{hex}")
 }

@@ -680,10 +680,10 @@ pub fn violations(text: &str, blocks: &[Value]) -> Vec<String> {
                     check(format!("{at}.value"), len(e, "/value"), limits::MAX_BUTTON_VALUE, 1);
                     check(format!("{at}.action_id"), len(e, "/action_id"), limits::MAX_ID, 1);
                     check(format!("{at}.url"), len(e, "/url"), limits::MAX_URL, 1);
-                    if let Some(id) = e.get("action_id").and_then(Value::as_str) {
-                        if !action_ids.insert(id.to_owned()) {
-                            extra.push(format!("{at}.action_id is not unique in its block"));
-                        }
+                    if let Some(id) = e.get("action_id").and_then(Value::as_str)
+                        && !action_ids.insert(id.to_owned())
+                    {
+                        extra.push(format!("{at}.action_id is not unique in its block"));
                     }
                     if e.get("confirm").is_some() {
                         check(format!("{at}.confirm.title"), len(e, "/confirm/title/text"), limits::MAX_CONFIRM_TITLE, 1);

@@ -179,11 +179,11 @@ pub(super) fn classify_running_operation(app: &Application, now: DateTime<Utc>, 
             ));
         }
     }
-    if let Some(state) = state.filter(|s| s.phase == phase::RUNNING) {
-        if let Some(f) = retries_of_an_old_revision(app, state, cfg) {
-            let (mode, rule, detail) = f;
-            return Some(base(mode, detail).because(rule));
-        }
+    if let Some(state) = state.filter(|s| s.phase == phase::RUNNING)
+        && let Some(f) = retries_of_an_old_revision(app, state, cfg)
+    {
+        let (mode, rule, detail) = f;
+        return Some(base(mode, detail).because(rule));
     }
     if over(cfg.operation_timeout_secs) {
         let minutes = age.map_or(0, |a| a.num_minutes());

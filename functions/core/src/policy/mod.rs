@@ -365,10 +365,12 @@ impl DecisionPolicy {
     fn incident_for(&self, app: &Application, finding: &Finding, history: &History) -> IncidentKey {
         let name = app.id();
         let revision = app.revision();
-        if let Some(open) = history.incident.as_ref() {
-            if open.instance == self.config.instance_id && open.app == name && open.revision == revision {
-                return open.clone();
-            }
+        if let Some(open) = history.incident.as_ref()
+            && open.instance == self.config.instance_id
+            && open.app == name
+            && open.revision == revision
+        {
+            return open.clone();
         }
         IncidentKey {
             instance: self.config.instance_id.clone(),
