@@ -113,6 +113,10 @@ impl HttpArgoClient {
             .use_rustls_tls()
             .danger_accept_invalid_certs(settings.insecure)
             .gzip(true)
+            // Argo CD's API answers where it is asked. A redirect comes from something in front
+            // of it (an SSO proxy, a missing root path) and is reported, never followed: the
+            // token must not go to another host, and the error must say what is wrong.
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(settings.request_timeout)
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("argo-medic/", env!("CARGO_PKG_VERSION")))
@@ -288,6 +292,13 @@ impl HttpArgoClient {
         let unexpected = |e: serde_json::Error| ArgoError::Invalid(format!("unexpected response body from {path}: {e}"));
         if status.is_success() && T::STREAMED {
             return streamed::<T>(response, path).await?.map_err(unexpected);
+        }
+        if status.is_redirection() {
+            let location = response.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("nowhere").to_owned();
+            return Err(ArgoError::Invalid(format!(
+                "{path} answered HTTP {} redirecting to {location}, and Argo Medic follows no redirect (the token would go with it): ARGOCD_SERVER must name Argo CD's API server itself, not an SSO proxy in front of it; served under a path prefix, set ARGOCD_ROOT_PATH",
+                status.as_u16()
+            )));
         }
         let bytes = response.bytes().await.map_err(|e| ArgoError::Transient(describe_reqwest(&e)))?;
         if status.is_success() {
@@ -592,6 +603,36 @@ mod tests {
             }
         });
         (url, served)
+    }
+
+    /// The newcomer review's row 45: a 302 to an SSO host was followed off-host (a DNS error on
+    /// the login host was all the person saw). Fails on 5c450c9: the error is a transient "dns
+    /// error" and the call is retried.
+    #[tokio::test]
+    async fn a_redirect_is_reported_with_where_it_points_never_followed() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let server = format!("127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = served.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut conn, _) = listener.accept().await.unwrap();
+                let _ = conn.read(&mut [0u8; 4096]).await;
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let answer = "HTTP/1.1 302 Found\r\nlocation: https://sso.example.invalid/login?next=%2Fapi\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+                let _ = conn.write_all(answer.as_bytes()).await;
+                let _ = conn.shutdown().await;
+            }
+        });
+        let mut settings = ArgoSettings::new(server, "t.o.k");
+        settings.plaintext = true;
+        let client = HttpArgoClient::new(settings).unwrap();
+        let app = AppRef { name: "web".into(), namespace: "argocd".into(), project: None };
+        let err = client.get_app(&app).await.unwrap_err();
+        let ArgoError::Invalid(why) = &err else { panic!("not reported as a configuration problem: {err:?}") };
+        assert!(why.contains("HTTP 302") && why.contains("https://sso.example.invalid/login") && why.contains("ARGOCD_SERVER"), "{why}");
+        assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1, "asked once: not retried, not followed");
     }
 
     #[tokio::test]
