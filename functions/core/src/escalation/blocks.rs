@@ -181,10 +181,16 @@ fn recommended_in(facts: &IncidentFacts, state: IncidentState) -> Option<HumanAc
     facts.recommended.filter(|a| *a != HumanAction::Acknowledge || state == IncidentState::NeedsHuman)
 }
 
+/// The buttons while `state` lasts: "Acknowledge" only while nobody has taken the incident (after
+/// it, the message offered it again and a second click posted a second "acknowledged").
 fn actions(facts: &IncidentFacts, buttons: &[Button], state: IncidentState, block_id: &str, snooze_hours: u32) -> Option<Value> {
     let recommended = recommended_in(facts, state);
-    let elements: Vec<Value> =
-        buttons.iter().take(limits::MAX_ACTIONS_ELEMENTS).map(|b| button(facts, b, recommended, snooze_hours)).collect();
+    let elements: Vec<Value> = buttons
+        .iter()
+        .filter(|b| b.action != HumanAction::Acknowledge || state == IncidentState::NeedsHuman)
+        .take(limits::MAX_ACTIONS_ELEMENTS)
+        .map(|b| button(facts, b, recommended, snooze_hours))
+        .collect();
     (!elements.is_empty()).then(|| json!({"type": "actions", "block_id": fit_plain(block_id, limits::MAX_ID), "elements": elements}))
 }
 
@@ -844,6 +850,33 @@ mod tests {
         let b = incident_parent(&f, &status(IncidentState::Investigating), &buttons(&f, 0), 2, RenderOptions::default());
         let id = |r: &Rendered| r.blocks.iter().find(|b| b["type"] == "actions").unwrap()["block_id"].clone();
         assert_ne!(id(&a), id(&b));
+    }
+
+    /// The newcomer review's row 35: after Acknowledge the message still offered Acknowledge, and
+    /// a second click posted a second "acknowledged". Once someone has taken the incident, the
+    /// parent and the fleet reply offer the other actions only.
+    #[test]
+    fn acknowledge_is_offered_only_until_someone_has_taken_the_incident() {
+        let f = facts(vec![], "x");
+        let offered = |r: &Rendered| -> Vec<String> {
+            r.blocks
+                .iter()
+                .filter(|b| b["type"] == "actions")
+                .flat_map(|b| b["elements"].as_array().unwrap().iter().map(|e| e["text"]["text"].as_str().unwrap().to_owned()))
+                .collect()
+        };
+        let ack = HumanAction::Acknowledge.button().label;
+        let open = incident_parent(&f, &status(IncidentState::NeedsHuman), &buttons(&f, 0), 1, RenderOptions::default());
+        assert!(offered(&open).iter().any(|l| l == ack), "{:?}", offered(&open));
+        for state in [IncidentState::Investigating, IncidentState::Remediating] {
+            for r in [
+                incident_parent(&f, &status(state), &buttons(&f, 0), 2, RenderOptions::default()),
+                fleet_member(&f, &status(state), &buttons(&f, 0), 2, RenderOptions::default()),
+            ] {
+                let labels = offered(&r);
+                assert!(!labels.iter().any(|l| l == ack) && labels.len() == 3, "{state:?}: {labels:?}");
+            }
+        }
     }
 
     #[test]
