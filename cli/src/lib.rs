@@ -1,5 +1,7 @@
 //! The `medic` command's library: input loading, sample scenarios and output rendering, shared by
 //! the binary and the integration tests.
+// Notes go through `note!`: `eprintln!` panics when stderr is closed.
+#![deny(clippy::print_stderr)]
 
 pub mod check;
 pub mod check_stack;
@@ -20,4 +22,15 @@ pub fn emit(text: &str) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
     }
+}
+
+/// `eprintln!` that never panics: with stderr closed (`medic sweep 2>&1 | head -3`, a log pipe
+/// that died) `eprintln!` panics, and a sweep that had already acted ended with rc 101 and its
+/// table unwritten. A note that cannot be written is dropped; the work and stdout go on.
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
 }

@@ -1,4 +1,6 @@
 //! `medic`: Argo Medic on the command line.
+// Notes go through `medic::note!`: `eprintln!` panics when stderr is closed.
+#![deny(clippy::print_stderr)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -188,11 +190,14 @@ impl TargetArgs {
 /// Per-instance budgets for the actions that load Argo CD.
 #[derive(clap::Args)]
 struct BudgetArgs {
-    #[arg(long, default_value_t = 300)]
+    /// Refreshes per minute, at least 1 (0 would wait for ever).
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..))]
     refresh_per_minute: u32,
-    #[arg(long, default_value_t = 10)]
+    /// Hard refreshes per minute, at least 1.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     hard_refresh_per_minute: u32,
-    #[arg(long, default_value_t = 30)]
+    /// Syncs per minute, at least 1.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
     sync_per_minute: u32,
 }
 
@@ -222,11 +227,11 @@ struct SweepArgs {
     /// Only apps matching this label selector.
     #[arg(long, default_value = "")]
     selector: String,
-    /// Apps handled at once.
-    #[arg(long, default_value_t = 8)]
+    /// Apps handled at once, at least 1.
+    #[arg(long, default_value_t = 8, value_parser = at_least_one)]
     concurrency: usize,
-    /// Sweep this many times back to back with the same state (a rerun must repeat no action).
-    #[arg(long, default_value_t = 1)]
+    /// Sweep this many times back to back with the same state (a rerun must repeat no action); at least 1.
+    #[arg(long, default_value_t = 1, value_parser = at_least_one)]
     passes: usize,
     #[arg(short = 'o', long, value_enum, default_value = "table")]
     output: Output,
@@ -337,11 +342,13 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(filter)
         .with_target(false)
+        // Its own report of a failed write is an `eprintln!`, which panics on a closed stderr.
+        .log_internal_errors(false)
         .init();
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("medic: error: {e:#}");
+            medic::note!("medic: error: {e:#}");
             ExitCode::from(2)
         }
     }
@@ -351,10 +358,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Decide { app, trigger, now, history, config, output } => {
             let trigger: Trigger = trigger.parse()?;
+            let given = now.is_some();
             let now = parse_now(now.as_deref())?;
             let history = history.as_deref().map(input::read_history).transpose()?.unwrap_or_default();
             let config = config.as_deref().map(input::read_config).transpose()?.unwrap_or_default();
             let apps = input::read_apps(&app)?;
+            if !given {
+                warn_if_exported(&apps, now);
+            }
             decide_all(apps, &trigger, &history, now, config, output)
         }
         Command::Check(args) => {
@@ -392,7 +403,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 selector: args.selector,
                 concurrency: args.concurrency,
                 rates: args.budgets.rates(),
-                passes: args.passes.max(1),
+                passes: args.passes,
                 json: matches!(output, Output::Json),
             }))
         }
@@ -415,8 +426,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 let token = medic_sim::SimConfig::default().tokens[0].token.clone();
                 println!("ARGOCD_SERVER={}", sim.base_url());
                 println!("ARGOCD_AUTH_TOKEN={token}");
-                eprintln!("medic: Argo CD simulator at {} (plain HTTP); Ctrl-C stops it", sim.base_url());
-                let _ = tokio::signal::ctrl_c().await;
+                medic::note!("medic: Argo CD simulator at {} (plain HTTP); Ctrl-C stops it", sim.base_url());
+                stopped().await;
                 sim.shutdown().await;
                 Ok::<_, anyhow::Error>(ExitCode::SUCCESS)
             })
@@ -457,6 +468,34 @@ fn parse_now(now: Option<&str>) -> Result<DateTime<Utc>> {
     }
 }
 
+/// Without `--now`, an app is judged as of this moment: right for an app just read from Argo CD,
+/// wrong for an exported file, whose apps then all look stale (a month-old export came out as 28
+/// of 33 `stale-reconcile`, with no word why). Says so when the newest time an app carries is
+/// more than a day old, and which `--now` would judge it as of its export.
+fn warn_if_exported(apps: &[input::LoadedApp], now: DateTime<Utc>) {
+    let newest = |a: &medic_core::Application| {
+        let s = &a.status;
+        let operation = s.operation_state.as_deref().map(|o| [o.started_at, o.finished_at]).unwrap_or_default();
+        [s.reconciled_at, s.health.as_ref().and_then(|h| h.last_transition_time)]
+            .into_iter()
+            .chain(operation)
+            .chain(s.conditions.iter().map(|c| c.last_transition_time))
+            .flatten()
+            .max()
+    };
+    let Some((source, at)) = apps.iter().filter_map(|l| newest(&l.app).map(|t| (&l.source, t))).min_by_key(|(_, t)| *t) else {
+        return;
+    };
+    if now - at > chrono::TimeDelta::days(1) {
+        medic::note!(
+            "medic: warning: {source} shows nothing newer than {} ({} days ago) and no --now was given: it is judged as of now, so it may look stale; to judge an export as of when it was taken, give --now {}",
+            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            (now - at).num_days(),
+            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        );
+    }
+}
+
 fn decide_all(
     apps: Vec<input::LoadedApp>,
     trigger: &Trigger,
@@ -473,7 +512,7 @@ fn decide_all(
             Ok(d) => rows.push((d.app.to_string(), d)),
             Err(e) => {
                 failed += 1;
-                eprintln!("medic: {}: {e}", loaded.source);
+                medic::note!("medic: {}: {e}", loaded.source);
             }
         }
     }
@@ -498,14 +537,15 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
     let rates = args.budgets.rates();
     let target = args.target.into_target()?;
     let dry_run = target.dry_run;
-    let medic::sweep_cmd::Connection { client, sim, policy, store } = medic::sweep_cmd::connect(&target).await?;
+    let medic::sweep_cmd::Connection { client, sim, policy, store } =
+        medic::sweep_cmd::connect(&target, medic::sweep_cmd::Unanswered::Continue).await?;
     let secret = match args.webhook_secret {
         Some(s) if s.len() >= 16 => s,
         Some(_) => anyhow::bail!("the webhook secret must be at least 16 characters"),
         None => {
             // No secret configured: make one for this run and say it, rather than accept anyone.
             let s = format!("{:032x}", rand::random::<u128>());
-            eprintln!("medic: no MEDIC_WEBHOOK_SECRET set; this run accepts `Authorization: Bearer {s}`");
+            medic::note!("medic: no MEDIC_WEBHOOK_SECRET set; this run accepts `Authorization: Bearer {s}`");
             s
         }
     };
@@ -537,14 +577,12 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
     )
     .await?;
     if clicks {
-        eprintln!("medic: Slack button clicks on http://{}{}", served.addr, medic::serve::SLACK_ACTIONS_PATH);
+        medic::note!("medic: Slack button clicks on http://{}{}", served.addr, medic::serve::SLACK_ACTIONS_PATH);
     }
-    eprintln!("medic: ingest listening on http://{}/v1/events and /v1/refresh", served.addr);
+    medic::note!("medic: ingest listening on http://{}/v1/events and /v1/refresh", served.addr);
     match args.run_for {
         Some(d) => tokio::time::sleep(d).await,
-        None => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
+        None => stopped().await,
     }
     let handled = served.handled.load(std::sync::atomic::Ordering::Relaxed);
     let dead = served.dead_letters.lock().map(|d| d.len()).unwrap_or_default();
@@ -556,18 +594,44 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
         _ => 0,
     };
     let to = if slack_sim.is_some() { " (Slack threads in the simulator)" } else { "" };
-    eprintln!("medic: handled {handled} messages, {escalations} escalations{to}, {dead} dead letters");
+    medic::note!("medic: handled {handled} messages, {escalations} escalations{to}, {dead} dead letters");
     if let Some(slack) = slack_sim {
         for m in slack.parents(medic_sim::SLACK_CHANNEL) {
-            eprintln!("medic: slack thread: {}", m.text.lines().next().unwrap_or_default());
+            medic::note!("medic: slack thread: {}", m.text.lines().next().unwrap_or_default());
         }
         slack.shutdown().await;
     }
     if let Some(sim) = sim {
-        eprintln!("medic: Argo CD calls {}", medic::sweep_cmd::calls(&Default::default(), &sim.counts()));
+        medic::note!("medic: Argo CD calls {}", medic::sweep_cmd::calls(&Default::default(), &sim.counts()));
         sim.shutdown().await;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Until Ctrl-C (SIGINT) or SIGTERM, the signal systemd, Docker and Kubernetes stop a process
+/// with: either one drains and prints the summary (SIGTERM used to kill `serve` at once, rc 143).
+async fn stopped() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// A count flag that 0 would make meaningless (a sweep of no passes, no app at a time).
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("`{text}` is not a whole number: {e}")),
+    }
 }
 
 /// A duration flag: humantime's `90s`, `5m`, `2h`, or a bare number of seconds as before.
@@ -607,7 +671,7 @@ async fn switch(args: SwitchArgs) -> Result<ExitCode> {
             .filter(|u| !u.is_empty())
             .map_or_else(|| "medic switch".to_owned(), |u| format!("medic switch ({u})"));
         store.write_mode(mode, &by).await?;
-        eprintln!("switched to {mode}; workers see it within 30 seconds");
+        medic::note!("switched to {mode}; workers see it within 30 seconds");
     }
     match store.switch_record().await? {
         Some(r) => println!("{} (set by {} at {})", r.mode, r.set_by, r.set_at),
@@ -650,6 +714,12 @@ async fn incidents(args: IncidentsArgs) -> Result<ExitCode> {
             incidents::collect(&store, &store, &query, now).await?
         }
     };
+    if let (Some(app), true) = (&show, views.is_empty()) {
+        // As `kubectl get` of a missing object: said on stderr, and a status a script can test.
+        let (open, hint) = if args.closed { ("", "") } else { (" open", " (--closed also shows those closed in the last 7 days)") };
+        medic::note!("medic: no{open} incidents of {app}{hint}");
+        return Ok(ExitCode::from(1));
+    }
     let text = match (args.output, &show) {
         (Output::Json, _) => incidents::json_lines(&views)?,
         (Output::Text, _) | (_, Some(_)) => {
@@ -680,7 +750,7 @@ fn slack_actions_options(simulate: bool) -> Result<Option<medic::serve::SlackAct
         match env(&SLACK_ALLOWED_USERS).or(default) {
             Some(json) => Ok(AllowList::from_json(&json)?),
             None => {
-                eprintln!("medic: SLACK_ALLOWED_USERS is not set: every click is refused (unauthorised)");
+                medic::note!("medic: SLACK_ALLOWED_USERS is not set: every click is refused (unauthorised)");
                 Ok(AllowList::default())
             }
         }
@@ -691,16 +761,16 @@ fn slack_actions_options(simulate: bool) -> Result<Option<medic::serve::SlackAct
             let secret = format!("{:032x}", rand::random::<u128>());
             let default = format!(r#"{{"*": ["{LOCAL_SLACK_USER}"]}}"#);
             let allow = allow(Some(default))?;
-            eprintln!(
+            medic::note!(
                 "medic: LOCAL ONLY: Slack clicks must be signed with the signing secret {secret} (made for this run; SLACK_SIGNING_SECRET overrides it)"
             );
             if env(&SLACK_ALLOWED_USERS).is_none() {
-                eprintln!("medic: LOCAL ONLY: user {LOCAL_SLACK_USER} may click on every project (SLACK_ALLOWED_USERS overrides it)");
+                medic::note!("medic: LOCAL ONLY: user {LOCAL_SLACK_USER} may click on every project (SLACK_ALLOWED_USERS overrides it)");
             }
             Ok(Some(medic::serve::SlackActionsOptions { secret: SigningSecret::new(secret, None), allow }))
         }
         None => {
-            eprintln!("medic: SLACK_SIGNING_SECRET is not set: the escalations' buttons do nothing here (/slack/actions answers 404)");
+            medic::note!("medic: SLACK_SIGNING_SECRET is not set: the escalations' buttons do nothing here (/slack/actions answers 404)");
             Ok(None)
         }
     }
@@ -720,7 +790,7 @@ async fn local_escalator(
         let sim = medic_sim::SlackSim::start(medic_sim::SlackSimConfig::default()).await.context("starting the Slack simulator")?;
         let mut settings = SlackSettings::new(medic_sim::SLACK_CHANNEL, instance);
         settings.api_url = sim.api_url();
-        eprintln!("medic: escalating to the Slack simulator at {}", sim.api_url());
+        medic::note!("medic: escalating to the Slack simulator at {}", sim.api_url());
         (settings, medic_sim::SLACK_BOT_TOKEN.to_owned(), Some(sim))
     } else if let (Some(token), Some(channel)) = (env(&SLACK_TOKEN), env(&SLACK_CHANNEL)) {
         let mut settings = SlackSettings::new(channel, instance);

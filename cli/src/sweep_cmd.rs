@@ -56,7 +56,17 @@ pub struct Connection {
 
 /// Starts the simulator when asked, builds the client, reads the Argo CD version once, opens the
 /// state store.
-pub async fn connect(target: &Target) -> Result<Connection> {
+/// When Argo CD does not answer at start (`connect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unanswered {
+    /// Stop with the error: a sweep has nothing to do without Argo CD.
+    Fail,
+    /// Say so and go on: `serve` exists for the hours Argo CD is down, and its webhooks, worker
+    /// and sweeper retry until it is back (it refused to start then).
+    Continue,
+}
+
+pub async fn connect(target: &Target, unanswered: Unanswered) -> Result<Connection> {
     let mut policy = target.config.clone().unwrap_or_default();
     let sim = if target.simulate { Some(start_simulator(target).await?) } else { None };
     let settings = match &sim {
@@ -75,17 +85,24 @@ pub async fn connect(target: &Target) -> Result<Connection> {
         }
     };
     let client = HttpArgoClient::new(settings).context("building the Argo CD client")?;
-    let version = client.version().await.context("reading the Argo CD version")?;
-    // Rules that differ between Argo CD versions read it from the policy (a configured version wins).
-    if policy.argocd_version.is_none() && !version.version.is_empty() {
-        policy.argocd_version = Some(version.version.clone());
+    match (client.version().await, unanswered) {
+        (Ok(version), _) => {
+            // Rules that differ between Argo CD versions read it from the policy (a configured version wins).
+            if policy.argocd_version.is_none() && !version.version.is_empty() {
+                policy.argocd_version = Some(version.version.clone());
+            }
+            crate::note!(
+                "medic: Argo CD {} ({}){}",
+                version.version,
+                if sim.is_some() { "simulator" } else { "live" },
+                if target.dry_run { ", dry run" } else { "" }
+            );
+        }
+        (Err(e), Unanswered::Fail) => return Err(anyhow::Error::new(e).context("reading the Argo CD version")),
+        (Err(e), Unanswered::Continue) => crate::note!(
+            "medic: warning: Argo CD does not answer ({e}); serving anyway: webhooks are accepted, and the worker and the sweeper retry until it does"
+        ),
     }
-    eprintln!(
-        "medic: Argo CD {} ({}){}",
-        version.version,
-        if sim.is_some() { "simulator" } else { "live" },
-        if target.dry_run { ", dry run" } else { "" }
-    );
     let store = match (&target.state, &sim) {
         (Some(path), _) => SqliteIncidentStore::open(path)?,
         (None, Some(_)) => SqliteIncidentStore::in_memory()?,
@@ -126,7 +143,7 @@ pub async fn start_simulator(cmd: &Target) -> Result<ArgoSim> {
 }
 
 pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
-    let Connection { client, sim, policy, store } = connect(&cmd.target).await?;
+    let Connection { client, sim, policy, store } = connect(&cmd.target, Unanswered::Fail).await?;
     let budget = LocalBudget::new(cmd.rates);
     let escalator = LogEscalator::default();
     let policy = DecisionPolicy::new(policy);
@@ -162,9 +179,9 @@ pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
         .await?;
         bar.finish_and_clear();
         print_summary(&summary, cmd.json);
-        eprintln!("medic: pass {pass}: {}", totals(&summary));
+        crate::note!("medic: pass {pass}: {}", totals(&summary));
         if let (Some(sim), Some(before)) = (&sim, before) {
-            eprintln!("medic: pass {pass}: Argo CD calls {}", calls(&before, &sim.counts()));
+            crate::note!("medic: pass {pass}: Argo CD calls {}", calls(&before, &sim.counts()));
         }
         failed |= !summary.errors.is_empty();
     }

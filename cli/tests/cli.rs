@@ -360,10 +360,105 @@ fn incidents_lists_what_sweeps_left_open_and_closed_as_a_table_and_json_lines_wi
         assert!(shown.contains(expected), "{expected} missing from {shown}");
     }
 
+    // An app with no incident: said on stderr, with a status a script can test (it was rc 0).
+    let o = medic(&["incidents", "--state", state, "show", "argocd/nope"], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no open incidents of argocd/nope") && stdout(&o).is_empty(), "{}", stderr(&o));
+
     let o = medic(&["incidents", "--state", state, "--mode", "no-such-mode"], None);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("medic catalogue"), "{}", stderr(&o));
     let o = medic(&["incidents", "--state", "/nonexistent/state.db"], None);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no state file"), "{}", stderr(&o));
+}
+
+/// The newcomer review's row 7: with stderr closed early (`medic sweep 2>&1 | head -3`) the
+/// sweep acted, then panicked writing its summary (rc 101) and never wrote its table. Now a note
+/// that cannot be written is dropped and the run ends as usual.
+#[test]
+fn a_closed_stderr_neither_panics_nor_loses_the_table() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_medic"))
+        .args(["sweep", "--simulate", "--sync-per-minute", "600"])
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("medic starts");
+    drop(child.stderr.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let table = stdout(&o);
+    assert!(table.contains("argocd/inventory") && table.contains("refreshed"), "{table}");
+}
+
+/// Row 10: `--refresh-per-minute 0` hung, `--passes 0` ran a live pass, `--concurrency 0` was
+/// taken. Each is a usage error now, naming the flag.
+#[test]
+fn counts_and_rates_of_zero_are_usage_errors() {
+    for flag in ["--refresh-per-minute", "--hard-refresh-per-minute", "--sync-per-minute", "--passes", "--concurrency"] {
+        let o = medic(&["sweep", "--simulate", flag, "0"], None);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {}", stderr(&o));
+        assert!(stderr(&o).contains(flag) && stdout(&o).is_empty(), "{flag}: {}", stderr(&o));
+    }
+}
+
+/// Row 12: without `--now` an exported file is judged as of now, and 28 of 33 sample apps came
+/// out stale with no word why. A warning names the time to give.
+#[test]
+fn decide_without_now_warns_when_the_apps_are_old() {
+    let app = "events/apps/crd-not-established.json";
+    let o = medic(&["decide", "--app", app], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("warning") && err.contains("--now 2026-"), "{err}");
+    let o = medic(&["decide", "--app", app, "--now", NOW], None);
+    assert!(o.status.success() && !stderr(&o).contains("warning"), "{}", stderr(&o));
+}
+
+/// Row 37: SIGTERM (what systemd, Docker and Kubernetes stop a process with) killed `serve` at
+/// once, rc 143, without a drain or its summary. It stops as Ctrl-C does now.
+#[cfg(unix)]
+#[test]
+fn serve_stops_on_sigterm_as_on_ctrl_c_with_its_summary() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_medic"))
+        .args(["serve", "--simulate", "--listen", "127.0.0.1:0", "--sweep-every", "600"])
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    assert!(lines.by_ref().map(|l| l.unwrap()).any(|l| l.starts_with("medic: ingest listening")), "serve started");
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{rest:?}");
+    assert!(rest.iter().any(|l| l.starts_with("medic: handled")), "the summary: {rest:?}");
+}
+
+/// Row 39: `serve` refused to start while Argo CD was down (rc 2 after 4 s), the moment it exists
+/// for. It starts, says so, accepts webhooks, and stops cleanly.
+#[test]
+fn serve_starts_while_argo_cd_is_down_and_says_so() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_medic"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--run-for", "3", "--sweep-every", "600", "--plaintext"])
+        .current_dir(root())
+        .env("ARGOCD_SERVER", "127.0.0.1:1")
+        .env("ARGOCD_AUTH_TOKEN", "a.b.c")
+        .env("XDG_STATE_HOME", state_file("argo-down").parent().unwrap())
+        .env_remove("MEDIC_WEBHOOK_SECRET")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines: Vec<String> = BufReader::new(child.stderr.take().unwrap()).lines().map(|l| l.unwrap()).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{lines:#?}");
+    assert!(lines.iter().any(|l| l.contains("Argo CD does not answer") && l.contains("serving anyway")), "{lines:#?}");
+    assert!(lines.iter().any(|l| l.starts_with("medic: ingest listening")), "{lines:#?}");
 }
