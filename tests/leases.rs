@@ -53,6 +53,10 @@ async fn every_lease_fits_every_worker_timeout_the_template_allows() {
     let allowed: Vec<u64> = template["Parameters"]["WorkerTimeout"]["AllowedValues"].as_sequence().unwrap().iter().map(number).collect();
     assert!(allowed.len() >= 5, "{allowed:?}");
     let mut env = LambdaEnv::from_lookup(fixed).await.unwrap();
+    // The AWS calls are bounded too, from the same function (`fixed` gives no timeout: 60 s).
+    let t = medic_core::timeouts::Timeouts::of(env.function_timeout);
+    let sdk = env.sdk.timeout_config().expect("the functions' SDK has timeouts");
+    assert_eq!((sdk.connect_timeout(), sdk.read_timeout()), (Some(t.aws_connect), Some(t.aws_read)));
     for secs in allowed {
         let timeout = Duration::from_secs(secs);
         let min_visibility = Duration::from_secs(*allowed_visibility(&template, secs).iter().min().unwrap());

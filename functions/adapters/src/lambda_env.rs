@@ -127,11 +127,18 @@ impl LambdaEnv {
     pub async fn from_settings(settings: Settings) -> Result<Self, EnvError> {
         let s = &settings;
         let endpoint = s.text(&vars::AWS_ENDPOINT_URL);
+        let function_timeout = Duration::from_secs(s.number::<u64>(&vars::MEDIC_FUNCTION_TIMEOUT_SECONDS)?.max(1));
+        // Every AWS call of the function is bounded: a connection in 3 s, each answer within
+        // `Timeouts::aws_read` (the SDK retries a timed-out attempt like any transient error).
+        // Without them a DynamoDB call that never answered held the invocation to its end.
+        let t = medic_core::timeouts::Timeouts::of(function_timeout);
+        let timeouts = aws_config::timeout::TimeoutConfig::builder().connect_timeout(t.aws_connect).read_timeout(t.aws_read).build();
+        let sdk = crate::aws::sdk_config(endpoint.as_deref()).await.into_builder().timeout_config(timeouts).build();
         Ok(Self {
             instance_id: s.required(&vars::MEDIC_INSTANCE_ID)?,
             queue_url: s.required(&vars::QUEUE_URL)?,
-            function_timeout: Duration::from_secs(s.number::<u64>(&vars::MEDIC_FUNCTION_TIMEOUT_SECONDS)?.max(1)),
-            sdk: crate::aws::sdk_config(endpoint.as_deref()).await,
+            function_timeout,
+            sdk,
             settings: settings.clone(),
             interceptors: Vec::new(),
             clients: AwsClients::default(),

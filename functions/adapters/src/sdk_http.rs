@@ -13,16 +13,22 @@
 //!   is [`ConnectorError::timeout`], a refused or reset connection [`ConnectorError::io`];
 //! - the response reaches it as the service sent it: no redirect followed, no body decompressed
 //!   (DynamoDB's `x-amz-crc32` is over the bytes on the wire);
+//! - a connection the SDK poisons (after a transient error: a 5xx, a timeout) is not used
+//!   again: the connector hands the SDK a handle on each request (`CaptureSmithyConnection`)
+//!   whose poisoning replaces the client, and with it its pool of connections. Without the
+//!   handle the SDK logged an ERROR "unable to mark the connection for closure" on every
+//!   transient error and the next attempt went out on the same connection;
 //! - the request body reaches reqwest as the SDK's own body, polled as it is sent: the SDK's
 //!   stalled-stream protection watches that polling, and a body copied out instead of polled
 //!   reads to it as an upload that never started, cut after its 5 s grace period (every long
 //!   poll and every slow answer).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::config::{SharedHttpClient, http::HttpResponse};
+use aws_smithy_runtime_api::client::connection::{CaptureSmithyConnection, ConnectionMetadata};
 use aws_smithy_runtime_api::client::http::{HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector};
 use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
 use aws_smithy_runtime_api::client::result::ConnectorError;
@@ -79,7 +85,11 @@ impl HttpClient for ReqwestSdkClient {
             return c.clone();
         }
         let connector = match self.build(key.0, key.1) {
-            Ok(client) => SharedHttpConnector::new(ReqwestConnector { client }),
+            Ok(client) => {
+                let this = self.clone();
+                let rebuild: Rebuild = Arc::new(move || this.build(key.0, key.1));
+                SharedHttpConnector::new(ReqwestConnector { client: Arc::new(RwLock::new(client)), rebuild, poisoned: Arc::default() })
+            }
             // Only a TLS setup that cannot load fails here; every call says so.
             Err(e) => SharedHttpConnector::new(BrokenConnector(format!("the SDK's HTTPS client could not be built: {e}"))),
         };
@@ -88,14 +98,50 @@ impl HttpClient for ReqwestSdkClient {
     }
 }
 
-#[derive(Debug)]
+/// Builds the connector's client again (same timeouts, same TLS).
+type Rebuild = Arc<dyn Fn() -> Result<reqwest::Client, reqwest::Error> + Send + Sync>;
+
 struct ReqwestConnector {
-    client: reqwest::Client,
+    /// Replaced when the SDK poisons a connection: reqwest closes no single connection, but a
+    /// new client has a new pool (the old one ends with its last request).
+    client: Arc<RwLock<reqwest::Client>>,
+    rebuild: Rebuild,
+    /// How many times a connection was poisoned (tests).
+    poisoned: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl std::fmt::Debug for ReqwestConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReqwestConnector").finish_non_exhaustive()
+    }
+}
+
+impl ReqwestConnector {
+    /// What the SDK calls to poison the connection of a request that ended in a transient error.
+    fn poisoner(&self) -> impl Fn() + Send + Sync + 'static {
+        let (client, rebuild, poisoned) = (Arc::clone(&self.client), Arc::clone(&self.rebuild), Arc::clone(&self.poisoned));
+        move || match rebuild() {
+            Ok(fresh) => {
+                *client.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+                poisoned.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::debug!("an AWS call failed transiently: its connections are not used again");
+            }
+            // Cannot happen once the client was built once (same settings); the old pool stays.
+            Err(e) => tracing::warn!(error = %e, "could not replace the AWS client's connections"),
+        }
+    }
 }
 
 impl HttpConnector for ReqwestConnector {
     fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        let client = self.client.clone();
+        if let Some(capture) = request.extension::<CaptureSmithyConnection>() {
+            let poison = Arc::new(self.poisoner());
+            capture.set_connection_retriever(move || {
+                let poison = Arc::clone(&poison);
+                Some(ConnectionMetadata::builder().proxied(false).poison_fn(move || poison()).build())
+            });
+        }
+        let client = self.client.read().unwrap_or_else(|e| e.into_inner()).clone();
         HttpConnectorFuture::new(async move {
             let request = to_reqwest(&client, request)?;
             let response = client.execute(request).await.map_err(classify)?;
@@ -162,6 +208,7 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
+    use super::*;
     use crate::aws::{Roots, http_client_with};
 
     /// An SQS client for `endpoint`, no retries, reading for at most `read_timeout`.
@@ -216,6 +263,97 @@ mod tests {
             }
         });
         (url, rx)
+    }
+
+    /// A keep-alive server: the first request it gets is answered 500 (SQS's InternalError),
+    /// every later one 200. Returns its URL and how many connections it accepted.
+    async fn failing_once() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (connections, requests) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let accepted = Arc::clone(&connections);
+        tokio::spawn(async move {
+            loop {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                accepted.fetch_add(1, Ordering::SeqCst);
+                let requests = Arc::clone(&requests);
+                tokio::spawn(async move {
+                    let mut seen = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    loop {
+                        let text = String::from_utf8_lossy(&seen).to_string();
+                        let complete = text.find("\r\n\r\n").map(|end| {
+                            let length = text[..end]
+                                .lines()
+                                .find_map(|l| {
+                                    l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap())
+                                })
+                                .unwrap_or(0);
+                            (end + 4 + length, seen.len() >= end + 4 + length)
+                        });
+                        if let Some((len, true)) = complete {
+                            seen.drain(..len);
+                            let answer = if requests.fetch_add(1, Ordering::SeqCst) == 0 {
+                                let body = r#"{"__type":"com.amazonaws.sqs#InternalError","message":"boom"}"#;
+                                format!(
+                                    "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/x-amz-json-1.0\r\nx-amzn-requestid: r-1\r\ncontent-length: {}\r\n\r\n{body}",
+                                    body.len()
+                                )
+                            } else {
+                                "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\nx-amzn-requestid: r-2\r\ncontent-length: 2\r\n\r\n{}".to_owned()
+                            };
+                            if stream.write_all(answer.as_bytes()).await.is_err() {
+                                return;
+                            }
+                            continue;
+                        }
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => seen.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                });
+            }
+        });
+        (url, connections)
+    }
+
+    /// The dependency review: the connector set no connection for the SDK to poison, so every
+    /// transient error logged an ERROR ("unable to mark the connection for closure") and the retry
+    /// went out on the same connection. Now the retry after a 500 opens a new one, and nothing is
+    /// logged above DEBUG. Fails on 8a2ff01: one connection, and the ERROR line.
+    #[tokio::test]
+    async fn a_transient_error_poisons_its_connection_and_logs_no_error() {
+        #[derive(Clone, Default)]
+        struct Captured(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Captured {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let logs = Captured::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_max_level(tracing::Level::INFO).finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let (url, connections) = failing_once().await;
+        let config = aws_sdk_sqs::config::Builder::new()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "static"))
+            .endpoint_url(&url)
+            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(2).with_initial_backoff(Duration::from_millis(1)))
+            .http_client(http_client_with(Roots::CompiledIn))
+            .build();
+        let listed = aws_sdk_sqs::Client::from_conf(config).list_queues().send().await;
+        assert!(listed.is_ok(), "retried after the 500: {:?}", listed.err());
+        assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 2, "the retry on a new connection");
+        let logged = String::from_utf8_lossy(&logs.0.lock().unwrap()).to_string();
+        assert!(!logged.contains("ERROR") && !logged.contains("unable to mark"), "{logged}");
     }
 
     #[tokio::test]

@@ -33,6 +33,12 @@ pub struct Timeouts {
     pub visibility_floor: Duration,
     /// The longest a worker waits for a budget token: a sixth of an invocation.
     pub budget_wait: Duration,
+    /// How long an AWS call (SQS, DynamoDB, Secrets Manager) may take to connect.
+    pub aws_connect: Duration,
+    /// How long an AWS call may wait for its answer: a third of an invocation, between 5 s (a
+    /// scaled test run's short timeouts under a slow local endpoint) and 20 s (what no healthy
+    /// DynamoDB or SQS call comes near; a long worker timeout must not let one hang for minutes).
+    pub aws_read: Duration,
 }
 
 impl Timeouts {
@@ -47,6 +53,8 @@ impl Timeouts {
             argo_request_floor: (invocation / 3).max(Duration::from_secs(5)),
             visibility_floor: invocation * 6,
             budget_wait: invocation / 6,
+            aws_connect: Duration::from_secs(3),
+            aws_read: (invocation / 3).clamp(Duration::from_secs(5), Duration::from_secs(20)),
         }
     }
 }
@@ -64,5 +72,8 @@ mod tests {
         let long = Timeouts::of(Duration::from_secs(900));
         assert_eq!(long.argo_call, Duration::from_secs(60), "one call never takes more than a minute");
         assert_eq!(Timeouts::of(Duration::from_secs(6)).argo_request_floor, Duration::from_secs(5));
+        assert_eq!((t.aws_connect, t.aws_read), (Duration::from_secs(3), Duration::from_secs(20)));
+        assert_eq!(long.aws_read, Duration::from_secs(20), "a long worker timeout does not let an AWS call hang");
+        assert!(t.aws_connect + t.aws_read < t.invocation, "an AWS call that times out leaves the invocation time to retry it");
     }
 }
