@@ -288,7 +288,7 @@ impl HttpArgoClient {
         }
         let response = req.send().await.map_err(|e| ArgoError::Transient(describe_reqwest(&e)))?;
         let status = response.status();
-        let retry_after = response.headers().get(header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+        let retry_after = crate::retry::retry_after(response.headers());
         let unexpected = |e: serde_json::Error| ArgoError::Invalid(format!("unexpected response body from {path}: {e}"));
         if status.is_success() && T::STREAMED {
             return streamed::<T>(response, path).await?.map_err(unexpected);
@@ -372,11 +372,6 @@ pub fn map_error(status: StatusCode, retry_after: Option<Duration>, body: &[u8])
         _ if code == 14 => ArgoError::Transient(message),
         _ => ArgoError::Invalid(format!("HTTP {}: {message}", status.as_u16())),
     }
-}
-
-fn parse_retry_after(v: &str) -> Option<Duration> {
-    // Seconds is what proxies send; an HTTP date is rare enough to treat as "no hint".
-    v.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
 fn describe_reqwest(e: &reqwest::Error) -> String {

@@ -11,7 +11,7 @@ use std::num::NonZeroU32;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use governor::{Jitter, Quota, RateLimiter, clock::DefaultClock, state::InMemoryState, state::NotKeyed};
+use governor::{Quota, RateLimiter, clock::DefaultClock, state::InMemoryState, state::NotKeyed};
 use medic_core::budget::{BucketRate, Take, take};
 use medic_core::ports::{BucketStore, Budget, BudgetExhausted, BudgetKind};
 use rand::Rng;
@@ -102,8 +102,15 @@ impl LocalBudget {
 impl Budget for LocalBudget {
     async fn acquire(&self, kind: BudgetKind) -> Result<(), BudgetExhausted> {
         let bucket = self.bucket(kind);
-        // Jitter spreads callers that wake together, so Argo CD sees a smooth rate.
-        let wait = bucket.until_ready_with_jitter(Jitter::up_to(Duration::from_millis(50)));
+        // Waits on tokio's clock (governor's own `until_ready` sleeps on futures-timer: a thread
+        // of its own, deaf to a test's paused clock). Jitter spreads callers that wake together,
+        // so Argo CD sees a smooth rate.
+        let wait = async {
+            while let Err(not_until) = bucket.check() {
+                let jitter = Duration::from_millis(rand::random_range(0..50));
+                tokio::time::sleep(not_until.wait_time_from(governor::clock::Clock::now(&DefaultClock::default())) + jitter).await;
+            }
+        };
         tokio::time::timeout(self.max_wait, wait).await.map_err(|_| {
             let retry_after = match bucket.check() {
                 Ok(()) => Duration::ZERO,

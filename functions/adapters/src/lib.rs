@@ -33,6 +33,7 @@ pub mod edge;
 pub mod lambda_env;
 pub mod logging;
 pub mod memory;
+pub mod retry;
 pub mod sdk_http;
 pub mod settings;
 pub mod slack;

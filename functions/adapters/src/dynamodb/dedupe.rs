@@ -69,7 +69,8 @@ impl DedupeStore for DynamoDbStore {
                 .expression_attribute_names("#expires", TTL_ATTRIBUTE)
                 .build()
                 .map_err(build_err)?;
-            for attempt in 0..5 {
+            let mut waits = crate::retry::store_backoff(Duration::from_millis(50), 5);
+            loop {
                 let out = self
                     .client
                     .batch_get_item()
@@ -84,16 +85,14 @@ impl DedupeStore for DynamoDbStore {
                         found.insert((*key).clone());
                     }
                 }
-                match out.unprocessed_keys.and_then(|mut u| u.remove(&self.table)).filter(|u| !u.keys.is_empty()) {
-                    None => break,
-                    Some(_) if attempt == 4 => {
-                        return Err(StoreError(format!("{}: keys left unprocessed after 5 tries", self.op("BatchGetItem"))));
-                    }
-                    Some(left) => {
-                        request = left;
-                        tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
-                    }
-                }
+                let Some(left) = out.unprocessed_keys.and_then(|mut u| u.remove(&self.table)).filter(|u| !u.keys.is_empty()) else {
+                    break;
+                };
+                let Some(wait) = waits.next() else {
+                    return Err(StoreError(format!("{}: keys left unprocessed after 5 tries", self.op("BatchGetItem"))));
+                };
+                request = left;
+                tokio::time::sleep(wait).await;
             }
         }
         Ok(found)

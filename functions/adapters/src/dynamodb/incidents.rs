@@ -58,6 +58,7 @@ impl IncidentStore for DynamoDbStore {
             .map_err(build_err)?;
         let action = TransactWriteItem::builder().put(action).build();
 
+        let mut waits = crate::retry::store_backoff(Duration::from_millis(20), CLAIM_TRIES as usize);
         for try_no in 0..CLAIM_TRIES {
             let current = self.get(&pk, INCIDENT_SK).await?;
             let open = self.incident_write(app, &pk, incident, attempt.at, current.as_ref())?;
@@ -88,8 +89,9 @@ impl IncidentStore for DynamoDbStore {
                         return Ok(answer);
                     }
                     tracing::debug!(app = %app, key = key.as_str(), try_no, reason = %describe("TransactWriteItems", &e), "claim cancelled; retrying");
-                    let backoff = 20u64 << try_no.min(5);
-                    tokio::time::sleep(Duration::from_millis(backoff + rand::random_range(0..backoff))).await;
+                    if let Some(wait) = waits.next() {
+                        tokio::time::sleep(wait).await;
+                    }
                 }
                 Err(e) => return Err(StoreError(describe(&self.op("TransactWriteItems"), &e))),
             }

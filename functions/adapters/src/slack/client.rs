@@ -265,12 +265,7 @@ impl SlackClient {
             let status = response.status();
             if status == StatusCode::TOO_MANY_REQUESTS {
                 self.rate_limited.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let retry_after = response
-                    .headers()
-                    .get(header::RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .map_or(Duration::from_secs(1), Duration::from_secs);
+                let retry_after = crate::retry::retry_after(response.headers()).unwrap_or(Duration::from_secs(1));
                 tracing::warn!(method, channel, retry_after_secs = retry_after.as_secs(), attempt, "Slack answered 429");
                 self.pacer.hold(channel, Instant::now() + retry_after);
                 if retry_after > self.max_retry_wait || attempt == 5 {
