@@ -184,10 +184,42 @@ async fn from_reqwest(mut response: reqwest::Response) -> Result<HttpResponse, C
     Ok(out)
 }
 
+/// A TLS handshake that failed: a certificate no configured root vouches for, a server (or proxy)
+/// that does not speak TLS. Another try meets the same certificate, so it is not retried.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "TLS with the AWS endpoint failed ({tls}): a VPC endpoint or proxy with its own certificate needs its CA in SSL_CERT_FILE (docs/deploy.md, Running in a VPC)"
+)]
+pub struct TlsFailure {
+    tls: String,
+    #[source]
+    source: reqwest::Error,
+}
+
+/// The rustls error beneath a failed request, if TLS is what failed. It sits inside `io::Error`s
+/// (two, through hyper and tokio-rustls), whose `source()` skips the error each holds, so those
+/// are opened with `get_ref`.
+fn tls_cause(e: &reqwest::Error) -> Option<&rustls::Error> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(err) = next {
+        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        next = match err.downcast_ref::<std::io::Error>() {
+            Some(io) => io.get_ref().map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
+    }
+    None
+}
+
 /// The SDK retries transient failures: timeouts and broken connections are; a request it could
-/// not build is not.
+/// not build is not, nor a TLS failure.
 fn classify(e: reqwest::Error) -> ConnectorError {
-    if e.is_timeout() {
+    if let Some(tls) = tls_cause(&e) {
+        let tls = tls.to_string();
+        ConnectorError::other(TlsFailure { tls, source: e }.into(), None)
+    } else if e.is_timeout() {
         ConnectorError::timeout(e.into())
     } else if e.is_builder() {
         ConnectorError::user(e.into())
@@ -388,6 +420,91 @@ mod tests {
         let err = sqs(&url, Duration::from_secs(5)).list_queues().send().await.unwrap_err();
         let SdkError::DispatchFailure(d) = &err else { panic!("a dispatch failure, not {err:?}") };
         assert!(d.is_io(), "{err:?}");
+    }
+
+    /// A server on 127.0.0.1 that answers every connection with plain HTTP, whatever it is sent
+    /// (a TLS client's hello too), and closes; returns its address and how many connections came.
+    async fn plain_http_server() -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicUsize>, tokio::sync::mpsc::UnboundedReceiver<String>)
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let counted = Arc::clone(&connections);
+        tokio::spawn(async move {
+            loop {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut buf = [0u8; 4096];
+                let n = stream.read(&mut buf).await.unwrap_or(0);
+                let _ = tx.send(String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or_default().to_owned());
+                let _ = stream.write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await;
+            }
+        });
+        (addr, connections, rx)
+    }
+
+    /// The dependency review: a TLS failure was an I/O error the SDK retried, and its message did
+    /// not say TLS. It is now its own error, not retried: the next try meets the same certificate.
+    #[tokio::test]
+    async fn a_tls_failure_is_reported_as_one_and_not_retried() {
+        let (addr, connections, _) = plain_http_server().await;
+        let config = aws_sdk_sqs::config::Builder::new()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "static"))
+            .endpoint_url(format!("https://{addr}"))
+            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3).with_initial_backoff(Duration::from_millis(1)))
+            .http_client(http_client_with(Roots::CompiledIn))
+            .build();
+        let err = aws_sdk_sqs::Client::from_conf(config).list_queues().send().await.unwrap_err();
+        let SdkError::DispatchFailure(d) = &err else { panic!("a dispatch failure, not {err:?}") };
+        assert!(d.is_other() && !d.is_io() && !d.is_timeout(), "{err:?}");
+        let said = aws_smithy_types::error::display::DisplayErrorContext(&err).to_string();
+        assert!(said.contains("TLS with the AWS endpoint failed"), "{said}");
+        assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1, "not retried");
+    }
+
+    /// Set by [`the_environment_s_https_proxy_carries_the_aws_calls_and_no_proxy_exempts_a_host`]
+    /// for the copy of this test binary it runs.
+    const PROXY_CHILD: &str = "MEDIC_TEST_PROXY_CHILD";
+    /// The AWS endpoint the child calls; it does not resolve, so only a proxy can carry the call.
+    const PROXIED_HOST: &str = "sqs.proxy-test.invalid";
+
+    /// Not a test of its own: the body of the process the proxy test starts with a proxy in its
+    /// environment (a process's environment cannot be changed safely while other tests run).
+    #[tokio::test]
+    #[ignore = "run by the_environment_s_https_proxy_carries_the_aws_calls_and_no_proxy_exempts_a_host"]
+    async fn proxy_child_calls_sqs() {
+        if std::env::var_os(PROXY_CHILD).is_none() {
+            return;
+        }
+        let _ = sqs(&format!("https://{PROXIED_HOST}"), Duration::from_secs(5)).list_queues().send().await;
+    }
+
+    /// docs/deploy.md says the AWS calls go through `HTTPS_PROXY` unless `NO_PROXY` names the
+    /// host, as the AWS CLI's do. A copy of this binary calls SQS with a proxy in its environment.
+    #[tokio::test]
+    async fn the_environment_s_https_proxy_carries_the_aws_calls_and_no_proxy_exempts_a_host() {
+        let (proxy, _, mut seen) = plain_http_server().await;
+        let run_child = move |no_proxy: &str| {
+            let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+            child.args(["--exact", "sdk_http::tests::proxy_child_calls_sqs", "--ignored", "--quiet", "--test-threads", "1"]);
+            for var in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"] {
+                child.env_remove(var);
+            }
+            child.env(PROXY_CHILD, "1").env("HTTPS_PROXY", format!("http://{proxy}")).env("NO_PROXY", no_proxy);
+            child.output()
+        };
+        let out = tokio::task::spawn_blocking(move || run_child("example.org")).await.unwrap().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        let first = tokio::time::timeout(Duration::from_secs(5), seen.recv()).await.expect("the proxy was asked").unwrap();
+        assert_eq!(first, format!("CONNECT {PROXIED_HOST}:443 HTTP/1.1"));
+
+        while seen.try_recv().is_ok() {}
+        let out = tokio::task::spawn_blocking(move || run_child(PROXIED_HOST)).await.unwrap().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        assert!(seen.try_recv().is_err(), "NO_PROXY names the host: the call goes direct");
     }
 
     #[tokio::test]
