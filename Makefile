@@ -4,7 +4,7 @@ CARGO ?= cargo
 # a line here; `make test` ends by listing them.
 SKIP_LOG := $(CURDIR)/.test-skips.log
 
-.PHONY: sweep demo venv test test-unit lint fmt catalogue ci bench storm storm-moto storm-smoke envelope lambda-build lambda-watch lambda-smoke chaos chaos-smoke fuzz
+.PHONY: sweep demo venv go-env test test-unit lint fmt catalogue ci bench storm storm-moto storm-smoke envelope lambda-build lambda-watch lambda-smoke chaos chaos-smoke fuzz
 
 ## sweep: the main job on the embedded default: one sweep of the sample fleet in the simulator
 sweep:
@@ -18,9 +18,14 @@ demo:
 venv:
 	bash scripts/python-env.sh
 
+## go-env: Go and Sprig from Debian's packages, for the Go differential test of the notification
+## templates; a no-op when installed
+go-env:
+	bash scripts/go-env.sh
+
 ## test: install what the tests need, lint template.yaml (cfn-lint, sam validate --lint), run every test,
 ## then the chaos smoke run (real SIGKILLs at every boundary; about three minutes)
-test: venv
+test: venv go-env
 	bash scripts/lint-template.sh
 	rm -f $(SKIP_LOG)
 	MEDIC_SKIP_LOG=$(SKIP_LOG) $(CARGO) test --workspace --locked

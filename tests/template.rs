@@ -4,6 +4,9 @@
 //! Every template in the ConfigMap is executed by `gtmpl` (a Rust implementation of Go's
 //! text/template) with the Sprig functions the templates call (`support/gotemplate.rs`, after
 //! Sprig's Go source), against the sample Applications in `events/apps/` and against deliberately sparse ones.
+//! A differential test executes the same templates with real Go and Sprig (`tests/go/notifications-render`,
+//! the function map of notifications-engine) and requires the same bytes, so the Rust copy cannot
+//! drift from Go unseen.
 //! Each render must be an event that `NotificationEvent::parse` accepts and that repeats the app's
 //! fields; for every sample body in `events/webhook/` the render must be exactly that body, so the
 //! template and the fixtures cannot drift apart. The triggers, services, subscriptions and the
@@ -29,7 +32,7 @@ use medic_core::event::MAX_EVENT_BYTES;
 use serde::Deserialize;
 use serde_json::{Value as Json, json};
 
-use crate::support::gotemplate::render_go_template;
+use crate::support::gotemplate::{GoRenderer, render_go_template};
 
 const NOTIFICATIONS_CM: &str = "infra/argocd-notifications/argocd-notifications-cm.yaml";
 const NOTIFICATIONS_SECRET: &str = "infra/argocd-notifications/argocd-notifications-secret.example.yaml";
@@ -257,13 +260,20 @@ fn template_vars(cfg: &NotificationsConfig, service: &str, app: &Json) -> Json {
 /// Renders template `name` against `app` for a destination on `route`: the body that destination
 /// receives.
 pub(crate) fn render_event(cfg: &NotificationsConfig, name: &str, route: Route<'_>, app: &Json) -> Result<String, String> {
+    let (text, vars) = render_input(cfg, name, route, app)?;
+    render_go_template(text, &vars).map_err(|e| format!("template `{name}` on {route:?}: {e}"))
+}
+
+/// What argocd-notifications executes for template `name` on `route`: the template text the
+/// service sends and the variables it executes it with.
+fn render_input<'c>(cfg: &'c NotificationsConfig, name: &str, route: Route<'_>, app: &Json) -> Result<(&'c str, Json), String> {
     let template = cfg.templates.get(name).ok_or_else(|| format!("no template `{name}`"))?;
     let text = match route {
         Route::Webhook(service) => template.webhook.get(service).map(|w| w.body.as_str()).or(template.message.as_deref()),
         Route::AwsSqs(_) => template.message.as_deref(),
     };
     let text = text.ok_or_else(|| format!("template `{name}` has nothing to send on {route:?}"))?;
-    render_go_template(text, &template_vars(cfg, route.service(), app)).map_err(|e| format!("template `{name}` on {route:?}: {e}"))
+    Ok((text, template_vars(cfg, route.service(), app)))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -648,36 +658,145 @@ fn the_argo_medic_account_has_api_keys_only_and_may_only_get_and_sync_applicatio
     assert!(get.iter().all(|o| o.ends_with("/*") && !o.starts_with('*')), "scoped per project: {get:?}");
 }
 
+/// What the engine and the Sprig functions the templates use do at their edges, as Go's
+/// text/template with Sprig does it: `(template, app, Some(output))`, or `None` where Go fails.
+/// Checked against Go itself by the differential test, and against gtmpl below, except where
+/// gtmpl is known to differ ([`GTMPL_DIFFERS`]).
+fn engine_cases() -> Vec<(&'static str, Json, Option<&'static str>)> {
+    let app = json!({"status": {"sync": {"status": "Synced"}, "nothing": null}});
+    vec![
+        // Walking on from a missing key gives no value (text/template's exec.go, evalField: an
+        // invalid receiver is "treated as missing map key"), which toJson writes as null; walking
+        // on from a key that holds null fails ("nil pointer evaluating interface {}.phase").
+        // The templates use `dig` for either.
+        ("{{ toJson .app.status.operationState.phase }}", app.clone(), Some("null")),
+        ("{{ toJson .app.status.nothing.phase }}", app.clone(), None),
+        ("{{ toJson .app.status.operationState }}", app.clone(), Some("null")),
+        // dig: default where a key is missing, the value (even null) where present, error through a non-map.
+        (r#"{{ dig "status" "operationState" "phase" "dflt" .app }}"#, app.clone(), Some("dflt")),
+        (r#"{{ dig "status" "sync" "status" "dflt" .app }}"#, app.clone(), Some("Synced")),
+        (r#"{{ dig "status" "nothing" "dflt" .app | toJson }}"#, app.clone(), Some("null")),
+        (r#"{{ dig "status" "nothing" "x" "dflt" .app }}"#, app.clone(), None),
+        (r#"{{ dig "status" .app }}"#, app.clone(), None),
+        // dict, and `with` on an empty map takes the else branch.
+        (r#"{{ with dict }}full{{ else }}empty{{ end }}"#, app.clone(), Some("empty")),
+        (r#"{{ dict "a" 1 "b" | toJson }}"#, app.clone(), Some(r#"{"a":1,"b":""}"#)),
+        // trunc counts bytes; a negative count keeps the tail; a missing value is an error, not "".
+        (r#"{{ trunc 3 "abcdef" }}"#, app.clone(), Some("abc")),
+        (r#"{{ trunc -2 "abcdef" }}"#, app.clone(), Some("ef")),
+        (r#"{{ trunc 10 "abc" }}"#, app.clone(), Some("abc")),
+        // A cut through a character: Go keeps the invalid byte; `toJson` writes it as an escape.
+        (r#"{{ trunc 3 "éé" | toJson }}"#, app.clone(), Some(r#""é\ufffd""#)),
+        (r#"{{ trunc 2 "€" | toJson }}"#, app.clone(), Some(r#""\ufffd\ufffd""#)),
+        (r#"{{ trunc -1 "é" | toJson }}"#, app.clone(), Some(r#""\ufffd""#)),
+        (r#"{{ trunc 3 .app.missing }}"#, app.clone(), None),
+        // toJson is json.Marshal: sorted keys, HTML characters escaped, integers stay integers.
+        (r#"{{ toJson .app }}"#, json!({"b": "<&>", "a": [1, true, 2.5]}), Some(r#"{"a":[1,true,2.5],"b":"\u003c\u0026\u003e"}"#)),
+        // A function argocd-notifications does not have is a parse error.
+        (r#"{{ env "HOME" }}"#, app, None),
+    ]
+}
+
+/// The engine cases gtmpl renders otherwise than Go, found by the differential test: gtmpl
+/// fails walking on from a missing key, where Go gives no value. The templates do not depend on
+/// it (they use `dig`); the test below holds the list to what gtmpl does today, so a gtmpl that
+/// changes is seen.
+const GTMPL_DIFFERS: &[&str] = &["{{ toJson .app.status.operationState.phase }}"];
+
 #[test]
 fn the_sprig_functions_and_the_engine_behave_as_argocd_notifications_does() {
-    let render = |text: &str, app: Json| render_go_template(text, &json!({"app": app, "context": {}}));
-    let app = json!({"status": {"sync": {"status": "Synced"}, "nothing": null}});
+    for (text, app, want) in engine_cases() {
+        let got = render_go_template(text, &json!({"app": app, "context": {}}));
+        if GTMPL_DIFFERS.contains(&text) {
+            assert!(got.is_err() && want.is_some(), "{text}: listed as a case where gtmpl fails and Go renders, gtmpl gave {got:?}");
+            continue;
+        }
+        match want {
+            Some(want) => assert_eq!(got.as_deref(), Ok(want), "{text}"),
+            None => assert!(got.is_err(), "{text}: Go fails, gtmpl rendered {got:?}"),
+        }
+    }
+}
 
-    // Walking through a missing map fails, as Go's "nil pointer evaluating interface {}.phase":
-    // the reason the templates never do it. A missing last key renders null through toJson.
-    assert!(render("{{ toJson .app.status.operationState.phase }}", app.clone()).is_err());
-    assert_eq!(render("{{ toJson .app.status.operationState }}", app.clone()).unwrap(), "null");
+/// Every app the template tests render: the samples, the sparse ones, and sync-failed with the
+/// huge messages of the cut test (2-byte characters cut mid-way, escaped characters, control characters).
+fn every_test_app() -> Vec<(String, Json)> {
+    let mut apps: Vec<(String, Json)> = sample_apps().into_iter().collect();
+    apps.extend(sparse_apps().into_iter().map(|(label, app)| (label.to_owned(), app)));
+    let failed = sample_apps().remove("sync-failed").expect("events/apps/sync-failed.json");
+    let messages = [
+        ("huge message", "x".repeat(100_000)),
+        ("tricky message", format!("{}{}", "é<&>\"\\".repeat(400), "\u{1}".repeat(3000))),
+        // The 2,000-byte cut goes through a character: one invalid byte, then two.
+        ("a cut 2-byte character", format!("x{}", "é".repeat(1500))),
+        ("a cut 3-byte character", "€".repeat(1000)),
+    ];
+    for (label, message) in messages {
+        let mut app = failed.clone();
+        app["status"]["operationState"]["message"] = Json::String(message);
+        apps.push((label.into(), app));
+    }
+    apps
+}
 
-    // dig: default where a key is missing, the value (even null) where present, error through a non-map.
-    assert_eq!(render(r#"{{ dig "status" "operationState" "phase" "dflt" .app }}"#, app.clone()).unwrap(), "dflt");
-    assert_eq!(render(r#"{{ dig "status" "sync" "status" "dflt" .app }}"#, app.clone()).unwrap(), "Synced");
-    assert_eq!(render(r#"{{ dig "status" "nothing" "dflt" .app | toJson }}"#, app.clone()).unwrap(), "null");
-    assert!(render(r#"{{ dig "status" "nothing" "x" "dflt" .app }}"#, app.clone()).is_err());
-    assert!(render(r#"{{ dig "status" .app }}"#, app.clone()).is_err());
+#[test]
+fn go_s_text_template_and_sprig_render_every_template_byte_for_byte_as_the_tests_do() {
+    const CHECK: &str = "template.rs: the Go differential test";
+    let Some(go) = GoRenderer::get(CHECK) else { return };
+    let cfg = notifications_config();
 
-    // dict, and `with` on an empty map takes the else branch.
-    assert_eq!(render(r#"{{ with dict }}full{{ else }}empty{{ end }}"#, app.clone()).unwrap(), "empty");
-    assert_eq!(render(r#"{{ dict "a" 1 "b" | toJson }}"#, app.clone()).unwrap(), r#"{"a":1,"b":""}"#);
+    // The engine's edges: Go gives what the table says.
+    let cases = engine_cases();
+    let inputs: Vec<(String, String, Json)> =
+        cases.iter().map(|(text, app, _)| ("case".to_owned(), (*text).to_owned(), json!({"app": app, "context": {}}))).collect();
+    for ((text, _, want), got) in cases.iter().zip(go.render_all(&inputs)) {
+        match want {
+            Some(want) => assert_eq!(got.as_deref().map(String::from_utf8_lossy), Ok(std::borrow::Cow::Borrowed(*want)), "Go on {text}"),
+            None => assert!(got.is_err(), "{text}: the table says Go fails, Go rendered {got:?}"),
+        }
+    }
 
-    // trunc counts bytes; a negative count keeps the tail; a missing value is an error, not "".
-    assert_eq!(render(r#"{{ trunc 3 "abcdef" }}"#, app.clone()).unwrap(), "abc");
-    assert_eq!(render(r#"{{ trunc -2 "abcdef" }}"#, app.clone()).unwrap(), "ef");
-    assert_eq!(render(r#"{{ trunc 10 "abc" }}"#, app.clone()).unwrap(), "abc");
-    assert_eq!(render(r#"{{ trunc 3 "éé" }}"#, app.clone()).unwrap(), "é\u{FFFD}");
-    assert!(render(r#"{{ trunc 3 .app.missing }}"#, app.clone()).is_err());
+    // Every template on every route for every app: Go's bytes are gtmpl's bytes.
+    let mut labels = Vec::new();
+    let mut inputs = Vec::new();
+    for (app_name, app) in every_test_app() {
+        for name in cfg.templates.keys() {
+            for route in cfg.routes() {
+                let (text, vars) = render_input(cfg, name, route, &app).expect("a template for the route");
+                labels.push((app_name.clone(), name.clone(), route, render_event(cfg, name, route, &app)));
+                inputs.push((name.clone(), text.to_owned(), vars));
+            }
+        }
+    }
+    assert!(inputs.len() >= 6 * 2 * 10, "{} renders", inputs.len());
+    let mut failures = Vec::new();
+    for ((app_name, name, route, rust), go) in labels.into_iter().zip(go.render_all(&inputs)) {
+        match (rust, go) {
+            (Ok(rust), Ok(go)) if rust.as_bytes() == go => {}
+            (rust, go) => failures.push(format!(
+                "{name} on {route:?} for {app_name}:\n  gtmpl: {rust:?}\n  Go:    {:?}",
+                go.map(|b| String::from_utf8_lossy(&b).into_owned())
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{} render(s) differ between gtmpl and Go:\n{}", failures.len(), failures.join("\n"));
 
-    // toJson is json.Marshal: sorted keys, HTML characters escaped.
-    assert_eq!(render(r#"{{ toJson .app }}"#, json!({"b": "<&>", "a": [1, true]})).unwrap(), r#"{"a":[1,true],"b":"\u003c\u0026\u003e"}"#);
+    // The sample bodies are what Go renders, byte for byte.
+    let apps = sample_apps();
+    let samples = json_files("events/webhook");
+    let mut inputs = Vec::new();
+    for (name, sample) in &samples {
+        let template = format!("{PREFIX}{}", sample["trigger"].as_str().expect("a trigger"));
+        for route in cfg.routes() {
+            let (text, vars) = render_input(cfg, &template, route, &apps[name]).expect("a template for the route");
+            inputs.push((format!("{name} on {route:?}"), text.to_owned(), vars));
+        }
+    }
+    let files: Vec<String> =
+        samples.keys().flat_map(|name| cfg.routes().into_iter().map(move |_| read(&format!("events/webhook/{name}.json")))).collect();
+    for (((label, _, _), file), go) in inputs.iter().zip(files).zip(go.render_all(&inputs)) {
+        assert_eq!(go.as_deref().map(String::from_utf8_lossy), Ok(std::borrow::Cow::Owned(file)), "{label}: Go's render is not the sample");
+    }
 }
 
 #[tokio::test]

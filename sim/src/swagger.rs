@@ -113,6 +113,18 @@ pub fn argocd_swagger_path() -> std::path::PathBuf {
 /// so `make test` can count them in its summary.
 pub const SKIP_LOG_ENV: &str = "MEDIC_SKIP_LOG";
 
+/// Says loudly that a check did not run: on stderr, and as a line in `$MEDIC_SKIP_LOG`, which
+/// `make test` lists at its end.
+pub fn record_skipped(line: &str) {
+    eprintln!("SKIPPED {line}");
+    if let Some(log) = std::env::var_os(SKIP_LOG_ENV) {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+}
+
 /// Argo CD's spec for the check named `check`, or `None` when the spec is not on this machine: a
 /// clone outside the workspace has no `../shared`. Then the check is skipped loudly (stderr, and a
 /// line in `$MEDIC_SKIP_LOG` for `make test`'s summary) — except under CI (`CI` set), where
@@ -122,13 +134,7 @@ pub fn reference_spec(check: &str) -> Option<SwaggerSpec> {
     let path = argocd_swagger_path();
     if !path.exists() && std::env::var_os("CI").is_none_or(|v| v.is_empty()) {
         let line = format!("{check}: skipped, Argo CD's swagger.json is not at {} (set MEDIC_ARGOCD_SWAGGER to run it)", path.display());
-        eprintln!("SKIPPED {line}");
-        if let Some(log) = std::env::var_os(SKIP_LOG_ENV) {
-            use std::io::Write;
-            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
-                let _ = writeln!(f, "{line}");
-            }
-        }
+        record_skipped(&line);
         return None;
     }
     Some(SwaggerSpec::argocd_v3_5_1().unwrap_or_else(|e| panic!("{check}: {e}")))

@@ -1,7 +1,15 @@
-//! Go's text/template, as argocd-notifications executes templates: `gtmpl` (a Rust implementation
-//! of text/template) with the Sprig functions the templates call, after Sprig's Go source.
+//! Go's text/template, as argocd-notifications executes templates, two ways:
+//!
+//! - [`render_go_template`]: `gtmpl` (a Rust implementation of text/template) with the Sprig
+//!   functions the templates call, written after Sprig's Go source. Fast, always there.
+//! - [`GoRenderer`]: real Go. `tests/go/notifications-render` built with the machine's Go and
+//!   Debian's Sprig (`golang-go`, `golang-github-masterminds-sprig-dev`; `scripts/go-env.sh`
+//!   installs them, `make test` calls it). It tells when the Rust copy drifts from Go (gtmpl has
+//!   had no release since 2021, and the Sprig functions above are ours).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use gtmpl::{Context, Func, FuncError, Template, Value};
 use serde_json::Value as Json;
@@ -92,9 +100,13 @@ fn sprig_list(args: &[Value]) -> Result<Value, FuncError> {
     Ok(Value::Array(args.to_vec()))
 }
 
+/// Stands for one byte of invalid UTF-8 in a string: Go strings are bytes and may hold them, a
+/// Rust string cannot. A noncharacter, so no real text carries it; `toJson` writes it as Go's
+/// json.Marshal writes an invalid byte (`\ufffd`).
+const INVALID_BYTE: char = '\u{FDD0}';
+
 /// `trunc n s`: the first n BYTES of s (Go strings are bytes), or its last -n bytes for n < 0.
-/// Go keeps a cut UTF-8 sequence as invalid bytes, which `toJson` then writes as U+FFFD; a Rust
-/// string cannot hold them, so the replacement happens here instead.
+/// Go keeps a cut UTF-8 sequence as invalid bytes, one [`INVALID_BYTE`] each here.
 fn sprig_trunc(args: &[Value]) -> Result<Value, FuncError> {
     let [count, s] = args else { return Err(FuncError::ExactlyXArgs("trunc".into(), 2)) };
     let Value::Number(count) = count else { return Err(func_error(format!("trunc: wrong type for value; expected int; got {count:?}"))) };
@@ -110,7 +122,12 @@ fn sprig_trunc(args: &[Value]) -> Result<Value, FuncError> {
     } else {
         bytes
     };
-    Ok(Value::String(String::from_utf8_lossy(kept).into_owned()))
+    let mut out = String::with_capacity(kept.len());
+    for chunk in kept.utf8_chunks() {
+        out.push_str(chunk.valid());
+        out.extend(chunk.invalid().iter().map(|_| INVALID_BYTE));
+    }
+    Ok(Value::String(out))
 }
 
 /// Go's `encoding/json` view of a value; `None` where `json.Marshal` fails.
@@ -137,7 +154,7 @@ fn go_json(value: &Value) -> Option<Json> {
 
 /// `toJson v`: `json.Marshal(v)`, with its error swallowed into "" as Sprig does. json.Marshal
 /// escapes `<`, `>`, `&`, U+2028 and U+2029 (they can only occur inside strings, where the escape
-/// means the same character).
+/// means the same character), and writes each invalid byte as `\ufffd`.
 fn sprig_to_json(args: &[Value]) -> Result<Value, FuncError> {
     let [value] = args else { return Err(FuncError::ExactlyXArgs("toJson".into(), 1)) };
     let Some(json) = go_json(value) else { return Ok(Value::from("")) };
@@ -150,8 +167,112 @@ fn sprig_to_json(args: &[Value]) -> Result<Value, FuncError> {
             '&' => out.push_str("\\u0026"),
             '\u{2028}' => out.push_str("\\u2028"),
             '\u{2029}' => out.push_str("\\u2029"),
+            INVALID_BYTE => out.push_str("\\ufffd"),
             c => out.push(c),
         }
     }
     Ok(Value::String(out))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real Go: tests/go/notifications-render.
+// ---------------------------------------------------------------------------------------------
+
+/// Where Debian's golang-*-dev packages put Go sources (GOPATH mode): Sprig and its dependencies.
+const DEBIAN_GOPATH: &str = "/usr/share/gocode";
+
+/// The renderer built from `tests/go/notifications-render`: Go's text/template with the function
+/// map of notifications-engine.
+pub struct GoRenderer {
+    binary: PathBuf,
+}
+
+/// One render: the bytes Go wrote, or Go's error.
+pub type GoRender = Result<Vec<u8>, String>;
+
+impl GoRenderer {
+    /// The renderer, built once per test run; `None` (the check recorded as skipped) when this
+    /// machine has no Go and `CI` is not set. Under CI a missing toolchain is a failure, and a
+    /// build that fails always is.
+    pub fn get(check: &str) -> Option<&'static GoRenderer> {
+        static RENDERER: OnceLock<Result<GoRenderer, String>> = OnceLock::new();
+        match RENDERER.get_or_init(GoRenderer::build) {
+            Ok(renderer) => Some(renderer),
+            Err(missing) if std::env::var_os("CI").is_none_or(|v| v.is_empty()) => {
+                medic_sim::swagger::record_skipped(&format!("{check}: skipped, {missing} (bash scripts/go-env.sh installs it)"));
+                None
+            }
+            Err(missing) => panic!("{check}: {missing}; CI must run it: `bash scripts/go-env.sh` installs Go and Sprig"),
+        }
+    }
+
+    /// `Err` names what is missing; a failing build of what is there panics.
+    fn build() -> Result<GoRenderer, String> {
+        let gopath = std::env::var("MEDIC_GOPATH").unwrap_or_else(|_| DEBIAN_GOPATH.to_owned());
+        let sprig = Path::new(&gopath).join("src/github.com/Masterminds/sprig");
+        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("go/notifications-render");
+        let binary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notifications-render");
+        let go = |args: &[&str]| {
+            std::process::Command::new("go")
+                .args(args)
+                .current_dir(&source)
+                // GOPATH mode on Debian's sources: no module download, no network.
+                .env("GO111MODULE", "off")
+                .env("GOPATH", &gopath)
+                .env("GOFLAGS", "")
+                .env("GOTOOLCHAIN", "local")
+                .output()
+        };
+        match go(&["version"]) {
+            Err(e) => return Err(format!("no Go toolchain (`go`: {e})")),
+            Ok(out) if !out.status.success() => return Err(format!("`go version` failed: {}", String::from_utf8_lossy(&out.stderr))),
+            Ok(_) => {}
+        }
+        if !sprig.is_dir() {
+            return Err(format!("no Sprig sources at {} (set MEDIC_GOPATH to a GOPATH holding them)", sprig.display()));
+        }
+        let out = go(&["build", "-o", binary.to_str().expect("a UTF-8 target path"), "."]).expect("go ran a moment ago");
+        assert!(out.status.success(), "building {}: {}", source.display(), String::from_utf8_lossy(&out.stderr));
+        Ok(GoRenderer { binary })
+    }
+
+    /// Renders every `(name, text, vars)` in one process, in order.
+    pub fn render_all(&self, cases: &[(String, String, Json)]) -> Vec<GoRender> {
+        use base64::Engine as _;
+        use std::io::Write as _;
+
+        #[derive(serde::Deserialize)]
+        struct Rendered {
+            #[serde(default)]
+            out: Option<String>,
+            #[serde(default)]
+            error: Option<String>,
+        }
+        let input: Vec<Json> =
+            cases.iter().map(|(name, text, vars)| serde_json::json!({"name": name, "text": text, "vars": vars})).collect();
+        let mut child = std::process::Command::new(&self.binary)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: {e}", self.binary.display()));
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let body = serde_json::to_vec(&input).expect("JSON values serialize");
+        // Written from a thread: the renderer's answer can fill the stdout pipe before it has read all.
+        let writer = std::thread::spawn(move || stdin.write_all(&body));
+        let out = child.wait_with_output().expect("the renderer ran");
+        writer.join().expect("the writer thread").expect("the renderer read its input");
+        assert!(out.status.success(), "notifications-render failed: {}", String::from_utf8_lossy(&out.stderr));
+        let rendered: Vec<Rendered> = serde_json::from_slice(&out.stdout).expect("the renderer writes a JSON array");
+        assert_eq!(rendered.len(), cases.len(), "one render per case");
+        rendered
+            .into_iter()
+            .map(|r| match (r.out, r.error) {
+                (_, Some(error)) => Err(error),
+                (out, None) => {
+                    Ok(out.map(|b| base64::engine::general_purpose::STANDARD.decode(b).expect("base64 from Go")).unwrap_or_default())
+                }
+            })
+            .collect()
+    }
 }
