@@ -13,9 +13,14 @@ use medic_core::{CATALOGUE, Decision, DecisionPolicy, History, PolicyConfig, Tri
 
 #[derive(Parser)]
 #[command(name = "medic", version, about = "Keeps Argo CD Applications healthy: decide, remediate, escalate.")]
+// The last of a flag given twice wins, as in argocd: ARGOCD_OPTS's flags come first.
+#[command(args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Argo CD's connection, as the argocd CLI takes it.
+    #[command(flatten)]
+    argo: medic::argocd_flags::ArgoFlags,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -162,16 +167,10 @@ struct TargetArgs {
     /// Policy configuration (JSON).
     #[arg(long)]
     config: Option<String>,
-    /// Skip TLS certificate verification (ARGOCD_INSECURE).
-    #[arg(long)]
-    insecure: bool,
-    /// Plain HTTP (ARGOCD_PLAINTEXT).
-    #[arg(long)]
-    plaintext: bool,
 }
 
 impl TargetArgs {
-    fn into_target(self) -> Result<medic::sweep_cmd::Target> {
+    fn into_target(self, argo: &medic::argocd_flags::ArgoFlags) -> Result<medic::sweep_cmd::Target> {
         Ok(medic::sweep_cmd::Target {
             simulate: self.simulate,
             apps: self.apps,
@@ -181,8 +180,7 @@ impl TargetArgs {
             dry_run: self.dry_run,
             state: self.state,
             config: self.config.as_deref().map(input::read_config).transpose()?,
-            insecure: self.insecure,
-            plaintext: self.plaintext,
+            argo: argo.clone(),
         })
     }
 }
@@ -345,7 +343,23 @@ fn main() -> ExitCode {
         // Its own report of a failed write is an `eprintln!`, which panics on a closed stderr.
         .log_internal_errors(false)
         .init();
-    match run(Cli::parse()) {
+    let args = std::env::args_os().collect();
+    let opts = medic_adapters::config::Settings::from_env()
+        .for_reader(medic_adapters::settings::Reader::Cli)
+        .text(&medic_adapters::settings::ARGOCD_OPTS);
+    let args = match medic::argocd_flags::with_argocd_opts(args, opts.as_deref()) {
+        Ok((args, notes)) => {
+            for note in notes {
+                medic::note!("{note}");
+            }
+            args
+        }
+        Err(e) => {
+            medic::note!("medic: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(Cli::parse_from(args)) {
         Ok(code) => code,
         Err(e) => {
             medic::note!("medic: error: {e:#}");
@@ -355,6 +369,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    let argo = cli.argo;
     match cli.command {
         Command::Decide { app, trigger, now, history, config, output } => {
             let trigger: Trigger = trigger.parse()?;
@@ -371,7 +386,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Check(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
             let output = args.output;
-            let findings = runtime.block_on(check(args))?;
+            let findings = runtime.block_on(check(args, &argo))?;
             let text = match output {
                 Output::Json => findings.iter().map(|f| serde_json::to_string(f).map(|s| s + "\n")).collect::<Result<String, _>>()?,
                 _ => medic::check::render(&findings),
@@ -398,7 +413,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let output = args.output;
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
             runtime.block_on(medic::sweep_cmd::run(medic::sweep_cmd::SweepCommand {
-                target: args.target.into_target()?,
+                target: args.target.into_target(&argo)?,
                 projects: args.projects,
                 selector: args.selector,
                 concurrency: args.concurrency,
@@ -419,8 +434,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     dry_run: false,
                     state: None,
                     config: None,
-                    insecure: false,
-                    plaintext: true,
+                    argo: medic::argocd_flags::ArgoFlags::default(),
                 };
                 let sim = medic::sweep_cmd::start_simulator(&target).await?;
                 let token = medic_sim::SimConfig::default().tokens[0].token.clone();
@@ -434,7 +448,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Serve(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
-            runtime.block_on(serve(args))
+            runtime.block_on(serve(args, &argo))
         }
         Command::Switch(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
@@ -533,9 +547,9 @@ fn emit(text: &str) -> Result<()> {
     medic::emit(text).context("writing to stdout")
 }
 
-async fn serve(args: ServeArgs) -> Result<ExitCode> {
+async fn serve(args: ServeArgs, argo: &medic::argocd_flags::ArgoFlags) -> Result<ExitCode> {
     let rates = args.budgets.rates();
-    let target = args.target.into_target()?;
+    let target = args.target.into_target(argo)?;
     let dry_run = target.dry_run;
     let medic::sweep_cmd::Connection { client, sim, policy, store } =
         medic::sweep_cmd::connect(&target, medic::sweep_cmd::Unanswered::Continue).await?;
@@ -643,7 +657,7 @@ fn duration_arg(text: &str) -> Result<std::time::Duration, String> {
 }
 
 /// `medic check`: the flags as a [`medic::check_stack::Preflight`].
-async fn check(args: CheckArgs) -> Result<Vec<medic::check::Finding>> {
+async fn check(args: CheckArgs, argo: &medic::argocd_flags::ArgoFlags) -> Result<Vec<medic::check::Finding>> {
     let config_projects = args.config.as_deref().map(input::read_config).transpose()?.map(|c| c.projects);
     let preflight = medic::check_stack::Preflight {
         stack: args.stack,
@@ -655,7 +669,7 @@ async fn check(args: CheckArgs) -> Result<Vec<medic::check::Finding>> {
         now: chrono::Utc::now(),
     };
     medic::check_stack::preflight(preflight, || {
-        medic_adapters::config::ArgoSettings::from_env().context("reading the Argo CD settings (ARGOCD_SERVER, ARGOCD_AUTH_TOKEN)")
+        argo.settings().context("reading the Argo CD settings (--server and --auth-token, or ARGOCD_SERVER and ARGOCD_AUTH_TOKEN)")
     })
     .await
 }

@@ -31,8 +31,8 @@ pub struct Target {
     pub dry_run: bool,
     pub state: Option<PathBuf>,
     pub config: Option<PolicyConfig>,
-    pub insecure: bool,
-    pub plaintext: bool,
+    /// Argo CD's connection flags (over the ARGOCD_* environment variables).
+    pub argo: crate::argocd_flags::ArgoFlags,
 }
 
 /// Everything `medic sweep` was asked to do.
@@ -77,12 +77,9 @@ pub async fn connect(target: &Target, unanswered: Unanswered) -> Result<Connecti
             let token = SimConfig::default().tokens.first().map(|t| t.token.clone()).unwrap_or_default();
             ArgoSettings::new(sim.base_url(), token)
         }
-        None => {
-            let mut s = ArgoSettings::from_env().context("connecting to Argo CD (or use --simulate)")?;
-            s.insecure |= target.insecure;
-            s.plaintext |= target.plaintext;
-            s
-        }
+        None => target.argo.settings().context(
+            "connecting to Argo CD: give --server and --auth-token, or set ARGOCD_SERVER and ARGOCD_AUTH_TOKEN (or use --simulate)",
+        )?,
     };
     let client = HttpArgoClient::new(settings).context("building the Argo CD client")?;
     match (client.version().await, unanswered) {

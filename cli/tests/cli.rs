@@ -462,3 +462,96 @@ fn serve_starts_while_argo_cd_is_down_and_says_so() {
     assert!(lines.iter().any(|l| l.contains("Argo CD does not answer") && l.contains("serving anyway")), "{lines:#?}");
     assert!(lines.iter().any(|l| l.starts_with("medic: ingest listening")), "{lines:#?}");
 }
+
+/// A `medic sim` child: the simulator's address and token, and the process (killed on drop).
+struct SimProcess {
+    child: std::process::Child,
+    server: String,
+    token: String,
+}
+
+impl Drop for SimProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sim_process() -> SimProcess {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_medic"))
+        .arg("sim")
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("medic sim starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut value = |name: &str| {
+        let line = lines.next().expect("medic sim prints its settings").unwrap();
+        line.strip_prefix(&format!("{name}=")).unwrap_or_else(|| panic!("`{line}` is not {name}=...")).to_owned()
+    };
+    let server = value("ARGOCD_SERVER");
+    let token = value("ARGOCD_AUTH_TOKEN");
+    SimProcess { child, server, token }
+}
+
+/// `medic sweep` against the simulator with `args` and the environment `env` (the ARGOCD_*
+/// variables of the test process removed first).
+fn sweep_with(args: &[&str], env: &[(&str, &str)], state: &str) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_medic"));
+    command.args(["sweep", "--dry-run", "-o", "json", "--state"]).arg(state_file(state)).args(args).current_dir(root());
+    for var in
+        ["ARGOCD_SERVER", "ARGOCD_AUTH_TOKEN", "ARGOCD_OPTS", "ARGOCD_PLAINTEXT", "ARGOCD_INSECURE", "ARGOCD_ROOT_PATH", "ARGOCD_CA_BUNDLE"]
+    {
+        command.env_remove(var);
+    }
+    command.envs(env.iter().copied()).output().unwrap()
+}
+
+/// Issue 26, argocd conventions: `--server` and `--auth-token` (clap suggested `--selector`),
+/// and `ARGOCD_OPTS`, with argocd's precedence: the command line, then ARGOCD_OPTS, then the
+/// ARGOCD_* variables. Each sweep below reaches the simulator only if the right one wins.
+#[test]
+fn argocd_s_connection_flags_and_argocd_opts_reach_argo_cd_in_argocd_s_order() {
+    let sim = sim_process();
+    let (server, token) = (sim.server.as_str(), sim.token.as_str());
+    let unreachable = "127.0.0.1:1";
+    let reached = |o: &Output| {
+        assert!(o.status.success(), "rc {:?}: {}", o.status.code(), stderr(o));
+        assert!(!json_lines(o).is_empty(), "rows: {}", stdout(o));
+    };
+
+    // Flags over the variables.
+    let o = sweep_with(
+        &["--server", server, "--auth-token", token],
+        &[("ARGOCD_SERVER", unreachable), ("ARGOCD_AUTH_TOKEN", "wrong")],
+        "flags",
+    );
+    reached(&o);
+    // ARGOCD_OPTS over the variables, its argocd-only flags named and ignored.
+    let opts = format!("--server {server} --auth-token={token} --grpc-web --port-forward-namespace argocd");
+    let o = sweep_with(&[], &[("ARGOCD_OPTS", &opts), ("ARGOCD_SERVER", unreachable)], "opts");
+    reached(&o);
+    assert!(stderr(&o).contains("ARGOCD_OPTS: --grpc-web ignored"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--port-forward-namespace is not used"), "{}", stderr(&o));
+    // The command line over ARGOCD_OPTS, flags given after the command as well.
+    let opts = format!("--server {unreachable} --auth-token {token}");
+    let o = sweep_with(&["--server", server], &[("ARGOCD_OPTS", &opts)], "line");
+    reached(&o);
+    // The variables alone still work.
+    reached(&sweep_with(&[], &[("ARGOCD_SERVER", server), ("ARGOCD_AUTH_TOKEN", token)], "env"));
+
+    // A malformed ARGOCD_OPTS or header is a usage error naming it.
+    let o = sweep_with(&[], &[("ARGOCD_OPTS", "--server 'unclosed")], "bad-opts");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("ARGOCD_OPTS") && stderr(&o).contains("not shell words"), "{}", stderr(&o));
+    let o = sweep_with(&["--server", server, "--auth-token", token, "-H", "no colon"], &[], "bad-header");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is not `Name: value`"), "{}", stderr(&o));
+    // --help names the variables each flag stands for.
+    let help = medic(&["sweep", "--help"], None);
+    for var in ["ARGOCD_SERVER", "ARGOCD_AUTH_TOKEN", "ARGOCD_PLAINTEXT", "ARGOCD_INSECURE", "ARGOCD_ROOT_PATH", "ARGOCD_CA_BUNDLE"] {
+        assert!(stdout(&help).contains(var), "--help names {var}");
+    }
+}

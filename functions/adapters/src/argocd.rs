@@ -109,7 +109,16 @@ impl HttpArgoClient {
                 builder = builder.add_root_certificate(certificate);
             }
         }
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (name, value) in &settings.headers {
+            let bad = || SettingsError::BadHeader(name.clone());
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
+            let mut value = reqwest::header::HeaderValue::from_str(value).map_err(|_| bad())?;
+            value.set_sensitive(true);
+            headers.append(name, value);
+        }
         let http = builder
+            .default_headers(headers)
             .use_rustls_tls()
             .danger_accept_invalid_certs(settings.insecure)
             .gzip(true)
@@ -628,6 +637,42 @@ mod tests {
         let ArgoError::Invalid(why) = &err else { panic!("not reported as a configuration problem: {err:?}") };
         assert!(why.contains("HTTP 302") && why.contains("https://sso.example.invalid/login") && why.contains("ARGOCD_SERVER"), "{why}");
         assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1, "asked once: not retried, not followed");
+    }
+
+    /// The CLI's `-H` (argocd's): the headers go with every request, beside the token.
+    #[tokio::test]
+    async fn extra_headers_go_with_every_request_and_a_bad_one_is_named() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let server = format!("127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let (tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            loop {
+                let (mut conn, _) = listener.accept().await.unwrap();
+                let mut buf = vec![0u8; 8192];
+                let n = conn.read(&mut buf).await.unwrap_or(0);
+                let _ = tx.send(String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase());
+                let body = r#"{"Version":"v3.5.1+abc"}"#;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = conn.write_all(answer.as_bytes()).await;
+                let _ = conn.shutdown().await;
+            }
+        });
+        let mut settings = ArgoSettings::new(server, "t.o.k");
+        settings.plaintext = true;
+        settings.headers = vec![("CF-Access-Client-Id".into(), "id.access".into()), ("X-Team".into(), "platform".into())];
+        let client = HttpArgoClient::new(settings.clone()).unwrap();
+        client.version().await.expect("the version");
+        let request = seen.recv().await.unwrap();
+        assert!(request.contains("\r\ncf-access-client-id: id.access\r\n") && request.contains("\r\nx-team: platform\r\n"), "{request}");
+        assert!(request.contains("\r\nauthorization: bearer t.o.k\r\n"), "{request}");
+
+        settings.headers = vec![("bad name".into(), "x".into())];
+        let err = HttpArgoClient::new(settings).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("header `bad name`"), "{err}");
     }
 
     #[tokio::test]

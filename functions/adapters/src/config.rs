@@ -32,6 +32,9 @@ pub struct ArgoSettings {
     pub ca_bundle: Option<String>,
     /// Root path when Argo CD is served under a prefix (`server.rootpath`), e.g. `/argocd`.
     pub root_path: String,
+    /// Extra headers on every request (the CLI's `-H`, as argocd's): an access proxy's
+    /// credentials, say. Their values are marked sensitive, so they are never logged.
+    pub headers: Vec<(String, String)>,
     /// Timeout of one HTTP request. A refresh blocks until the controller has processed it, so
     /// this must cover a hard refresh of a large app.
     pub request_timeout: Duration,
@@ -55,6 +58,8 @@ pub enum SettingsError {
     BadServer(String),
     #[error("`ARGOCD_CA_BUNDLE`: {0}")]
     CaBundle(String),
+    #[error("header `{0}`: not a valid HTTP header")]
+    BadHeader(String),
 }
 
 /// The one boolean grammar of every setting read from the environment (the functions' and the
@@ -162,6 +167,7 @@ impl ArgoSettings {
             plaintext: false,
             ca_bundle: None,
             root_path: String::new(),
+            headers: Vec::new(),
             request_timeout: Duration::from_secs(30),
             retry_deadline: Duration::from_secs(60),
             max_attempts: 5,

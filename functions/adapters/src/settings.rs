@@ -151,6 +151,8 @@ vars! {
         "The secret holding Argo Medic's Argo CD API token; re-read when Argo CD rejects it.";
     ARGOCD_AUTH_TOKEN: Text, Local, Unset, [Ingest, Worker, Sweeper, Cli],
         "The Argo CD API token itself: the CLI's, and the functions' in local runs without `ARGOCD_AUTH_TOKEN_SECRET_ARN`.";
+    ARGOCD_OPTS: Text, Local, Unset, [Cli],
+        "The argocd CLI's default flags (`--server`, `--auth-token`, `--plaintext`, ...), read by `medic` as argocd reads them: below the command line's, above the variables they stand for.";
     ARGOCD_UI_URL: Text, Template, Unset, [Worker, Sweeper],
         "The Argo CD UI's base URL for links in Slack (default: from `ARGOCD_SERVER` and the root path).";
     // Ingest.
