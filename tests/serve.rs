@@ -218,6 +218,7 @@ async fn an_oversized_body_gets_413_before_it_is_read_and_a_silent_client_is_cut
         header_timeout: Duration::from_secs(1),
         body_timeout: Duration::from_secs(1),
         connection_timeout: Duration::from_secs(5),
+        ..HttpLimits::default()
     };
     let local = serve(limits).await;
     let addr = local.served.addr;
@@ -279,6 +280,38 @@ async fn an_oversized_body_gets_413_before_it_is_read_and_a_silent_client_is_cut
     let mut response = vec![0u8; 512];
     let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut response)).await.expect("answered").unwrap();
     assert!(String::from_utf8_lossy(&response[..n]).starts_with("HTTP/1.1 408"), "{}", String::from_utf8_lossy(&response[..n]));
+
+    local.served.shutdown().await;
+    local.slack.shutdown().await;
+    local.argo.shutdown().await;
+}
+
+/// Issue 26: `medic serve` as a daemon. `/healthz` answers what a supervisor asks; beyond
+/// `max_connections` a client waits in the backlog and is served once another connection ends
+/// (there was no cap: reliability review L6).
+#[tokio::test]
+async fn healthz_answers_and_connections_beyond_the_cap_wait_for_a_free_slot() {
+    let local = serve(HttpLimits { max_connections: 2, ..HttpLimits::default() }).await;
+    let addr = local.served.addr;
+    let healthz = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    let (status, body) = exchange(addr, healthz).await;
+    assert_eq!(status, 200, "{body}");
+    let health: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(health["status"], "ok");
+    assert!(health["queued"].is_u64() && health["handled"].is_u64() && health["deadLettered"] == 0, "{health}");
+
+    // Two idle connections take both slots; a third is not served until one of them ends.
+    let first = TcpStream::connect(addr).await.unwrap();
+    let _second = TcpStream::connect(addr).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut third = TcpStream::connect(addr).await.expect("the kernel's backlog takes it");
+    third.write_all(healthz).await.unwrap();
+    let mut answer = Vec::new();
+    let waited = tokio::time::timeout(Duration::from_millis(700), third.read_to_end(&mut answer)).await;
+    assert!(waited.is_err() && answer.is_empty(), "served beyond the cap: {}", String::from_utf8_lossy(&answer));
+    drop(first);
+    tokio::time::timeout(Duration::from_secs(5), third.read_to_end(&mut answer)).await.expect("served once a slot is free").unwrap();
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
 
     local.served.shutdown().await;
     local.slack.shutdown().await;

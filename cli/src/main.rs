@@ -68,7 +68,7 @@ enum Command {
     /// the sweeper on a timer; against Argo CD or --simulate.
     Serve(ServeArgs),
     /// Run only the Argo CD simulator, loaded like --simulate, until interrupted (for cargo lambda
-    /// watch, curl, or a second medic). Prints its URL and token.
+    /// watch, curl, or a second medic). Prints its URL and token as `export` lines for a shell.
     Sim {
         #[arg(long, default_value = "events/apps")]
         apps: PathBuf,
@@ -78,6 +78,9 @@ enum Command {
         synthetic: Option<usize>,
         #[arg(long, default_value_t = 0)]
         stale: usize,
+        /// The port on 127.0.0.1 (default: any free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
     },
     /// List the open incidents in the state store (the SQLite file of sweep and serve, or a
     /// stack's DynamoDB table with --table): rungs taken, next step, Slack thread, fleet. `show APP`
@@ -307,8 +310,9 @@ struct ServeArgs {
     target: TargetArgs,
     #[command(flatten)]
     budgets: BudgetArgs,
-    /// Where ingest listens (POST /v1/events, POST /v1/refresh).
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Where ingest listens (POST /v1/events, POST /v1/refresh, GET /healthz). Not 8080, where
+    /// `kubectl port-forward svc/argocd-server` usually puts Argo CD.
+    #[arg(long, default_value = "127.0.0.1:8787")]
     listen: std::net::SocketAddr,
     /// The shared secret webhooks must present (`Authorization: Bearer ...`); MEDIC_WEBHOOK_SECRET.
     #[arg(long, env = "MEDIC_WEBHOOK_SECRET", hide_env_values = true)]
@@ -422,7 +426,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 json: matches!(output, Output::Json),
             }))
         }
-        Command::Sim { apps, outcomes, synthetic, stale } => {
+        Command::Sim { apps, outcomes, synthetic, stale, port } => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
             runtime.block_on(async {
                 let target = medic::sweep_cmd::Target {
@@ -436,10 +440,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     config: None,
                     argo: medic::argocd_flags::ArgoFlags::default(),
                 };
-                let sim = medic::sweep_cmd::start_simulator(&target).await?;
+                let sim = medic::sweep_cmd::start_simulator_on(&target, port).await?;
                 let token = medic_sim::SimConfig::default().tokens[0].token.clone();
-                println!("ARGOCD_SERVER={}", sim.base_url());
-                println!("ARGOCD_AUTH_TOKEN={token}");
+                // Shell lines, to paste into the shell another medic runs in.
+                emit(&format!("export ARGOCD_SERVER={}\nexport ARGOCD_AUTH_TOKEN={token}\n", sim.base_url()))?;
                 medic::note!("medic: Argo CD simulator at {} (plain HTTP); Ctrl-C stops it", sim.base_url());
                 stopped().await;
                 sim.shutdown().await;

@@ -58,6 +58,9 @@ pub struct HttpLimits {
     pub header_timeout: Duration,
     pub body_timeout: Duration,
     pub connection_timeout: Duration,
+    /// Connections served at once; more wait in the listen backlog until one ends, so a flood
+    /// cannot use up the process's file descriptors (reliability review L6).
+    pub max_connections: usize,
 }
 
 impl Default for HttpLimits {
@@ -66,6 +69,7 @@ impl Default for HttpLimits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(15),
             connection_timeout: Duration::from_secs(120),
+            max_connections: 256,
         }
     }
 }
@@ -106,6 +110,33 @@ struct Routes {
     ingest: LocalIngest,
     actions: Option<LocalActions>,
     http: HttpLimits,
+    /// What `/healthz` reports.
+    health: Health,
+}
+
+/// The path a supervisor or a load balancer asks whether `medic serve` is up.
+pub const HEALTH_PATH: &str = "/healthz";
+
+/// What `/healthz` reports: the queue's depth and the messages handled and dead-lettered.
+#[derive(Clone)]
+struct Health {
+    queue: Arc<MemoryQueue>,
+    handled: Arc<AtomicUsize>,
+    dead_letters: Arc<std::sync::Mutex<Vec<WorkItem>>>,
+}
+
+impl Health {
+    fn response(&self) -> hyper::Response<Full<Bytes>> {
+        let body = serde_json::json!({
+            "status": "ok",
+            "queued": self.queue.len(),
+            "handled": self.handled.load(Ordering::Relaxed),
+            "deadLettered": self.dead_letters.lock().unwrap_or_else(|e| e.into_inner()).len(),
+        });
+        let mut response = hyper::Response::new(Full::new(Bytes::from(body.to_string())));
+        response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+        response
+    }
 }
 
 type LocalIngest = Ingest<Arc<MemoryQueue>, Arc<HttpArgoClient>>;
@@ -183,7 +214,10 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
         }),
         _ => None,
     };
-    let routes = Arc::new(Routes { ingest, actions, http: opts.http });
+    let dead_letters = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let handled = Arc::new(AtomicUsize::new(0));
+    let health = Health { queue: Arc::clone(&queue), handled: Arc::clone(&handled), dead_letters: Arc::clone(&dead_letters) };
+    let routes = Arc::new(Routes { ingest, actions, http: opts.http, health });
     // One budget for the worker and the sweeper's canaries, as the stack's shared buckets.
     let budget = Arc::new(LocalBudget::new(opts.rates));
     let worker: Arc<LocalWorker> = Arc::new(Worker {
@@ -222,8 +256,6 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let listener = TcpListener::bind(opts.listen).await.with_context(|| format!("listening on {}", opts.listen))?;
     let addr = listener.local_addr()?;
     let (stop, stopped) = watch::channel(false);
-    let dead_letters = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let handled = Arc::new(AtomicUsize::new(0));
     let tasks = vec![
         tokio::spawn(http_loop(listener, routes, stopped.clone())),
         tokio::spawn(worker_loop(worker, Arc::clone(&queue), Arc::clone(&dead_letters), Arc::clone(&handled), stopped.clone())),
@@ -233,14 +265,28 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
 }
 
 async fn http_loop(listener: TcpListener, routes: Arc<Routes>, mut stopped: watch::Receiver<bool>) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(routes.http.max_connections));
     loop {
+        // A connection is accepted only with a slot free: beyond the cap, clients wait in the
+        // kernel's backlog instead of each costing a descriptor and a task.
         let accepted = tokio::select! {
-            a = listener.accept() => a,
+            a = async { (Arc::clone(&slots).acquire_owned().await, listener.accept().await) } => a,
             _ = stopped.changed() => return,
         };
-        let Ok((stream, _)) = accepted else { continue };
+        let (Ok(slot), accepted) = accepted else { return };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors (EMFILE, ENFILE) or memory: accepting again at once would
+                // fail again at once, a busy loop. Wait for connections to end instead.
+                tracing::warn!(error = %e, "accepting a connection failed; trying again in 100 ms");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
         let routes = Arc::clone(&routes);
         tokio::spawn(async move {
+            let _slot = slot;
             let limits = routes.http;
             let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                 let routes = Arc::clone(&routes);
@@ -269,6 +315,9 @@ fn rejected(status: hyper::StatusCode, reason: &'static str, message: String, pa
 async fn handle_http(routes: &Routes, req: hyper::Request<hyper::body::Incoming>) -> hyper::Response<Full<Bytes>> {
     use hyper::StatusCode;
     let path = req.uri().path().to_owned();
+    if path == HEALTH_PATH && req.method() == hyper::Method::GET {
+        return routes.health.response();
+    }
     let slack = path == SLACK_ACTIONS_PATH;
     let limit = match (&routes.actions, slack) {
         (Some(actions), true) => actions.config.max_body_bytes,
@@ -351,16 +400,30 @@ async fn worker_loop(
         };
         let failed: Vec<String> = response.batch_item_failures.into_iter().map(|f| f.item_identifier).collect();
         for (id, item) in by_id {
+            // One line per message at the default level: what a person running `serve` watches.
+            let what = match (&item.requested_action, &item.requested_by) {
+                (Some(action), Some(by)) => format!("{action} requested by {by}"),
+                (Some(action), None) => format!("{action} requested"),
+                _ => item.trigger.to_string(),
+            };
             if !failed.contains(&id) {
                 handled.fetch_add(1, Ordering::Relaxed);
                 receives.remove(&item.dedupe_key);
+                crate::note!("medic: {}: {what}: done", item.app.id());
                 continue;
             }
-            if receives.get(&item.dedupe_key).copied().unwrap_or(0) >= MAX_RECEIVES {
+            let receives_so_far = receives.get(&item.dedupe_key).copied().unwrap_or(0);
+            if receives_so_far >= MAX_RECEIVES {
                 tracing::error!(app = %item.app.id(), "message dead-lettered after {MAX_RECEIVES} receives");
+                crate::note!("medic: {}: {what}: failed {MAX_RECEIVES} times, dead-lettered", item.app.id());
                 receives.remove(&item.dedupe_key);
                 dead.lock().unwrap_or_else(|e| e.into_inner()).push(item);
             } else {
+                crate::note!(
+                    "medic: {}: {what}: failed (try {receives_so_far} of {MAX_RECEIVES}), again in {}s",
+                    item.app.id(),
+                    REDELIVER_AFTER.as_secs()
+                );
                 let _ = queue.enqueue(&item, REDELIVER_AFTER).await;
             }
         }

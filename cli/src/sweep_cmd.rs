@@ -119,7 +119,14 @@ pub fn default_state_path() -> PathBuf {
 
 /// Starts the simulator with the sample apps (timestamps moved to the present) or a synthetic fleet.
 pub async fn start_simulator(cmd: &Target) -> Result<ArgoSim> {
-    let sim = ArgoSim::start(SimConfig::default()).await.context("starting the Argo CD simulator")?;
+    start_simulator_on(cmd, 0).await
+}
+
+/// [`start_simulator`] on `127.0.0.1:port` (0: any free port).
+pub async fn start_simulator_on(cmd: &Target, port: u16) -> Result<ArgoSim> {
+    let sim = ArgoSim::start_on(SimConfig::default(), port)
+        .await
+        .with_context(|| format!("starting the Argo CD simulator on 127.0.0.1:{port}"))?;
     match cmd.synthetic {
         Some(n) => {
             for (app, outcomes) in medic_sim::synthetic_fleet(n, cmd.stale, Utc::now()) {

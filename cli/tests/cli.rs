@@ -261,6 +261,10 @@ fn serve_runs_ingest_worker_and_sweeper_in_one_process() {
     let summary = rest.iter().find(|l| l.starts_with("medic: handled")).expect("a summary line");
     let handled: usize = summary.split_whitespace().nth(2).unwrap().parse().unwrap();
     assert!(handled >= 20, "the sweep's items and the webhook's were handled: {summary}");
+    // One line per handled message at the default level (there were none: issue 26).
+    let per_message = rest.iter().filter(|l| l.starts_with("medic: argocd/") && l.ends_with(": done")).count();
+    assert_eq!(per_message, handled, "a line per message: {rest:#?}");
+    assert!(rest.iter().any(|l| l == "medic: argocd/payouts: on-sync-failed: done"), "the webhook's message: {rest:#?}");
     let calls = rest.iter().find(|l| l.starts_with("medic: Argo CD calls")).unwrap();
     assert!(calls.contains("sync 4,"), "the four syncs the sample fleet needs, each once: {calls}");
 }
@@ -489,7 +493,7 @@ fn sim_process() -> SimProcess {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut value = |name: &str| {
         let line = lines.next().expect("medic sim prints its settings").unwrap();
-        line.strip_prefix(&format!("{name}=")).unwrap_or_else(|| panic!("`{line}` is not {name}=...")).to_owned()
+        line.strip_prefix(&format!("export {name}=")).unwrap_or_else(|| panic!("`{line}` is not export {name}=...")).to_owned()
     };
     let server = value("ARGOCD_SERVER");
     let token = value("ARGOCD_AUTH_TOKEN");

@@ -87,9 +87,14 @@ pub struct ArgoSim {
 
 impl ArgoSim {
     /// Binds `127.0.0.1:0` and starts serving.
-    pub async fn start(mut config: SimConfig) -> io::Result<ArgoSim> {
+    pub async fn start(config: SimConfig) -> io::Result<ArgoSim> {
+        Self::start_on(config, 0).await
+    }
+
+    /// Binds `127.0.0.1:port` (0: any free port) and starts serving.
+    pub async fn start_on(mut config: SimConfig, port: u16) -> io::Result<ArgoSim> {
         config.root_path = normalise_root(&config.root_path);
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             tokens: Mutex::new(config.tokens.clone()),
