@@ -34,9 +34,13 @@ struct Local {
 }
 
 async fn serve(http: HttpLimits) -> Local {
+    serve_on(http, Arc::new(SqliteIncidentStore::in_memory().unwrap())).await
+}
+
+/// [`serve`] on the state file of `store`.
+async fn serve_on(http: HttpLimits, store: Arc<SqliteIncidentStore>) -> Local {
     let argo = sim_with_samples(SimConfig::default()).await;
     let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
-    let store = Arc::new(SqliteIncidentStore::in_memory().unwrap());
     let mut settings = SlackSettings::new(CH, "test");
     settings.api_url = slack.api_url();
     settings.fleet_threshold = 0;
@@ -316,4 +320,47 @@ async fn healthz_answers_and_connections_beyond_the_cap_wait_for_a_free_slot() {
     local.served.shutdown().await;
     local.slack.shutdown().await;
     local.argo.shutdown().await;
+}
+
+/// Issue 26: `serve` kept its queue in memory, so what it had accepted and not yet handled (a
+/// person's click or refresh, a wait the worker set) was lost when it stopped. A signed request
+/// queued by one process, due after it stops, is performed by the next one on the same state file.
+#[tokio::test]
+async fn a_request_accepted_before_serve_stops_is_performed_by_the_next_serve_on_the_state_file() {
+    use medic_core::event::{AppRef, WorkItem, WorkKind};
+    use medic_core::ports::WorkQueue;
+    let dir = std::env::temp_dir().join(format!("medic-serve-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("state.db");
+
+    let first = serve_on(HttpLimits::default(), Arc::new(SqliteIncidentStore::open(&path).unwrap())).await;
+    // As ingest's /v1/refresh queues it, signed with the state file's key; due in 2 s, after this
+    // process has stopped.
+    let app = AppRef { name: "checkout".into(), namespace: "argocd".into(), project: Some("payments".into()) };
+    let mut item = WorkItem::for_app(WorkKind::Requested, app, "requested-refresh".parse().unwrap(), "restart", Utc::now());
+    item.requested_action = Some("refresh".into());
+    item.requested_by = Some("alice".into());
+    first.served.queue.work_item_key().unwrap().sign(&mut item);
+    first.served.queue.enqueue(&item, Duration::from_secs(2)).await.unwrap();
+    first.served.shutdown().await;
+    // checkout is Synced and Healthy: no sweep refreshes it, only the request does.
+    let refreshes_of_checkout = |argo: &medic_sim::ArgoSim| {
+        argo.requests().iter().filter(|r| r.path.ends_with("/applications/checkout") && r.query.iter().any(|(k, _)| k == "refresh")).count()
+    };
+    assert_eq!(refreshes_of_checkout(&first.argo), 0, "not performed before the stop");
+    first.slack.shutdown().await;
+    first.argo.shutdown().await;
+    drop(first.store);
+
+    let second = serve_on(HttpLimits::default(), Arc::new(SqliteIncidentStore::open(&path).unwrap())).await;
+    let queued = second.served.queue.items().unwrap();
+    assert!(queued.iter().any(|i| i.requested_by.as_deref() == Some("alice")), "the request is still queued: {queued:#?}");
+    eventually("the request performed by the second process", || (refreshes_of_checkout(&second.argo) == 1).then_some(())).await;
+    eventually("its message deleted once handled", || {
+        (!second.served.queue.items().unwrap().iter().any(|i| i.requested_by.as_deref() == Some("alice"))).then_some(())
+    })
+    .await;
+    second.served.shutdown().await;
+    second.slack.shutdown().await;
+    second.argo.shutdown().await;
 }

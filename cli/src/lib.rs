@@ -8,6 +8,7 @@ pub mod check;
 pub mod check_stack;
 pub mod incidents;
 pub mod input;
+pub mod local_queue;
 pub mod render;
 pub mod scenario;
 pub mod serve;

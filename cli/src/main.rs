@@ -64,7 +64,7 @@ enum Command {
     },
     /// One pass over a fleet: list apps, re-read the candidates, act within budgets, record.
     Sweep(SweepArgs),
-    /// The serverless pipeline in one process: ingest on HTTP, the worker on an in-memory queue,
+    /// The serverless pipeline in one process: ingest on HTTP, the worker on a queue in the state file,
     /// the sweeper on a timer; against Argo CD or --simulate.
     Serve(ServeArgs),
     /// Run only the Argo CD simulator, loaded like --simulate, until interrupted (for cargo lambda
@@ -555,6 +555,12 @@ async fn serve(args: ServeArgs, argo: &medic::argocd_flags::ArgoFlags) -> Result
     let rates = args.budgets.rates();
     let target = args.target.into_target(argo)?;
     let dry_run = target.dry_run;
+    // Where the state (and the queue) is kept, as `connect` opens it.
+    let target_state = match (&target.state, target.simulate) {
+        (Some(path), _) => Some(path.clone()),
+        (None, true) => None,
+        (None, false) => Some(medic::sweep_cmd::default_state_path()),
+    };
     let medic::sweep_cmd::Connection { client, sim, policy, store } =
         medic::sweep_cmd::connect(&target, medic::sweep_cmd::Unanswered::Continue).await?;
     let secret = match args.webhook_secret {
@@ -605,7 +611,16 @@ async fn serve(args: ServeArgs, argo: &medic::argocd_flags::ArgoFlags) -> Result
     let handled = served.handled.load(std::sync::atomic::Ordering::Relaxed);
     let dead = served.dead_letters.lock().map(|d| d.len()).unwrap_or_default();
     let escalator = std::sync::Arc::clone(&served.escalator);
+    let queue = std::sync::Arc::clone(&served.queue);
     served.shutdown().await;
+    // What is still queued stays in the state file for the next start (an in-memory state, with
+    // --simulate and no --state, keeps nothing).
+    match (queue.len(), &target_state) {
+        (Ok(0), _) => {}
+        (Ok(n), Some(path)) => medic::note!("medic: {n} queued messages stay in {} for the next start", path.display()),
+        (Ok(n), None) => medic::note!("medic: {n} queued messages dropped: the simulation's state is in memory (give --state to keep it)"),
+        (Err(e), _) => medic::note!("medic: warning: the queue in the state file cannot be read: {}", e.0),
+    }
     let escalations = match (&*escalator, &slack_sim) {
         (medic_adapters::slack::AnyEscalator::Log(log), _) => log.escalations().len(),
         (_, Some(slack)) => slack.parents(medic_sim::SLACK_CHANNEL).len(),

@@ -27,11 +27,10 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget};
-use medic_adapters::memory::{MemoryDedupe, MemoryLock, MemoryQueue, SystemClock};
+use medic_adapters::memory::{MemoryDedupe, MemoryLock, SystemClock};
 use medic_adapters::slack::AnyEscalator;
 use medic_adapters::telemetry::Metrics;
 use medic_core::event::WorkItem;
-use medic_core::ports::WorkQueue;
 use medic_core::sweep::SweepScope;
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
@@ -41,12 +40,16 @@ use medic_worker::{Worker, WorkerConfig};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::local_queue::SqliteQueue;
 use crate::store::SqliteIncidentStore;
 
 /// How many times a message is delivered before it is dead-lettered, as `maxReceiveCount`.
 const MAX_RECEIVES: u32 = 5;
 /// How long a failed message stays invisible before redelivery, as the visibility timeout.
 const REDELIVER_AFTER: Duration = Duration::from_secs(5);
+/// How long a message the worker has stays hidden: longer than any batch takes (a blocking hard
+/// refresh, retries included), so it comes back only when the process died with it.
+const IN_FLIGHT: Duration = Duration::from_secs(180);
 
 /// The click endpoint on the listener.
 pub const SLACK_ACTIONS_PATH: &str = "/slack/actions";
@@ -103,7 +106,7 @@ pub struct ServeOptions {
 /// log lines.
 pub type LocalEscalator = AnyEscalator<Arc<SqliteIncidentStore>>;
 
-type LocalActions = SlackActions<Arc<MemoryQueue>, Arc<MemoryDedupe>, Arc<SqliteIncidentStore>>;
+type LocalActions = SlackActions<Arc<SqliteQueue>, Arc<MemoryDedupe>, Arc<SqliteIncidentStore>>;
 
 /// The handlers behind the listener.
 struct Routes {
@@ -120,32 +123,40 @@ pub const HEALTH_PATH: &str = "/healthz";
 /// What `/healthz` reports: the queue's depth and the messages handled and dead-lettered.
 #[derive(Clone)]
 struct Health {
-    queue: Arc<MemoryQueue>,
+    queue: Arc<SqliteQueue>,
     handled: Arc<AtomicUsize>,
     dead_letters: Arc<std::sync::Mutex<Vec<WorkItem>>>,
 }
 
 impl Health {
     fn response(&self) -> hyper::Response<Full<Bytes>> {
-        let body = serde_json::json!({
-            "status": "ok",
-            "queued": self.queue.len(),
-            "handled": self.handled.load(Ordering::Relaxed),
-            "deadLettered": self.dead_letters.lock().unwrap_or_else(|e| e.into_inner()).len(),
-        });
+        let (status, body) = match self.queue.len() {
+            Ok(queued) => (
+                hyper::StatusCode::OK,
+                serde_json::json!({
+                    "status": "ok",
+                    "queued": queued,
+                    "handled": self.handled.load(Ordering::Relaxed),
+                    "deadLettered": self.dead_letters.lock().unwrap_or_else(|e| e.into_inner()).len(),
+                }),
+            ),
+            // The state file does not answer: nothing can be queued or recorded.
+            Err(e) => (hyper::StatusCode::SERVICE_UNAVAILABLE, serde_json::json!({"status": "error", "error": e.0})),
+        };
         let mut response = hyper::Response::new(Full::new(Bytes::from(body.to_string())));
+        *response.status_mut() = status;
         response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
         response
     }
 }
 
-type LocalIngest = Ingest<Arc<MemoryQueue>, Arc<HttpArgoClient>>;
+type LocalIngest = Ingest<Arc<SqliteQueue>, Arc<HttpArgoClient>>;
 type LocalWorker = Worker<
     Arc<HttpArgoClient>,
     Arc<SqliteIncidentStore>,
     Arc<MemoryDedupe>,
     MemoryLock,
-    Arc<MemoryQueue>,
+    Arc<SqliteQueue>,
     Arc<LocalEscalator>,
     Arc<LocalBudget>,
     SystemClock,
@@ -155,7 +166,7 @@ type LocalSweeper = Sweeper<
     Arc<HttpArgoClient>,
     Arc<SqliteIncidentStore>,
     Arc<MemoryDedupe>,
-    Arc<MemoryQueue>,
+    Arc<SqliteQueue>,
     Arc<LocalEscalator>,
     Arc<LocalBudget>,
     SystemClock,
@@ -164,7 +175,7 @@ type LocalSweeper = Sweeper<
 /// A running local pipeline.
 pub struct Served {
     pub addr: SocketAddr,
-    pub queue: Arc<MemoryQueue>,
+    pub queue: Arc<SqliteQueue>,
     pub escalator: Arc<LocalEscalator>,
     pub dead_letters: Arc<std::sync::Mutex<Vec<WorkItem>>>,
     pub handled: Arc<AtomicUsize>,
@@ -185,15 +196,15 @@ impl Served {
 /// Starts ingest (HTTP on `listen`), the worker loop and the sweeper loop.
 pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let argo = Arc::new(argo);
-    let queue = Arc::new(MemoryQueue::default());
+    // The queue lives in the state file, so a restart loses nothing accepted (issue 26).
+    let queue = Arc::new(SqliteQueue::new(Arc::clone(&opts.store)));
     let dedupe = Arc::new(MemoryDedupe::default());
     let escalator = Arc::clone(&opts.escalator);
     let store = Arc::clone(&opts.store);
     let instance = opts.policy.instance_id.clone();
-    // Requested items travel only through this process's in-memory queue, which nothing outside
-    // it can write to; they are signed all the same, so the worker runs exactly as deployed.
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-    let work_item_key = medic_core::event::WorkItemKey::new(&format!("medic-serve-work-items-{}-{nanos}", std::process::id()));
+    // Work items are signed as on Lambda, so the worker runs exactly as deployed, with the state
+    // file's own key: items a previous process queued there verify in this one.
+    let work_item_key = Some(queue.work_item_key().context("reading the work-item key of the state file")?);
     let ingest: LocalIngest = Ingest {
         config: IngestConfig { work_item_key: work_item_key.clone(), ..IngestConfig::default() },
         secrets: WebhookSecrets::new(opts.webhook_secret.clone(), None),
@@ -358,19 +369,29 @@ async fn handle_http(routes: &Routes, req: hyper::Request<hyper::body::Incoming>
     hyper::Response::from_parts(parts, Full::new(Bytes::copy_from_slice(body.as_ref())))
 }
 
-/// The event source mapping: batches of up to 10 ready items, failed ones redelivered after the
-/// visibility timeout, dead-lettered after `MAX_RECEIVES`.
+/// The event source mapping: batches of up to 10 due items, each hidden for [`IN_FLIGHT`] while
+/// the worker has it, deleted once handled, due again after [`REDELIVER_AFTER`] when it failed,
+/// dead-lettered after `MAX_RECEIVES`. It stops between batches; what is still queued stays in
+/// the state file for the next start.
 async fn worker_loop(
     worker: Arc<LocalWorker>,
-    queue: Arc<MemoryQueue>,
+    queue: Arc<SqliteQueue>,
     dead: Arc<std::sync::Mutex<Vec<WorkItem>>>,
     handled: Arc<AtomicUsize>,
     mut stopped: watch::Receiver<bool>,
 ) {
-    let mut receives: HashMap<String, u32> = HashMap::new();
     let mut next_id = 0u64;
     loop {
-        let batch = queue.take_ready(10);
+        if *stopped.borrow() {
+            return;
+        }
+        let batch = match queue.receive(10, IN_FLIGHT) {
+            Ok(batch) => batch,
+            Err(e) => {
+                tracing::error!(error = %e.0, "reading the queue from the state file failed");
+                Vec::new()
+            }
+        };
         if batch.is_empty() {
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
@@ -379,52 +400,54 @@ async fn worker_loop(
         }
         let mut event = SqsEvent::default();
         let mut by_id = HashMap::new();
-        for item in batch {
+        for received in batch {
             next_id += 1;
             let id = format!("local-{next_id}");
-            let count = receives.entry(item.dedupe_key.clone()).or_default();
-            *count += 1;
             let mut record = SqsMessage::default();
             record.message_id = Some(id.clone());
-            record.body = serde_json::to_string(&item).ok();
-            record.attributes.insert("ApproximateReceiveCount".into(), count.to_string());
+            record.body = serde_json::to_string(&received.item).ok();
+            record.attributes.insert("ApproximateReceiveCount".into(), received.receives.to_string());
             event.records.push(record);
-            by_id.insert(id, item);
+            by_id.insert(id, received);
         }
         let response = match worker.handle_batch(event).await {
             Ok(r) => r,
             Err(e) => {
+                // The whole batch comes back when its visibility ends, as on Lambda.
                 tracing::error!(error = %e, "batch failed");
                 continue;
             }
         };
         let failed: Vec<String> = response.batch_item_failures.into_iter().map(|f| f.item_identifier).collect();
-        for (id, item) in by_id {
+        for (id, received) in by_id {
+            let item = &received.item;
             // One line per message at the default level: what a person running `serve` watches.
             let what = match (&item.requested_action, &item.requested_by) {
                 (Some(action), Some(by)) => format!("{action} requested by {by}"),
                 (Some(action), None) => format!("{action} requested"),
                 _ => item.trigger.to_string(),
             };
-            if !failed.contains(&id) {
+            let settled = if !failed.contains(&id) {
                 handled.fetch_add(1, Ordering::Relaxed);
-                receives.remove(&item.dedupe_key);
                 crate::note!("medic: {}: {what}: done", item.app.id());
-                continue;
-            }
-            let receives_so_far = receives.get(&item.dedupe_key).copied().unwrap_or(0);
-            if receives_so_far >= MAX_RECEIVES {
+                queue.delete(received.id)
+            } else if received.receives >= MAX_RECEIVES {
                 tracing::error!(app = %item.app.id(), "message dead-lettered after {MAX_RECEIVES} receives");
                 crate::note!("medic: {}: {what}: failed {MAX_RECEIVES} times, dead-lettered", item.app.id());
-                receives.remove(&item.dedupe_key);
-                dead.lock().unwrap_or_else(|e| e.into_inner()).push(item);
+                dead.lock().unwrap_or_else(|e| e.into_inner()).push(item.clone());
+                queue.delete(received.id)
             } else {
                 crate::note!(
-                    "medic: {}: {what}: failed (try {receives_so_far} of {MAX_RECEIVES}), again in {}s",
+                    "medic: {}: {what}: failed (try {} of {MAX_RECEIVES}), again in {}s",
                     item.app.id(),
+                    received.receives,
                     REDELIVER_AFTER.as_secs()
                 );
-                let _ = queue.enqueue(&item, REDELIVER_AFTER).await;
+                queue.release(received.id, REDELIVER_AFTER)
+            };
+            if let Err(e) = settled {
+                // Left as it is, the item comes back when its visibility ends.
+                tracing::error!(error = %e.0, app = %item.app.id(), "updating the queue in the state file failed");
             }
         }
     }

@@ -8,7 +8,8 @@
 //! the last [`CLOSED_RETENTION`] (`closed_incidents`), and the Slack escalator's records
 //! (`escalations`, the `EscalationStore` port: which message shows which incident, its buttons,
 //! fleets), so `medic serve` remembers its Slack threads across restarts and `medic incidents`
-//! can link them.
+//! can link them; and `medic serve`'s work queue (`work_queue`, [`crate::local_queue`]) with the
+//! key its work items are signed with (`local_keys`), so a restart loses nothing it accepted.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -48,6 +49,17 @@ CREATE TABLE IF NOT EXISTS closed_incidents (
     last_decision TEXT,
     expires_at INTEGER NOT NULL,
     PRIMARY KEY (app, incident_id)
+);
+CREATE TABLE IF NOT EXISTS work_queue (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    due_ms INTEGER NOT NULL,
+    receives INTEGER NOT NULL DEFAULT 0,
+    item TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS work_queue_by_due ON work_queue (due_ms);
+CREATE TABLE IF NOT EXISTS local_keys (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS escalations (
     grp TEXT NOT NULL,
@@ -112,7 +124,7 @@ impl SqliteIncidentStore {
         Self::open(Path::new(":memory:"))
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+    pub(crate) fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
