@@ -210,7 +210,8 @@ impl GoRenderer {
     fn build() -> Result<GoRenderer, String> {
         let gopath = std::env::var("MEDIC_GOPATH").unwrap_or_else(|_| DEBIAN_GOPATH.to_owned());
         let sprig = Path::new(&gopath).join("src/github.com/Masterminds/sprig");
-        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("go/notifications-render");
+        let manifest = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test");
+        let source = PathBuf::from(manifest).join("go/notifications-render");
         let binary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notifications-render");
         let go = |args: &[&str]| {
             std::process::Command::new("go")
