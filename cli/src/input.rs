@@ -29,9 +29,24 @@ pub fn parse_json<T: DeserializeOwned>(text: &str, source: &str) -> Result<T> {
 /// Parses one Application object or a list response `{"items": [...]}`.
 pub fn parse_apps(text: &str, source: &str) -> Result<Vec<LoadedApp>> {
     let value: serde_json::Value = parse_json(text, source)?;
+    // `argocd app list -o json` prints a bare array of Applications.
+    if let Some(items) = value.as_array() {
+        return items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let at = format!("{source}#[{i}]");
+                if !item.get("metadata").is_some_and(serde_json::Value::is_object) {
+                    bail!("{at}: not an Application (no `metadata` object), found {}", medic_adapters::config::json_kind(item));
+                }
+                let text = serde_json::to_string(item).context("re-encoding an array item")?;
+                Ok(LoadedApp { app: parse_json(&text, &at)?, source: at })
+            })
+            .collect();
+    }
     let Some(object) = value.as_object() else {
         bail!(
-            "{source}: expected an Application object or a list response {{\"items\": [...]}}, found {}",
+            "{source}: expected an Application object, a list response {{\"items\": [...]}} or an array of Applications (argocd app list -o json), found {}",
             medic_adapters::config::json_kind(&value)
         );
     };

@@ -36,3 +36,38 @@ macro_rules! note {
         let _ = writeln!(std::io::stderr(), $($arg)*);
     }};
 }
+
+/// `medic`'s exit statuses, every command (docs/cli.md).
+pub mod exit {
+    /// Done.
+    pub const DONE: u8 = 0;
+    /// Done in part: an app whose step ended in an error (an escalation, a wait or a deferral is
+    /// not one), an app that could not be decided, a `medic check` that found a failure.
+    pub const PARTIAL: u8 = 1;
+    /// A usage error or bad input, before any work: a flag out of range, an unreadable file, a
+    /// missing setting.
+    pub const USAGE: u8 = 2;
+    /// Argo CD could not be reached or did not answer as Argo CD: refused, timed out, TLS, a
+    /// redirect or an HTML page, a failing Argo CD.
+    pub const CONNECTION: u8 = 3;
+    /// Argo CD refused the token (invalid, expired) or its RBAC refused the account.
+    pub const AUTHENTICATION: u8 = 4;
+
+    /// The status of a command that failed with `error`: from the Argo CD error beneath it, if any.
+    pub fn of(error: &anyhow::Error) -> u8 {
+        use medic_core::ports::ArgoError;
+
+        use crate::sweep::SweepError;
+        let argo = error.chain().find_map(|e| {
+            e.downcast_ref::<ArgoError>().or_else(|| match e.downcast_ref::<SweepError>()? {
+                SweepError::List(argo) | SweepError::Unauthenticated(argo) => Some(argo),
+                SweepError::Store(_) => None,
+            })
+        });
+        match argo {
+            Some(ArgoError::Unauthenticated(_) | ArgoError::PermissionDenied(_)) => AUTHENTICATION,
+            Some(_) => CONNECTION,
+            None => USAGE,
+        }
+    }
+}

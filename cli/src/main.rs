@@ -360,14 +360,14 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             medic::note!("medic: error: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(medic::exit::USAGE);
         }
     };
     match run(Cli::parse_from(args)) {
         Ok(code) => code,
         Err(e) => {
             medic::note!("medic: error: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(medic::exit::of(&e))
         }
     }
 }

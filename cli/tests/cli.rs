@@ -62,6 +62,15 @@ fn decide_reads_stdin_and_list_responses() {
     let actions: Vec<_> = lines.iter().map(|d| (d["app"].as_str().unwrap(), d["action"].as_str().unwrap())).collect();
     assert_eq!(actions, [("argocd/checkout", "none"), ("argocd/accounts", "escalate")]);
     assert_eq!(lines[0]["idempotency_key"], serde_json::Value::Null);
+
+    // What `argocd app list -o json | medic decide --app -` gives: a bare array (it was refused).
+    let o = medic(&["decide", "--app", "-", "--now", NOW], Some(&format!("[{a},{b}]")));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let from_array: Vec<_> = json_lines(&o).iter().map(|d| (d["app"].clone(), d["action"].clone())).collect();
+    assert_eq!(from_array, lines.iter().map(|d| (d["app"].clone(), d["action"].clone())).collect::<Vec<_>>());
+    let o = medic(&["decide", "--app", "-", "--now", NOW], Some(&format!("[{a}, 7]")));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("<stdin>#[1]: not an Application"), "{}", stderr(&o));
 }
 
 #[test]
@@ -109,7 +118,9 @@ fn text_output_explains_the_decision_for_humans() {
 fn malformed_input_exits_non_zero_with_a_message_naming_the_problem() {
     let cases: &[(&str, &str)] = &[
         ("{not json", "invalid JSON"),
-        ("[1, 2]", "expected an Application object"),
+        // An array is `argocd app list -o json`: each item must be an Application.
+        ("[1, 2]", "<stdin>#[0]: not an Application"),
+        ("3", "expected an Application object"),
         (r#"{"kind": "Deployment"}"#, "has no `metadata`"),
         (r#"{"items": 3}"#, "`items` must be an array"),
         (r#"{"metadata": {"name": "a"}, "status": {"reconciledAt": "yesterday"}}"#, "at `status.reconciledAt`"),
@@ -558,4 +569,20 @@ fn argocd_s_connection_flags_and_argocd_opts_reach_argo_cd_in_argocd_s_order() {
     for var in ["ARGOCD_SERVER", "ARGOCD_AUTH_TOKEN", "ARGOCD_PLAINTEXT", "ARGOCD_INSECURE", "ARGOCD_ROOT_PATH", "ARGOCD_CA_BUNDLE"] {
         assert!(stdout(&help).contains(var), "--help names {var}");
     }
+}
+
+/// Issue 26: every failure exited 2, like a usage error. A script can now tell them apart:
+/// 2 usage, 3 Argo CD unreachable, 4 the token refused (docs/cli.md, `medic::exit`).
+#[test]
+fn exit_statuses_tell_usage_from_connection_from_authentication() {
+    let sim = sim_process();
+    let o = sweep_with(&["--server", &sim.server, "--auth-token", "not.the.token"], &[], "exit-auth");
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(stderr(&o).contains("rejected Argo Medic's token"), "{}", stderr(&o));
+    let o = sweep_with(&["--server", "127.0.0.1:1", "--plaintext", "--auth-token", "a.b.c"], &[], "exit-connection");
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let o = sweep_with(&["--server", &sim.server], &[], "exit-usage");
+    assert_eq!(o.status.code(), Some(2), "no token: {}", stderr(&o));
+    let o = sweep_with(&["--server", &sim.server, "--auth-token", &sim.token], &[], "exit-done");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
