@@ -16,6 +16,16 @@ pub mod store;
 pub mod sweep;
 pub mod sweep_cmd;
 
+/// The sample fleet, compiled in (cli/build.rs).
+pub mod samples {
+    include!(concat!(env!("OUT_DIR"), "/samples.rs"));
+
+    /// Where `--apps` and `--outcomes` point by default: the repository's own files, read when
+    /// they are there (an edited sample counts), the compiled-in ones elsewhere.
+    pub const DEFAULT_APPS: &str = "events/apps";
+    pub const DEFAULT_OUTCOMES: &str = "events/sim/outcomes.json";
+}
+
 /// Writes to stdout; a closed pipe (`medic ... | head`) is not an error.
 pub fn emit(text: &str) -> std::io::Result<()> {
     use std::io::Write;

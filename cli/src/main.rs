@@ -70,9 +70,9 @@ enum Command {
     /// Run only the Argo CD simulator, loaded like --simulate, until interrupted (for cargo lambda
     /// watch, curl, or a second medic). Prints its URL and token as `export` lines for a shell.
     Sim {
-        #[arg(long, default_value = "events/apps")]
+        #[arg(long, default_value = medic::samples::DEFAULT_APPS)]
         apps: PathBuf,
-        #[arg(long, default_value = "events/sim/outcomes.json")]
+        #[arg(long, default_value = medic::samples::DEFAULT_OUTCOMES)]
         outcomes: PathBuf,
         #[arg(long)]
         synthetic: Option<usize>,
@@ -149,10 +149,10 @@ struct TargetArgs {
     #[arg(long)]
     simulate: bool,
     /// Simulator only: the Application files to load.
-    #[arg(long, default_value = "events/apps")]
+    #[arg(long, default_value = medic::samples::DEFAULT_APPS)]
     apps: PathBuf,
     /// Simulator only: what refresh and sync do per app (JSON); skipped when absent.
-    #[arg(long, default_value = "events/sim/outcomes.json")]
+    #[arg(long, default_value = medic::samples::DEFAULT_OUTCOMES)]
     outcomes: PathBuf,
     /// Simulator only: a synthetic fleet of this many apps instead of the sample apps.
     #[arg(long)]

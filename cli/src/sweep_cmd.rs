@@ -1,7 +1,7 @@
 //! Wiring for `medic sweep`: settings, the simulator when asked, the adapters, output.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -18,6 +18,7 @@ use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_sim::{ArgoSim, CallCounts, Rebase, SimConfig};
 
 use crate::render;
+use crate::samples;
 use crate::store::SqliteIncidentStore;
 use crate::sweep::{SweepOptions, SweepSummary, sweep};
 
@@ -136,10 +137,23 @@ pub async fn start_simulator_on(cmd: &Target, port: u16) -> Result<ArgoSim> {
             }
         }
         None => {
-            sim.load_dir(&cmd.apps, Some(Rebase::samples_to(Utc::now())))
-                .with_context(|| format!("loading {} into the simulator", cmd.apps.display()))?;
+            let rebase = Some(Rebase::samples_to(Utc::now()));
+            let defaults = cmd.apps == Path::new(samples::DEFAULT_APPS) && !cmd.apps.exists();
+            if defaults {
+                // Not run from the repository's root: the sample fleet compiled in.
+                crate::note!("medic: the sample fleet compiled into medic ({} is not here)", samples::DEFAULT_APPS);
+                let files: Vec<(PathBuf, String)> = samples::SAMPLE_APPS
+                    .iter()
+                    .map(|(name, text)| (Path::new(samples::DEFAULT_APPS).join(name), (*text).to_owned()))
+                    .collect();
+                sim.load_files(&files, rebase).context("loading the compiled-in sample fleet")?;
+            } else {
+                sim.load_dir(&cmd.apps, rebase).with_context(|| format!("loading {} into the simulator", cmd.apps.display()))?;
+            }
             if cmd.outcomes.exists() {
                 sim.load_outcomes(&cmd.outcomes).with_context(|| format!("loading {}", cmd.outcomes.display()))?;
+            } else if defaults && cmd.outcomes == Path::new(samples::DEFAULT_OUTCOMES) {
+                sim.load_outcomes_text(samples::SAMPLE_OUTCOMES, &cmd.outcomes).context("loading the compiled-in outcomes")?;
             }
         }
     }

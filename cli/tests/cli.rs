@@ -586,3 +586,32 @@ fn exit_statuses_tell_usage_from_connection_from_authentication() {
     let o = sweep_with(&["--server", &sim.server, "--auth-token", &sim.token], &[], "exit-done");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// Issue 26: the quick start worked only from the repository's root (`events/apps` not found).
+/// The sample fleet is compiled in: elsewhere, `medic sweep --simulate` sweeps the same fleet.
+#[test]
+fn sweep_simulate_works_outside_the_repository_with_the_compiled_in_fleet() {
+    let elsewhere = std::env::temp_dir().join(format!("medic-cli-elsewhere-{}", std::process::id()));
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let run = |dir: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_medic"))
+            .args(["sweep", "--simulate", "--dry-run", "-o", "json"])
+            .current_dir(dir)
+            .env("XDG_STATE_HOME", dir)
+            .output()
+            .unwrap()
+    };
+    let outside = run(&elsewhere);
+    assert!(outside.status.success(), "{}", stderr(&outside));
+    assert!(stderr(&outside).contains("the sample fleet compiled into medic"), "{}", stderr(&outside));
+    let inside = run(&root());
+    assert!(inside.status.success(), "{}", stderr(&inside));
+    let rows = |o: &Output| {
+        let mut rows: Vec<(String, String)> =
+            json_lines(o).iter().map(|r| (r["app"].as_str().unwrap_or_default().to_owned(), r["result"].to_string())).collect();
+        rows.sort();
+        rows
+    };
+    assert!(!rows(&outside).is_empty());
+    assert_eq!(rows(&outside), rows(&inside), "the same fleet, the same decisions");
+}

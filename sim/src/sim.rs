@@ -155,10 +155,16 @@ impl ArgoSim {
             .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
             .collect();
         paths.sort();
+        let files = paths.iter().map(|path| Ok((path.clone(), std::fs::read_to_string(path)?))).collect::<io::Result<Vec<_>>>()?;
+        self.load_files(&files, rebase)
+    }
+
+    /// [`ArgoSim::load_dir`] on files already read: `(name, text)`, in the order given (the
+    /// sample fleet compiled into `medic`, say).
+    pub fn load_files(&self, files: &[(std::path::PathBuf, String)], rebase: Option<Rebase>) -> io::Result<usize> {
         let mut apps = Vec::new();
-        for path in &paths {
-            let text = std::fs::read_to_string(path)?;
-            let value: Value = serde_json::from_str(&text).map_err(|e| invalid(path, &e))?;
+        for (path, text) in files {
+            let value: Value = serde_json::from_str(text).map_err(|e| invalid(path, &e))?;
             match value.get("items").and_then(Value::as_array) {
                 Some(items) if !has_name(&value) => {
                     apps.extend(items.iter().map(|app| (path.clone(), app.clone())));
@@ -203,8 +209,12 @@ impl ArgoSim {
 
     /// Loads outcomes from a JSON file `{"<app name>": Outcomes}`. Returns how many.
     pub fn load_outcomes(&self, file: &Path) -> io::Result<usize> {
-        let text = std::fs::read_to_string(file)?;
-        let all: HashMap<String, Outcomes> = serde_json::from_str(&text).map_err(|e| invalid(file, &e))?;
+        self.load_outcomes_text(&std::fs::read_to_string(file)?, file)
+    }
+
+    /// [`ArgoSim::load_outcomes`] on a file already read; `file` names it in errors.
+    pub fn load_outcomes_text(&self, text: &str, file: &Path) -> io::Result<usize> {
+        let all: HashMap<String, Outcomes> = serde_json::from_str(text).map_err(|e| invalid(file, &e))?;
         let mut store = self.shared.store.lock();
         for (name, outcomes) in &all {
             store.set_outcomes(name, outcomes.clone());
