@@ -47,10 +47,8 @@ macro_rules! note {
     }};
 }
 
-/// `medic`'s exit statuses, every command (docs/cli.md).
+/// `medic`'s exit statuses beside 0 (done), every command (docs/cli.md).
 pub mod exit {
-    /// Done.
-    pub const DONE: u8 = 0;
     /// Done in part: an app whose step ended in an error (an escalation, a wait or a deferral is
     /// not one), an app that could not be decided, a `medic check` that found a failure.
     pub const PARTIAL: u8 = 1;

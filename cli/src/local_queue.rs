@@ -12,7 +12,7 @@ use medic_core::event::{WorkItem, WorkItemKey};
 use medic_core::ports::{QueueError, StoreError, WorkQueue};
 use rusqlite::{OptionalExtension, params};
 
-use crate::store::SqliteIncidentStore;
+use crate::store::{SqliteIncidentStore, err as store_error};
 
 /// SQS's longest delay, which the ports' contract keeps.
 const MAX_DELAY: Duration = Duration::from_secs(900);
@@ -34,10 +34,6 @@ pub struct Received {
 
 fn millis_from_now(delay: Duration) -> i64 {
     Utc::now().timestamp_millis().saturating_add(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX))
-}
-
-fn store_error(e: impl std::fmt::Display) -> StoreError {
-    StoreError(e.to_string())
 }
 
 impl SqliteQueue {

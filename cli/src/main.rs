@@ -397,7 +397,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             emit(&text)?;
             let failed = findings.iter().any(|f| f.status == medic::check::Status::Fail);
-            Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+            Ok(if failed { ExitCode::from(medic::exit::PARTIAL) } else { ExitCode::SUCCESS })
         }
         Command::Completions { shell } => {
             use clap::CommandFactory;
@@ -535,7 +535,7 @@ fn decide_all(
         }
     }
     print_decisions(&rows, output)?;
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(medic::exit::PARTIAL) })
 }
 
 fn print_decisions(rows: &[(String, Decision)], output: Output) -> Result<()> {
@@ -555,13 +555,7 @@ async fn serve(args: ServeArgs, argo: &medic::argocd_flags::ArgoFlags) -> Result
     let rates = args.budgets.rates();
     let target = args.target.into_target(argo)?;
     let dry_run = target.dry_run;
-    // Where the state (and the queue) is kept, as `connect` opens it.
-    let target_state = match (&target.state, target.simulate) {
-        (Some(path), _) => Some(path.clone()),
-        (None, true) => None,
-        (None, false) => Some(medic::sweep_cmd::default_state_path()),
-    };
-    let medic::sweep_cmd::Connection { client, sim, policy, store } =
+    let medic::sweep_cmd::Connection { client, sim, policy, store, state_path } =
         medic::sweep_cmd::connect(&target, medic::sweep_cmd::Unanswered::Continue).await?;
     let secret = match args.webhook_secret {
         Some(s) if s.len() >= 16 => s,
@@ -615,7 +609,7 @@ async fn serve(args: ServeArgs, argo: &medic::argocd_flags::ArgoFlags) -> Result
     served.shutdown().await;
     // What is still queued stays in the state file for the next start (an in-memory state, with
     // --simulate and no --state, keeps nothing).
-    match (queue.len(), &target_state) {
+    match (queue.len(), &state_path) {
         (Ok(0), _) => {}
         (Ok(n), Some(path)) => medic::note!("medic: {n} queued messages stay in {} for the next start", path.display()),
         (Ok(n), None) => medic::note!("medic: {n} queued messages dropped: the simulation's state is in memory (give --state to keep it)"),
@@ -751,7 +745,7 @@ async fn incidents(args: IncidentsArgs) -> Result<ExitCode> {
         // As `kubectl get` of a missing object: said on stderr, and a status a script can test.
         let (open, hint) = if args.closed { ("", "") } else { (" open", " (--closed also shows those closed in the last 7 days)") };
         medic::note!("medic: no{open} incidents of {app}{hint}");
-        return Ok(ExitCode::from(1));
+        return Ok(ExitCode::from(medic::exit::PARTIAL));
     }
     let text = match (args.output, &show) {
         (Output::Json, _) => incidents::json_lines(&views)?,

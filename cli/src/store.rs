@@ -83,7 +83,7 @@ fn app_id(text: &str) -> Result<AppId, StoreError> {
     AppId::parse(text).ok_or_else(|| StoreError(format!("`{text}` is not namespace/name")))
 }
 
-fn err(e: impl std::fmt::Display) -> StoreError {
+pub(crate) fn err(e: impl std::fmt::Display) -> StoreError {
     StoreError(e.to_string())
 }
 

@@ -53,6 +53,9 @@ pub struct Connection {
     pub sim: Option<ArgoSim>,
     pub policy: PolicyConfig,
     pub store: SqliteIncidentStore,
+    /// The state file `store` keeps; `None` when the state is in memory (a simulation without
+    /// `--state`).
+    pub state_path: Option<PathBuf>,
 }
 
 /// Starts the simulator when asked, builds the client, reads the Argo CD version once, opens the
@@ -101,12 +104,16 @@ pub async fn connect(target: &Target, unanswered: Unanswered) -> Result<Connecti
             "medic: warning: Argo CD does not answer ({e}); serving anyway: webhooks are accepted, and the worker and the sweeper retry until it does"
         ),
     }
-    let store = match (&target.state, &sim) {
-        (Some(path), _) => SqliteIncidentStore::open(path)?,
-        (None, Some(_)) => SqliteIncidentStore::in_memory()?,
-        (None, None) => SqliteIncidentStore::open(&default_state_path())?,
+    let state_path = match (&target.state, &sim) {
+        (Some(path), _) => Some(path.clone()),
+        (None, Some(_)) => None,
+        (None, None) => Some(default_state_path()),
     };
-    Ok(Connection { client, sim, policy, store })
+    let store = match &state_path {
+        Some(path) => SqliteIncidentStore::open(path)?,
+        None => SqliteIncidentStore::in_memory()?,
+    };
+    Ok(Connection { client, sim, policy, store, state_path })
 }
 
 /// `$XDG_STATE_HOME/argo-medic/state.db` (else `~/.local/state/...`): where `sweep`, `serve` and `incidents` keep state.
@@ -161,7 +168,7 @@ pub async fn start_simulator_on(cmd: &Target, port: u16) -> Result<ArgoSim> {
 }
 
 pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
-    let Connection { client, sim, policy, store } = connect(&cmd.target, Unanswered::Fail).await?;
+    let Connection { client, sim, policy, store, .. } = connect(&cmd.target, Unanswered::Fail).await?;
     let budget = LocalBudget::new(cmd.rates);
     let escalator = LogEscalator::default();
     let policy = DecisionPolicy::new(policy);
@@ -206,7 +213,7 @@ pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
     if let Some(sim) = sim {
         sim.shutdown().await;
     }
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed { ExitCode::from(crate::exit::PARTIAL) } else { ExitCode::SUCCESS })
 }
 
 fn progress_bar() -> ProgressBar {
