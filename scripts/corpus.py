@@ -223,9 +223,12 @@ def owned_by_appset(a, appset_name, manager, appset_minutes, edits=()):
 CASES = []
 
 
-def case(cls, cid, a, accept, why, trigger="sweep", mode=None, unsafe=None, history=None, config=None, version=None, pair=None, prune_risk=False):
+def case(cls, cid, a, accept, why, trigger="sweep", mode=None, unsafe=None, history=None, config=None, version=None, pair=None, prune_risk=False,
+         rows=(), known_failing=None):
     """One case. `unsafe` defaults from the accepted actions: a sync nobody accepted, `none` where only escalation is accepted,
-    and, for apps at prune risk, any call that could start pruning."""
+    and, for apps at prune risk, any call that could start pruning. `rows` names the rows of the map of the Application
+    (functions/core/src/app_map/) the case was drawn from; `known_failing` says why the policy gets it wrong today (the mark
+    leaves with the commit that fixes it: functions/core/tests/corpus.rs fails on a marked case that passes)."""
     if unsafe is None:
         unsafe = []
         if "sync" not in accept:
@@ -245,6 +248,10 @@ def case(cls, cid, a, accept, why, trigger="sweep", mode=None, unsafe=None, hist
         c["config"] = config
     if history:
         c["history"] = history
+    if rows:
+        c["map_rows"] = list(rows)
+    if known_failing:
+        c["known_failing"] = known_failing
     c["app"] = a
     CASES.append(c)
 
@@ -594,7 +601,8 @@ def rate_limits():
     a = app("fleet-long-throttle", dest_ns="team-l", sync="Unknown")
     cond(a, "ComparisonError", RATE_LIMITS[0][1], 130)
     case("rate-limit", "throttled-for-two-hours", a, ["wait"], "Still throttled after two hours: still not a per-app problem (fleet handling escalates outages once, argoproj/argo-cd#1895).",
-         mode="source-rate-limited")
+         mode="source-rate-limited",
+         known_failing="the wait bound escalates every throttled app after max_wait_secs, one incident per app, although the throttling is the host's")
 
     a = app("fleet-cached-429", dest_ns="team-c", sync="Unknown")
     cond(a, "ComparisonError", "rpc error: code = Unknown desc = Manifest generation error (cached): failed to list refs: unexpected client error: unexpected requesting \"https://github.com/acme/deploy.git/info/refs?service=git-upload-pack\" status code: 429", 40)
@@ -611,6 +619,117 @@ def rate_limits():
     case("rate-limit", "repository-not-found-not-throttling", a, ["escalate"], "`repository not found` from the same host: a misconfiguration, not throttling.",
          mode="source-config-error", pair="codecommit-429")
 
+
+# === class: the cause beneath the wrapper (issue 23) =============================================
+# Labels come from the map of the Application (functions/core/src/app_map/) and the cause classes
+# (functions/core/src/cause.rs), written before the policy read them. The repo-server caches a
+# generation error under the manifest cache key of the revision (reposerver/repository/repository.go:76,
+# :1059), so a hard refresh at the same revision renders again; it fixes what passed and repeats
+# what is deterministic.
+
+LOAD = "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = "  # controller/state.go:698, :377
+CACHED = "Manifest generation error (cached): "  # reposerver/repository/repository.go:76
+HELM_T = "`helm template . --name-template {n} --namespace {ns} --kube-version 1.30 --values /tmp/_argocd-repo/values-prod.yaml --include-crds` failed exit status 1: "  # util/helm/cmd.go (template)
+KUST = "`kustomize build /tmp/_argocd-repo/apps/{n}/overlays/prod` failed exit status 1: "  # util/kustomize/kustomize.go (Build)
+BENEATH = {
+    "helm-nil-pointer": (HELM_T + "Error: template: {n}/templates/deployment.yaml:34:28: executing \"{n}/templates/deployment.yaml\" at <.Values.image.tag>: nil pointer evaluating interface {{}}.tag", "configuration"),
+    "helm-values-file-missing": (HELM_T + "Error: open /tmp/_argocd-repo/values-prod.yaml: no such file or directory", "configuration"),
+    "helm-required-value": (HELM_T + "Error: execution error at ({n}/templates/secret.yaml:7:20): database.password is required", "configuration"),
+    "helm-dependency-missing": (HELM_T + "Error: found in Chart.yaml, but missing in charts/ directory: postgresql", "configuration"),
+    "kustomize-base-missing": (KUST + "Error: accumulating resources: accumulation err='accumulating resources from '../../base': evalsymlink failure on '/tmp/_argocd-repo/apps/{n}/base' : lstat /tmp/_argocd-repo/apps/{n}/base: no such file or directory': must build at directory: not a valid directory", "configuration"),
+    "kustomize-patch-target-missing": (KUST + "Error: no matches for Id apps_v1_Deployment|~X|{n}-worker; failed to find unique target for patch apps_v1_Deployment|{n}-worker", "configuration"),
+    "app-path-missing": ("apps/{n}: app path does not exist", "configuration"),
+    "revision-unresolvable": ("unable to resolve 'release-2026.11' to a commit SHA", "configuration"),
+    "yaml-invalid": ("failed to unmarshal \"apps/{n}/deploy.yaml\": error converting YAML to JSON: yaml: line 14: did not find expected key", "configuration"),
+    "git-auth": ("failed to list refs: authentication required", "permission"),
+    "git-ssh-auth": ("error creating SSH agent: ssh: handshake failed: ssh: unable to authenticate, attempted methods [none publickey], no supported methods remain", "permission"),
+    "repo-not-found": ("failed to list refs: repository not found", "configuration"),
+    "git-timeout": ("failed to list refs: Get \"https://git.example.com/platform/deploy.git/info/refs?service=git-upload-pack\": dial tcp 10.20.0.15:443: i/o timeout", "transient"),
+    "kustomize-remote-base-refused": (KUST + "Error: accumulating resources: accumulation err='accumulating resources from 'https://github.com/acme/bases//web?ref=v2': git cmd = '/usr/bin/git fetch --depth=1 origin v2': exit status 128; stderr: fatal: unable to access 'https://github.com/acme/bases/': Failed to connect to github.com port 443: Connection refused': must build at directory: not a valid directory", "transient"),
+    "helm-repo-unreachable": (HELM_T.split(" failed")[0].replace("template", "dependency build") + " failed exit status 1: Error: Get \"https://charts.example.com/stable/index.yaml\": context deadline exceeded", "transient"),
+}
+
+
+def causes():
+    cite = f"{AC} controller/state.go:698 and :377 wrap the repo-server's answer; reposerver/repository/repository.go:76 marks a cached one"
+    # The cached wrapper over each cause: the cause decides, not the wrapper.
+    for key, (text, klass) in BENEATH.items():
+        n = f"cache-{key}"[:40].rstrip("-")
+        a = app(n, dest_ns=f"shop-{len(key)}", sync="Unknown", health="Healthy", reconciled=3)
+        cond(a, "ComparisonError", LOAD + CACHED + text.format(n=n, ns=f"shop-{len(key)}"), 35)
+        if klass == "transient":
+            accept, why = ["hard_refresh"], f"Beneath the cached wrapper is a failure that passes ({key}); a hard refresh renders again without the cache ({cite})."
+            fail = None
+        else:
+            accept, why = ["escalate"], f"Beneath the cached wrapper is a {klass} error ({key}) that renders the same at this revision, so a hard refresh repeats it; a person must fix the source or its credentials ({cite})."
+            fail = "the cached wrapper decides: CachedManifestError hard-refreshes whatever error is beneath it"
+        case("causes", f"cached-{key}", a, accept, why, mode="cached-manifest-error" if klass == "transient" else ("permission-denied" if klass == "permission" else "source-config-error"),
+             rows=("condition ComparisonError", "field status.conditions[].message"), known_failing=fail,
+             pair="cached-helm-nil-pointer" if key == "git-timeout" else None)
+
+    # The same causes without the cache: the plain ComparisonError path.
+    for key in ("helm-nil-pointer", "kustomize-remote-base-refused", "git-timeout", "revision-unresolvable"):
+        text, klass = BENEATH[key]
+        n = f"plain-{key}"[:40].rstrip("-")
+        a = app(n, dest_ns=f"web-{len(key)}", sync="Unknown", health="Healthy", reconciled=3)
+        cond(a, "ComparisonError", LOAD + text.format(n=n, ns=f"web-{len(key)}"), 4)
+        accept = ["wait", "refresh"] if klass == "transient" else ["escalate"]
+        case("causes", f"uncached-{key}", a, accept,
+             f"Not cached: a {klass} error beneath the load wrapper ({cite}). Transient ones clear within the repo error grace; deterministic ones need a person.",
+             mode="comparison-error-transient" if klass == "transient" else "source-config-error", rows=("condition ComparisonError",))
+
+    # Multi-source: the second source's render fails; the wrapper names the source.
+    n = "multi-src-values-render"
+    a = app(n, dest_ns="pay", sync="Unknown", multi_source=True, reconciled=3)
+    cond(a, "ComparisonError", "Failed to load target state: failed to generate manifest for source 2 of 2: rpc error: code = Unknown desc = " + CACHED + BENEATH["helm-required-value"][0].format(n=n, ns="pay"), 50)
+    case("causes", "multi-source-second-source-cached-render-error", a, ["escalate"],
+         f"Source 2 of 2 fails to render (`{AC}` controller/state.go:377 names the source); cached or not, a required value is missing and a hard refresh repeats it.",
+         mode="source-config-error", rows=("condition ComparisonError", "field spec.sources[].*"),
+         known_failing="the cached wrapper decides: CachedManifestError hard-refreshes whatever error is beneath it")
+
+    # The cluster cache: RBAC against a transport failure beneath the same wrapper.
+    n = "cluster-cache-rbac"
+    a = app(n, dest_ns="ops-r", sync="Unknown", reconciled=3)
+    cond(a, "ComparisonError", "Failed to load live state: failed to get cluster info for \"https://10.0.0.1:6443\": error synchronizing cache state : failed to sync cluster https://10.0.0.1:6443: failed to load initial state of resource Secret: secrets is forbidden: User \"system:serviceaccount:argocd:argocd-application-controller\" cannot list resource \"secrets\" in API group \"\" at the cluster scope", 40)
+    case("causes", "cluster-cache-forbidden", a, ["escalate"],
+         f"The controller's service account may not list Secrets in the destination ({AC} controller/state.go, `Failed to load live state`; controller/cache/cache.go syncs the cluster): only a person can grant the role.",
+         mode="permission-denied", rows=("condition ComparisonError",))
+    n = "cluster-cache-timeout"
+    a = app(n, dest_ns="ops-t", sync="Unknown", reconciled=3)
+    cond(a, "ComparisonError", "Failed to load live state: failed to get cluster info for \"https://10.0.0.2:6443\": error synchronizing cache state : failed to sync cluster https://10.0.0.2:6443: failed to load initial state of resource Deployment.apps: Get \"https://10.0.0.2:6443/apis/apps/v1/deployments?limit=500\": dial tcp 10.0.0.2:6443: i/o timeout", 4)
+    case("causes", "cluster-cache-timeout", a, ["wait", "refresh"],
+         f"The same wrapper over a timeout reaching the destination cluster: it passes (near miss of cluster-cache-forbidden; {AC} controller/cache/cache.go).",
+         mode="comparison-error-transient", pair="cluster-cache-forbidden", rows=("condition ComparisonError",))
+
+    # The source hydrator: its failure never reaches the app's sync status.
+    for key, text, accept, fail in (
+        ("render-error", "Failed to hydrate: failed to get manifests: rpc error: code = Unknown desc = " + BENEATH["helm-nil-pointer"][0].format(n="hydrated-web", ns="web"), ["escalate"],
+         "the policy does not read status.sourceHydrator: the app is Synced and Healthy at the last hydrated commit, so it decides nothing while the new commit never arrives"),
+        ("push-refused", "Failed to hydrate: failed to commit and push: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp 10.20.5.9:8086: connect: connection refused\"", ["none", "wait"], None),
+    ):
+        n = f"hydrated-{key}"
+        a = app(n, dest_ns="web-h", reconciled=1)
+        a["spec"].pop("source")
+        a["spec"]["sourceHydrator"] = {"drySource": {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "main"},
+                                       "syncSource": {"targetBranch": "environments/prod", "path": f"apps/{n}"}}
+        a["status"]["sync"]["comparedTo"]["source"] = {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "environments/prod"}
+        a["status"]["sourceHydrator"] = {
+            "lastSuccessfulOperation": {"drySHA": sha(n + "dry-old"), "hydratedSHA": sha(n + "hyd-old"), "sourceHydrator": a["spec"]["sourceHydrator"]},
+            "currentOperation": {"drySHA": sha(n + "dry-new"), "startedAt": ts(50), "finishedAt": ts(49), "phase": "Failed", "message": text, "sourceHydrator": a["spec"]["sourceHydrator"]},
+        }
+        case("causes", f"hydration-failed-{key}", a, accept,
+             f"{AC} controller/hydrator/hydrator.go:324 records `Failed to hydrate: <err>` in status.sourceHydrator.currentOperation and retries after 2 minutes (:650); the app stays Synced at the old hydrated commit. "
+             + ("A render error repeats on every retry: a person must fix the dry source." if fail else "A refused connection to the commit server passes; the hydrator retries by itself."),
+             mode="source-config-error" if fail else "healthy", rows=("field status.sourceHydrator.currentOperation.phase", "field status.sourceHydrator.currentOperation.message"),
+             known_failing=fail, pair="hydration-failed-render-error" if not fail else None)
+
+    # skip-reconcile: the controller does not look at the app at all, so its status ages.
+    n = "skip-reconcile-paused"
+    a = app(n, dest_ns="batch-s", sync="OutOfSync", reconciled=60 * 6, annotations={"argocd.argoproj.io/skip-reconcile": "true"})
+    case("causes", "skip-reconcile-annotation-status-six-hours-old", a, ["none", "escalate"],
+         f"{AC} controller/appcontroller.go:2564 skips every reconcile of an app annotated `argocd.argoproj.io/skip-reconcile: true` (common/common.go:249): a refresh is never processed, so requesting one is noise. The owner paused it on purpose.",
+         mode="out-of-scope", rows=("annotation argocd.argoproj.io/skip-reconcile",), unsafe=["sync", "refresh", "hard_refresh"],
+         known_failing="the policy does not read the skip-reconcile annotation: the six-hour-old status is taken for a stale one and refreshed")
 
 # === class 6: staleness first ====================================================================
 
@@ -947,6 +1066,7 @@ def main():
     versions()
     modes()
     probes()
+    causes()
     ids = [c["id"] for c in CASES]
     assert len(ids) == len(set(ids)), "duplicate ids"
     names = [(c["app"]["metadata"]["namespace"], c["app"]["metadata"]["name"]) for c in CASES]

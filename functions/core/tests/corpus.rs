@@ -7,98 +7,21 @@
 //! needed, any action on an app at prune risk. The bar: at least [`MIN_AGREEMENT`] overall and no
 //! unsafe decision.
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
-use chrono::{DateTime, Utc};
-use medic_core::app::strip_nulls;
-use medic_core::{Action, Application, Attempt, DecisionPolicy, FailureMode, History, PolicyConfig, Trigger};
-use serde::Deserialize;
+use medic_core::{Action, FailureMode};
+use support::{Case, application, cases, decide};
 
-/// The share of cases the policy must agree with.
+/// The share of cases the policy must agree with, in every class and overall.
 const MIN_AGREEMENT: f64 = 0.95;
 /// The classes of issue 9, each of which needs cases and a near-miss pair.
 const CLASSES: &[&str] = &["hooks", "appset", "kind-not-found", "transient", "rate-limit", "staleness", "conflicts", "custom-health"];
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Case {
-    id: String,
-    class: String,
-    why: String,
-    trigger: Trigger,
-    now: DateTime<Utc>,
-    accept: Vec<Action>,
-    #[serde(rename = "unsafe")]
-    unsafe_actions: Vec<Action>,
-    #[serde(default)]
-    mode: Option<String>,
-    #[serde(default)]
-    near_miss_of: Option<String>,
-    #[serde(default)]
-    argocd_version: Option<String>,
-    #[serde(default)]
-    config: Option<serde_json::Value>,
-    #[serde(default)]
-    history: Option<CaseHistory>,
-    app: serde_json::Value,
-}
-
-/// A history whose incident is the one the policy derives from the app (`derive_incident`), so a
-/// case does not have to spell out incident keys.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CaseHistory {
-    derive_incident: bool,
-    attempts: Vec<Attempt>,
-}
-
-fn corpus_dir() -> PathBuf {
-    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test"))
-        .join("../../events/corpus")
-}
-
-fn case_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(case_files(&path));
-        } else if path.extension().is_some_and(|e| e == "json") {
-            out.push(path);
-        }
-    }
-    out.sort();
-    out
-}
-
-fn load() -> Vec<(Case, Application, PolicyConfig)> {
-    case_files(&corpus_dir())
-        .into_iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).unwrap();
-            let case: Case = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let mut raw = case.app.clone();
-            strip_nulls(&mut raw);
-            let app: Application = serde_json::from_value(raw).unwrap_or_else(|e| panic!("{}: app: {e}", case.id));
-            let config = config_of(&case);
-            (case, app, config)
-        })
-        .collect()
-}
-
-/// The case's configuration over the defaults, with the Argo CD version the app is served by.
-fn config_of(case: &Case) -> PolicyConfig {
-    let mut config: PolicyConfig = match &case.config {
-        Some(c) => serde_json::from_value(c.clone()).unwrap_or_else(|e| panic!("{}: config: {e}", case.id)),
-        None => PolicyConfig::default(),
-    };
-    config.argocd_version = case.argocd_version.clone();
-    config
-}
-
 struct Graded {
     class: String,
+    known_failing: Option<String>,
     id: String,
     action: Action,
     agrees: bool,
@@ -111,21 +34,14 @@ struct Graded {
 }
 
 fn grade() -> Vec<Graded> {
-    load()
+    cases()
         .into_iter()
-        .map(|(case, app, config)| {
-            let policy = DecisionPolicy::new(config);
-            let history = match &case.history {
-                None => History::default(),
-                Some(h) => {
-                    let fresh = policy.decide(&app, &case.trigger, &History::default(), case.now).unwrap();
-                    History { incident: fresh.incident.filter(|_| h.derive_incident), attempts: h.attempts.clone() }
-                }
-            };
-            let d = policy.decide(&app, &case.trigger, &history, case.now).unwrap_or_else(|e| panic!("{}: {e}", case.id));
+        .map(|case| {
+            let d = decide(&case, &case.app);
             Graded {
                 agrees: case.accept.contains(&d.action),
                 unsafe_: case.unsafe_actions.contains(&d.action),
+                known_failing: case.known_failing.clone(),
                 class: case.class,
                 id: case.id,
                 action: d.action,
@@ -138,9 +54,13 @@ fn grade() -> Vec<Graded> {
         .collect()
 }
 
+/// The cases marked `known_failing` are graded apart: each must still be wrong (a marked case the
+/// policy now gets right fails here, so the mark leaves in the commit that fixes it), and they do
+/// not count towards the bar while marked.
 #[test]
 fn the_policy_agrees_with_the_corpus_and_makes_no_unsafe_decision() {
     let graded = grade();
+    let (marked, graded): (Vec<Graded>, Vec<Graded>) = graded.into_iter().partition(|g| g.known_failing.is_some());
     let mut per_class: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
     for g in &graded {
         let e = per_class.entry(g.class.as_str()).or_default();
@@ -156,26 +76,27 @@ fn the_policy_agrees_with_the_corpus_and_makes_no_unsafe_decision() {
         report += &format!("{class:<16} {n:>5}  {a:>3} {:>5.1}%  {u:>3}\n", 100.0 * *a as f64 / *n as f64);
     }
     report += &format!("{:<16} {total:>5}  {agree:>3} {:>5.1}%  {unsafe_n:>3}\n", "overall", 100.0 * agree as f64 / total as f64);
-    let wrong: Vec<String> = graded
-        .iter()
-        .filter(|g| !g.agrees || g.unsafe_)
-        .map(|g| {
-            let accepted: Vec<_> = g.accept.iter().map(|a| a.as_str()).collect();
-            format!(
-                "{}{}/{}: {} (accepted {}) by {}\n      {}",
-                if g.unsafe_ { "UNSAFE " } else { "" },
-                g.class,
-                g.id,
-                g.action,
-                accepted.join("|"),
-                g.rule,
-                g.reason
-            )
-        })
-        .collect();
+    report += &format!("known failing    {:>5}  (not graded while marked)\n", marked.len());
+    let describe = |g: &Graded| {
+        let accepted: Vec<_> = g.accept.iter().map(|a| a.as_str()).collect();
+        format!(
+            "{}{}/{}: {} (accepted {}) by {}\n      {}",
+            if g.unsafe_ { "UNSAFE " } else { "" },
+            g.class,
+            g.id,
+            g.action,
+            accepted.join("|"),
+            g.rule,
+            g.reason
+        )
+    };
+    let wrong: Vec<String> = graded.iter().filter(|g| !g.agrees || g.unsafe_).map(describe).collect();
     println!("{report}");
     for w in &wrong {
         println!("  {w}");
+    }
+    for g in &marked {
+        println!("  known failing {}", describe(g));
     }
     // The failure mode is not graded (the action is what matters), but a different name is worth
     // a look: it is what the escalation tells a human.
@@ -184,19 +105,34 @@ fn the_policy_agrees_with_the_corpus_and_makes_no_unsafe_decision() {
             println!("  mode {}/{}: the case names {named}, the policy {got}", g.class, g.id);
         }
     }
+    let fixed: Vec<String> =
+        marked.iter().filter(|g| g.agrees && !g.unsafe_).map(|g| format!("{}/{} ({})", g.class, g.id, g.action)).collect();
+    assert!(fixed.is_empty(), "marked known_failing but the policy now agrees; remove the mark in the commit that fixed it: {}", fixed.join(", "));
+    let below: Vec<String> = per_class
+        .iter()
+        .filter(|(_, (n, a, u))| (*a as f64) < MIN_AGREEMENT * *n as f64 || *u > 0)
+        .map(|(class, _)| (*class).to_owned())
+        .collect();
     let share = agree as f64 / total as f64;
     assert!(
-        share >= MIN_AGREEMENT && unsafe_n == 0,
-        "agreement {:.1}% (bar {:.0}%), {unsafe_n} unsafe\n{report}\n  {}",
+        share >= MIN_AGREEMENT && unsafe_n == 0 && below.is_empty(),
+        "agreement {:.1}% (bar {:.0}% overall and in every class; below it or unsafe: {}), {unsafe_n} unsafe\n{report}\n  {}",
         100.0 * share,
         100.0 * MIN_AGREEMENT,
+        below.join(", "),
         wrong.join("\n  ")
     );
 }
 
 #[test]
 fn the_corpus_is_big_sourced_and_covers_every_class_with_a_near_miss_pair() {
-    let cases = load();
+    let cases: Vec<(Case, medic_core::Application, ())> = cases()
+        .into_iter()
+        .map(|c| {
+            let app = application(&c, &c.app);
+            (c, app, ())
+        })
+        .collect();
     assert!(cases.len() >= 100, "{} cases", cases.len());
     for (case, app, _) in &cases {
         assert!(case.why.len() > 20, "{}: a why that names its evidence", case.id);
@@ -205,6 +141,9 @@ fn the_corpus_is_big_sourced_and_covers_every_class_with_a_near_miss_pair() {
         assert_eq!(app.incompleteness(), None, "{}", case.id);
         if let Some(mode) = &case.mode {
             assert!(mode.parse::<FailureMode>().is_ok(), "{}: unknown failure mode {mode}", case.id);
+        }
+        if let Some(why) = &case.known_failing {
+            assert!(why.len() > 20, "{}: a known_failing mark says what is wrong", case.id);
         }
     }
     let ids: Vec<&str> = cases.iter().map(|(c, _, _)| c.id.as_str()).collect();
