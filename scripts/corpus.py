@@ -641,6 +641,8 @@ BENEATH = {
     "app-path-missing": ("apps/{n}: app path does not exist", "configuration"),
     "revision-unresolvable": ("unable to resolve 'release-2026.11' to a commit SHA", "configuration"),
     "yaml-invalid": ("failed to unmarshal \"apps/{n}/deploy.yaml\": error converting YAML to JSON: yaml: line 14: did not find expected key", "configuration"),
+    "cmp-plugin-placeholders": ("plugin sidecar failed. error generating manifests in cmp: rpc error: code = Unknown desc = error generating manifests: `sh -c \"argocd-vault-plugin generate ./\"` failed exit status 1: Error: Replace: could not replace all placeholders in Template", "configuration"),
+    "jsonnet-field-missing": ("failed to evaluate jsonnet \"apps/{n}/main.jsonnet\": RUNTIME ERROR: Field does not exist: replicas", "configuration"),
     "git-auth": ("failed to list refs: authentication required", "permission"),
     "git-ssh-auth": ("error creating SSH agent: ssh: handshake failed: ssh: unable to authenticate, attempted methods [none publickey], no supported methods remain", "permission"),
     "repo-not-found": ("failed to list refs: repository not found", "configuration"),
@@ -730,6 +732,96 @@ def causes():
          f"{AC} controller/appcontroller.go:2564 skips every reconcile of an app annotated `argocd.argoproj.io/skip-reconcile: true` (common/common.go:249): a refresh is never processed, so requesting one is noise. The owner paused it on purpose.",
          mode="out-of-scope", rows=("annotation argocd.argoproj.io/skip-reconcile",), unsafe=["sync", "refresh", "hard_refresh"],
          known_failing="the policy does not read the skip-reconcile annotation: the six-hour-old status is taken for a stale one and refreshed")
+
+
+# === class: drawn from the map's rows (issue 23) ===================================================
+# Each case is one row of the map of the Application (functions/core/src/app_map/) where Argo CD's
+# controller decides something our policy did not read; labels from the controller's code.
+
+def mapped():
+    # automated without selfHeal, last sync Succeeded at this revision: autoSync returns early for
+    # good (controller/appcontroller.go:2395-2404, "most recent sync already to"), by the owner's design.
+    a = app("drift-no-self-heal", dest_ns="crm", sync="OutOfSync", health="Healthy", self_heal=False, reconciled=2)
+    a["status"]["resources"][4]["status"] = "OutOfSync"
+    op(a, "Succeeded", "successfully synced (all tasks run)", 90, 89, [result("Deployment", "drift-no-self-heal", group="apps", ns="crm")])
+    case("map", "automated-without-self-heal-drift-after-a-successful-sync", a, ["none", "escalate"],
+         f"{AC} controller/appcontroller.go:2400-2403: with selfHeal off, automated sync never repeats a successful sync to the same revision, so drift is left by design; a refresh changes nothing and a sync would override the owner's choice.",
+         mode="out-of-sync-manual", unsafe=["sync"], rows=("field spec.syncPolicy.automated.*",))
+
+    # prune off and only pruning pending: autoSync skips (appcontroller.go:2352-2364); our own sync
+    # would not prune either (prune follows automated.prune), so nothing risks a deletion.
+    res_ = workload("ledger", "prune-off-only-extra") + [res("ConfigMap", f"old-report-{i}", ns="ledger", status="OutOfSync", prune=True) for i in range(8)]
+    a = app("prune-off-only-extra", dest_ns="ledger", sync="OutOfSync", prune=False, resources=res_)
+    case("map", "automated-prune-off-only-extra-resources", a, ["none", "wait"],
+         f"{AC} controller/appcontroller.go:2352-2364 skips auto-sync when only pruning is pending and automated prune is off; the eight extra ConfigMaps stay until a person prunes. Escalating a prune risk for a sync that deletes nothing is noise.",
+         mode="out-of-sync-awaiting-auto-sync", unsafe=["sync", "refresh", "hard_refresh"], rows=("field status.resources[].requiresPruning", "field spec.syncPolicy.automated.*"),
+         known_failing="prune-risk counts requiresPruning although automated prune is off and Argo Medic's sync would not prune")
+
+    # Prune=confirm: every sync that prunes waits for a person (gitops-engine/pkg/sync/sync_context.go:458-460).
+    a = app("kafka-confirm", dest_ns="kafka-c", sync="OutOfSync", health="Missing", prune=True, sync_options=("CreateNamespace=true", "Prune=confirm"), resources=[
+        res("CustomResourceDefinition", "kafkatopics.kafka.strimzi.io", group="apiextensions.k8s.io", wave=-2),
+        res("KafkaTopic", "orders", group="kafka.strimzi.io", version="v1beta2", ns="kafka-c", status="OutOfSync", health="Missing", wave=1),
+        res("ConfigMap", "orders-legacy", ns="kafka-c", status="OutOfSync", prune=True),
+    ])
+    op(a, "Failed", no_match("KafkaTopic", "kafka.strimzi.io/v1beta2"), 12, 10, [
+        result("CustomResourceDefinition", "kafkatopics.kafka.strimzi.io", group="apiextensions.k8s.io", message="customresourcedefinition.apiextensions.k8s.io/kafkatopics.kafka.strimzi.io created"),
+        result("KafkaTopic", "orders", group="kafka.strimzi.io", version="v1beta2", ns="kafka-c", status="SyncFailed", message=crd_msg("kafka.strimzi.io", "KafkaTopic", "kafka-c", "orders")),
+    ])
+    case("map", "crd-race-with-prune-confirm", a, ["escalate"],
+         f"The CRD race a re-sync fixes, but the app syncs with Prune=confirm and one resource requires pruning: the re-sync would stop at the prune and wait for a person ({AC} gitops-engine/pkg/sync/sync_context.go:458-460, controller/state.go:1171-1191).",
+         trigger="on-sync-failed", mode="crd-not-established", rows=("field spec.syncPolicy.syncOptions",),
+         known_failing="sync_plan does not read Prune=confirm: the re-sync would block on a confirmation nobody is asked for")
+
+    # hydrateTo: the sync branch does not exist until a promotion lands (controller/state.go:378-379).
+    n = "promo-waiting"
+    a = app(n, dest_ns="promo", sync="Unknown", reconciled=3)
+    a["spec"].pop("source")
+    a["spec"]["sourceHydrator"] = {"drySource": {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "main"},
+                                   "syncSource": {"targetBranch": "environments/prod", "path": f"apps/{n}"},
+                                   "hydrateTo": {"targetBranch": "environments/prod-next"}}
+    a["status"]["sync"]["comparedTo"]["source"] = {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "environments/prod"}
+    cond(a, "ComparisonError", f"Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = apps/{n}: app path does not exist - waiting for an external process to update environments/prod from environments/prod-next", 30)
+    case("map", "hydrate-to-waiting-for-promotion", a, ["wait", "none"],
+         f"{AC} controller/state.go:378-379 adds `waiting for an external process to update` when spec.sourceHydrator.hydrateTo is set and the sync branch lacks the path: a promotion (a merged pull request) is pending by design.",
+         mode="out-of-sync-manual", unsafe=["sync", "hard_refresh"], rows=("field spec.sourceHydrator.*",),
+         known_failing="app path does not exist decides (source-config-error) although the wrapper says a promotion is pending")
+
+    # A refresh requested and never processed: the API server set the annotation
+    # (server/application/application.go:888) and only the controller removes it (controller/appcontroller.go:2233).
+    a = app("refresh-never-taken", dest_ns="edge", sync="OutOfSync", reconciled=60 * 3, annotations={"argocd.argoproj.io/refresh": "normal"})
+    case("map", "refresh-annotation-pending-status-three-hours-old", a, ["escalate"],
+         f"A refresh is already pending (argocd.argoproj.io/refresh, {AC} server/application/application.go:888) and the controller has not reconciled for three hours (it removes the annotation when it does, controller/appcontroller.go:2233): the controller or its shard is not processing this app, and another refresh request only rewrites the same annotation.",
+         mode="stale-reconcile", unsafe=["sync"], rows=("annotation argocd.argoproj.io/refresh", "field status.reconciledAt"),
+         known_failing="stale-status refreshes again although a refresh is already pending")
+
+    # skip-reconcile spelled as Go's ParseBool reads it.
+    a = app("skip-reconcile-one", dest_ns="batch-o", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "1"})
+    case("map", "skip-reconcile-annotation-as-one", a, ["none", "escalate"],
+         f"{AC} controller/appcontroller.go:2564-2566 parses argocd.argoproj.io/skip-reconcile with strconv.ParseBool, which reads `1` as true: the controller skips the app.",
+         mode="out-of-scope", unsafe=["sync", "refresh", "hard_refresh"], rows=("annotation argocd.argoproj.io/skip-reconcile",),
+         known_failing="the policy does not read the skip-reconcile annotation")
+    a = app("skip-reconcile-false", dest_ns="batch-f", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "false"})
+    case("map", "skip-reconcile-annotation-false", a, ["refresh"],
+         f"`false` parses as false ({AC} controller/appcontroller.go:2564-2566): the controller reconciles the app, so a four-hour-old status is stale; refresh first (near miss).",
+         mode="stale-reconcile", pair="skip-reconcile-annotation-as-one", rows=("annotation argocd.argoproj.io/skip-reconcile",))
+
+    # The hydrator's failure over further causes (controller/hydrator/hydrator.go:324-327).
+    for key, text in (
+        ("push-auth", "Failed to hydrate: failed to commit and push: rpc error: code = Unknown desc = failed to push: authentication required"),
+        ("dry-repo-not-found", "Failed to hydrate: failed to get dry revision: rpc error: code = Unknown desc = failed to list refs: repository not found"),
+        ("kustomize-base-missing", "Failed to hydrate: failed to get manifests: rpc error: code = Unknown desc = " + BENEATH["kustomize-base-missing"][0].format(n="hyd", ns="web")),
+    ):
+        n = f"hydrate-{key}"
+        a = app(n, dest_ns="web-k", reconciled=1)
+        a["spec"].pop("source")
+        a["spec"]["sourceHydrator"] = {"drySource": {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "main"},
+                                       "syncSource": {"targetBranch": "environments/prod", "path": f"apps/{n}"}}
+        a["status"]["sync"]["comparedTo"]["source"] = {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "environments/prod"}
+        a["status"]["sourceHydrator"] = {"currentOperation": {"drySHA": sha(n), "startedAt": ts(20), "finishedAt": ts(19), "phase": "Failed", "message": text, "sourceHydrator": a["spec"]["sourceHydrator"]}}
+        case("map", f"hydration-failed-{key}", a, ["escalate"],
+             f"{AC} controller/hydrator/hydrator.go:324-327 records the failure and retries every two minutes (:650); beneath is an error that repeats ({key}), so the new dry commit never reaches the app until a person acts.",
+             mode="permission-denied" if "auth" in key else "source-config-error", rows=("field status.sourceHydrator.currentOperation.phase",),
+             known_failing="the policy does not read status.sourceHydrator")
 
 # === class 6: staleness first ====================================================================
 
@@ -1067,6 +1159,7 @@ def main():
     modes()
     probes()
     causes()
+    mapped()
     ids = [c["id"] for c in CASES]
     assert len(ids) == len(set(ids)), "duplicate ids"
     names = [(c["app"]["metadata"]["namespace"], c["app"]["metadata"]["name"]) for c in CASES]
