@@ -664,7 +664,7 @@ def causes():
             fail = None
         else:
             accept, why = ["escalate"], f"Beneath the cached wrapper is a {klass} error ({key}) that renders the same at this revision, so a hard refresh repeats it; a person must fix the source or its credentials ({cite})."
-            fail = "the cached wrapper decides: CachedManifestError hard-refreshes whatever error is beneath it"
+            fail = None
         case("causes", f"cached-{key}", a, accept, why, mode="cached-manifest-error" if klass == "transient" else ("permission-denied" if klass == "permission" else "source-config-error"),
              rows=("condition ComparisonError", "field status.conditions[].message"), known_failing=fail,
              pair="cached-helm-nil-pointer" if key == "git-timeout" else None)
@@ -686,8 +686,7 @@ def causes():
     cond(a, "ComparisonError", "Failed to load target state: failed to generate manifest for source 2 of 2: rpc error: code = Unknown desc = " + CACHED + BENEATH["helm-required-value"][0].format(n=n, ns="pay"), 50)
     case("causes", "multi-source-second-source-cached-render-error", a, ["escalate"],
          f"Source 2 of 2 fails to render (`{AC}` controller/state.go:377 names the source); cached or not, a required value is missing and a hard refresh repeats it.",
-         mode="source-config-error", rows=("condition ComparisonError", "field spec.sources[].*"),
-         known_failing="the cached wrapper decides: CachedManifestError hard-refreshes whatever error is beneath it")
+         mode="source-config-error", rows=("condition ComparisonError", "field spec.sources[].*"))
 
     # The cluster cache: RBAC against a transport failure beneath the same wrapper.
     n = "cluster-cache-rbac"
@@ -705,8 +704,7 @@ def causes():
 
     # The source hydrator: its failure never reaches the app's sync status.
     for key, text, accept, fail in (
-        ("render-error", "Failed to hydrate: failed to get manifests: rpc error: code = Unknown desc = " + BENEATH["helm-nil-pointer"][0].format(n="hydrated-web", ns="web"), ["escalate"],
-         "the policy does not read status.sourceHydrator: the app is Synced and Healthy at the last hydrated commit, so it decides nothing while the new commit never arrives"),
+        ("render-error", "Failed to hydrate: failed to get manifests: rpc error: code = Unknown desc = " + BENEATH["helm-nil-pointer"][0].format(n="hydrated-web", ns="web"), ["escalate"], "deterministic"),
         ("push-refused", "Failed to hydrate: failed to commit and push: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp 10.20.5.9:8086: connect: connection refused\"", ["none", "wait"], None),
     ):
         n = f"hydrated-{key}"
@@ -723,15 +721,14 @@ def causes():
              f"{AC} controller/hydrator/hydrator.go:324 records `Failed to hydrate: <err>` in status.sourceHydrator.currentOperation and retries after 2 minutes (:650); the app stays Synced at the old hydrated commit. "
              + ("A render error repeats on every retry: a person must fix the dry source." if fail else "A refused connection to the commit server passes; the hydrator retries by itself."),
              mode="source-config-error" if fail else "healthy", rows=("field status.sourceHydrator.currentOperation.phase", "field status.sourceHydrator.currentOperation.message"),
-             known_failing=fail, pair="hydration-failed-render-error" if not fail else None)
+             pair="hydration-failed-render-error" if not fail else None)
 
     # skip-reconcile: the controller does not look at the app at all, so its status ages.
     n = "skip-reconcile-paused"
     a = app(n, dest_ns="batch-s", sync="OutOfSync", reconciled=60 * 6, annotations={"argocd.argoproj.io/skip-reconcile": "true"})
     case("causes", "skip-reconcile-annotation-status-six-hours-old", a, ["none", "escalate"],
          f"{AC} controller/appcontroller.go:2564 skips every reconcile of an app annotated `argocd.argoproj.io/skip-reconcile: true` (common/common.go:249): a refresh is never processed, so requesting one is noise. The owner paused it on purpose.",
-         mode="out-of-scope", rows=("annotation argocd.argoproj.io/skip-reconcile",), unsafe=["sync", "refresh", "hard_refresh"],
-         known_failing="the policy does not read the skip-reconcile annotation: the six-hour-old status is taken for a stale one and refreshed")
+         mode="out-of-scope", rows=("annotation argocd.argoproj.io/skip-reconcile",), unsafe=["sync", "refresh", "hard_refresh"])
 
 
 # === class: drawn from the map's rows (issue 23) ===================================================
@@ -798,8 +795,7 @@ def mapped():
     a = app("skip-reconcile-one", dest_ns="batch-o", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "1"})
     case("map", "skip-reconcile-annotation-as-one", a, ["none", "escalate"],
          f"{AC} controller/appcontroller.go:2564-2566 parses argocd.argoproj.io/skip-reconcile with strconv.ParseBool, which reads `1` as true: the controller skips the app.",
-         mode="out-of-scope", unsafe=["sync", "refresh", "hard_refresh"], rows=("annotation argocd.argoproj.io/skip-reconcile",),
-         known_failing="the policy does not read the skip-reconcile annotation")
+         mode="out-of-scope", unsafe=["sync", "refresh", "hard_refresh"], rows=("annotation argocd.argoproj.io/skip-reconcile",))
     a = app("skip-reconcile-false", dest_ns="batch-f", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "false"})
     case("map", "skip-reconcile-annotation-false", a, ["refresh"],
          f"`false` parses as false ({AC} controller/appcontroller.go:2564-2566): the controller reconciles the app, so a four-hour-old status is stale; refresh first (near miss).",
@@ -820,8 +816,7 @@ def mapped():
         a["status"]["sourceHydrator"] = {"currentOperation": {"drySHA": sha(n), "startedAt": ts(20), "finishedAt": ts(19), "phase": "Failed", "message": text, "sourceHydrator": a["spec"]["sourceHydrator"]}}
         case("map", f"hydration-failed-{key}", a, ["escalate"],
              f"{AC} controller/hydrator/hydrator.go:324-327 records the failure and retries every two minutes (:650); beneath is an error that repeats ({key}), so the new dry commit never reaches the app until a person acts.",
-             mode="permission-denied" if "auth" in key else "source-config-error", rows=("field status.sourceHydrator.currentOperation.phase",),
-             known_failing="the policy does not read status.sourceHydrator")
+             mode="permission-denied" if "auth" in key else "source-config-error", rows=("field status.sourceHydrator.currentOperation.phase",))
 
 # === class 6: staleness first ====================================================================
 
@@ -1040,7 +1035,7 @@ def modes():
     case("modes", "comparison-error-transient", a, ["wait"], "`transport: Error while dialing ... connection refused` to the repo-server two minutes ago: a restart, within the grace period.", mode="comparison-error-transient")
     a = app("render-cached", dest_ns="web", sync="Unknown")
     cond(a, "ComparisonError", "rpc error: code = Unknown desc = Manifest generation error (cached): `helm template . --name-template render-cached` failed exit status 1: Error: values.yaml: yaml: line 12: could not find expected ':'", 30)
-    case("modes", "cached-manifest-error", a, ["hard_refresh"], f"`Manifest generation error (cached)` ({AC} reposerver/repository/repository.go:79): only a hard refresh bypasses the cache.", mode="cached-manifest-error")
+    case("modes", "cached-manifest-error", a, ["escalate"], f"`Manifest generation error (cached)` ({AC} reposerver/repository/repository.go:79) over a YAML syntax error in values.yaml: the cache is keyed by the revision, so a hard refresh renders the same broken file again. Relabelled by issue 23: the label was the wrapper's (hard_refresh); the cause beneath decides, and the cached transient case is causes/cached-git-timeout.", mode="source-config-error")
     a = app("bad-path", dest_ns="web", sync="Unknown")
     cond(a, "ComparisonError", "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = apps/bad-path: app path does not exist", 30)
     case("modes", "source-config-error", a, ["escalate"], "`app path does not exist`: the source path is not in Git; a person fixes the spec or the repo.", mode="source-config-error")

@@ -105,6 +105,9 @@ pub const IDEMPOTENCY_INFO_NAME: &str = "argo-medic.io/idempotency-key";
 /// The annotation Argo CD's API server sets to ask the controller for a refresh (`normal` or
 /// `hard`), removed by the controller when it has processed it.
 pub const REFRESH_ANNOTATION: &str = "argocd.argoproj.io/refresh";
+/// The annotation that makes Argo CD's controller skip every reconcile of the app
+/// (`common/common.go:249`, read at `controller/appcontroller.go:2564` with Go's `ParseBool`).
+pub const SKIP_RECONCILE_ANNOTATION: &str = "argocd.argoproj.io/skip-reconcile";
 /// Key under which Argo Medic's syncs record when their incident began (RFC 3339), so the incident
 /// survives the new operation the sync itself creates.
 pub const INCIDENT_BEGAN_INFO_NAME: &str = "argo-medic.io/incident-began";
@@ -269,6 +272,32 @@ pub struct ApplicationStatus {
     /// this is what tells a resumed claim that a deployment started after it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<RevisionHistory>,
+    /// The source hydrator's last and current hydration (`status.sourceHydrator`, Argo CD ≥3.1):
+    /// a failed hydration leaves the app Synced at the last hydrated commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_hydrator: Option<SourceHydratorStatus>,
+}
+
+/// `status.sourceHydrator` (`v1alpha1SourceHydratorStatus`), the part the policy reads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SourceHydratorStatus {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_operation: Option<HydrateOperation>,
+}
+
+/// `status.sourceHydrator.currentOperation` (`v1alpha1HydrateOperation`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct HydrateOperation {
+    /// `Hydrating`, `Failed` or `Hydrated` (`pkg/apis/application/v1alpha1/types.go:1299`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub phase: String,
+    /// `Failed to hydrate: <the error>` when it failed (`controller/hydrator/hydrator.go:327`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<DateTime<Utc>>,
 }
 
 /// One entry of `status.history` (`v1alpha1RevisionHistory`): a sync that ran.
@@ -521,6 +550,15 @@ impl Application {
 
     pub fn is_deleting(&self) -> bool {
         self.metadata.deletion_timestamp.is_some()
+    }
+
+    /// True when Argo CD's controller skips the app: `argocd.argoproj.io/skip-reconcile` holds a
+    /// value Go's `strconv.ParseBool` reads as true.
+    pub fn reconcile_skipped(&self) -> bool {
+        self.metadata
+            .annotations
+            .get(SKIP_RECONCILE_ANNOTATION)
+            .is_some_and(|v| matches!(v.as_str(), "1" | "t" | "T" | "true" | "TRUE" | "True"))
     }
 
     /// True when the app owner opted out, by annotation or label, with a truthy value.

@@ -116,7 +116,7 @@ pub fn is_down(app: &Application) -> bool {
 /// an hour without trying again (catalogue: `cached-manifest-error`), so a normal refresh cannot
 /// tell whether the source is back. The probe hard-refreshes it, which bypasses that cache.
 pub fn needs_hard_probe(app: &Application) -> bool {
-    is_down(app) && app.status.conditions.iter().any(|c| crate::FailureMode::CachedManifestError.signalled_by(&c.message))
+    is_down(app) && app.status.conditions.iter().any(|c| crate::cause::cause_of(&c.message).cached)
 }
 
 /// When apps failing together are one cause.

@@ -25,6 +25,7 @@ pub mod alerts;
 pub mod app;
 pub mod budget;
 pub mod catalogue;
+pub mod cause;
 pub mod config;
 pub mod decision;
 pub mod error;

@@ -1,6 +1,7 @@
 //! Classify: the stages that name one failure mode from the Application alone, in order.
 
 use super::*;
+use crate::cause::{CauseClass, cause_of};
 
 /// The field managers the ApplicationSet controller writes Applications as. It sets its User-Agent
 /// to `argocd-applicationset-controller/<version> (<platform>)`
@@ -26,6 +27,7 @@ pub fn classify(app: &Application, now: DateTime<Utc>, cfg: &PolicyConfig) -> Fi
         .or_else(|| classify_failed_operation(app, cfg).map(|f| f.stage("failed-operation")))
         .or_else(|| classify_conditions(app, cfg).map(|f| f.stage("conditions")))
         .or_else(|| classify_self_heal_loop(app, cfg).map(|f| f.stage("self-heal-loop")))
+        .or_else(|| classify_hydration(app).map(|f| f.stage("hydration")))
         .unwrap_or_else(|| classify_health_and_sync(app, now, cfg).stage("health-and-sync"))
 }
 
@@ -415,11 +417,6 @@ pub(super) fn quoted_after<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     rest.split('"').next()
 }
 
-pub(super) fn is_rate_limited(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    RATE_LIMIT_SIGNALS.iter().any(|s| lower.contains(s))
-}
-
 pub(super) fn classify_conditions(app: &Application, cfg: &PolicyConfig) -> Option<Finding> {
     for c in &app.status.conditions {
         let base = |mode, detail: String| {
@@ -428,21 +425,40 @@ pub(super) fn classify_conditions(app: &Application, cfg: &PolicyConfig) -> Opti
                 .with(format!("status.conditions[type={}].message", c.kind), c.message.clone())
         };
         let found = match c.kind.as_str() {
-            // Throttling by the source host is shared by every app on it and clears by itself; a
-            // hard refresh of a cached error would only ask the throttled host again.
-            "ComparisonError" if is_rate_limited(&c.message) => {
-                Some(base(FailureMode::SourceRateLimited, "the source host is rate-limiting Argo CD".into()).because("source-rate-limited"))
+            // The error beneath the wrappers decides, never the wrapper: a cached generation error
+            // over a render failure is a configuration error (a hard refresh renders the same
+            // revision again), over a Git timeout it is what a hard refresh fixes.
+            "ComparisonError" => {
+                let cause = cause_of(&c.message);
+                let base = |mode, detail: String| {
+                    base(mode, detail)
+                        .with("cause", cause.class.as_str())
+                        .with("cause.beneath", cause.beneath.chars().take(300).collect::<String>())
+                };
+                Some(match cause.class {
+                    // Throttling by the source host is shared by every app on it and clears by
+                    // itself; a hard refresh of a cached error would only ask the throttled host again.
+                    CauseClass::RateLimited => base(FailureMode::SourceRateLimited, "the source host is rate-limiting Argo CD".into())
+                        .because("source-rate-limited"),
+                    CauseClass::Permission => base(FailureMode::PermissionDenied, c.message.clone()).because("cause-permission"),
+                    CauseClass::Transient | CauseClass::Unknown if cause.cached => {
+                        base(FailureMode::CachedManifestError, "the repo-server keeps serving a cached manifest generation error".into())
+                            .because(if cause.class == CauseClass::Transient { "cached-transient" } else { "cached-unknown" })
+                    }
+                    CauseClass::Transient => {
+                        base(FailureMode::ComparisonErrorTransient, "Argo CD cannot reach Git or the repo-server".into())
+                            .because("cause-transient")
+                            .hold(c.last_transition_time.map(|t| later(t, cfg.repo_error_grace_secs)))
+                    }
+                    CauseClass::Configuration | CauseClass::KindNotFound | CauseClass::Rejected | CauseClass::Unknown => {
+                        base(FailureMode::SourceConfigError, c.message.clone()).because(if cause.cached {
+                            "cached-deterministic"
+                        } else {
+                            "cause-deterministic"
+                        })
+                    }
+                })
             }
-            "ComparisonError" => Some(if FailureMode::CachedManifestError.signalled_by(&c.message) {
-                base(FailureMode::CachedManifestError, "the repo-server keeps serving a cached manifest generation error".into())
-            } else if FailureMode::PermissionDenied.signalled_by(&c.message) && !is_transient(&c.message) {
-                base(FailureMode::PermissionDenied, c.message.clone())
-            } else if FailureMode::ComparisonErrorTransient.signalled_by(&c.message) {
-                base(FailureMode::ComparisonErrorTransient, "Argo CD cannot reach Git or the repo-server".into())
-                    .hold(c.last_transition_time.map(|t| later(t, cfg.repo_error_grace_secs)))
-            } else {
-                base(FailureMode::SourceConfigError, c.message.clone())
-            }),
             "InvalidSpecError" => Some(base(FailureMode::SourceConfigError, c.message.clone())),
             "SharedResourceWarning" => Some(
                 base(FailureMode::OwnershipConflict, format!("another app claims a resource of this one: {}", c.message))
@@ -511,6 +527,28 @@ pub(super) fn classify_prune_risk(app: &Application, cfg: &PolicyConfig) -> Opti
         Finding::new(FailureMode::PruneBlastRadius, why)
             .began(app.status.reconciled_at)
             .with("status.resources[requiresPruning]", pruning.join(", ")),
+    )
+}
+
+/// A failed hydration (`status.sourceHydrator.currentOperation`, Argo CD ≥3.1): the app stays
+/// Synced and Healthy at the last hydrated commit while the new dry commit never arrives. The
+/// hydrator retries by itself every two minutes (`controller/hydrator/hydrator.go:650`), so what
+/// passes is left to it; an error that repeats (a render failure, refused credentials) needs a
+/// person.
+pub(super) fn classify_hydration(app: &Application) -> Option<Finding> {
+    let op = app.status.source_hydrator.as_ref()?.current_operation.as_ref().filter(|o| o.phase == "Failed")?;
+    let cause = cause_of(&op.message);
+    if cause.class.passes() || cause.class == CauseClass::Unknown {
+        return None;
+    }
+    let mode = if cause.class == CauseClass::Permission { FailureMode::PermissionDenied } else { FailureMode::SourceConfigError };
+    Some(
+        Finding::new(mode, format!("the source hydrator fails, so new commits never reach the app: {}", op.message))
+            .because("hydration-failed")
+            .began(op.finished_at)
+            .with("status.sourceHydrator.currentOperation.phase", op.phase.clone())
+            .with("status.sourceHydrator.currentOperation.message", op.message.clone())
+            .with("cause", cause.class.as_str()),
     )
 }
 

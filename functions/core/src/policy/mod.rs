@@ -9,7 +9,7 @@
 use chrono::{DateTime, Duration, SecondsFormat, SubsecRound, Utc};
 
 use crate::app::{Application, HOOKS_IDEMPOTENT_KEY, ResourceResult, health, phase, sync_status};
-use crate::catalogue::{FailureMode, RATE_LIMIT_SIGNALS, REMOVED_BUILTIN_APIS, Rung, TRANSIENT_SIGNALS};
+use crate::catalogue::{FailureMode, REMOVED_BUILTIN_APIS, Rung, TRANSIENT_SIGNALS};
 use crate::config::PolicyConfig;
 use crate::decision::{Action, Decision, Evidence, HumanAction, SyncPlan};
 use crate::error::PolicyError;
@@ -183,6 +183,16 @@ impl DecisionPolicy {
             d.reason = format!("project `{}` or labels are outside the configured scope", app.spec.project);
             // Argo Medic will do nothing more for it: an open incident ends here (its Slack
             // thread says why) instead of lingering.
+            d.resolves_incident = history.incident.as_ref().is_some_and(|i| i.app == name);
+            return Ok(d);
+        }
+        if app.reconcile_skipped() {
+            d.failure_mode = FailureMode::OutOfScope;
+            d.rule = "skip-reconcile".into();
+            d.reason = format!(
+                "Argo CD's controller skips this app (`{}`), so its status is not maintained and a refresh or sync would not be processed",
+                crate::app::SKIP_RECONCILE_ANNOTATION
+            );
             d.resolves_incident = history.incident.as_ref().is_some_and(|i| i.app == name);
             return Ok(d);
         }
