@@ -780,7 +780,7 @@ def mapped():
     cond(a, "ComparisonError", f"Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = apps/{n}: app path does not exist - waiting for an external process to update environments/prod from environments/prod-next", 30)
     case("map", "hydrate-to-waiting-for-promotion", a, ["wait", "none"],
          f"{AC} controller/state.go:378-379 adds `waiting for an external process to update` when spec.sourceHydrator.hydrateTo is set and the sync branch lacks the path: a promotion (a merged pull request) is pending by design.",
-         mode="out-of-sync-manual", unsafe=["sync", "hard_refresh"], rows=("field spec.sourceHydrator.*",),
+         mode="out-of-sync-manual", unsafe=["sync", "hard_refresh"], rows=("field spec.sourceHydrator.hydrateTo.targetBranch",),
          known_failing="app path does not exist decides (source-config-error) although the wrapper says a promotion is pending")
 
     # A refresh requested and never processed: the API server set the annotation
@@ -790,6 +790,16 @@ def mapped():
          f"A refresh is already pending (argocd.argoproj.io/refresh, {AC} server/application/application.go:888) and the controller has not reconciled for three hours (it removes the annotation when it does, controller/appcontroller.go:2233): the controller or its shard is not processing this app, and another refresh request only rewrites the same annotation.",
          mode="stale-reconcile", unsafe=["sync"], rows=("annotation argocd.argoproj.io/refresh", "field status.reconciledAt"),
          known_failing="stale-status refreshes again although a refresh is already pending")
+
+    # A new app waiting for its first automated sync: no operation yet, so the wait starts at its
+    # creation (metadata.creationTimestamp); autoSync runs at the next reconcile (appcontroller.go:2322).
+    a = app("first-sync-pending", dest_ns="new-svc", sync="OutOfSync", health="Missing", reconciled=1, created=3)
+    for r in a["status"]["resources"]:
+        r["status"] = "OutOfSync"
+        r.pop("health", None)
+    case("map", "new-app-waiting-for-its-first-automated-sync", a, ["wait"],
+         f"Created three minutes ago with automated sync on and no operation yet: {AC} controller/appcontroller.go:2322 starts the first sync at a coming reconcile; nothing to do but wait.",
+         mode="out-of-sync-awaiting-auto-sync", rows=("field metadata.creationTimestamp",))
 
     # skip-reconcile spelled as Go's ParseBool reads it.
     a = app("skip-reconcile-one", dest_ns="batch-o", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "1"})

@@ -1,4 +1,6 @@
 mod actuator;
+/// The map of the Application against Argo CD's swagger.
+mod app_map;
 mod argo;
 mod check;
 mod contracts;

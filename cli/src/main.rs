@@ -31,7 +31,7 @@ enum Output {
     Text,
     /// One row per decision.
     Table,
-    /// A Markdown table (catalogue only; decisions print as a table).
+    /// A Markdown table (catalogue and map only; decisions print as a table).
     Markdown,
 }
 
@@ -59,6 +59,12 @@ enum Command {
     },
     /// Print the failure-mode catalogue.
     Catalogue {
+        #[arg(short = 'o', long, value_enum, default_value = "table")]
+        output: Output,
+    },
+    /// Print the map of the Application: every field, annotation, label, condition, phase and code Argo
+    /// CD's controller reads, and what Argo Medic's policy does with it.
+    Map {
         #[arg(short = 'o', long, value_enum, default_value = "table")]
         output: Output,
     },
@@ -413,6 +419,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             emit(&text)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Map { output } => {
+            let text = match output {
+                Output::Json => render::map_json()?,
+                Output::Markdown => medic_core::app_map::render_markdown(),
+                Output::Table | Output::Text => render::map_table(),
+            };
+            emit(&text)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Sweep(args) => {
             let output = args.output;
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
@@ -540,7 +555,7 @@ fn decide_all(
 
 fn print_decisions(rows: &[(String, Decision)], output: Output) -> Result<()> {
     let text = match output {
-        Output::Json => rows.iter().map(|(_, d)| serde_json::to_string(d).map(|s| s + "\n")).collect::<Result<String, _>>()?,
+        Output::Json => rows.iter().map(|(_, d)| render::decision_json(d).map(|s| s + "\n")).collect::<Result<String, _>>()?,
         Output::Text => rows.iter().map(|(_, d)| render::decision_text(d)).collect::<Vec<_>>().join("\n"),
         Output::Table | Output::Markdown => render::decisions_table(&rows.iter().map(|(l, d)| (l.clone(), d)).collect::<Vec<_>>()),
     };

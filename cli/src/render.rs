@@ -45,6 +45,10 @@ pub fn decision_text(d: &Decision) -> String {
     let mut out = format!("{}: {} ({})\n  reason: {}\n", d.app, d.action, d.failure_mode, d.reason);
     if !d.rule.is_empty() {
         out.push_str(&format!("  rule: {}\n", d.rule));
+        let read = map_rows_read(d);
+        if !read.is_empty() {
+            out.push_str(&format!("  read: {}\n", read.join(", ")));
+        }
     }
     if let Some(after) = d.retry_after_secs {
         out.push_str(&format!("  look again in: {after}s\n"));
@@ -91,6 +95,55 @@ pub fn catalogue_table() -> String {
 }
 
 /// The catalogue as the Markdown table docs/decisions.md embeds (a test keeps the two identical).
+/// The rows of the map of the Application the decision's rule read (`field status.operationState.phase`).
+pub fn map_rows_read(d: &Decision) -> Vec<String> {
+    medic_core::app_map::rows_read_by(&d.rule).iter().map(|r| r.name()).collect()
+}
+
+/// A decision as `decide -o json` prints it: the decision, and the map rows its rule read (`read`).
+pub fn decision_json(d: &Decision) -> serde_json::Result<String> {
+    let mut value = serde_json::to_value(d)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert("read".into(), serde_json::Value::from(map_rows_read(d)));
+    }
+    serde_json::to_string(&value)
+}
+
+/// The map of the Application, one row a line: kind, key, and what Argo Medic does with it.
+pub fn map_table() -> String {
+    use medic_core::app_map::{Use, rows};
+    let rows: Vec<Vec<String>> = rows()
+        .map(|r| {
+            let used = match r.used {
+                Use::Rule { rules, .. } => format!("rule {}", rules.join(", ")),
+                Use::Carried(_) => "carried".to_owned(),
+                Use::NotRelevant(_) => "not relevant".to_owned(),
+            };
+            vec![r.kind.as_str().to_owned(), r.key.to_owned(), if r.modelled.is_empty() { "-".into() } else { r.modelled.to_owned() }, used]
+        })
+        .collect();
+    table(&["KIND", "KEY", "MODELLED AS", "ARGO MEDIC"], &rows)
+}
+
+/// The map of the Application as JSON Lines, one row each.
+pub fn map_json() -> serde_json::Result<String> {
+    use medic_core::app_map::{Use, rows};
+    rows()
+        .map(|r| {
+            let (used, rules, why) = match r.used {
+                Use::Rule { rules, .. } => ("rule", rules.to_vec(), ""),
+                Use::Carried(why) => ("carried", Vec::new(), why),
+                Use::NotRelevant(why) => ("not-relevant", Vec::new(), why),
+            };
+            serde_json::to_string(&serde_json::json!({
+                "kind": r.kind.as_str(), "key": r.key, "meaning": r.meaning, "argocd": r.controller,
+                "modelled": r.modelled, "used": used, "rules": rules, "why": why,
+            }))
+            .map(|s| s + "\n")
+        })
+        .collect()
+}
+
 pub fn catalogue_markdown() -> String {
     let mut out = String::from("| failure mode | what it is | first action | ladder |\n|---|---|---|---|\n");
     for e in CATALOGUE {

@@ -177,6 +177,34 @@ fn the_failure_mode_table_in_docs_is_the_catalogue() {
 }
 
 #[test]
+fn the_map_of_the_application_in_docs_is_medic_map() {
+    let markdown = stdout(&medic(&["map", "-o", "markdown"], None));
+    let doc = std::fs::read_to_string(root().join("docs/decisions.md")).unwrap();
+    let start = doc.find("<!-- app-map:start -->\n").expect("start marker") + "<!-- app-map:start -->\n".len();
+    let end = doc.find("<!-- app-map:end -->").expect("end marker");
+    assert_eq!(&doc[start..end], markdown, "docs/decisions.md's map is stale: regenerate it with `medic map -o markdown`");
+    let lines = json_lines(&medic(&["map", "-o", "json"], None));
+    assert_eq!(markdown.lines().count(), lines.len() + 2, "one Markdown row per map row");
+    assert!(lines.iter().any(|l| l["key"] == "status.operationState.phase" && l["used"] == "rule"), "the phase decides");
+}
+
+#[test]
+fn decide_names_the_map_rows_its_rule_read() {
+    let app = root().join("events/apps/hook-failed.json");
+    let o = medic(&["decide", "--app", app.to_str().unwrap(), "--now", "2026-11-01T12:30:00Z"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let d = &json_lines(&o)[0];
+    let rule = d["rule"].as_str().unwrap();
+    assert!(rule.starts_with("failed-operation/hook-failed"), "{rule}");
+    let read: Vec<&str> = d["read"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    assert!(read.contains(&"field status.operationState.syncResult.resources[].hookPhase"), "{read:?}");
+    assert!(read.contains(&"phase Failed"), "{read:?}");
+    assert!(!read.iter().any(|r| r.starts_with("field metadata.managedFields")), "rows of other rules are not named: {read:?}");
+    let text = stdout(&medic(&["decide", "--app", app.to_str().unwrap(), "--now", "2026-11-01T12:30:00Z", "-o", "text"], None));
+    assert!(text.contains("  read: ") && text.contains("field status.operationState.syncResult.resources[].hookPhase"), "{text}");
+}
+
+#[test]
 fn demo_decides_every_scenario() {
     let o = medic(&["demo"], None);
     assert!(o.status.success(), "{}", stderr(&o));

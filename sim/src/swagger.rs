@@ -369,6 +369,52 @@ impl SwaggerSpec {
         })
     }
 
+    /// Every leaf of the definition `definition`, as `(path, type)`: dotted member names from the
+    /// definition's root, `[]` for a list's items, `{}` for a map's values; a leaf is a member
+    /// whose schema has no properties of its own (a scalar, a list of scalars, a free map). A
+    /// definition met again beneath itself ends the path there, typed `recursive <name>`.
+    pub fn leaves(&self, definition: &str) -> Vec<(String, String)> {
+        fn walk(spec: &SwaggerSpec, schema: &Value, path: String, seen: &mut Vec<String>, out: &mut Vec<(String, String)>) {
+            let (name, schema) = spec.resolve(schema);
+            if let Some(name) = name {
+                if seen.iter().any(|s| s == name) {
+                    out.push((path, format!("recursive {name}")));
+                    return;
+                }
+                seen.push(name.to_owned());
+            }
+            match schema.get("properties").and_then(Value::as_object) {
+                Some(props) if !props.is_empty() => {
+                    for (member, sub) in props {
+                        let at = if path.is_empty() { member.clone() } else { format!("{path}.{member}") };
+                        let (_, resolved) = spec.resolve(sub);
+                        match resolved.get("type").and_then(Value::as_str) {
+                            Some("array") if resolved.get("items").is_some_and(|i| i.get("$ref").is_some()) => {
+                                walk(spec, &resolved["items"], format!("{at}[]"), seen, out)
+                            }
+                            Some("object") if resolved.get("additionalProperties").is_some_and(|i| i.get("$ref").is_some()) => {
+                                walk(spec, &resolved["additionalProperties"], format!("{at}{{}}"), seen, out)
+                            }
+                            _ => walk(spec, sub, at, seen, out),
+                        }
+                    }
+                }
+                _ => {
+                    let kind = schema.get("type").and_then(Value::as_str).unwrap_or("object");
+                    out.push((path, kind.to_owned()));
+                }
+            }
+            if name.is_some() {
+                seen.pop();
+            }
+        }
+        let mut out = Vec::new();
+        if self.definitions.contains_key(definition) {
+            walk(self, &json_ref(definition), String::new(), &mut Vec::new(), &mut out);
+        }
+        out
+    }
+
     fn definition(&self, name: &str) -> Option<&Value> {
         self.definitions.get(name)
     }

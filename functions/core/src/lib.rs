@@ -23,6 +23,7 @@ pub mod actions;
 pub mod actuator;
 pub mod alerts;
 pub mod app;
+pub mod app_map;
 pub mod budget;
 pub mod catalogue;
 pub mod cause;
