@@ -107,7 +107,11 @@ fn the_policy_agrees_with_the_corpus_and_makes_no_unsafe_decision() {
     }
     let fixed: Vec<String> =
         marked.iter().filter(|g| g.agrees && !g.unsafe_).map(|g| format!("{}/{} ({})", g.class, g.id, g.action)).collect();
-    assert!(fixed.is_empty(), "marked known_failing but the policy now agrees; remove the mark in the commit that fixed it: {}", fixed.join(", "));
+    assert!(
+        fixed.is_empty(),
+        "marked known_failing but the policy now agrees; remove the mark in the commit that fixed it: {}",
+        fixed.join(", ")
+    );
     let below: Vec<String> = per_class
         .iter()
         .filter(|(_, (n, a, u))| (*a as f64) < MIN_AGREEMENT * *n as f64 || *u > 0)
