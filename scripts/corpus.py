@@ -828,6 +828,116 @@ def mapped():
              f"{AC} controller/hydrator/hydrator.go:324-327 records the failure and retries every two minutes (:650); beneath is an error that repeats ({key}), so the new dry commit never reaches the app until a person acts.",
              mode="permission-denied" if "auth" in key else "source-config-error", rows=("field status.sourceHydrator.currentOperation.phase",))
 
+
+# === class causes, continued: the wrappers of tools, retries and operations (issue 23) =============
+# Messages from public issues (cited) inside v3.5.1's wrappers; the repo-server's CmdError is
+# "`<cmd>` failed <cause>: <stderr>" with the cause an exit status, "timeout after <d>" or a signal
+# (util/exec/exec.go:111-116, :260). Labels from what fixes each cause.
+
+def causes_more():
+    R = AC
+    def comparison(n, msg, minutes=12, sync="Unknown", **kw):
+        a = app(n, dest_ns=f"ns-{n}"[:40], sync=sync, reconciled=2, **kw)
+        cond(a, "ComparisonError", msg, minutes)
+        return a
+    rows = ("condition ComparisonError",)
+    cached = lambda m: LOAD + CACHED + m
+    items = [
+        # (id, message, minutes, accept, why, mode, known_failing)
+        ("cached-helm-repos-not-permitted", cached("rpc error: code = PermissionDenied desc = helm repos https://charts.example.com/stable are not permitted in project 'team-a'"), 30, ["escalate"],
+         f"The AppProject's sourceRepos lacks the Helm repository ({R} reposerver/repository/repository.go:1386-1401; argoproj/argo-cd#15278): a person changes the project, then one hard refresh.", "permission-denied", None),
+        ("cached-helm-repo-x509", cached("error building helm chart dependencies: failed to add helm repository https://charts.example.com/stable: failed to add repository: failed running helm: `helm repo add stable https://charts.example.com/stable` failed exit status 1: Error: looks like \"https://charts.example.com/stable\" is not a valid chart repository or cannot be reached: Get \"https://charts.example.com/stable/index.yaml\": x509: certificate signed by unknown authority"), 30, ["escalate"],
+         f"TLS trust for the Helm repository is not configured (argoproj/argo-cd#6048; wrappers {R} repository.go:1235, util/helm/helm.go:108): it fails the same until a person adds the CA.", "source-config-error", None),
+        ("cached-helm-repo-name-with-slash", cached("`helm repo add https://charts.bitnami.com/bitnami https://charts.bitnami.com/bitnami` failed exit status 1: Error: repository name (https://charts.bitnami.com/bitnami) contains '/', please specify a different name without '/'"), 30, ["escalate"],
+         "Helm refuses the repository name Argo CD passes (argoproj/argo-cd#8771, #17705): a credential template or repository change is needed; time fixes nothing.", "source-config-error",
+         "a tool's exit status beneath the cached wrapper is not read: an unrecognised cached error is hard-refreshed"),
+        ("cached-helm-dependency-repo-undeclared", cached("`helm dependency build` failed exit status 1: Error: no repository definition for https://charts.internal.example.com. Please add the missing repos via 'helm repo add'"), 30, ["escalate"],
+         "A chart dependency's repository is not declared to Argo CD (argoproj/argo-cd#7766, #3280): a person adds it.", "source-config-error",
+         "a tool's exit status beneath the cached wrapper is not read: an unrecognised cached error is hard-refreshed"),
+        ("cached-cmp-plugin-not-found", cached("CMP processing failed for application \"ns-cached-cmp\": could not find cmp-server plugin with name \"dhall-to-yaml\" supporting the given repository"), 30, ["escalate"],
+         f"No config management plugin sidecar answers for the name ({R} repository.go:1765, util/app/discovery/discovery.go:110; argoproj/argo-cd#12092): the sidecar is missing or misnamed.", "source-config-error",
+         "the v3.5 wording of a missing plugin is not a configuration signal: the cached error is hard-refreshed"),
+        ("cached-kustomize-base-not-a-file", cached("`kustomize build <path to cached source>/argocd/overlays/dev` failed exit status 1: Error: accumulating resources: accumulation err='accumulating resources from '../../base': '<path to cached source>/argocd/base' must resolve to a file': recursed accumulation of path '<path to cached source>/argocd/base': missing Resource metadata"), 30, ["escalate"],
+         f"kustomize cannot build the overlay at this commit (operate-first/apps#764; {R} util/kustomize/kustomize.go:394-396, util/exec/exec.go:112).", "source-config-error",
+         "a tool's exit status beneath the cached wrapper is not read: an unrecognised cached error is hard-refreshed"),
+        ("cached-helm-dependency-build-timed-out", cached("`helm dependency build` failed timeout after 1m30s"), 30, ["hard_refresh"],
+         "A render that timed out (argoproj/argo-cd#5107: a hard refresh fixed it): the cache would replay it for an hour.", "cached-manifest-error", None),
+        ("cached-helm-killed", cached("`helm dependency build` failed signal: killed"), 30, ["hard_refresh"],
+         "helm was killed in the repo-server, memory pressure that passes (argoproj/argo-cd#10426: a refresh fixed it).", "cached-manifest-error", None),
+        ("git-fetch-timed-out", LOAD + "failed to initialize repository resources: rpc error: code = Internal desc = Failed to fetch default: `git fetch origin --tags --force --prune` failed timeout after 1m30s.", 4, ["wait", "refresh"],
+         f"A slow Git host ({R} reposerver/repository/lock.go:60, repository.go:3028, util/exec/exec.go:260; argoproj/argo-cd#17918): never cached, the controller retries every reconcile.", "comparison-error-transient",
+         "`timeout after` of a git fetch is in no signal list: an unrecognised ComparisonError escalates at once"),
+        ("git-ssh-closed-by-host", LOAD + "failed to initialize repository resources: rpc error: code = Internal desc = Failed to fetch default: `git fetch origin --tags --force --prune` failed exit status 128: kex_exchange_identification: Connection closed by remote host Connection closed by 10.20.0.15 port 22 fatal: Could not read from remote repository. Please make sure you have the correct access rights and the repository exists.", 4, ["wait", "refresh"],
+         "The Git host closed SSH connections under load (argoproj/argo-cd#19174: apps go Unknown for seconds and recover); `access rights` is git's boilerplate.", "comparison-error-transient",
+         "the SSH host's refusal is in no signal list: an unrecognised ComparisonError escalates at once"),
+        ("helm-killed-uncached", LOAD + "error building helm chart dependencies: failed to build dependencies: failed running helm: `helm dependency build` failed signal: killed", 2, ["wait", "refresh", "hard_refresh"],
+         "The same kill before the cache pauses generation (argoproj/argo-cd#10426): it passes; the cause, not the wrapper, decides (cached, it is hard-refreshed).", "comparison-error-transient",
+         "`signal: killed` is in no signal list: an unrecognised ComparisonError escalates at once"),
+        ("kustomize-remote-base-fetch-timed-out", LOAD + "`kustomize build <path to cached source>/install` failed exit status 1: Error: accumulating resources: accumulation err='accumulating resources from 'https://github.com/argoproj/argo-cd.git//manifests/ha/cluster-install?ref=v2.6.15': URL is a git repository': hit 27s timeout running '/usr/bin/git fetch --depth=1 https://github.com/argoproj/argo-cd.git v2.6.15'", 4, ["wait", "refresh"],
+         "kustomize's 27 s fetch of a remote base timed out (kbst/terraform-provider-kustomization#252, kubernetes-sigs/kustomize#3742): a network timeout inside rendering.", "comparison-error-transient",
+         "kustomize's `hit 27s timeout running` is in no signal list: an unrecognised ComparisonError escalates at once"),
+        ("git-host-503", LOAD + "failed to list refs: unexpected client error: unexpected requesting \"https://github.com/acme/deploy.git/info/refs?service=git-upload-pack\" status code: 503", 4, ["wait", "refresh"],
+         f"The Git host answers 503 to ls-remote ({R} util/git/client.go:949; the shape of argoproj/argo-cd#1895): an upstream outage.", "comparison-error-transient",
+         "`status code: 503` is in no signal list: an unrecognised ComparisonError escalates at once"),
+        ("repo-server-tls-mismatch", LOAD + "rpc error: code = Unavailable desc = all SubConns are in TransientFailure, latest connection error: connection error: desc = \"transport: authentication handshake failed: tls: first record does not look like a TLS handshake\"", 4, ["escalate"],
+         "The controller speaks TLS to a plaintext repo-server (argoproj/argo-cd#8407): a configuration mismatch under a transient-looking code; it never clears, and every app shows it.", "source-config-error",
+         "`code = Unavailable` decides: a TLS mismatch is held as transient for the grace period"),
+        ("conversion-webhook-404", "Failed to load target state: failed to get cluster version for cluster \"https://10.0.0.1\": failed to get cluster info for \"https://10.0.0.1\": error synchronizing cache state : failed to sync cluster https://10.0.0.1: failed to load initial state of resource Bucket.s3.aws.upbound.io: conversion webhook for s3.aws.upbound.io/v1beta1, Kind=Bucket failed: the server could not find the requested resource", 4, ["escalate"],
+         f"A CRD's conversion webhook answers 404, so the cluster cache cannot sync (argoproj/argo-cd#20828, #4155; {R} controller/state.go:698, :283): every app on the cluster is Unknown until a person fixes the CRD.", "source-config-error", None),
+        ("conversion-webhook-no-endpoints", "Failed to load target state: failed to get cluster version for cluster \"https://10.0.0.1\": failed to get cluster info for \"https://10.0.0.1\": error synchronizing cache state : failed to sync cluster https://10.0.0.1: failed to load initial state of resource Bucket.s3.aws.upbound.io: conversion webhook for s3.aws.upbound.io/v1beta1, Kind=Bucket failed: Post \"https://provider-aws-s3.crossplane-system.svc:9443/convert?timeout=30s\": no endpoints available for service \"provider-aws-s3\"", 4, ["wait", "refresh"],
+         "The conversion webhook's pod is restarting (argoproj/argo-cd#20828): no endpoints passes (near miss of conversion-webhook-404).", "comparison-error-transient", None),
+        ("server-side-diff-webhook-unreachable", "Failed to compare desired state to live state: failed to calculate diff: error calculating server side diff: serverSideDiff error: error running server side apply in dryrun mode for resource Certificate/web-tls: Internal error occurred: failed calling webhook \"webhook.cert-manager.io\": failed to call webhook: Post \"https://cert-manager-webhook.cert-manager.svc:443/validate?timeout=30s\": no endpoints available for service \"cert-manager-webhook\"", 4, ["wait", "refresh"],
+         f"Server-side diff needs the admission webhook, whose pods are coming up ({R} controller/state.go:922, util/argo/diff/diff.go:336, gitops-engine/pkg/diff/diff.go:172; argoproj/argo-helm#3571).", "comparison-error-transient",
+         "webhook texts are read only for failed operations: an unreachable webhook in a ComparisonError escalates at once"),
+        ("helm-parse-error-unexpected-eof", LOAD + "failed to execute helm template command: failed running helm: `helm template . --name-template mixer --namespace istio-system --kube-version 1.30 --include-crds` failed exit status 1: Error: parse error at (mixer-telemetry/templates/stackdriver.yaml:785): unexpected EOF", 4, ["escalate"],
+         f"A template that does not parse (istio/istio#16186; wrappers {R} util/helm/helm.go:75, util/helm/cmd.go:88): `unexpected EOF` is Go's template parser, not a transport.", "source-config-error",
+         "the cause classifier reads `unexpected EOF` as a transport error before the parse error"),
+        ("git-ref-gone-after-force-push", LOAD + "failed to initialize repository resources: rpc error: code = Internal desc = Failed to checkout revision c50ac270f37b7083c751064a51bda18080761bd9: `git fetch origin c50ac270f37b7083c751064a51bda18080761bd9 --tags --force` failed exit status 128: fatal: remote error: upload-pack: not our ref c50ac270f37b7083c751064a51bda18080761bd9", 12, ["escalate"],
+         f"A force-push removed the pinned commit (argoproj/argo-cd#9645; {R} repository.go:3040): the spec must change.", "source-config-error", None),
+    ]
+    for cid, msg, minutes, accept, why, mode, fail in items:
+        n = cid[:40].rstrip("-")
+        a = comparison(n, msg, minutes)
+        case("causes", cid, a, accept, why, mode=mode, rows=rows, known_failing=fail,
+             pair="conversion-webhook-404" if cid == "conversion-webhook-no-endpoints" else None)
+
+    # Operations: the sync's own wrappers.
+    n = "manual-sync-errored-on-blip"
+    a = app(n, dest_ns="ops-m", auto=False, sync="OutOfSync", reconciled=2)
+    op(a, "Error", "ComparisonError: Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp 10.0.253.32:8081: connect: connection refused\"", 9, 9)
+    a["status"]["operationState"]["syncResult"] = {"resources": []}
+    case("causes", "manual-sync-errored-on-a-repo-server-blip", a, ["sync", "escalate"],
+         f"A person's sync compared during a repo-server restart and ended in Error ({R} controller/sync.go:164-170 puts the condition in the message; argoproj/argo-cd#17546); the condition has since cleared. The person's sync never ran: re-run it, or tell them; never nothing.",
+         trigger="on-sync-failed", mode="sync-failed-transient", unsafe=["none"], rows=("field status.operationState.message", "phase Error"),
+         known_failing="a `ComparisonError:` operation message is left to the conditions, and there are none: nothing is done")
+    for cid, msg, accept, mode, fail, why in (
+        ("retries-failing-on-an-immutable-field", "one or more objects failed to apply, reason: error when replacing \"/dev/shm/4121662684\": DaemonSet.apps \"node-exporter\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app.kubernetes.io/name\":\"prometheus-node-exporter\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable. Retrying attempt #3 at 11:40AM.",
+         ["escalate"], "resource-rejected", "a retrying operation is waited out whatever its cause: a field that is immutable fails every retry",
+         f"Every retry fails identically on an immutable selector (argoproj/argo-cd#12439; {R} controller/appcontroller.go:1631 appends the retry): terminate and recreate is a person's call."),
+        ("retries-failing-on-rbac", "one or more objects failed to apply, reason: services is forbidden: User \"system:serviceaccount:argocd:argocd-application-controller\" cannot create resource \"services\" in API group \"\" in the namespace \"tekton-pipelines\". Retrying attempt #4 at 3:10PM.",
+         ["escalate"], "permission-denied", "a retrying operation is waited out whatever its cause: a refused role fails every retry",
+         "The controller may not create Services in the namespace (redhat-appstudio/infra-deployments#157): retries cannot grant a role."),
+        ("retries-waiting-for-a-webhook", "one or more objects failed to apply, reason: error when replacing \"/dev/shm/2766407957\": Internal error occurred: failed calling webhook \"validate-policy.kyverno.svc\": failed to call webhook: Post \"https://kyverno-svc.kyverno.svc:443/policyvalidate?timeout=10s\": dial tcp 10.96.44.2:443: connect: connection refused. Retrying attempt #2 at 3:04PM.",
+         ["wait"], "operation-in-progress", None,
+         "The webhook's pods are coming up (deployKF#174): the retries will get through (near miss of retries-failing-on-an-immutable-field)."),
+    ):
+        n = cid[:40].rstrip("-")
+        a = app(n, dest_ns="ops-r", sync="OutOfSync", reconciled=1)
+        running(a, msg, 8, retry_count=int(msg.split("#")[1].split(" ")[0]), retry={"limit": -1})
+        a["status"]["operationState"]["finishedAt"] = ts(1)
+        case("causes", cid, a, accept, why, trigger="on-sync-running", mode=mode, rows=("field status.operationState.message", "field status.operationState.retryCount"),
+             known_failing=fail, pair="retries-failing-on-an-immutable-field" if cid == "retries-waiting-for-a-webhook" else None)
+    n = "webhook-and-immutable"
+    a = app(n, dest_ns="auth", sync="OutOfSync", reconciled=1)
+    op(a, "Failed", "one or more objects failed to apply, reason: Internal error occurred: failed calling webhook \"authmechs-openunison.tremolo.io\": failed to call webhook: Post \"https://openunison.openunison.svc:443/k8s/webhooks/v1/authmechs?timeout=30s\": no endpoints available for service \"openunison\",error when patching \"/dev/shm/2013686522\": Deployment.apps \"zitadel\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"zitadel\"}}: field is immutable", 12, 10, [
+        result("AuthMech", "oidc", group="openunison.tremolo.io", version="v1", ns="auth", status="SyncFailed", message="Internal error occurred: failed calling webhook \"authmechs-openunison.tremolo.io\": failed to call webhook: Post \"https://openunison.openunison.svc:443/k8s/webhooks/v1/authmechs?timeout=30s\": no endpoints available for service \"openunison\""),
+        result("Deployment", "zitadel", group="apps", ns="auth", status="SyncFailed", message="error when patching \"/dev/shm/2013686522\": Deployment.apps \"zitadel\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"zitadel\"}}: field is immutable"),
+    ])
+    case("causes", "webhook-unreachable-and-an-immutable-field", a, ["escalate"],
+         f"One sync, two causes (OpenUnison#144, zitadel-charts#348; {R} gitops-engine/pkg/sync/sync_context.go:691 joins them): the immutable field fails every re-sync whether or not the webhook comes back.",
+         trigger="on-sync-failed", mode="resource-rejected", rows=("field status.operationState.syncResult.resources[].message",),
+         known_failing="the webhook is searched before the rejection: a re-sync that must fail again")
+
 # === class 6: staleness first ====================================================================
 
 def staleness():
@@ -1165,6 +1275,7 @@ def main():
     probes()
     causes()
     mapped()
+    causes_more()
     ids = [c["id"] for c in CASES]
     assert len(ids) == len(set(ids)), "duplicate ids"
     names = [(c["app"]["metadata"]["namespace"], c["app"]["metadata"]["name"]) for c in CASES]
