@@ -898,7 +898,7 @@ def causes_more():
     for cid, msg, minutes, accept, why, mode, fail in items:
         n = cid[:40].rstrip("-")
         a = comparison(n, msg, minutes)
-        case("causes", cid, a, accept, why, mode=mode, rows=rows, known_failing=fail,
+        case("causes", cid, a, accept, why, mode=mode, rows=rows,
              pair="conversion-webhook-404" if cid == "conversion-webhook-no-endpoints" else None)
 
     # Operations: the sync's own wrappers.
@@ -908,8 +908,7 @@ def causes_more():
     a["status"]["operationState"]["syncResult"] = {"resources": []}
     case("causes", "manual-sync-errored-on-a-repo-server-blip", a, ["sync", "escalate"],
          f"A person's sync compared during a repo-server restart and ended in Error ({R} controller/sync.go:164-170 puts the condition in the message; argoproj/argo-cd#17546); the condition has since cleared. The person's sync never ran: re-run it, or tell them; never nothing.",
-         trigger="on-sync-failed", mode="sync-failed-transient", unsafe=["none"], rows=("field status.operationState.message", "phase Error"),
-         known_failing="a `ComparisonError:` operation message is left to the conditions, and there are none: nothing is done")
+         trigger="on-sync-failed", mode="sync-failed-transient", unsafe=["none"], rows=("field status.operationState.message", "phase Error"))
     for cid, msg, accept, mode, fail, why in (
         ("retries-failing-on-an-immutable-field", "one or more objects failed to apply, reason: error when replacing \"/dev/shm/4121662684\": DaemonSet.apps \"node-exporter\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app.kubernetes.io/name\":\"prometheus-node-exporter\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable. Retrying attempt #3 at 11:40AM.",
          ["escalate"], "resource-rejected", "a retrying operation is waited out whatever its cause: a field that is immutable fails every retry",
@@ -926,7 +925,7 @@ def causes_more():
         running(a, msg, 8, retry_count=int(msg.split("#")[1].split(" ")[0]), retry={"limit": -1})
         a["status"]["operationState"]["finishedAt"] = ts(1)
         case("causes", cid, a, accept, why, trigger="on-sync-running", mode=mode, rows=("field status.operationState.message", "field status.operationState.retryCount"),
-             known_failing=fail, pair="retries-failing-on-an-immutable-field" if cid == "retries-waiting-for-a-webhook" else None)
+             pair="retries-failing-on-an-immutable-field" if cid == "retries-waiting-for-a-webhook" else None)
     n = "webhook-and-immutable"
     a = app(n, dest_ns="auth", sync="OutOfSync", reconciled=1)
     op(a, "Failed", "one or more objects failed to apply, reason: Internal error occurred: failed calling webhook \"authmechs-openunison.tremolo.io\": failed to call webhook: Post \"https://openunison.openunison.svc:443/k8s/webhooks/v1/authmechs?timeout=30s\": no endpoints available for service \"openunison\",error when patching \"/dev/shm/2013686522\": Deployment.apps \"zitadel\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"zitadel\"}}: field is immutable", 12, 10, [
@@ -935,8 +934,7 @@ def causes_more():
     ])
     case("causes", "webhook-unreachable-and-an-immutable-field", a, ["escalate"],
          f"One sync, two causes (OpenUnison#144, zitadel-charts#348; {R} gitops-engine/pkg/sync/sync_context.go:691 joins them): the immutable field fails every re-sync whether or not the webhook comes back.",
-         trigger="on-sync-failed", mode="resource-rejected", rows=("field status.operationState.syncResult.resources[].message",),
-         known_failing="the webhook is searched before the rejection: a re-sync that must fail again")
+         trigger="on-sync-failed", mode="resource-rejected", rows=("field status.operationState.syncResult.resources[].message",))
 
 # === class 6: staleness first ====================================================================
 

@@ -93,11 +93,12 @@ pub const WRAPPERS: &[Wrapper] = &[
 
 /// The literal texts of each class, matched case-insensitively in the error beneath, in the
 /// order [`cause_of`] tries the classes: throttling and permission first (a 429 is also "too many
-/// requests", which the transient list holds for the API server), the kind not served, then
-/// transient before configuration and rejection (a remote kustomize base that timed out is
-/// reported inside kustomize's own words), so the configuration list holds only what failed, never
-/// the tool's name.
+/// requests", which the transient list holds for the API server), the kind not served, the
+/// decisive render and TLS failures, then transient before the rest of configuration and
+/// rejection (a remote kustomize base that timed out is reported inside kustomize's own words and
+/// its exit status), so the configuration list holds only what failed, never the tool's name.
 const PERMISSION_SIGNALS: &[&str] = &[
+    "are not permitted in project",
     "authentication required",
     "authentication failed",
     "invalid username or password",
@@ -118,7 +119,45 @@ const PERMISSION_SIGNALS: &[&str] = &[
     "ssh: handshake failed: ssh: unable to authenticate",
 ];
 
+/// Render failures whose text may also hold a transport word (a template parse error ends in
+/// `unexpected EOF`, istio/istio#16186), and transport failures that are configuration (a TLS or
+/// proxy mismatch never passes, argoproj/argo-cd#8407, #6048, #17772): these decide before the
+/// transient list.
+const DECISIVE_CONFIGURATION_SIGNALS: &[&str] = &[
+    "parse error at",
+    "error: template: ",
+    "execution error at",
+    "error converting yaml to json",
+    "first record does not look like a tls handshake",
+    "x509: certificate signed by unknown authority",
+    "proxy authentication required",
+];
+
+/// Transport failures of the tools the repo-server runs, beside the control plane's
+/// ([`TRANSIENT_SIGNALS`]): the CmdError of a tool that timed out or was killed
+/// (util/exec/exec.go:111-116, :260), kustomize's own fetch timeout, an SSH host shedding
+/// connections, a Git host's 5xx, an admission or conversion webhook with no endpoints.
+const TOOL_TRANSIENT_SIGNALS: &[&str] = &[
+    "failed timeout after",
+    "fatal timeout after",
+    "signal: killed",
+    "timeout running '",
+    "kex_exchange_identification",
+    "connection closed by remote host",
+    "status code: 502",
+    "status code: 503",
+    "status code: 504",
+    "no endpoints available for service",
+    "failed calling webhook",
+];
+
 const CONFIGURATION_SIGNALS: &[&str] = &[
+    // A tool that ran and failed on what it was given (util/exec/exec.go:112): after the transient
+    // lists, an exit status is the commit's or the settings' doing.
+    "failed exit status",
+    "could not find cmp-server plugin",
+    "no repository definition for",
+    "must resolve to a file",
     // Helm's own errors beneath `helm template ... failed exit status 1: ` (util/helm/cmd.go);
     // the tool's name is not a signal, what it failed on is
     "error: template: ",
@@ -220,11 +259,13 @@ pub fn cause_of(text: &str) -> Cause<'_> {
         beneath = rest.trim_start();
     }
     let lower = beneath.to_ascii_lowercase();
-    let classes: [(CauseClass, &[&'static str]); 6] = [
+    let classes: [(CauseClass, &[&'static str]); 8] = [
         (CauseClass::RateLimited, RATE_LIMIT_SIGNALS),
         (CauseClass::Permission, PERMISSION_SIGNALS),
         (CauseClass::KindNotFound, KIND_NOT_FOUND_SIGNALS),
+        (CauseClass::Configuration, DECISIVE_CONFIGURATION_SIGNALS),
         (CauseClass::Transient, TRANSIENT_SIGNALS),
+        (CauseClass::Transient, TOOL_TRANSIENT_SIGNALS),
         (CauseClass::Configuration, CONFIGURATION_SIGNALS),
         (CauseClass::Rejected, REJECTED_SIGNALS),
     ];
@@ -290,6 +331,34 @@ mod tests {
             "rpc error: code = Unknown desc = `kustomize build /tmp/x/overlays/prod` failed exit status 1: Error: accumulating resources: accumulation err='accumulating resources from '../base': evalsymlink failure on '/tmp/x/base' : lstat /tmp/x/base: no such file or directory': must build at directory: not a valid directory",
         );
         assert_eq!(missing.class, CauseClass::Configuration);
+    }
+
+    #[test]
+    fn a_parse_error_ending_in_unexpected_eof_is_the_template_s_and_a_tls_mismatch_is_configuration() {
+        let parse = cause_of(
+            "rpc error: code = Unknown desc = `helm template .` failed exit status 1: Error: parse error at (x/templates/a.yaml:785): unexpected EOF",
+        );
+        assert_eq!(parse.class, CauseClass::Configuration);
+        let eof = cause_of("rpc error: code = Unavailable desc = error reading from server: unexpected EOF");
+        assert_eq!(eof.class, CauseClass::Transient, "a transport EOF is still one");
+        let tls = cause_of(
+            "rpc error: code = Unavailable desc = connection error: desc = \"transport: authentication handshake failed: tls: first record does not look like a TLS handshake\"",
+        );
+        assert_eq!(tls.class, CauseClass::Configuration);
+    }
+
+    #[test]
+    fn a_tool_that_timed_out_or_was_killed_passes_and_one_that_exited_is_the_input_s() {
+        assert_eq!(cause_of("`helm dependency build` failed timeout after 1m30s").class, CauseClass::Transient);
+        assert_eq!(cause_of("`helm dependency build` failed signal: killed").class, CauseClass::Transient);
+        assert_eq!(
+            cause_of("`helm repo add a b` failed exit status 1: Error: repository name (b) contains '/'").class,
+            CauseClass::Configuration
+        );
+        assert_eq!(
+            cause_of("`git fetch origin` failed exit status 128: kex_exchange_identification: Connection closed by remote host").class,
+            CauseClass::Transient
+        );
     }
 
     #[test]

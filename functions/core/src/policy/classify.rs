@@ -181,6 +181,27 @@ pub(super) fn classify_running_operation(app: &Application, now: DateTime<Utc>, 
             ));
         }
     }
+    // Retries of an attempt that failed for a cause that repeats fail the same way: tell a person
+    // now, not at the operation timeout (`controller/appcontroller.go:1631` appends the retry).
+    if let Some(state) = state.filter(|s| s.phase == phase::RUNNING)
+        && (state.retry_count.is_some_and(|n| n > 0) || state.message.contains(". Retrying attempt #"))
+    {
+        let cause = cause_of(&state.message);
+        let mode = match cause.class {
+            CauseClass::Rejected => Some(FailureMode::ResourceRejected),
+            CauseClass::Permission => Some(FailureMode::PermissionDenied),
+            CauseClass::Configuration => Some(FailureMode::SourceConfigError),
+            _ => None,
+        };
+        if let Some(mode) = mode {
+            return Some(
+                base(mode, format!("every retry fails the same way: {}", cause.beneath))
+                    .because("retries-of-a-repeating-failure")
+                    .with("status.operationState.retryCount", state.retry_count.unwrap_or(0).to_string())
+                    .with("cause", cause.class.as_str()),
+            );
+        }
+    }
     if let Some(state) = state.filter(|s| s.phase == phase::RUNNING)
         && let Some(f) = retries_of_an_old_revision(app, state, cfg)
     {
@@ -330,8 +351,9 @@ pub(super) fn classify_failed_operation(app: &Application, cfg: &PolicyConfig) -
         FailureMode::DeletionStuck,
         FailureMode::ApiNotServed,
         FailureMode::CrdNotEstablished,
-        FailureMode::WebhookUnavailable,
+        // A rejection fails every re-sync, whether or not an unreachable webhook beside it comes back.
         FailureMode::ResourceRejected,
+        FailureMode::WebhookUnavailable,
         FailureMode::SyncWindowBlocked,
     ];
     let hit = ordered.iter().find_map(|mode| texts.iter().find(|(_, t)| mode.signalled_by(t)).map(|(r, _)| (*mode, *r)));
@@ -362,7 +384,22 @@ pub(super) fn classify_failed_operation(app: &Application, cfg: &PolicyConfig) -
                 _ => f,
             }
         }
-        None if message.starts_with("ComparisonError") => return None, // judged from the condition itself
+        // The sync could not compare (`controller/sync.go:164-170` puts the conditions in the
+        // message). While the condition is there it is judged from it; once it has cleared, the
+        // sync never ran, and the cause beneath says whether running it again can work.
+        None if message.starts_with("ComparisonError") || message.starts_with("InvalidSpecError") => {
+            if app.status.conditions.iter().any(|c| matches!(c.kind.as_str(), "ComparisonError" | "InvalidSpecError")) {
+                return None;
+            }
+            let cause = cause_of(message);
+            let f = if cause.class.passes() {
+                base(FailureMode::SyncFailedTransient, format!("the sync could not compare the app ({}); that has passed", cause.beneath))
+                    .because("comparison-passed")
+            } else {
+                base(FailureMode::SyncFailed, message.to_owned()).because("comparison-failed")
+            };
+            return Some(f.with("cause", cause.class.as_str()));
+        }
         None if is_transient(message) || texts.iter().any(|(_, t)| is_transient(t)) => {
             let transient = texts.iter().map(|(_, t)| *t).find(|t| is_transient(t)).unwrap_or(message);
             match sync_error {
