@@ -751,8 +751,7 @@ def mapped():
     a = app("prune-off-only-extra", dest_ns="ledger", sync="OutOfSync", prune=False, resources=res_)
     case("map", "automated-prune-off-only-extra-resources", a, ["none", "wait"],
          f"{AC} controller/appcontroller.go:2352-2364 skips auto-sync when only pruning is pending and automated prune is off; the eight extra ConfigMaps stay until a person prunes. Escalating a prune risk for a sync that deletes nothing is noise.",
-         mode="out-of-sync-awaiting-auto-sync", unsafe=["sync", "refresh", "hard_refresh"], rows=("field status.resources[].requiresPruning", "field spec.syncPolicy.automated.*"),
-         known_failing="prune-risk counts requiresPruning although automated prune is off and Argo Medic's sync would not prune")
+         mode="out-of-sync-awaiting-auto-sync", unsafe=["sync", "refresh", "hard_refresh"], rows=("field status.resources[].requiresPruning", "field spec.syncPolicy.automated.*"),)
 
     # Prune=confirm: every sync that prunes waits for a person (gitops-engine/pkg/sync/sync_context.go:458-460).
     a = app("kafka-confirm", dest_ns="kafka-c", sync="OutOfSync", health="Missing", prune=True, sync_options=("CreateNamespace=true", "Prune=confirm"), resources=[
@@ -766,8 +765,7 @@ def mapped():
     ])
     case("map", "crd-race-with-prune-confirm", a, ["escalate"],
          f"The CRD race a re-sync fixes, but the app syncs with Prune=confirm and one resource requires pruning: the re-sync would stop at the prune and wait for a person ({AC} gitops-engine/pkg/sync/sync_context.go:458-460, controller/state.go:1171-1191).",
-         trigger="on-sync-failed", mode="crd-not-established", rows=("field spec.syncPolicy.syncOptions",),
-         known_failing="sync_plan does not read Prune=confirm: the re-sync would block on a confirmation nobody is asked for")
+         trigger="on-sync-failed", mode="crd-not-established", rows=("field spec.syncPolicy.syncOptions",),)
 
     # hydrateTo: the sync branch does not exist until a promotion lands (controller/state.go:378-379).
     n = "promo-waiting"
@@ -788,8 +786,7 @@ def mapped():
     a = app("refresh-never-taken", dest_ns="edge", sync="OutOfSync", reconciled=60 * 3, annotations={"argocd.argoproj.io/refresh": "normal"})
     case("map", "refresh-annotation-pending-status-three-hours-old", a, ["escalate"],
          f"A refresh is already pending (argocd.argoproj.io/refresh, {AC} server/application/application.go:888) and the controller has not reconciled for three hours (it removes the annotation when it does, controller/appcontroller.go:2233): the controller or its shard is not processing this app, and another refresh request only rewrites the same annotation.",
-         mode="stale-reconcile", unsafe=["sync"], rows=("annotation argocd.argoproj.io/refresh", "field status.reconciledAt"),
-         known_failing="stale-status refreshes again although a refresh is already pending")
+         mode="stale-reconcile", unsafe=["sync"], rows=("annotation argocd.argoproj.io/refresh", "field status.reconciledAt"),)
 
     # A new app waiting for its first automated sync: no operation yet, so the wait starts at its
     # creation (metadata.creationTimestamp); autoSync runs at the next reconcile (appcontroller.go:2322).

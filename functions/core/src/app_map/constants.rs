@@ -76,14 +76,15 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "A refresh request (`normal` or `hard`) set through the API and removed by the controller once it has compared the app; one that stays means the controller is not processing the app.",
         controller: "Set by `RefreshApp` (`util/argo/argo.go:240`), read by `needRefreshAppStatus` (`controller/appcontroller.go:2113`, `pkg/apis/application/v1alpha1/types.go:3586`), removed by `persistReconciliationStatus` (`controller/appcontroller.go:2233`); the API server's refresh waits for it to go (`server/application/application.go:888`).",
         modelled: "metadata.annotations[\"argocd.argoproj.io/refresh\"]",
-        used: Use::Carried(
-            "the actuator reads it (`Application::refresh_pending`) so a resumed refresh whose request still waits for the controller is not sent twice; the decision does not read it (gap: a request that never clears is not told apart from a plain stale status)",
-        ),
-        probe: Some(Flip {
-            case: "staleness/unknown-status-an-hour-old",
-            pointer: "/metadata/annotations",
-            to: "{\"argocd.argoproj.io/refresh\": \"normal\"}",
-        }),
+        used: Use::Rule {
+            // Also read by the actuator, so a resumed refresh still waiting is not sent twice.
+            rules: &["stale-status/refresh-pending"],
+            flips: &[
+                // why it changes: without a pending request, a stale status is refreshed first
+                Flip { case: "map/refresh-annotation-pending-status-three-hours-old", pointer: "/metadata/annotations", to: "{}" },
+            ],
+        },
+        probe: None,
     },
     MapRow {
         kind: RowKind::Annotation,

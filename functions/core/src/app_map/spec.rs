@@ -211,9 +211,15 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "Automated sync also deletes resources that left Git (default false).",
         controller: "Sets the automated operation's `prune` (`controller/appcontroller.go:2377`); off while only pruning is pending, automated sync does not run at all (`:2352`-`2364`); on without `allowEmpty`, it refuses to prune every resource (`:2431`-`2442`).",
         modelled: "spec.sync_policy.automated.prune",
-        used: Use::Carried(
-            "copied into the sync Argo Medic starts for an automated app (`SyncPlan.prune`, `policy::sync_plan`), as automated sync would; it chooses no action (the prune-risk rule counts `requiresPruning` whatever it says)",
-        ),
+        used: Use::Rule {
+            // Copied into the sync Argo Medic starts for an automated app (`SyncPlan.prune`); off
+            // with only pruning pending, nothing is at risk and automated sync leaves the app.
+            rules: &["prune-risk", "health-and-sync/prune-only-pending"],
+            flips: &[
+                // why it changes: prune on, the eight extra ConfigMaps are a prune beyond the limit
+                Flip { case: "map/automated-prune-off-only-extra-resources", pointer: "/spec/syncPolicy/automated/prune", to: "true" },
+            ],
+        },
         probe: None,
     },
     MapRow {
@@ -251,9 +257,16 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "App-wide sync options: `CreateNamespace`, `ServerSideApply`, `ApplyOutOfSyncOnly`, `PruneLast`, `Prune=false|confirm`, `Delete=false|confirm`, `FailOnSharedResource`, `RespectIgnoreDifferences`, `Replace`, `Validate=false`, ….",
         controller: "Copied into each automated operation (`controller/appcontroller.go:2378`) and into API syncs that name none (`server/application/application.go:2121`-`2131`); the sync reads the operation's copy (`controller/sync.go:157`, `:320`-`338`), while `Prune=confirm` and `Delete=confirm` also mark `status.resources[].requiresDeletionConfirmation` at every comparison (`controller/state.go:1171`-`1191`).",
         modelled: "spec.sync_policy.sync_options",
-        used: Use::Carried(
-            "copied into the sync Argo Medic starts for an automated app and the sync an escalation offers (`policy::sync_plan`, `escalation::human_sync_plan`); it chooses no action",
-        ),
+        used: Use::Rule {
+            // Copied into the sync Argo Medic starts for an automated app and the sync an
+            // escalation offers; `Prune=confirm` with a resource to prune makes the sync unsafe to
+            // start unattended (gitops-engine/pkg/sync/sync_context.go:458-460).
+            rules: &["ladder:sync", "sync-gate:escalate"],
+            flips: &[
+                // why it changes: without Prune=confirm the CRD race is re-synced
+                Flip { case: "map/crd-race-with-prune-confirm", pointer: "/spec/syncPolicy/syncOptions", to: "[\"CreateNamespace=true\"]" },
+            ],
+        },
         probe: None,
     },
     MapRow {

@@ -290,9 +290,14 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "The resource's own sync status; empty for hooks and ignored resources.",
         controller: "Set by `CompareAppState` (`controller/state.go:980`-`1013`); `autoSync` skips an app whose only out-of-sync resources need pruning while automated prune is off (`controller/appcontroller.go:2352`-`2363`).",
         modelled: "status.resources[].status",
-        used: Use::NotRelevant(
-            "the rules read the app's `status.sync.status`; that auto-sync skips prune-only differences is not modelled",
-        ),
+        used: Use::Rule {
+            rules: &["prune-risk", "health-and-sync/prune-only-pending"],
+            flips: &[
+                // why it changes: a resource out of sync that is not an extra one: automated sync
+                // runs, and with it the prune-risk rule
+                Flip { case: "map/automated-prune-off-only-extra-resources", pointer: "/status/resources/0/status", to: "\"OutOfSync\"" },
+            ],
+        },
         probe: None,
     },
     MapRow {

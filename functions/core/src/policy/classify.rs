@@ -522,17 +522,41 @@ pub(super) fn classify_stale_reconcile(app: &Application, now: DateTime<Utc>, cf
     }
     let reconciled = app.status.reconciled_at;
     let stale = reconciled.is_none_or(|t| now - t > secs(cfg.stale_reconcile_secs));
+    // A refresh already requested (the API server set `argocd.argoproj.io/refresh`,
+    // server/application/application.go:888) that the controller has not taken (it removes the
+    // annotation when it compares, controller/appcontroller.go:2233): another request rewrites the
+    // same annotation; the controller or its shard is not processing the app.
+    let pending = app.refresh_pending();
     stale.then(|| {
         let minutes = reconciled.map_or_else(|| "never".to_owned(), |t| format!("{} minutes ago", (now - t).num_minutes()));
-        Finding::new(
+        let f = Finding::new(
             FailureMode::StaleReconcile,
-            format!("the app is {} / {} but Argo CD last reconciled it {minutes}", app.sync_status(), app.health_status()),
+            format!(
+                "the app is {} / {} but Argo CD last reconciled it {minutes}{}",
+                app.sync_status(),
+                app.health_status(),
+                if pending { ", and a refresh requested since is still waiting for the controller" } else { "" }
+            ),
         )
         .began(reconciled)
         .with("status.reconciledAt", ts(&reconciled))
         .with("status.health.status", app.health_status())
-        .with("status.sync.status", app.sync_status())
+        .with("status.sync.status", app.sync_status());
+        match pending {
+            true => f.futile_refresh().because("refresh-pending").with("metadata.annotations[argocd.argoproj.io/refresh]", "set"),
+            false => f,
+        }
     })
+}
+
+/// True when every resource that is not Synced only waits to be pruned (`requiresPruning`), the
+/// test `autoSync` makes before it skips an app whose automated prune is off
+/// (controller/appcontroller.go:2352-2364).
+/// At least one resource must wait to be pruned: an app OutOfSync with every resource Synced is
+/// another state (namespace metadata), left to the rules after this one.
+pub(super) fn only_pruning_pending(app: &Application) -> bool {
+    app.status.resources.iter().any(|r| r.requires_pruning)
+        && app.status.resources.iter().all(|r| r.status == sync_status::SYNCED || r.requires_pruning)
 }
 
 /// Why pruning is beyond what Argo Medic may do alone, if it is.
@@ -556,6 +580,11 @@ pub(super) fn classify_prune_risk(app: &Application, cfg: &PolicyConfig) -> Opti
     // While an operation runs, it decides what is pruned (and Prune=confirm holds it for a human).
     let running = app.operation.is_some() || matches!(app.operation_phase(), phase::RUNNING | phase::TERMINATING);
     if app.sync_status() != sync_status::OUT_OF_SYNC || running {
+        return None;
+    }
+    // Automated prune off and nothing but pruning pending: automated sync skips the app and Argo
+    // Medic's sync would not prune (its plan follows automated.prune); no deletion is at risk.
+    if app.auto_sync().is_some_and(|a| !a.prune) && only_pruning_pending(app) {
         return None;
     }
     let why = prune_risk(app, cfg)?;
@@ -670,6 +699,14 @@ pub(super) fn classify_health_and_sync(app: &Application, now: DateTime<Utc>, cf
                 .began(app.status.reconciled_at)
                 .hold(app.status.reconciled_at.map(|t| later(t, cfg.repo_error_grace_secs)))
                 .with("status.sync.status", sync_status::UNKNOWN)
+        }
+        // Only extra resources to prune and automated prune off: automated sync skips the app for
+        // good (controller/appcontroller.go:2352-2364), by the owner's choice.
+        sync_status::OUT_OF_SYNC if app.auto_sync().is_some_and(|a| !a.prune) && only_pruning_pending(app) => {
+            Finding::new(FailureMode::OutOfSyncManual, "OutOfSync only by extra resources, and automated prune is off: Argo CD leaves them")
+                .because("prune-only-pending")
+                .with("status.sync.status", sync_status::OUT_OF_SYNC)
+                .with("spec.syncPolicy.automated.prune", "false")
         }
         sync_status::OUT_OF_SYNC if app.auto_sync().is_some() => {
             let since = finished.or(app.metadata.creation_timestamp);

@@ -122,6 +122,17 @@ pub fn sync_plan(app: &Application, cfg: &PolicyConfig) -> Result<SyncPlan, Stri
     if let Some(why) = prune_risk(app, cfg) {
         return Err(why);
     }
+    // With Prune=confirm a sync that prunes stops until a person confirms in Argo CD
+    // (gitops-engine/pkg/sync/sync_context.go:458-460), and no one would be asked.
+    let app_options = app.spec.sync_policy.as_ref().map(|p| p.sync_options.as_slice()).unwrap_or_default();
+    if app_options.iter().any(|o| o.replace(' ', "").eq_ignore_ascii_case("Prune=confirm"))
+        && app.status.resources.iter().any(|r| r.requires_pruning)
+    {
+        return Err(
+            "the app syncs with Prune=confirm and a resource requires pruning: the sync would stop until a person confirms it in Argo CD"
+                .into(),
+        );
+    }
     if let Some(auto) = app.auto_sync() {
         let options = app.spec.sync_policy.as_ref().map(|p| p.sync_options.clone()).unwrap_or_default();
         // An empty revision means the target revision, which is what automated sync itself syncs
@@ -311,7 +322,12 @@ impl DecisionPolicy {
         let controller_refreshed = entry.controller_refresh_counts
             && trigger.as_str() != Trigger::RECOVERY
             && matches!((app.status.reconciled_at, finding.began_at), (Some(r), Some(b)) if r > later(b, cfg.settle_secs));
-        let skipped = |r: Rung| r == Rung::Refresh && (controller_refreshed || finding.refresh_futile);
+        // A futile refresh is futile hard too: both only ask the controller to compare again.
+        let skipped = |r: Rung| match r {
+            Rung::Refresh => controller_refreshed || finding.refresh_futile,
+            Rung::HardRefresh => finding.refresh_futile,
+            _ => false,
+        };
         let next = entry.ladder.iter().copied().find(|r| !hist.has_taken(*r) && !skipped(*r));
         let rung = pending.or(next).unwrap_or(Rung::Escalate);
         let tried: Vec<_> = hist.attempts.iter().map(|a| a.rung.as_str()).collect();
