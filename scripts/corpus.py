@@ -5,7 +5,7 @@ Each case is one Application as `GET /api/v1/applications/{name}` returns it (Ar
 checked against the v1alpha1Application schema of Argo CD's swagger by sim/tests/api/swagger.rs),
 with the trigger, the time, the actions an experienced operator accepts, the actions that would be
 unsafe, and one line of why that names its evidence: a path:line in argoproj/argo-cd (at v3.5.1,
-commit 37ee0097) or a public issue. The messages are quoted literally from those sources; the
+commit 37ee0097 for the earlier cases, the tag's commit 109ca7ca for issue 23's) or a public issue. The messages are quoted literally from those sources; the
 objects around them are written out here so every case is complete and reviewable.
 
 The cases are data, not derived from the policy: the labels were written before the policy was
@@ -600,9 +600,8 @@ def rate_limits():
 
     a = app("fleet-long-throttle", dest_ns="team-l", sync="Unknown")
     cond(a, "ComparisonError", RATE_LIMITS[0][1], 130)
-    case("rate-limit", "throttled-for-two-hours", a, ["wait"], "Still throttled after two hours: still not a per-app problem (fleet handling escalates outages once, argoproj/argo-cd#1895).",
-         mode="source-rate-limited",
-         known_failing="the wait bound escalates every throttled app after max_wait_secs, one incident per app, although the throttling is the host's")
+    case("rate-limit", "throttled-for-two-hours", a, ["escalate"], "Still throttled after two hours (argoproj/argo-cd#1895): throttling that long is no longer passing, and a person should know once. Relabelled by issue 23 from wait: many apps on the host are one fleet incident (the fleet hold leaves them to it), so a per-app escalation reaches only an app throttled alone.",
+         mode="source-rate-limited")
 
     a = app("fleet-cached-429", dest_ns="team-c", sync="Unknown")
     cond(a, "ComparisonError", "rpc error: code = Unknown desc = Manifest generation error (cached): failed to list refs: unexpected client error: unexpected requesting \"https://github.com/acme/deploy.git/info/refs?service=git-upload-pack\" status code: 429", 40)
@@ -665,7 +664,7 @@ def causes():
         else:
             accept, why = ["escalate"], f"Beneath the cached wrapper is a {klass} error ({key}) that renders the same at this revision, so a hard refresh repeats it; a person must fix the source or its credentials ({cite})."
             fail = None
-        case("causes", f"cached-{key}", a, accept, why, mode="cached-manifest-error" if klass == "transient" else ("permission-denied" if klass == "permission" else "source-config-error"),
+        case("causes", f"cached-{key}", a, accept, why, mode="cached-manifest-error" if klass == "transient" else "source-config-error",
              rows=("condition ComparisonError", "field status.conditions[].message"), known_failing=fail,
              pair="cached-helm-nil-pointer" if key == "git-timeout" else None)
 
@@ -778,8 +777,7 @@ def mapped():
     cond(a, "ComparisonError", f"Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = apps/{n}: app path does not exist - waiting for an external process to update environments/prod from environments/prod-next", 30)
     case("map", "hydrate-to-waiting-for-promotion", a, ["wait", "none"],
          f"{AC} controller/state.go:378-379 adds `waiting for an external process to update` when spec.sourceHydrator.hydrateTo is set and the sync branch lacks the path: a promotion (a merged pull request) is pending by design.",
-         mode="out-of-sync-manual", unsafe=["sync", "hard_refresh"], rows=("field spec.sourceHydrator.hydrateTo.targetBranch",),
-         known_failing="app path does not exist decides (source-config-error) although the wrapper says a promotion is pending")
+         mode="awaiting-promotion", unsafe=["sync", "hard_refresh"], rows=("field spec.sourceHydrator.hydrateTo.targetBranch",))
 
     # A refresh requested and never processed: the API server set the annotation
     # (server/application/application.go:888) and only the controller removes it (controller/appcontroller.go:2233).
@@ -797,6 +795,26 @@ def mapped():
     case("map", "new-app-waiting-for-its-first-automated-sync", a, ["wait"],
          f"Created three minutes ago with automated sync on and no operation yet: {AC} controller/appcontroller.go:2322 starts the first sync at a coming reconcile; nothing to do but wait.",
          mode="out-of-sync-awaiting-auto-sync", rows=("field metadata.creationTimestamp",))
+
+    # A person's sync that was a dry run, or a partial sync, re-run by Argo Medic: the re-run must
+    # be the sync the person asked for (operation.sync.dryRun, operation.sync.resources;
+    # controller/sync.go:313-319, :408).
+    for key, tweak, why in (
+        ("dry-run", lambda s: s.__setitem__("dryRun", True),
+         f"The person's sync was a dry run ({AC} controller/sync.go:408 keeps no history for one): re-running it as a real sync would apply what they only wanted to see."),
+        ("partial", lambda s: s.__setitem__("resources", [{"group": "apps", "kind": "Deployment", "name": "svc-partial"}]),
+         f"The person synced one Deployment of the app ({AC} controller/sync.go:313-319 syncs only `sync.resources`): a re-run of the whole app would apply what they left out."),
+    ):
+        n = f"svc-{key}"
+        a = app(n, dest_ns="team-p", auto=False, sync="OutOfSync")
+        op(a, "Failed", TASKS_FAILED, 9, 8, [
+            result("Deployment", n, group="apps", ns="team-p", status="SyncFailed", message="etcdserver: leader changed"),
+        ], user="dev@example.com")
+        tweak(a["status"]["operationState"]["operation"]["sync"])
+        case("map", f"person-s-{key}-sync-failed-transiently", a, ["escalate", "none"], why,
+             trigger="on-sync-failed", mode="sync-failed-transient", unsafe=["sync"],
+             rows=(f"field status.operationState.operation.sync.{'dryRun' if key == 'dry-run' else 'resources.*'}",),
+             known_failing="sync_plan re-runs a person's failed sync as a full, real sync whatever its dryRun and resources said")
 
     # skip-reconcile spelled as Go's ParseBool reads it.
     a = app("skip-reconcile-one", dest_ns="batch-o", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "1"})
@@ -823,7 +841,7 @@ def mapped():
         a["status"]["sourceHydrator"] = {"currentOperation": {"drySHA": sha(n), "startedAt": ts(20), "finishedAt": ts(19), "phase": "Failed", "message": text, "sourceHydrator": a["spec"]["sourceHydrator"]}}
         case("map", f"hydration-failed-{key}", a, ["escalate"],
              f"{AC} controller/hydrator/hydrator.go:324-327 records the failure and retries every two minutes (:650); beneath is an error that repeats ({key}), so the new dry commit never reaches the app until a person acts.",
-             mode="permission-denied" if "auth" in key else "source-config-error", rows=("field status.sourceHydrator.currentOperation.phase",))
+             mode="source-config-error", rows=("field status.sourceHydrator.currentOperation.phase",))
 
 
 # === class causes, continued: the wrappers of tools, retries and operations (issue 23) =============
@@ -842,7 +860,7 @@ def causes_more():
     items = [
         # (id, message, minutes, accept, why, mode, known_failing)
         ("cached-helm-repos-not-permitted", cached("rpc error: code = PermissionDenied desc = helm repos https://charts.example.com/stable are not permitted in project 'team-a'"), 30, ["escalate"],
-         f"The AppProject's sourceRepos lacks the Helm repository ({R} reposerver/repository/repository.go:1386-1401; argoproj/argo-cd#15278): a person changes the project, then one hard refresh.", "permission-denied", None),
+         f"The AppProject's sourceRepos lacks the Helm repository ({R} reposerver/repository/repository.go:1386-1401; argoproj/argo-cd#15278): a person changes the project, then one hard refresh.", "source-config-error", None),
         ("cached-helm-repo-x509", cached("error building helm chart dependencies: failed to add helm repository https://charts.example.com/stable: failed to add repository: failed running helm: `helm repo add stable https://charts.example.com/stable` failed exit status 1: Error: looks like \"https://charts.example.com/stable\" is not a valid chart repository or cannot be reached: Get \"https://charts.example.com/stable/index.yaml\": x509: certificate signed by unknown authority"), 30, ["escalate"],
          f"TLS trust for the Helm repository is not configured (argoproj/argo-cd#6048; wrappers {R} repository.go:1235, util/helm/helm.go:108): it fails the same until a person adds the CA.", "source-config-error", None),
         ("cached-helm-repo-name-with-slash", cached("`helm repo add https://charts.bitnami.com/bitnami https://charts.bitnami.com/bitnami` failed exit status 1: Error: repository name (https://charts.bitnami.com/bitnami) contains '/', please specify a different name without '/'"), 30, ["escalate"],

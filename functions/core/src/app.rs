@@ -190,6 +190,25 @@ pub struct ApplicationSpec {
     pub destination: ApplicationDestination,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync_policy: Option<Box<SyncPolicy>>,
+    /// The source hydrator (`spec.sourceHydrator`, Argo CD ≥3.1), the part the policy reads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_hydrator: Option<SourceHydrator>,
+}
+
+/// `spec.sourceHydrator` (`v1alpha1SourceHydrator`): only whether hydration goes through a
+/// staging branch that something else promotes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SourceHydrator {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hydrate_to: Option<HydrateTo>,
+}
+
+/// `spec.sourceHydrator.hydrateTo` (`v1alpha1HydrateTo`): the staging branch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct HydrateTo {
+    pub target_branch: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -72,6 +72,7 @@ failure_modes! {
     AppSetHandEdit => "appset-hand-edit",
     OwnershipConflict => "ownership-conflict",
     SyncWindowBlocked => "sync-window-blocked",
+    AwaitingPromotion => "awaiting-promotion",
     OperationInProgress => "operation-in-progress",
     OperationRunningTooLong => "operation-running-too-long",
     AutoSyncRetriesExhausted => "auto-sync-retries-exhausted",
@@ -377,7 +378,7 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         controller_refresh_counts: false,
         offers_sync: false,
         recommends: HumanAction::Acknowledge,
-        diagnosis: "The Git, Helm or OCI host that serves the app's source is throttling Argo CD. It hits every app on that host at once and clears when the request rate drops; until then no sync can render the manifests. Refreshing, hard refreshing or escalating app by app only adds requests and noise: Argo Medic waits and looks again, and fleet-wide handling reports the outage once.",
+        diagnosis: "The Git, Helm or OCI host that serves the app's source is throttling Argo CD. It hits every app on that host at once and clears when the request rate drops; until then no sync can render the manifests. Refreshing or hard refreshing only adds requests: Argo Medic waits and looks again. When many apps share the host, the fleet hold makes the outage one incident; an app still throttled past the wait bound (two hours) is escalated once, because throttling that long is no longer passing.",
         runbook: &[
             "Check the host's rate-limit status (GitHub: `X-RateLimit-Remaining`; Docker Hub: pull limits) and which credentials Argo CD uses.",
             "Authenticate the repository (a GitHub App, a Docker Hub account) or mirror it; raise `timeout.reconciliation` or use Git webhooks to poll less.",
@@ -711,6 +712,22 @@ pub static CATALOGUE: &[CatalogueEntry] = &[
         diagnosis: "A sync window forbids syncing right now. Argo Medic waits for the window to open rather than going around it.",
         runbook: &[
             "Check the AppProject's sync windows (`argocd proj windows list <project>`); use a manual-sync window if the change is urgent.",
+        ],
+    },
+    CatalogueEntry {
+        id: FailureMode::AwaitingPromotion,
+        title: "Hydrated sync branch waiting for a promotion",
+        recognised_by: "condition ComparisonError whose `app path does not exist` carries the controller's `waiting for an external process to update <sync branch> from <hydrateTo branch>`, on an app with `spec.sourceHydrator.hydrateTo` (controller/state.go:378-379)",
+        signals: &["waiting for an external process to update"],
+        default_action: Action::Wait,
+        ladder: &[],
+        controller_refresh_counts: false,
+        offers_sync: false,
+        recommends: HumanAction::Acknowledge,
+        diagnosis: "The source hydrator writes to a staging branch (`hydrateTo`) and something else — usually a merged pull request — promotes it to the branch the app syncs from. Until that happens the path does not exist there, by design. A refresh or a sync cannot promote; Argo Medic waits, and tells a person if the promotion has not happened within the wait bound.",
+        runbook: &[
+            "Look for the open promotion pull request from the `hydrateTo` branch to the sync branch, and merge or close it.",
+            "If nothing promotes automatically, check the promotion tooling (a CI job, a GitOps Promoter) that should update the sync branch.",
         ],
     },
     CatalogueEntry {

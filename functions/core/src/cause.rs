@@ -16,8 +16,11 @@ use crate::catalogue::{RATE_LIMIT_SIGNALS, TRANSIENT_SIGNALS};
 pub enum CauseClass {
     /// The source host throttles Argo CD (HTTP 429 and its spellings): shared, passes by itself.
     RateLimited,
-    /// Credentials or RBAC refuse (Git authentication, Kubernetes `forbidden`, an AppProject
-    /// restriction): a person must change a secret, a role or the project.
+    /// The source's credentials or the AppProject refuse (Git, Helm or OCI authentication, a
+    /// repository or destination the project does not permit): a person changes a secret or the
+    /// project.
+    Access,
+    /// Kubernetes RBAC refuses Argo CD's service account: a person grants a role.
     Permission,
     /// The source renders the same failure every time: a template or build error, a path,
     /// revision or chart that does not exist, invalid YAML. Neither a refresh nor a sync helps.
@@ -37,6 +40,7 @@ impl CauseClass {
     pub fn as_str(self) -> &'static str {
         match self {
             CauseClass::RateLimited => "rate-limited",
+            CauseClass::Access => "access",
             CauseClass::Permission => "permission",
             CauseClass::Configuration => "configuration",
             CauseClass::KindNotFound => "kind-not-found",
@@ -97,11 +101,24 @@ pub const WRAPPERS: &[Wrapper] = &[
 /// decisive render and TLS failures, then transient before the rest of configuration and
 /// rejection (a remote kustomize base that timed out is reported inside kustomize's own words and
 /// its exit status), so the configuration list holds only what failed, never the tool's name.
-const PERMISSION_SIGNALS: &[&str] = &[
-    "are not permitted in project",
+const ACCESS_SIGNALS: &[&str] = &[
+    // Git, Helm and OCI credentials (util/git/client.go, go-git, Helm's own texts)
     "authentication required",
     "authentication failed",
     "invalid username or password",
+    "status code: 401",
+    "status code: 403",
+    "could not read username",
+    "unable to authenticate",
+    // the AppProject's restrictions (util/argo/argo.go:676, :689, :715; repository.go:1386-1401)
+    "are not permitted in project",
+    "is not permitted in project",
+    "do not match any of the allowed destinations",
+    "not permitted to manage",
+];
+
+/// Kubernetes RBAC refusing Argo CD's service account (apimachinery `NewForbidden`).
+const PERMISSION_SIGNALS: &[&str] = &[
     "permission denied",
     "is forbidden: user",
     "cannot get resource",
@@ -110,15 +127,7 @@ const PERMISSION_SIGNALS: &[&str] = &[
     "cannot patch resource",
     "cannot update resource",
     "cannot delete resource",
-    "is not permitted in project",
-    "do not match any of the allowed destinations",
-    "not permitted to manage",
-    "status code: 401",
-    "status code: 403",
-    "could not read username",
-    "ssh: handshake failed: ssh: unable to authenticate",
 ];
-
 /// Render failures whose text may also hold a transport word (a template parse error ends in
 /// `unexpected EOF`, istio/istio#16186), and transport failures that are configuration (a TLS or
 /// proxy mismatch never passes, argoproj/argo-cd#8407, #6048, #17772): these decide before the
@@ -210,7 +219,14 @@ pub struct Cause<'a> {
     pub grpc_code: Option<&'a str>,
     /// The literal that named the class.
     pub signal: Option<&'static str>,
+    /// The controller says the path waits for a promotion to the hydrator's sync branch: it
+    /// appends ` - waiting for an external process to update <sync> from <hydrateTo>` to `app path
+    /// does not exist` when `spec.sourceHydrator.hydrateTo` is set (controller/state.go:378-379).
+    pub awaiting_promotion: bool,
 }
+
+/// The suffix of [`Cause::awaiting_promotion`].
+pub const AWAITING_PROMOTION_SUFFIX: &str = " - waiting for an external process to update ";
 
 /// Peels one wrapper off `text`, if it starts with one: the rest, the wrapper, and the value a
 /// `%` stood for.
@@ -259,8 +275,9 @@ pub fn cause_of(text: &str) -> Cause<'_> {
         beneath = rest.trim_start();
     }
     let lower = beneath.to_ascii_lowercase();
-    let classes: [(CauseClass, &[&'static str]); 8] = [
+    let classes: [(CauseClass, &[&'static str]); 9] = [
         (CauseClass::RateLimited, RATE_LIMIT_SIGNALS),
+        (CauseClass::Access, ACCESS_SIGNALS),
         (CauseClass::Permission, PERMISSION_SIGNALS),
         (CauseClass::KindNotFound, KIND_NOT_FOUND_SIGNALS),
         (CauseClass::Configuration, DECISIVE_CONFIGURATION_SIGNALS),
@@ -273,12 +290,13 @@ pub fn cause_of(text: &str) -> Cause<'_> {
     // A repo-server that could not be reached answers with the code alone.
     let by_code = || match grpc_code {
         Some("Unavailable" | "DeadlineExceeded" | "ResourceExhausted" | "Aborted") => (CauseClass::Transient, None),
-        Some("PermissionDenied" | "Unauthenticated") => (CauseClass::Permission, None),
+        Some("PermissionDenied" | "Unauthenticated") => (CauseClass::Access, None),
         Some("NotFound" | "InvalidArgument" | "FailedPrecondition") => (CauseClass::Configuration, None),
         _ => (CauseClass::Unknown, None),
     };
     let (class, signal) = found.unwrap_or_else(by_code);
-    Cause { class, beneath, wrappers, cached, grpc_code, signal }
+    let awaiting_promotion = beneath.contains(AWAITING_PROMOTION_SUFFIX);
+    Cause { class, beneath, wrappers, cached, grpc_code, signal, awaiting_promotion }
 }
 
 #[cfg(test)]
@@ -310,7 +328,7 @@ mod tests {
         let auth = cause_of(
             "Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = failed to list refs: authentication required",
         );
-        assert_eq!(auth.class, CauseClass::Permission);
+        assert_eq!(auth.class, CauseClass::Access);
     }
 
     #[test]

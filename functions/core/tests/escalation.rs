@@ -120,6 +120,7 @@ const GOLDEN: &[(&str, &[&str], &str)] = &[
     ("appset-hand-edit", &["hard_refresh", "snooze", "acknowledge"], "acknowledge"),
     ("ownership-conflict", &["hard_refresh", "snooze", "acknowledge"], "acknowledge"),
     ("sync-window-blocked", &["hard_refresh", "terminate_operation", "snooze", "acknowledge"], "acknowledge"),
+    ("awaiting-promotion", &["hard_refresh", "snooze", "acknowledge"], "acknowledge"),
     ("operation-in-progress", &["hard_refresh", "terminate_operation", "snooze", "acknowledge"], "acknowledge"),
     ("operation-running-too-long", &["hard_refresh", "terminate_operation", "snooze", "acknowledge"], "terminate_operation"),
     ("auto-sync-retries-exhausted", &["sync", "hard_refresh", "snooze", "acknowledge"], "sync"),

@@ -178,8 +178,14 @@ pub(super) const ROWS: &[MapRow] = &[
         key: "spec.sourceHydrator.hydrateTo.targetBranch",
         meaning: "A staging branch the hydrator pushes to instead of the sync branch; a process outside Argo CD (a pull request) promotes it.",
         controller: "Until then a missing path is a ComparisonError ending `waiting for an external process to update <sync branch> from <hydrateTo branch>` (`controller/state.go:378`-`379`).",
-        modelled: "",
-        used: Use::NotRelevant("not read; the conditions rule reads the ComparisonError it explains"),
+        modelled: "spec.source_hydrator.hydrate_to.target_branch",
+        used: Use::Rule {
+            rules: &["conditions/awaiting-promotion"],
+            flips: &[
+                // why it changes: without a staging branch, a missing path is the source's error
+                Flip { case: "map/hydrate-to-waiting-for-promotion", pointer: "/spec/sourceHydrator/hydrateTo", to: "null" },
+            ],
+        },
         probe: None,
     },
     MapRow {

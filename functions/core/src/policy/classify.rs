@@ -190,7 +190,7 @@ pub(super) fn classify_running_operation(app: &Application, now: DateTime<Utc>, 
         let mode = match cause.class {
             CauseClass::Rejected => Some(FailureMode::ResourceRejected),
             CauseClass::Permission => Some(FailureMode::PermissionDenied),
-            CauseClass::Configuration => Some(FailureMode::SourceConfigError),
+            CauseClass::Configuration | CauseClass::Access => Some(FailureMode::SourceConfigError),
             _ => None,
         };
         if let Some(mode) = mode {
@@ -472,12 +472,25 @@ pub(super) fn classify_conditions(app: &Application, cfg: &PolicyConfig) -> Opti
                         .with("cause", cause.class.as_str())
                         .with("cause.beneath", cause.beneath.chars().take(300).collect::<String>())
                 };
+                // A promotion pending by design: the controller's own words, on an app whose spec
+                // stages hydration on another branch.
+                let staged = app.spec.source_hydrator.as_ref().is_some_and(|h| h.hydrate_to.is_some());
+                if cause.awaiting_promotion && staged {
+                    return Some(
+                        base(FailureMode::AwaitingPromotion, "the hydrated path waits for a promotion to the sync branch".into())
+                            .because("awaiting-promotion")
+                            .with("spec.sourceHydrator.hydrateTo", "set"),
+                    );
+                }
                 Some(match cause.class {
                     // Throttling by the source host is shared by every app on it and clears by
                     // itself; a hard refresh of a cached error would only ask the throttled host again.
                     CauseClass::RateLimited => base(FailureMode::SourceRateLimited, "the source host is rate-limiting Argo CD".into())
                         .because("source-rate-limited"),
                     CauseClass::Permission => base(FailureMode::PermissionDenied, c.message.clone()).because("cause-permission"),
+                    // The catalogue's source-config-error: credentials and project restrictions are
+                    // the source's configuration, fixed in a secret or the AppProject.
+                    CauseClass::Access => base(FailureMode::SourceConfigError, c.message.clone()).because("cause-access"),
                     CauseClass::Transient | CauseClass::Unknown if cause.cached => {
                         base(FailureMode::CachedManifestError, "the repo-server keeps serving a cached manifest generation error".into())
                             .because(if cause.class == CauseClass::Transient { "cached-transient" } else { "cached-unknown" })
