@@ -813,8 +813,7 @@ def mapped():
         tweak(a["status"]["operationState"]["operation"]["sync"])
         case("map", f"person-s-{key}-sync-failed-transiently", a, ["escalate", "none"], why,
              trigger="on-sync-failed", mode="sync-failed-transient", unsafe=["sync"],
-             rows=(f"field status.operationState.operation.sync.{'dryRun' if key == 'dry-run' else 'resources.*'}",),
-             known_failing="sync_plan re-runs a person's failed sync as a full, real sync whatever its dryRun and resources said")
+             rows=(f"field status.operationState.operation.sync.{'dryRun' if key == 'dry-run' else 'resources.*'}",))
 
     # skip-reconcile spelled as Go's ParseBool reads it.
     a = app("skip-reconcile-one", dest_ns="batch-o", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "1"})

@@ -322,10 +322,21 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "A dry run (`argocd app sync --dry-run`): applied with `--dry-run`, nothing changes.",
         controller: "Passed to the sync context (`controller/sync.go:311`); a dry run records no history (`:408`) and asks for no refresh when done (`controller/appcontroller.go:1645`).",
         modelled: "status.operation_state.operation.sync.dry_run",
-        used: Use::NotRelevant(
-            "not read today (a gap: a person's failed dry run is judged as a failed deployment, and the sync gate would re-run it as a real sync)",
-        ),
-        probe: Some(Flip { case: "transient/connection-reset", pointer: "/status/operationState/operation/sync/dryRun", to: "true" }),
+        used: Use::Rule {
+            // The sync gate does not turn a person's dry run into a real sync.
+            rules: &["ladder:sync", "sync-gate:escalate"],
+            flips: &[
+                // why it changes: a real sync that failed transiently is re-run
+                Flip {
+                    case: "map/person-s-dry-run-sync-failed-transiently",
+                    pointer: "/status/operationState/operation/sync/dryRun",
+                    to: "false",
+                },
+                // why it changes: the same failure as a dry run is not re-run
+                Flip { case: "transient/connection-reset", pointer: "/status/operationState/operation/sync/dryRun", to: "true" },
+            ],
+        },
+        probe: None,
     },
     MapRow {
         kind: Field,
@@ -333,12 +344,19 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "A partial sync's resources (`group`, `kind`, `name`, `namespace`); a self-heal lists the OutOfSync ones (`controller/appcontroller.go:2419`-`2427`).",
         controller: "Filter the sync's tasks (`controller/sync.go:313`-`319`); a partial sync records no history (`:408`) and is reported as `Partial sync operation` (`controller/appcontroller.go:1724`-`1725`).",
         modelled: "status.operation_state.operation.sync.resources",
-        used: Use::NotRelevant("not read today (a gap: the sync gate would re-run a person's failed partial sync as a full sync)"),
-        probe: Some(Flip {
-            case: "transient/connection-reset",
-            pointer: "/status/operationState/operation/sync/resources",
-            to: "[{\"group\":\"apps\",\"kind\":\"Deployment\",\"name\":\"api\"}]",
-        }),
+        used: Use::Rule {
+            // The sync gate does not widen a person's partial sync to the whole app.
+            rules: &["ladder:sync", "sync-gate:escalate"],
+            flips: &[
+                // why it changes: a whole sync that failed transiently is re-run
+                Flip {
+                    case: "map/person-s-partial-sync-failed-transiently",
+                    pointer: "/status/operationState/operation/sync/resources",
+                    to: "null",
+                },
+            ],
+        },
+        probe: None,
     },
     MapRow {
         kind: Field,

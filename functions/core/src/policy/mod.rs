@@ -149,6 +149,17 @@ pub fn sync_plan(app: &Application, cfg: &PolicyConfig) -> Result<SyncPlan, Stri
     let by = op.and_then(|o| o.initiated_by.as_ref()).filter(|i| !i.automated && !i.username.is_empty());
     let sync = op.and_then(|o| o.sync.as_ref());
     let result_revision = state.and_then(|s| s.sync_result.as_ref()).map(|r| r.revision.as_str()).unwrap_or_default();
+    // The re-run must be the sync the person asked for: a dry run changed nothing on purpose, and a
+    // partial sync applied only what they chose (controller/sync.go:311, :313-319); Argo Medic
+    // re-runs whole, real syncs only.
+    if sync.is_some_and(|s| s.dry_run) {
+        return Err("the failed sync was a dry run; re-running it would apply what the person only wanted to see".into());
+    }
+    if let Some(n) = sync.and_then(|s| s.resources.as_ref()).map(Vec::len).filter(|n| *n > 0) {
+        return Err(format!(
+            "the failed sync was a partial sync of {n} resource(s); re-running the whole app would apply what the person left out"
+        ));
+    }
     match (by, sync) {
         (Some(by), Some(sync)) if result_revision.is_empty() || result_revision == app.revision() => Ok(SyncPlan {
             revision: sync.revision.clone(),
