@@ -851,7 +851,10 @@ def mapped():
 def causes_more():
     R = AC
     def comparison(n, msg, minutes=12, sync="Unknown", **kw):
-        a = app(n, dest_ns=f"ns-{n}"[:40], sync=sync, reconciled=2, **kw)
+        # Realistic noise: every other app lives outside the control plane's namespace (apps in
+        # any namespace) and carries forty more resources.
+        other = len(n) % 2 == 0
+        a = app(n, ns="team-apps" if other else "argocd", dest_ns=f"ns-{n}"[:40], sync=sync, reconciled=2, n_extra=40 if other else 0, **kw)
         cond(a, "ComparisonError", msg, minutes)
         return a
     rows = ("condition ComparisonError",)

@@ -17,6 +17,7 @@
 //!
 //! [`Application`]: crate::Application
 
+mod causes;
 mod constants;
 mod metadata;
 mod operation;
@@ -44,6 +45,9 @@ pub enum RowKind {
     HealthCode,
     /// A `status.operationState.syncResult.resources[]` result or hook phase.
     ResultCode,
+    /// A class of the cause beneath an error message (`crate::cause::CauseClass`): the rules
+    /// read conditions, operation and hydration messages through it.
+    Cause,
 }
 
 impl RowKind {
@@ -57,6 +61,7 @@ impl RowKind {
             RowKind::SyncCode => "sync code",
             RowKind::HealthCode => "health code",
             RowKind::ResultCode => "result code",
+            RowKind::Cause => "cause",
         }
     }
 }
@@ -106,9 +111,9 @@ pub struct MapRow {
     pub probe: Option<Flip>,
 }
 
-/// Every row, in order: metadata, spec, operation, status, then the constants.
+/// Every row, in order: metadata, spec, operation, status, the constants, then the cause classes.
 pub fn rows() -> impl Iterator<Item = &'static MapRow> {
-    metadata::ROWS.iter().chain(spec::ROWS).chain(operation::ROWS).chain(status::ROWS).chain(constants::ROWS)
+    metadata::ROWS.iter().chain(spec::ROWS).chain(operation::ROWS).chain(status::ROWS).chain(constants::ROWS).chain(causes::ROWS)
 }
 
 impl MapRow {
@@ -232,6 +237,14 @@ mod tests {
         let gate = MapRow { used: Use::Rule { rules: &["ladder:sync"], flips: &[] }, ..row };
         assert!(gate.read_by("crd-race → ladder:sync"));
         assert!(!gate.read_by("crd-race → ladder:escalate"));
+    }
+
+    #[test]
+    fn every_cause_class_has_a_row() {
+        use crate::cause::CauseClass::*;
+        for class in [RateLimited, Access, Permission, KindNotFound, Configuration, Rejected, Transient, Unknown] {
+            assert!(rows().any(|r| r.kind == RowKind::Cause && r.key == class.as_str()), "cause {class} has no row");
+        }
     }
 
     #[test]
