@@ -223,6 +223,19 @@ def owned_by_appset(a, appset_name, manager, appset_minutes, edits=()):
 CASES = []
 
 
+def hydrated(n, dest_ns, reconciled=1, sync="Synced", hydrate_to=None):
+    """An app whose source is the source hydrator's (spec.sourceHydrator, Argo CD >= 3.1): no spec.source,
+    and the sync branch compared."""
+    a = app(n, dest_ns=dest_ns, reconciled=reconciled, sync=sync)
+    a["spec"].pop("source")
+    a["spec"]["sourceHydrator"] = {"drySource": {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "main"},
+                                   "syncSource": {"targetBranch": "environments/prod", "path": f"apps/{n}"}}
+    if hydrate_to:
+        a["spec"]["sourceHydrator"]["hydrateTo"] = {"targetBranch": hydrate_to}
+    a["status"]["sync"]["comparedTo"]["source"] = {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "environments/prod"}
+    return a
+
+
 def case(cls, cid, a, accept, why, trigger="sweep", mode=None, unsafe=None, history=None, config=None, version=None, pair=None, prune_risk=False,
          rows=(), known_failing=None):
     """One case. `unsafe` defaults from the accepted actions: a sync nobody accepted, `none` where only escalation is accepted,
@@ -707,11 +720,7 @@ def causes():
         ("push-refused", "Failed to hydrate: failed to commit and push: rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial tcp 10.20.5.9:8086: connect: connection refused\"", ["none", "wait"], None),
     ):
         n = f"hydrated-{key}"
-        a = app(n, dest_ns="web-h", reconciled=1)
-        a["spec"].pop("source")
-        a["spec"]["sourceHydrator"] = {"drySource": {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "main"},
-                                       "syncSource": {"targetBranch": "environments/prod", "path": f"apps/{n}"}}
-        a["status"]["sync"]["comparedTo"]["source"] = {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "environments/prod"}
+        a = hydrated(n, "web-h")
         a["status"]["sourceHydrator"] = {
             "lastSuccessfulOperation": {"drySHA": sha(n + "dry-old"), "hydratedSHA": sha(n + "hyd-old"), "sourceHydrator": a["spec"]["sourceHydrator"]},
             "currentOperation": {"drySHA": sha(n + "dry-new"), "startedAt": ts(50), "finishedAt": ts(49), "phase": "Failed", "message": text, "sourceHydrator": a["spec"]["sourceHydrator"]},
@@ -768,12 +777,7 @@ def mapped():
 
     # hydrateTo: the sync branch does not exist until a promotion lands (controller/state.go:378-379).
     n = "promo-waiting"
-    a = app(n, dest_ns="promo", sync="Unknown", reconciled=3)
-    a["spec"].pop("source")
-    a["spec"]["sourceHydrator"] = {"drySource": {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "main"},
-                                   "syncSource": {"targetBranch": "environments/prod", "path": f"apps/{n}"},
-                                   "hydrateTo": {"targetBranch": "environments/prod-next"}}
-    a["status"]["sync"]["comparedTo"]["source"] = {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "environments/prod"}
+    a = hydrated(n, "promo", reconciled=3, sync="Unknown", hydrate_to="environments/prod-next")
     cond(a, "ComparisonError", f"Failed to load target state: failed to generate manifest for source 1 of 1: rpc error: code = Unknown desc = apps/{n}: app path does not exist - waiting for an external process to update environments/prod from environments/prod-next", 30)
     case("map", "hydrate-to-waiting-for-promotion", a, ["wait", "none"],
          f"{AC} controller/state.go:378-379 adds `waiting for an external process to update` when spec.sourceHydrator.hydrateTo is set and the sync branch lacks the path: a promotion (a merged pull request) is pending by design.",
@@ -832,11 +836,7 @@ def mapped():
         ("kustomize-base-missing", "Failed to hydrate: failed to get manifests: rpc error: code = Unknown desc = " + BENEATH["kustomize-base-missing"][0].format(n="hyd", ns="web")),
     ):
         n = f"hydrate-{key}"
-        a = app(n, dest_ns="web-k", reconciled=1)
-        a["spec"].pop("source")
-        a["spec"]["sourceHydrator"] = {"drySource": {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "main"},
-                                       "syncSource": {"targetBranch": "environments/prod", "path": f"apps/{n}"}}
-        a["status"]["sync"]["comparedTo"]["source"] = {"repoURL": "https://git.example.com/platform/dry.git", "path": f"apps/{n}", "targetRevision": "environments/prod"}
+        a = hydrated(n, "web-k")
         a["status"]["sourceHydrator"] = {"currentOperation": {"drySHA": sha(n), "startedAt": ts(20), "finishedAt": ts(19), "phase": "Failed", "message": text, "sourceHydrator": a["spec"]["sourceHydrator"]}}
         case("map", f"hydration-failed-{key}", a, ["escalate"],
              f"{AC} controller/hydrator/hydrator.go:324-327 records the failure and retries every two minutes (:650); beneath is an error that repeats ({key}), so the new dry commit never reaches the app until a person acts.",

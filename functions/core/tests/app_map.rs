@@ -222,3 +222,72 @@ fn the_rows_a_case_was_drawn_from_are_rows_of_the_map() {
         }
     }
 }
+
+/// The annotation and label keys Argo CD v3.5.1 declares in `common/common.go` and
+/// `pkg/apis/application/v1alpha1/`, extracted with
+/// `git grep -hoE '(Annotation|Label)Key\w*\s*(\w+\s*)?=\s*"[^"]*"|(Annotation|Label)(Compare|Installation|ClientSide|IgnoreHealth|ApplicationSet)\w*\s*=\s*"[^"]*"' v3.5.1 -- common/common.go pkg/apis/application/v1alpha1/`
+/// (values such as `LabelValueSecretTypeCluster` are not keys), and the condition types, operation
+/// phases, sync and health codes of `types.go` and gitops-engine.
+const ARGOCD_V3_5_1_KEYS: &[&str] = &[
+    "argocd.argoproj.io/application-set-refresh",
+    "argocd.argoproj.io/client-side-apply-migration-manager",
+    "argocd.argoproj.io/compare-options",
+    "argocd.argoproj.io/ignore-healthcheck",
+    "argocd.argoproj.io/installation-id",
+    "argocd.argoproj.io/tracking-id",
+    "argocd.argoproj.io/skip-reconcile",
+    "argocd.argoproj.io/hydrate",
+    "argocd.argoproj.io/ignore-default-links",
+    "link.argocd.argoproj.io/",
+    "managed-by",
+    "argocd.argoproj.io/managed-by-url",
+    "argocd.argoproj.io/manifest-generate-paths",
+    "argocd.argoproj.io/refresh",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/name",
+    "argocd.argoproj.io/auto-label-cluster-info",
+    "argocd.argoproj.io/kubernetes-version",
+    "app.kubernetes.io/component",
+    "applications.argoproj.io/app-name",
+    "argocd.argoproj.io/secret-type",
+];
+const ARGOCD_V3_5_1_CODES: &[(RowKind, &str)] = &[
+    (RowKind::Condition, "DeletionError"),
+    (RowKind::Condition, "InvalidSpecError"),
+    (RowKind::Condition, "ComparisonError"),
+    (RowKind::Condition, "SyncError"),
+    (RowKind::Condition, "UnknownError"),
+    (RowKind::Condition, "SharedResourceWarning"),
+    (RowKind::Condition, "RepeatedResourceWarning"),
+    (RowKind::Condition, "ExcludedResourceWarning"),
+    (RowKind::Condition, "OrphanedResourceWarning"),
+    (RowKind::Phase, "Running"),
+    (RowKind::Phase, "Terminating"),
+    (RowKind::Phase, "Failed"),
+    (RowKind::Phase, "Error"),
+    (RowKind::Phase, "Succeeded"),
+    (RowKind::SyncCode, "Synced"),
+    (RowKind::SyncCode, "OutOfSync"),
+    (RowKind::SyncCode, "Unknown"),
+    (RowKind::HealthCode, "Healthy"),
+    (RowKind::HealthCode, "Progressing"),
+    (RowKind::HealthCode, "Degraded"),
+    (RowKind::HealthCode, "Suspended"),
+    (RowKind::HealthCode, "Missing"),
+    (RowKind::HealthCode, "Unknown"),
+];
+
+#[test]
+fn every_annotation_label_condition_phase_and_code_of_argo_cd_has_a_row() {
+    let missing_keys: Vec<&str> = ARGOCD_V3_5_1_KEYS
+        .iter()
+        .copied()
+        .filter(|k| !app_map::rows().any(|r| matches!(r.kind, RowKind::Annotation | RowKind::Label) && r.key == *k))
+        .collect();
+    let missing_codes: Vec<String> = ARGOCD_V3_5_1_CODES
+        .iter()
+        .filter(|(kind, key)| !app_map::rows().any(|r| r.kind == *kind && r.key == *key))
+        .map(|(kind, key)| format!("{} {key}", kind.as_str()))
+        .collect();
+    assert!(missing_keys.is_empty() && missing_codes.is_empty(), "no row for {missing_keys:?} {missing_codes:?}");
+}
