@@ -455,12 +455,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     config: None,
                     argo: medic::argocd_flags::ArgoFlags::default(),
                 };
+                let stop = medic::serve::stop_signal();
                 let sim = medic::sweep_cmd::start_simulator_on(&target, port).await?;
                 let token = medic_sim::SimConfig::default().tokens[0].token.clone();
                 // Shell lines, to paste into the shell another medic runs in.
                 emit(&format!("export ARGOCD_SERVER={}\nexport ARGOCD_AUTH_TOKEN={token}\n", sim.base_url()))?;
                 medic::note!("medic: Argo CD simulator at {} (plain HTTP); Ctrl-C stops it", sim.base_url());
-                stopped().await;
+                stop.await;
                 sim.shutdown().await;
                 Ok::<_, anyhow::Error>(ExitCode::SUCCESS)
             })
@@ -570,6 +571,8 @@ async fn serve(args: ServeArgs, argo: &medic::argocd_flags::ArgoFlags) -> Result
     let rates = args.budgets.rates();
     let target = args.target.into_target(argo)?;
     let dry_run = target.dry_run;
+    // Subscribed before anything announces readiness (see `stop_signal`).
+    let stop = medic::serve::stop_signal();
     let medic::sweep_cmd::Connection { client, sim, policy, store, state_path } =
         medic::sweep_cmd::connect(&target, medic::sweep_cmd::Unanswered::Continue).await?;
     let secret = match args.webhook_secret {
@@ -615,13 +618,18 @@ async fn serve(args: ServeArgs, argo: &medic::argocd_flags::ArgoFlags) -> Result
     medic::note!("medic: ingest listening on http://{}/v1/events and /v1/refresh", served.addr);
     match args.run_for {
         Some(d) => tokio::time::sleep(d).await,
-        None => stopped().await,
+        None => stop.await,
     }
     let handled = served.handled.load(std::sync::atomic::Ordering::Relaxed);
     let dead = served.dead_letters.lock().map(|d| d.len()).unwrap_or_default();
     let escalator = std::sync::Arc::clone(&served.escalator);
     let queue = std::sync::Arc::clone(&served.queue);
-    served.shutdown().await;
+    if !served.shutdown().await {
+        medic::note!(
+            "medic: the worker or the sweeper did not finish within {}s of the stop and was cut off; what it held stays queued in the state file",
+            medic::serve::SHUTDOWN_GRACE.as_secs()
+        );
+    }
     // What is still queued stays in the state file for the next start (an in-memory state, with
     // --simulate and no --state, keeps nothing).
     match (queue.len(), &state_path) {
@@ -652,21 +660,6 @@ async fn serve(args: ServeArgs, argo: &medic::argocd_flags::ArgoFlags) -> Result
 
 /// Until Ctrl-C (SIGINT) or SIGTERM, the signal systemd, Docker and Kubernetes stop a process
 /// with: either one drains and prints the summary (SIGTERM used to kill `serve` at once, rc 143).
-async fn stopped() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
-}
-
 /// A count flag that 0 would make meaningless (a sweep of no passes, no app at a time).
 fn at_least_one(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {

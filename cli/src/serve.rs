@@ -183,14 +183,57 @@ pub struct Served {
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
+/// How long a stop waits for the loops: the worker finishes the batch it holds and the sweeper
+/// its pass, as a Lambda invocation would before its timeout. Past it they are aborted; what the
+/// worker held stays in the state file's queue and is due again when its visibility ends.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
 impl Served {
-    /// Stops the server and the loops.
-    pub async fn shutdown(self) {
+    /// Stops the server and the loops, waiting at most [`SHUTDOWN_GRACE`] for them. Returns
+    /// false when it had to abort one.
+    pub async fn shutdown(self) -> bool {
+        self.shutdown_within(SHUTDOWN_GRACE).await
+    }
+
+    pub async fn shutdown_within(self, grace: Duration) -> bool {
         let _ = self.stop.send(true);
-        for t in self.tasks {
-            let _ = t.await;
+        join_within(self.tasks, grace).await
+    }
+}
+
+/// Waits for `tasks` at most `grace`, then aborts what is left; true when all finished.
+pub async fn join_within(tasks: Vec<tokio::task::JoinHandle<()>>, grace: Duration) -> bool {
+    let aborts: Vec<_> = tasks.iter().map(|t| t.abort_handle()).collect();
+    match tokio::time::timeout(grace, futures::future::join_all(tasks)).await {
+        Ok(_) => true,
+        Err(_) => {
+            aborts.iter().for_each(tokio::task::AbortHandle::abort);
+            false
         }
     }
+}
+
+/// A future that completes on SIGTERM or SIGINT (Ctrl-C), subscribed when it is made, not when it
+/// is first awaited: a process that says it is ready must already hear the signal that stops it.
+/// Subscribed after the announcement, a SIGTERM sent on reading it could come before the
+/// subscription and be lost, leaving the process running (a CI run of `serve`'s SIGTERM test hung
+/// so).
+pub fn stop_signal() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            return Box::pin(async move {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
+            });
+        }
+    }
+    Box::pin(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 /// Starts ingest (HTTP on `listen`), the worker loop and the sweeper loop.
@@ -469,6 +512,33 @@ async fn sweep_loop(sweeper: Arc<LocalSweeper>, every: Duration, mut stopped: wa
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A SIGTERM that arrives after the stop future is made but before it is first awaited still
+    /// stops it (an `async fn` that subscribed on first poll lost it, or the default action killed
+    /// the process).
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_sigterm_sent_before_the_stop_is_awaited_still_stops_it() {
+        let stop = stop_signal();
+        let pid = std::process::id().to_string();
+        assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        tokio::time::timeout(Duration::from_secs(10), stop).await.expect("the SIGTERM sent before the await stops it");
+    }
+
+    #[tokio::test]
+    async fn a_stop_waits_for_the_loops_within_its_grace_and_cuts_off_one_that_never_ends() {
+        let quick = vec![tokio::spawn(async {})];
+        assert!(join_within(quick, Duration::from_secs(5)).await);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let stuck = tokio::spawn(async move {
+            let _tx = tx; // dropped only when the task is aborted
+            std::future::pending::<()>().await
+        });
+        let started = std::time::Instant::now();
+        assert!(!join_within(vec![stuck], Duration::from_millis(200)).await);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(rx.await.is_err(), "the stuck loop was aborted, not left running");
+    }
 
     /// The log lines written while `f` runs.
     fn logged<T>(f: impl FnOnce() -> T) -> (T, String) {
