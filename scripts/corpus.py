@@ -831,8 +831,7 @@ def mapped():
         cond(a, "InvalidSpecError", message, minutes)
         case("map", f"invalid-spec-error-{key}-status-looks-stale", a, ["escalate"],
              f"{AC} controller/appcontroller.go:1866-1881: with a spec error the controller persists Unknown without stamping reconciledAt, so the status only looks stale; the spec error ({'util/argo/argo.go:715' if 'destination' in key else 'controller/appcontroller.go:2744'}) needs a person.",
-             mode="source-config-error", rows=("condition InvalidSpecError", "field status.reconciledAt"),
-             known_failing="stale-status runs before conditions: the status a spec error leaves unstamped is refreshed as stale")
+             mode="source-config-error", rows=("condition InvalidSpecError", "field status.reconciledAt"),)
 
     # An app of apps whose sync would prune a child Application: with the resources finalizer,
     # deleting the child deletes its workloads (the finalizer cascades, controller/appcontroller.go:1304).
@@ -844,8 +843,7 @@ def mapped():
     op(a, "Failed", TASKS_FAILED, 8, 7, [result("Application", "checkout", group="argoproj.io", version="v1alpha1", ns="argocd", status="SyncFailed", message="etcdserver: leader changed")])
     case("map", "app-of-apps-sync-would-prune-a-child-application", a, ["escalate"],
          f"A transient failure a re-sync would fix, but the sync prunes the child Application ledger-legacy, and its resources finalizer deletes every workload it manages ({AC} controller/appcontroller.go:1304): a blast radius of a whole app, for a person to confirm.",
-         trigger="on-sync-failed", mode="prune-blast-radius", prune_risk=True, rows=("field status.resources[].requiresPruning",),
-         known_failing="protected_prune_kinds lacks Application: one child Application counts as one resource under max_prune")
+         trigger="on-sync-failed", mode="prune-blast-radius", prune_risk=True, rows=("field status.resources[].requiresPruning",),)
 
     # skip-reconcile spelled as Go's ParseBool reads it.
     a = app("skip-reconcile-one", dest_ns="batch-o", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "1"})

@@ -132,9 +132,18 @@ impl Default for PolicyConfig {
             max_refusals: 3,
             max_wait_secs: 2 * 3600,
             max_prune: 5,
-            protected_prune_kinds: ["Namespace", "CustomResourceDefinition", "PersistentVolumeClaim", "PersistentVolume"]
-                .map(String::from)
-                .to_vec(),
+            // An Application or ApplicationSet pruned takes what it manages with it (the resources
+            // finalizer cascades, argo-cd controller/appcontroller.go:1304): one resource, a whole app.
+            protected_prune_kinds: [
+                "Namespace",
+                "CustomResourceDefinition",
+                "PersistentVolumeClaim",
+                "PersistentVolume",
+                "Application",
+                "ApplicationSet",
+            ]
+            .map(String::from)
+            .to_vec(),
             max_actions_per_incident: 3,
             hooks_idempotent: false,
             builtin_health_groups: ["", "apps", "batch", "extensions", "networking.k8s.io", "policy", "autoscaling", "argoproj.io"]

@@ -490,6 +490,12 @@ pub(super) const ROWS: &[MapRow] = &[
         used: Use::Rule {
             rules: &["conditions", "stale-status", "resolved", "nothing-to-do"],
             flips: &[
+                // why it changes: without the spec error, the unstamped status is refreshed as stale
+                Flip {
+                    case: "map/invalid-spec-error-destination-not-permitted-status-looks-stale",
+                    pointer: "/status/conditions",
+                    to: "[]",
+                },
                 // why it changes: the manual OutOfSync app (none) becomes a source-config error that escalates.
                 Flip {
                     case: "modes/out-of-sync-manual",
@@ -551,14 +557,20 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "An error the controller cannot classify: the project could not be read, permissions could not be validated, the GVK parser or server-side diff failed, or (v3.5.0+) the status is too large to persist.",
         controller: "Set by `refreshAppConditions` (`controller/appcontroller.go:2179`), which also sets sync and health Unknown (`:1870`); `projectErrorToCondition` (`:2747`); `CompareAppState` (`controller/state.go:891`, `:902`); the status-too-large fallback (`controller/appcontroller.go:2280`, v3.5.0+), after which the stored status is stale.",
         modelled: "status.conditions[].kind",
-        used: Use::Carried(
-            "read only by `is_calm()`; no corpus case is stale and otherwise calm, so no flip shows it. Gap: the policy names no mode for it, so its Unknown status reads as `comparison-error-transient` and a too-large status as stale, both refreshed in vain",
-        ),
-        probe: Some(Flip {
-            case: "staleness/unknown-status-an-hour-old",
-            pointer: "/status/conditions",
-            to: "[{\"type\": \"UnknownError\", \"message\": \"Application status exceeds the Kubernetes resource size limit and could not be persisted. The displayed status may be stale.\", \"lastTransitionTime\": \"2026-11-01T11:30:00Z\"}]",
-        }),
+        used: Use::Rule {
+            // Like a spec error, it leaves reconciledAt unstamped, so stale-status stands aside.
+            // Gap: no mode names it, so its Unknown status reads as `comparison-error-transient`.
+            rules: &["stale-status"],
+            flips: &[
+                // why it changes: an hour-old status with UnknownError is not taken for a stale one
+                Flip {
+                    case: "staleness/unknown-status-an-hour-old",
+                    pointer: "/status/conditions",
+                    to: "[{\"type\": \"UnknownError\", \"message\": \"Application status exceeds the Kubernetes resource size limit and could not be persisted. The displayed status may be stale.\", \"lastTransitionTime\": \"2026-11-01T11:30:00Z\"}]",
+                },
+            ],
+        },
+        probe: None,
     },
     MapRow {
         kind: RowKind::Condition,

@@ -533,6 +533,12 @@ pub(super) fn classify_stale_reconcile(app: &Application, now: DateTime<Utc>, cf
     if app.is_calm() {
         return None;
     }
+    // A spec or project error: the controller reconciles the app but persists Unknown without
+    // stamping reconciledAt (controller/appcontroller.go:1866-1881), so an old reconciledAt is not
+    // an old status, and a refresh would change nothing (nor could it be seen to).
+    if app.status.conditions.iter().any(|c| matches!(c.kind.as_str(), "InvalidSpecError" | "UnknownError")) {
+        return None;
+    }
     let reconciled = app.status.reconciled_at;
     let stale = reconciled.is_none_or(|t| now - t > secs(cfg.stale_reconcile_secs));
     // A refresh already requested (the API server set `argocd.argoproj.io/refresh`,
