@@ -845,6 +845,37 @@ def mapped():
          f"A transient failure a re-sync would fix, but the sync prunes the child Application ledger-legacy, and its resources finalizer deletes every workload it manages ({AC} controller/appcontroller.go:1304): a blast radius of a whole app, for a person to confirm.",
          trigger="on-sync-failed", mode="prune-blast-radius", prune_risk=True, rows=("field status.resources[].requiresPruning",),)
 
+    # A self-heal loop at revision A, then a new commit B: autoSync carries the self-heal count
+    # only while it re-syncs the same revision (controller/appcontroller.go:2405-2410); B is synced
+    # by a fresh automated operation, so the old count says nothing about B.
+    a = app("api-hpa-new-commit", dest_ns="api", sync="OutOfSync", self_heal=True, prune=True, reconciled=1)
+    op(a, "Succeeded", "successfully synced (all tasks run)", 3, 3, [result("Deployment", "api-hpa-new-commit", group="apps", ns="api", message="deployment.apps/api-hpa-new-commit configured")],
+       heal_attempts=37, revision=sha("api-hpa-new-commit-old"))
+    a["status"]["operationState"]["syncResult"]["revision"] = sha("api-hpa-new-commit-old")
+    a["status"]["resources"][4]["status"] = "OutOfSync"
+    case("map", "self-heal-loop-then-a-new-commit", a, ["wait"],
+         f"37 self-heals of the old revision, but the target moved to a new commit: automated sync syncs it with a fresh operation whose count starts at zero ({AC} controller/appcontroller.go:2405-2410); wait for it (near miss of conflicts/self-heal-fights-hpa).",
+         mode="out-of-sync-awaiting-auto-sync", rows=("field status.operationState.operation.sync.autoHealAttemptsCount", "field status.operationState.operation.sync.revision"),
+         known_failing="the self-heal-loop rule counts self-heals of a revision that is no longer the target")
+
+    # Argo Medic's own failed sync, on a manual app, read by a run that has no record of it (another
+    # instance, or its record expired): the operation carries Argo Medic's idempotency key in
+    # operation.info (set by the sync request, server/application/application.go:2169), so it is
+    # not a sync a person asked for, whoever's account started it.
+    n = "svc-own-sync"
+    a = app(n, dest_ns="team-o", auto=False, sync="OutOfSync")
+    op(a, "Failed", TASKS_FAILED, 9, 8, [
+        result("Deployment", n, group="apps", ns="team-o", status="SyncFailed", message="etcdserver: leader changed"),
+    ], user="argo-medic")
+    a["status"]["operationState"]["operation"]["info"] = [
+        {"name": "argo-medic.io/idempotency-key", "value": "am1-5b1c0e2f9a7d4c3b8e6f1a2d3c4b5a69"},
+        {"name": "argo-medic.io/incident-began", "value": ts(30)},
+    ]
+    case("map", "argo-medic-s-own-failed-sync-is-not-a-person-s", a, ["escalate"],
+         "The failed sync carries Argo Medic's own idempotency key in operation.info: nobody asked for it but Argo Medic, so re-running it would be Argo Medic asking itself again without the record of its first try; a person is told.",
+         trigger="on-sync-failed", mode="sync-failed-transient", unsafe=["sync"], rows=("field status.operationState.operation.info.*", "field status.operationState.operation.initiatedBy.username"),
+         known_failing="sync_plan takes any non-automated initiator for a person, Argo Medic's own account included")
+
     # skip-reconcile spelled as Go's ParseBool reads it.
     a = app("skip-reconcile-one", dest_ns="batch-o", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "1"})
     case("map", "skip-reconcile-annotation-as-one", a, ["none", "escalate"],
