@@ -855,8 +855,7 @@ def mapped():
     a["status"]["resources"][4]["status"] = "OutOfSync"
     case("map", "self-heal-loop-then-a-new-commit", a, ["wait"],
          f"37 self-heals of the old revision, but the target moved to a new commit: automated sync syncs it with a fresh operation whose count starts at zero ({AC} controller/appcontroller.go:2405-2410); wait for it (near miss of conflicts/self-heal-fights-hpa).",
-         mode="out-of-sync-awaiting-auto-sync", rows=("field status.operationState.operation.sync.autoHealAttemptsCount", "field status.operationState.operation.sync.revision"),
-         known_failing="the self-heal-loop rule counts self-heals of a revision that is no longer the target")
+         mode="out-of-sync-awaiting-auto-sync", rows=("field status.operationState.operation.sync.autoHealAttemptsCount", "field status.operationState.operation.sync.revision"),)
 
     # Argo Medic's own failed sync, on a manual app, read by a run that has no record of it (another
     # instance, or its record expired): the operation carries Argo Medic's idempotency key in
@@ -873,8 +872,7 @@ def mapped():
     ]
     case("map", "argo-medic-s-own-failed-sync-is-not-a-person-s", a, ["escalate"],
          "The failed sync carries Argo Medic's own idempotency key in operation.info: nobody asked for it but Argo Medic, so re-running it would be Argo Medic asking itself again without the record of its first try; a person is told.",
-         trigger="on-sync-failed", mode="sync-failed-transient", unsafe=["sync"], rows=("field status.operationState.operation.info.*", "field status.operationState.operation.initiatedBy.username"),
-         known_failing="sync_plan takes any non-automated initiator for a person, Argo Medic's own account included")
+         trigger="on-sync-failed", mode="sync-failed-transient", unsafe=["sync"], rows=("field status.operationState.operation.info.*", "field status.operationState.operation.initiatedBy.username"),)
 
     # skip-reconcile spelled as Go's ParseBool reads it.
     a = app("skip-reconcile-one", dest_ns="batch-o", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "1"})

@@ -153,14 +153,22 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "The started operation's `info`, copied from `operation.info` (`controller/sync.go:71`-`77`).",
         controller: "Not read by the controller.",
         modelled: "status.operation_state.operation.info",
-        used: Use::Carried(
-            "the actuator finds its idempotency key here once the operation started; the classifier also reads `argo-medic.io/incident-began` from it so that a failed Argo Medic sync continues its incident (`episode_start`), which moves when the incident began (the wait bound, the controller's refresh counting as the refresh rung); no corpus case carries Argo Medic's infos",
-        ),
-        probe: Some(Flip {
-            case: "modes/sync-failed",
-            pointer: "/status/operationState/operation/info",
-            to: "[{\"name\":\"reason\",\"value\":\"release 42\"}]",
-        }),
+        used: Use::Rule {
+            // The actuator finds its idempotency key here once the operation started; the
+            // classifier reads `argo-medic.io/incident-began` so that a failed Argo Medic sync
+            // continues its incident (`episode_start`); the sync gate refuses to re-run a sync
+            // that carries Argo Medic's key as if a person had asked for it.
+            rules: &["ladder:sync", "sync-gate:escalate"],
+            flips: &[
+                // why it changes: without Argo Medic's key, the failed sync is a person's to re-run
+                Flip {
+                    case: "map/argo-medic-s-own-failed-sync-is-not-a-person-s",
+                    pointer: "/status/operationState/operation/info",
+                    to: "[]",
+                },
+            ],
+        },
+        probe: None,
     },
     MapRow {
         kind: Field,

@@ -644,7 +644,13 @@ pub(super) fn classify_self_heal_loop(app: &Application, cfg: &PolicyConfig) -> 
         return None;
     }
     let state = app.status.operation_state.as_ref()?;
-    let attempts = state.operation.as_ref()?.sync.as_ref()?.auto_heal_attempts_count?;
+    let sync = state.operation.as_ref()?.sync.as_ref()?;
+    // The count is carried only while automated sync re-syncs the same revision
+    // (controller/appcontroller.go:2405-2410): after a new commit it says nothing.
+    if !sync.revision.is_empty() && sync.revision != app.revision() {
+        return None;
+    }
+    let attempts = sync.auto_heal_attempts_count?;
     (attempts >= cfg.self_heal_loop_attempts).then(|| {
         let resources: Vec<String> =
             state.sync_result.iter().flat_map(|r| r.resources.iter()).map(|r| format!("{}/{}", r.kind, r.name)).collect();

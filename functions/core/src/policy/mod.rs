@@ -149,6 +149,11 @@ pub fn sync_plan(app: &Application, cfg: &PolicyConfig) -> Result<SyncPlan, Stri
     let by = op.and_then(|o| o.initiated_by.as_ref()).filter(|i| !i.automated && !i.username.is_empty());
     let sync = op.and_then(|o| o.sync.as_ref());
     let result_revision = state.and_then(|s| s.sync_result.as_ref()).map(|r| r.revision.as_str()).unwrap_or_default();
+    // A sync that carries Argo Medic's own key is Argo Medic's, whatever account started it: not
+    // one a person asked for.
+    if op.is_some_and(|o| o.info.iter().any(|i| i.name == crate::app::IDEMPOTENCY_INFO_NAME)) {
+        return Err("the failed sync was Argo Medic's own (its key is in operation.info), not one a person asked for".into());
+    }
     // The re-run must be the sync the person asked for: a dry run changed nothing on purpose, and a
     // partial sync applied only what they chose (controller/sync.go:311, :313-319); Argo Medic
     // re-runs whole, real syncs only.
