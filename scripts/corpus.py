@@ -236,6 +236,25 @@ def hydrated(n, dest_ns, reconciled=1, sync="Synced", hydrate_to=None):
     return a
 
 
+def multi_source_as_the_controller_writes(a, revisions, op_revisions=None):
+    """A multi-source app as Argo CD v3.x writes it: only the revisions lists, never the single
+    revision fields (controller/state.go:645-656, :1043-1047; controller/sync.go:152-153)."""
+    a["status"]["sync"].pop("revision", None)
+    a["status"]["sync"]["revisions"] = list(revisions)
+    state = a["status"].get("operationState")
+    if state:
+        ops = list(op_revisions or revisions)
+        sync = state["operation"]["sync"]
+        sync.pop("revision", None)
+        sync["revisions"] = ops
+        if "syncResult" in state:
+            state["syncResult"].pop("revision", None)
+            state["syncResult"]["revisions"] = ops
+        if "operation" in a:
+            a["operation"] = copy.deepcopy(state["operation"])
+    return a
+
+
 def case(cls, cid, a, accept, why, trigger="sweep", mode=None, unsafe=None, history=None, config=None, version=None, pair=None, prune_risk=False,
          rows=(), known_failing=None):
     """One case. `unsafe` defaults from the accepted actions: a sync nobody accepted, `none` where only escalation is accepted,
@@ -873,6 +892,30 @@ def mapped():
     case("map", "argo-medic-s-own-failed-sync-is-not-a-person-s", a, ["escalate"],
          "The failed sync carries Argo Medic's own idempotency key in operation.info: nobody asked for it but Argo Medic, so re-running it would be Argo Medic asking itself again without the record of its first try; a person is told.",
          trigger="on-sync-failed", mode="sync-failed-transient", unsafe=["sync"], rows=("field status.operationState.operation.info.*", "field status.operationState.operation.initiatedBy.username"),)
+
+    # Multi-source apps as the controller writes them: only the revisions lists. A PostSync hook
+    # that failed at the old values commit is history once the values source moved on; automated
+    # sync syncs the new revisions (controller/appcontroller.go:2367-2380 compares the lists).
+    a = app("search-multi-moved", dest_ns="search", multi_source=True, sync="OutOfSync")
+    op(a, "Failed", f"{TASKS_FAILED}, reason: {BACKOFF}", 40, 35, [
+        result("Deployment", "search-multi-moved", group="apps", ns="search", message="deployment.apps/search-multi-moved configured"),
+        result("Job", "search-reindex", group="batch", ns="search", message=BACKOFF, hook_type="PostSync", hook_phase="Failed"),
+    ])
+    multi_source_as_the_controller_writes(a, ["4.2.1", sha("search-multi-moved-new")], ["4.2.1", sha("search-multi-moved-old")])
+    case("map", "multi-source-hook-failed-at-revisions-since-replaced", a, ["wait"],
+         f"The PostSync hook failed at the old values commit; the app now compares against a new one ({AC} controller/state.go:645-656 writes only status.sync.revisions for multi-source apps), and automated sync will sync it: the failure is history (near miss of hooks/postsync-reindex-failed-multi-source-synced-healthy).",
+         trigger="sweep", mode="out-of-sync-awaiting-auto-sync", rows=("field status.sync.revisions", "field status.operationState.syncResult.revisions"),
+         known_failing="the policy compares only the single revision fields, which the controller leaves empty for multi-source apps: an old failure is judged current")
+
+    # Unlimited automated retries pinned to the old revisions of a multi-source app (retry.refresh
+    # off): only terminating lets the new revisions sync (controller/appcontroller.go:1550-1571).
+    a = app("pay-multi-retry", dest_ns="pay", multi_source=True, sync="OutOfSync", reconciled=1)
+    running(a, "Retrying attempt #6 at 12:27PM.", 12, retry_count=6, retry={"limit": -1})
+    multi_source_as_the_controller_writes(a, ["4.2.1", sha("pay-multi-retry-new")], ["4.2.1", sha("pay-multi-retry-old")])
+    case("map", "multi-source-unlimited-retries-pinned-to-old-revisions", a, ["escalate"],
+         f"Unlimited retries of the old revisions while the target moved on ({AC} controller/appcontroller.go:1550-1571; retry.refresh off): the new values commit never syncs until a person terminates the operation.",
+         trigger="sweep", mode="operation-running-too-long", rows=("field status.operationState.operation.sync.revisions", "field status.sync.revisions"),
+         known_failing="retries pinned to an old revision are told only from the single revision fields, empty for multi-source apps")
 
     # skip-reconcile spelled as Go's ParseBool reads it.
     a = app("skip-reconcile-one", dest_ns="batch-o", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "1"})
