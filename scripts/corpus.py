@@ -893,18 +893,18 @@ def mapped():
          "The failed sync carries Argo Medic's own idempotency key in operation.info: nobody asked for it but Argo Medic, so re-running it would be Argo Medic asking itself again without the record of its first try; a person is told.",
          trigger="on-sync-failed", mode="sync-failed-transient", unsafe=["sync"], rows=("field status.operationState.operation.info.*", "field status.operationState.operation.initiatedBy.username"),)
 
-    # Multi-source apps as the controller writes them: only the revisions lists. A PostSync hook
-    # that failed at the old values commit is history once the values source moved on; automated
-    # sync syncs the new revisions (controller/appcontroller.go:2367-2380 compares the lists).
-    a = app("search-multi-moved", dest_ns="search", multi_source=True, sync="OutOfSync")
+    # Multi-source apps as the controller writes them: only the revisions lists. On a manually
+    # synced app, a PostSync hook that failed at the old values commit is history once the values
+    # source moved on: the app is OutOfSync with new revisions nobody has asked to sync yet.
+    a = app("search-multi-moved", dest_ns="search", multi_source=True, sync="OutOfSync", auto=False)
     op(a, "Failed", f"{TASKS_FAILED}, reason: {BACKOFF}", 40, 35, [
         result("Deployment", "search-multi-moved", group="apps", ns="search", message="deployment.apps/search-multi-moved configured"),
         result("Job", "search-reindex", group="batch", ns="search", message=BACKOFF, hook_type="PostSync", hook_phase="Failed"),
     ])
     multi_source_as_the_controller_writes(a, ["4.2.1", sha("search-multi-moved-new")], ["4.2.1", sha("search-multi-moved-old")])
-    case("map", "multi-source-hook-failed-at-revisions-since-replaced", a, ["wait"],
-         f"The PostSync hook failed at the old values commit; the app now compares against a new one ({AC} controller/state.go:645-656 writes only status.sync.revisions for multi-source apps), and automated sync will sync it: the failure is history (near miss of hooks/postsync-reindex-failed-multi-source-synced-healthy).",
-         trigger="sweep", mode="out-of-sync-awaiting-auto-sync", rows=("field status.sync.revisions", "field status.operationState.syncResult.revisions"),
+    case("map", "multi-source-hook-failed-at-revisions-since-replaced", a, ["none"],
+         f"The PostSync hook failed at the old values commit, and the app now compares against a new one ({AC} controller/state.go:645-656 writes only status.sync.revisions for multi-source apps): the failure is history, and the new revisions are the owner's to sync (near miss of hooks/postsync-reindex-failed-multi-source-synced-healthy).",
+         trigger="sweep", mode="out-of-sync-manual", unsafe=["sync"], rows=("field status.sync.revisions", "field status.operationState.syncResult.revisions"),
          known_failing="the policy compares only the single revision fields, which the controller leaves empty for multi-source apps: an old failure is judged current")
 
     # Unlimited automated retries pinned to the old revisions of a multi-source app (retry.refresh
