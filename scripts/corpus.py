@@ -904,8 +904,7 @@ def mapped():
     multi_source_as_the_controller_writes(a, ["4.2.1", sha("search-multi-moved-new")], ["4.2.1", sha("search-multi-moved-old")])
     case("map", "multi-source-hook-failed-at-revisions-since-replaced", a, ["none"],
          f"The PostSync hook failed at the old values commit, and the app now compares against a new one ({AC} controller/state.go:645-656 writes only status.sync.revisions for multi-source apps): the failure is history, and the new revisions are the owner's to sync (near miss of hooks/postsync-reindex-failed-multi-source-synced-healthy).",
-         trigger="sweep", mode="out-of-sync-manual", unsafe=["sync"], rows=("field status.sync.revisions", "field status.operationState.syncResult.revisions"),
-         known_failing="the policy compares only the single revision fields, which the controller leaves empty for multi-source apps: an old failure is judged current")
+         trigger="sweep", mode="out-of-sync-manual", unsafe=["sync"], rows=("field status.sync.revisions", "field status.operationState.syncResult.revisions"),)
 
     # Unlimited automated retries pinned to the old revisions of a multi-source app (retry.refresh
     # off): only terminating lets the new revisions sync (controller/appcontroller.go:1550-1571).
@@ -914,8 +913,7 @@ def mapped():
     multi_source_as_the_controller_writes(a, ["4.2.1", sha("pay-multi-retry-new")], ["4.2.1", sha("pay-multi-retry-old")])
     case("map", "multi-source-unlimited-retries-pinned-to-old-revisions", a, ["escalate"],
          f"Unlimited retries of the old revisions while the target moved on ({AC} controller/appcontroller.go:1550-1571; retry.refresh off): the new values commit never syncs until a person terminates the operation.",
-         trigger="sweep", mode="operation-running-too-long", rows=("field status.operationState.operation.sync.revisions", "field status.sync.revisions"),
-         known_failing="retries pinned to an old revision are told only from the single revision fields, empty for multi-source apps")
+         trigger="sweep", mode="operation-running-too-long", rows=("field status.operationState.operation.sync.revisions", "field status.sync.revisions"))
 
     # skip-reconcile spelled as Go's ParseBool reads it.
     a = app("skip-reconcile-one", dest_ns="batch-o", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "1"})

@@ -546,8 +546,10 @@ impl Application {
         if let Some(rev) = sync.map(|s| &s.revision).filter(|r| !r.is_empty()) {
             return rev.clone();
         }
-        if let Some(rev) = sync.and_then(|s| s.revisions.first()) {
-            return rev.clone();
+        // A multi-source app: the controller writes only the list (controller/state.go:645-656),
+        // and a change in any source is a new revision of the app.
+        if let Some(revs) = sync.map(|s| &s.revisions).filter(|r| !r.is_empty()) {
+            return revs.join(",");
         }
         if let Some(result) = self.status.operation_state.as_ref().and_then(|o| o.sync_result.as_ref())
             && !result.revision.is_empty()

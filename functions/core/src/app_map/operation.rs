@@ -281,10 +281,19 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "The per-source revisions of a multi-source app's operation (`pkg/apis/application/v1alpha1/types.go:1440`); auto-sync copies `status.sync.revisions` (`controller/appcontroller.go:2380`).",
         controller: "Become `syncResult.revisions` (`controller/sync.go:98`, `:153`); cleared with `revision` by `retry.refresh` (`controller/appcontroller.go:1570`).",
         modelled: "status.operation_state.operation.sync.revisions",
-        used: Use::NotRelevant(
-            "not read today: the pinned-retry rule and the sync gate use the single `revision`, which is empty for a multi-source app, so its pinned retries go unrecognised (a gap)",
-        ),
-        probe: Some(Flip { case: "modes/sync-failed", pointer: "/status/operationState/operation/sync/revisions", to: "[\"0a1b2c3d\"]" }),
+        used: Use::Rule {
+            // The revisions a multi-source operation is pinned to: retries of old ones are told by it.
+            rules: &["running-operation"],
+            flips: &[
+                // why it changes: retries of today's revisions are not pinned to old ones
+                Flip {
+                    case: "map/multi-source-unlimited-retries-pinned-to-old-revisions",
+                    pointer: "/status/operationState/operation/sync/revisions",
+                    to: "[\"4.2.1\", \"83deddb30c715f768cb7ea000f8ed1f289632094\"]",
+                },
+            ],
+        },
+        probe: None,
     },
     MapRow {
         kind: Field,
@@ -432,9 +441,18 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "The per-source revisions a multi-source operation synced.",
         controller: "Set when the sync starts (`controller/sync.go:98`, `:153`); auto-sync compares them with `status.sync.revisions` to know it already tried (`controller/appcontroller.go:2491`-`2494`).",
         modelled: "status.operation_state.sync_result.revisions",
-        used: Use::NotRelevant(
-            "not read today (a gap: a multi-source app's failure at older revisions is judged as current, its `revision` being empty)",
-        ),
+        used: Use::Rule {
+            // A multi-source app's result revision: an old failure is history once it differs.
+            rules: &["failed-operation"],
+            flips: &[
+                // why it changes: a result at today's revisions makes the failed hook current
+                Flip {
+                    case: "map/multi-source-hook-failed-at-revisions-since-replaced",
+                    pointer: "/status/operationState/syncResult/revisions",
+                    to: "[\"4.2.1\", \"b4ab379266e8203393931fd1cfe6b49e458e4f80\"]",
+                },
+            ],
+        },
         probe: None,
     },
     MapRow {

@@ -56,9 +56,20 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "The revisions of a multi-source app's sources, in `spec.sources` order, as last compared.",
         controller: "Set by `CompareAppState` for multiple sources only, and then `status.sync.revision` stays empty (`controller/state.go:645`-`647`, resolved at `:1043`); `autoSync` syncs to them (`controller/appcontroller.go:2370`).",
         modelled: "status.sync.revisions",
-        used: Use::Carried(
-            "`Application::revision()` falls back to the first entry when `status.sync.revision` is empty (the incident key, the failed-operation and calm checks); every corpus case that has it also carries `status.sync.revision`, so no flip of it alone changes a decision",
-        ),
+        used: Use::Rule {
+            // A multi-source app's revision: the controller writes only this list
+            // (controller/state.go:645-656); `Application::revision` joins it, so a change in any
+            // source is a new revision, and old failures and pinned retries are told by it.
+            rules: &["failed-operation", "running-operation", "health-and-sync"],
+            flips: &[
+                // why it changes: at the revisions the hook failed at, the failure is current
+                Flip {
+                    case: "map/multi-source-hook-failed-at-revisions-since-replaced",
+                    pointer: "/status/sync/revisions",
+                    to: "[\"4.2.1\", \"e287ea4197234a05736ee8db6aa1d5d15a56dd98\"]",
+                },
+            ],
+        },
         probe: None,
     },
     MapRow {

@@ -227,8 +227,14 @@ pub(super) fn retries_of_an_old_revision(
 ) -> Option<(FailureMode, &'static str, String)> {
     let op = state.operation.as_ref()?;
     let retrying = state.retry_count.is_some_and(|n| n > 0) || state.message.starts_with("Retrying operation");
-    let pinned = op.sync.as_ref().map(|s| s.revision.as_str()).filter(|r| !r.is_empty())?;
-    let target = app.status.sync.as_ref().map(|s| s.revision.as_str()).filter(|r| !r.is_empty())?;
+    // The single revisions, or a multi-source app's lists (the controller writes only those).
+    let pinned = op.sync.as_ref().and_then(|s| match (s.revision.as_str(), s.revisions.as_slice()) {
+        (r, _) if !r.is_empty() => Some(r.to_owned()),
+        (_, l) if !l.is_empty() => Some(l.join(",")),
+        _ => None,
+    })?;
+    let target = Some(app.revision()).filter(|r| !r.is_empty() && app.status.sync.is_some())?;
+    let (pinned, target) = (pinned.as_str(), target.as_str());
     if !retrying || pinned == target {
         return None;
     }
@@ -298,7 +304,13 @@ pub(super) fn classify_failed_operation(app: &Application, cfg: &PolicyConfig) -
     // (a migration, a smoke test) still makes it a failed deployment.
     let steady = app.sync_status() == sync_status::SYNCED && matches!(app.health_status(), health::HEALTHY | health::SUSPENDED);
     // A failure at an older revision is history: the app has moved on, judge its current state.
-    let op_revision = state.sync_result.as_ref().map(|r| r.revision.as_str()).filter(|r| !r.is_empty());
+    // Only the result's own revision counts here (a failure with no result is judged current); a
+    // multi-source app's is its revisions list.
+    let op_revision = state.sync_result.as_ref().and_then(|r| match (r.revision.as_str(), r.revisions.as_slice()) {
+        (s, _) if !s.is_empty() => Some(s.to_owned()),
+        (_, l) if !l.is_empty() => Some(l.join(",")),
+        _ => None,
+    });
     if op_revision.is_some_and(|r| r != app.revision()) {
         return None;
     }
