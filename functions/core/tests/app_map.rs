@@ -176,6 +176,10 @@ fn flipping_a_carried_or_irrelevant_field_changes_no_decision() {
         .filter(|r| !flipped_rows.contains_key(&(r.kind, r.key)))
         .map(MapRow::name)
         .collect();
+    let flips: usize = flipped_rows.values().sum();
+    println!("{flips} flips of carried or not-relevant fields over {} cases, {} rows measured", cases.len(), flipped_rows.len());
+    // The walk itself has to reach the corpus's fields: a walker that flipped nothing would pass.
+    assert!(flips > 1000 && flipped_rows.len() > 50, "only {flips} flips over {} rows", flipped_rows.len());
     assert!(
         failures.is_empty(),
         "{} flips of fields the map calls carried or not relevant changed a decision:\n{}",
