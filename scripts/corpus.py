@@ -915,6 +915,21 @@ def mapped():
          f"Unlimited retries of the old revisions while the target moved on ({AC} controller/appcontroller.go:1550-1571; retry.refresh off): the new values commit never syncs until a person terminates the operation.",
          trigger="sweep", mode="operation-running-too-long", rows=("field status.operationState.operation.sync.revisions", "field status.sync.revisions"))
 
+    # Manifests Argo CD applies otherwise than Git says: a resource given twice (the last one wins,
+    # controller/state.go:560-572) or of a kind excluded in the settings (never applied,
+    # controller/state.go:750-760). The app looks Synced and Healthy, is never calm, and no rule
+    # named it, so its incident neither escalated nor resolved.
+    for key, kind, message in (
+        ("repeated", "RepeatedResourceWarning", "Resource /ConfigMap/web-r/web-config appeared 2 times among application resources."),
+        ("excluded", "ExcludedResourceWarning", "Resource cilium.io/CiliumNetworkPolicy web-allow-dns is excluded in the settings"),
+    ):
+        a = app(f"web-{key}-resource", dest_ns=f"web-{key[0]}")
+        cond(a, kind, message, 30)
+        case("map", f"{key}-resource-warning-on-a-synced-healthy-app", a, ["escalate"],
+             f"{AC} controller/state.go:{'566' if key == 'repeated' else '759'}: what Git says is not what Argo CD applies ({'one of two copies is dropped' if key == 'repeated' else 'the resource is never applied'}), silently, while the app shows Synced and Healthy; a person should hear it once.",
+             mode="source-config-error", rows=(f"condition {kind}",),
+             known_failing="no rule names the warning: the app is never calm, its incident neither escalates nor resolves")
+
     # skip-reconcile spelled as Go's ParseBool reads it.
     a = app("skip-reconcile-one", dest_ns="batch-o", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "1"})
     case("map", "skip-reconcile-annotation-as-one", a, ["none", "escalate"],
