@@ -927,8 +927,7 @@ def mapped():
         cond(a, kind, message, 30)
         case("map", f"{key}-resource-warning-on-a-synced-healthy-app", a, ["escalate"],
              f"{AC} controller/state.go:{'566' if key == 'repeated' else '759'}: what Git says is not what Argo CD applies ({'one of two copies is dropped' if key == 'repeated' else 'the resource is never applied'}), silently, while the app shows Synced and Healthy; a person should hear it once.",
-             mode="source-config-error", rows=(f"condition {kind}",),
-             known_failing="no rule names the warning: the app is never calm, its incident neither escalates nor resolves")
+             mode="source-config-error", rows=(f"condition {kind}",),)
 
     # skip-reconcile spelled as Go's ParseBool reads it.
     a = app("skip-reconcile-one", dest_ns="batch-o", sync="OutOfSync", reconciled=60 * 4, annotations={"argocd.argoproj.io/skip-reconcile": "1"})

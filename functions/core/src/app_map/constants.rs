@@ -578,14 +578,14 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "The rendered manifests hold the same group/kind/namespace/name more than once; Argo CD silently keeps the last one.",
         controller: "Set by the deduplication in `CompareAppState` (`controller/state.go:566`), replaced on every comparison (`controller/state.go:1111`).",
         modelled: "status.conditions[].kind",
-        used: Use::Carried(
-            "read only by `is_calm()`; no corpus case is stale and otherwise calm, so no flip shows it. Gap: no stage classifies it, so a Synced, Healthy app with it is `healthy` yet never calm: its incident never resolves and is never escalated",
-        ),
-        probe: Some(Flip {
-            case: "modes/healthy",
-            pointer: "/status/conditions",
-            to: "[{\"type\": \"RepeatedResourceWarning\", \"message\": \"Resource /ConfigMap/web/web-config appeared 2 times among application resources.\", \"lastTransitionTime\": \"2026-11-01T12:00:00Z\"}]",
-        }),
+        used: Use::Rule {
+            rules: &["conditions/repeated-resource"],
+            flips: &[
+                // why it changes: without the warning the Synced and Healthy app is calm
+                Flip { case: "map/repeated-resource-warning-on-a-synced-healthy-app", pointer: "/status/conditions", to: "[]" },
+            ],
+        },
+        probe: None,
     },
     MapRow {
         kind: RowKind::Condition,
@@ -593,14 +593,14 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "A rendered resource is excluded by `resource.exclusions`, so Argo CD never applies it.",
         controller: "Set by `CompareAppState` (`controller/state.go:759`), replaced on every comparison (`controller/state.go:1112`).",
         modelled: "status.conditions[].kind",
-        used: Use::Carried(
-            "read only by `is_calm()`; no corpus case is stale and otherwise calm, so no flip shows it. Gap: no stage classifies it, so a resource in Git that is never deployed is only seen as an incident that never resolves",
-        ),
-        probe: Some(Flip {
-            case: "modes/suspended-by-design",
-            pointer: "/status/conditions",
-            to: "[{\"type\": \"ExcludedResourceWarning\", \"message\": \"Resource cilium.io/CiliumNetworkPolicy web-egress is excluded in the settings\", \"lastTransitionTime\": \"2026-11-01T12:00:00Z\"}]",
-        }),
+        used: Use::Rule {
+            rules: &["conditions/excluded-resource"],
+            flips: &[
+                // why it changes: without the warning the Synced and Healthy app is calm
+                Flip { case: "map/excluded-resource-warning-on-a-synced-healthy-app", pointer: "/status/conditions", to: "[]" },
+            ],
+        },
+        probe: None,
     },
     MapRow {
         kind: RowKind::Condition,

@@ -522,6 +522,17 @@ pub(super) fn classify_conditions(app: &Application, cfg: &PolicyConfig) -> Opti
                 })
             }
             "InvalidSpecError" => Some(base(FailureMode::SourceConfigError, c.message.clone())),
+            // What Argo CD applies is not what Git says, silently: a resource given twice (the
+            // last copy wins, controller/state.go:566) or of a kind excluded in the settings (never
+            // applied, :759). A person hears it once; the incident resolves when the warning goes.
+            "RepeatedResourceWarning" => Some(
+                base(FailureMode::SourceConfigError, format!("the manifests give a resource more than once: {}", c.message))
+                    .because("repeated-resource"),
+            ),
+            "ExcludedResourceWarning" => Some(
+                base(FailureMode::SourceConfigError, format!("the manifests hold a resource Argo CD is set to exclude: {}", c.message))
+                    .because("excluded-resource"),
+            ),
             "SharedResourceWarning" => Some(
                 base(FailureMode::OwnershipConflict, format!("another app claims a resource of this one: {}", c.message))
                     .because("shared-resource"),
