@@ -167,22 +167,29 @@ fn catalogue_prints_every_mode_as_a_table_and_as_json() {
     assert!(entries.iter().any(|e| e["id"] == "cached-manifest-error" && e["signals"][0] == "Manifest generation error (cached)"));
 }
 
+/// The text of docs/decisions.md between `<!-- {tag}:start -->` and `<!-- {tag}:end -->`.
+fn decisions_doc_section(tag: &str) -> String {
+    let doc = std::fs::read_to_string(root().join("docs/decisions.md")).unwrap();
+    let open = format!("<!-- {tag}:start -->\n");
+    let start = doc.find(&open).unwrap_or_else(|| panic!("no {open}")) + open.len();
+    let end = doc.find(&format!("<!-- {tag}:end -->")).unwrap_or_else(|| panic!("no end marker of {tag}"));
+    doc[start..end].to_owned()
+}
+
 #[test]
 fn the_failure_mode_table_in_docs_is_the_catalogue() {
     let markdown = stdout(&medic(&["catalogue", "-o", "markdown"], None));
-    let readme = std::fs::read_to_string(root().join("docs/decisions.md")).unwrap();
-    let start = readme.find("<!-- catalogue:start -->\n").expect("start marker") + "<!-- catalogue:start -->\n".len();
-    let end = readme.find("<!-- catalogue:end -->").expect("end marker");
-    assert_eq!(&readme[start..end], markdown, "docs/decisions.md's table is stale: regenerate it with `medic catalogue -o markdown`");
+    assert_eq!(
+        decisions_doc_section("catalogue"),
+        markdown,
+        "docs/decisions.md's table is stale: regenerate it with `medic catalogue -o markdown`"
+    );
 }
 
 #[test]
 fn the_map_of_the_application_in_docs_is_medic_map() {
     let markdown = stdout(&medic(&["map", "-o", "markdown"], None));
-    let doc = std::fs::read_to_string(root().join("docs/decisions.md")).unwrap();
-    let start = doc.find("<!-- app-map:start -->\n").expect("start marker") + "<!-- app-map:start -->\n".len();
-    let end = doc.find("<!-- app-map:end -->").expect("end marker");
-    assert_eq!(&doc[start..end], markdown, "docs/decisions.md's map is stale: regenerate it with `medic map -o markdown`");
+    assert_eq!(decisions_doc_section("app-map"), markdown, "docs/decisions.md's map is stale: regenerate it with `medic map -o markdown`");
     let lines = json_lines(&medic(&["map", "-o", "json"], None));
     assert_eq!(markdown.lines().count(), lines.len() + 2, "one Markdown row per map row");
     assert!(lines.iter().any(|l| l["key"] == "status.operationState.phase" && l["used"] == "rule"), "the phase decides");
