@@ -136,13 +136,21 @@ fn token_expiry(options: &CheckOptions) -> Finding {
 
 /// Why `/api/version` did not answer, in the words of what to change.
 fn unreachable(url: &str, settings: &ArgoSettings, e: &ArgoError) -> Finding {
+    let (detail, fix) = remedy(url, settings.plaintext, e);
+    Finding::fail("argo-cd", detail, fix)
+}
+
+/// What went wrong reaching Argo CD at `url`, and what to change: TLS against a plain-HTTP server
+/// (or the reverse), an HTML or other non-API answer, a wrong root path, no route. `medic check`
+/// and the commands that connect (`sweep`, `serve`) say the same.
+pub fn remedy(url: &str, plaintext: bool, e: &ArgoError) -> (String, String) {
     let text = e.to_string();
     let lower = text.to_ascii_lowercase();
     // rustls' words: a plain-HTTP answer to a TLS hello is a "corrupt message of type
     // InvalidContentType"; a private CA's certificate is "invalid peer certificate: UnknownIssuer".
     let tls = ["certificate", "tls", "ssl", "handshake", "corrupt message", "invalidcontenttype", "unknownissuer"];
-    let (detail, fix) = if tls.iter().any(|w| lower.contains(w)) {
-        let fix = if settings.plaintext {
+    if tls.iter().any(|w| lower.contains(w)) {
+        let fix = if plaintext {
             "the server speaks TLS: unset ARGOCD_PLAINTEXT".to_owned()
         } else {
             "if Argo CD serves plain HTTP (argocd-server --insecure), set ARGOCD_PLAINTEXT=true; if its certificate comes from a private CA, give it as ARGOCD_CA_BUNDLE".to_owned()
@@ -159,8 +167,7 @@ fn unreachable(url: &str, settings: &ArgoSettings, e: &ArgoError) -> Finding {
         (format!("cannot reach {url}: {text}"), "check ARGOCD_SERVER and the network path (VPC subnets, security groups, NAT)".to_owned())
     } else {
         (format!("{url}api/version failed: {text}"), "check ARGOCD_SERVER, ARGOCD_ROOT_PATH and Argo CD's logs".to_owned())
-    };
-    Finding::fail("argo-cd", detail, fix)
+    }
 }
 
 async fn rbac(client: &HttpArgoClient, options: &CheckOptions) -> Vec<Finding> {

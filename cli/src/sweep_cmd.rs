@@ -85,6 +85,8 @@ pub async fn connect(target: &Target, unanswered: Unanswered) -> Result<Connecti
             "connecting to Argo CD: give --server and --auth-token, or set ARGOCD_SERVER and ARGOCD_AUTH_TOKEN (or use --simulate)",
         )?,
     };
+    let url = settings.base_url().map(|u| u.to_string()).unwrap_or_else(|_| settings.server.clone());
+    let plaintext = settings.plaintext;
     let client = HttpArgoClient::new(settings).context("building the Argo CD client")?;
     match (client.version().await, unanswered) {
         (Ok(version), _) => {
@@ -99,7 +101,11 @@ pub async fn connect(target: &Target, unanswered: Unanswered) -> Result<Connecti
                 if target.dry_run { ", dry run" } else { "" }
             );
         }
-        (Err(e), Unanswered::Fail) => return Err(anyhow::Error::new(e).context("reading the Argo CD version")),
+        (Err(e), Unanswered::Fail) => {
+            // The same words as `medic check`: what went wrong, and what to change.
+            let (detail, fix) = crate::check::remedy(&url, plaintext, &e);
+            return Err(anyhow::Error::new(e).context(format!("{detail}; {fix}")));
+        }
         (Err(e), Unanswered::Continue) => crate::note!(
             "medic: warning: Argo CD does not answer ({e}); serving anyway: webhooks are accepted, and the worker and the sweeper retry until it does"
         ),

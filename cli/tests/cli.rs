@@ -622,6 +622,40 @@ fn exit_statuses_tell_usage_from_connection_from_authentication() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
+/// A server on 127.0.0.1 that answers every connection with an HTML page over plain HTTP, as an
+/// ingress serving Argo CD's UI (or anything else) would; it stops when the test ends.
+fn html_server() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let body = "<!doctype html><html><head><title>Argo CD</title></head><body></body></html>";
+            let head = format!("HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+        }
+    });
+    addr
+}
+
+/// Issue 26: `medic sweep`'s own errors said what failed, not what to change (`medic check` did).
+/// Plain HTTP answered to TLS, and HTML answered to the API, now name the setting to change.
+#[test]
+fn sweep_says_what_to_change_when_argo_cd_answers_plain_http_or_html() {
+    let server = html_server();
+    let o = sweep_with(&["--server", &server, "--auth-token", "a.b.c"], &[], "remedy-tls");
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("ARGOCD_PLAINTEXT=true"), "TLS to a plain-HTTP server: {}", stderr(&o));
+    let o = sweep_with(&["--server", &server, "--plaintext", "--auth-token", "a.b.c"], &[], "remedy-html");
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not as Argo CD's API does (HTML"), "HTML: {}", stderr(&o));
+    assert!(stderr(&o).contains("ARGOCD_ROOT_PATH"), "{}", stderr(&o));
+}
+
 /// Issue 26: the quick start worked only from the repository's root (`events/apps` not found).
 /// The sample fleet is compiled in: elsewhere, `medic sweep --simulate` sweeps the same fleet.
 #[test]
