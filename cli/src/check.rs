@@ -142,7 +142,7 @@ fn unreachable(url: &str, settings: &ArgoSettings, e: &ArgoError) -> Finding {
 
 /// What went wrong reaching Argo CD at `url`, and what to change: TLS against a plain-HTTP server
 /// (or the reverse), an HTML or other non-API answer, a wrong root path, no route. `medic check`
-/// and the commands that connect (`sweep`, `serve`) say the same.
+/// and `medic sweep` say the same.
 pub fn remedy(url: &str, plaintext: bool, e: &ArgoError) -> (String, String) {
     let text = e.to_string();
     let lower = text.to_ascii_lowercase();

@@ -658,8 +658,6 @@ async fn serve(args: ServeArgs, argo: &medic::argocd_flags::ArgoFlags) -> Result
     Ok(ExitCode::SUCCESS)
 }
 
-/// Until Ctrl-C (SIGINT) or SIGTERM, the signal systemd, Docker and Kubernetes stop a process
-/// with: either one drains and prints the summary (SIGTERM used to kill `serve` at once, rc 143).
 /// A count flag that 0 would make meaningless (a sweep of no passes, no app at a time).
 fn at_least_one(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {

@@ -94,7 +94,6 @@ pub fn catalogue_table() -> String {
     table(&["FAILURE MODE", "DEFAULT", "LADDER", "TITLE"], &rows)
 }
 
-/// The catalogue as the Markdown table docs/decisions.md embeds (a test keeps the two identical).
 /// The rows of the map of the Application the decision's rule read (`field status.operationState.phase`).
 pub fn map_rows_read(d: &Decision) -> Vec<String> {
     medic_core::app_map::rows_read_by(&d.rule).iter().map(|r| r.name()).collect()
@@ -144,6 +143,7 @@ pub fn map_json() -> serde_json::Result<String> {
         .collect()
 }
 
+/// The catalogue as the Markdown table docs/decisions.md embeds (a test keeps the two identical).
 pub fn catalogue_markdown() -> String {
     let mut out = String::from("| failure mode | what it is | first action | ladder |\n|---|---|---|---|\n");
     for e in CATALOGUE {

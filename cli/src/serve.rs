@@ -192,12 +192,8 @@ impl Served {
     /// Stops the server and the loops, waiting at most [`SHUTDOWN_GRACE`] for them. Returns
     /// false when it had to abort one.
     pub async fn shutdown(self) -> bool {
-        self.shutdown_within(SHUTDOWN_GRACE).await
-    }
-
-    pub async fn shutdown_within(self, grace: Duration) -> bool {
         let _ = self.stop.send(true);
-        join_within(self.tasks, grace).await
+        join_within(self.tasks, SHUTDOWN_GRACE).await
     }
 }
 
@@ -213,7 +209,8 @@ pub async fn join_within(tasks: Vec<tokio::task::JoinHandle<()>>, grace: Duratio
     }
 }
 
-/// A future that completes on SIGTERM or SIGINT (Ctrl-C), subscribed when it is made, not when it
+/// A future that completes on SIGTERM or SIGINT (Ctrl-C), the signals systemd, Docker and
+/// Kubernetes stop a process with (either one drains and prints the summary), subscribed when it is made, not when it
 /// is first awaited: a process that says it is ready must already hear the signal that stops it.
 /// Subscribed after the announcement, a SIGTERM sent on reading it could come before the
 /// subscription and be lost, leaving the process running (a CI run of `serve`'s SIGTERM test hung

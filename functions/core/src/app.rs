@@ -112,6 +112,17 @@ pub const SKIP_RECONCILE_ANNOTATION: &str = "argocd.argoproj.io/skip-reconcile";
 /// survives the new operation the sync itself creates.
 pub const INCIDENT_BEGAN_INFO_NAME: &str = "argo-medic.io/incident-began";
 
+/// One revision for a single revision field and its multi-source list: the field when it is set,
+/// else the list joined with `,` (the controller fills only the list for a multi-source app,
+/// controller/state.go:645-656, :1043-1047; controller/sync.go:152-153); `None` when neither is.
+pub fn revision_of(single: &str, list: &[String]) -> Option<String> {
+    match (single, list) {
+        (s, _) if !s.is_empty() => Some(s.to_owned()),
+        (_, l) if !l.is_empty() => Some(l.join(",")),
+        _ => None,
+    }
+}
+
 /// An Argo CD Application as the API returns it (`GET /api/v1/applications/{name}`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
@@ -548,8 +559,8 @@ impl Application {
         }
         // A multi-source app: the controller writes only the list (controller/state.go:645-656),
         // and a change in any source is a new revision of the app.
-        if let Some(revs) = sync.map(|s| &s.revisions).filter(|r| !r.is_empty()) {
-            return revs.join(",");
+        if let Some(revs) = sync.and_then(|s| revision_of("", &s.revisions)) {
+            return revs;
         }
         if let Some(result) = self.status.operation_state.as_ref().and_then(|o| o.sync_result.as_ref())
             && !result.revision.is_empty()

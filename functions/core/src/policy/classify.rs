@@ -228,11 +228,7 @@ pub(super) fn retries_of_an_old_revision(
     let op = state.operation.as_ref()?;
     let retrying = state.retry_count.is_some_and(|n| n > 0) || state.message.starts_with("Retrying operation");
     // The single revisions, or a multi-source app's lists (the controller writes only those).
-    let pinned = op.sync.as_ref().and_then(|s| match (s.revision.as_str(), s.revisions.as_slice()) {
-        (r, _) if !r.is_empty() => Some(r.to_owned()),
-        (_, l) if !l.is_empty() => Some(l.join(",")),
-        _ => None,
-    })?;
+    let pinned = op.sync.as_ref().and_then(|s| crate::app::revision_of(&s.revision, &s.revisions))?;
     let target = Some(app.revision()).filter(|r| !r.is_empty() && app.status.sync.is_some())?;
     let (pinned, target) = (pinned.as_str(), target.as_str());
     if !retrying || pinned == target {
@@ -306,11 +302,7 @@ pub(super) fn classify_failed_operation(app: &Application, cfg: &PolicyConfig) -
     // A failure at an older revision is history: the app has moved on, judge its current state.
     // Only the result's own revision counts here (a failure with no result is judged current); a
     // multi-source app's is its revisions list.
-    let op_revision = state.sync_result.as_ref().and_then(|r| match (r.revision.as_str(), r.revisions.as_slice()) {
-        (s, _) if !s.is_empty() => Some(s.to_owned()),
-        (_, l) if !l.is_empty() => Some(l.join(",")),
-        _ => None,
-    });
+    let op_revision = state.sync_result.as_ref().and_then(|r| crate::app::revision_of(&r.revision, &r.revisions));
     if op_revision.is_some_and(|r| r != app.revision()) {
         return None;
     }
