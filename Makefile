@@ -83,7 +83,7 @@ lambda-smoke:
 bench:
 	$(CARGO) build --release -p medic
 	/usr/bin/time -v $${CARGO_TARGET_DIR:-target}/release/medic sweep --simulate --synthetic 5000 --stale 2000 --passes 2 \
-		--refresh-per-minute 600000 --sync-per-minute 600000 --concurrency 16 -o json > /dev/null
+		--refresh-per-minute 600000 --sync-per-minute 600000 --concurrency 16 -o jsonl > /dev/null
 
 ## catalogue: print the failure-mode catalogue
 catalogue:

@@ -277,7 +277,7 @@ async fn medic_sweep_probes_and_alerts_only_when_the_gate_says_act() {
         let mut r = parts.step(&c, setting.dry_run(), Duration::from_secs(600));
         r.kill_switch = setting.kill_switch();
         r.switch = &switch;
-        let summary = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+        let summary = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
         assert_eq!(summary.outages.len(), 1, "{setting:?}");
         let alerts = parts.escalator.alerts().len();
         match setting.mode() {

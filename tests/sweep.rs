@@ -27,7 +27,7 @@ async fn a_sweep_acts_once_and_a_second_sweep_repeats_no_action() {
     let parts = Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default());
     let r = parts.step(&c, false, Duration::from_secs(600));
 
-    let first = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    let first = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
     assert_eq!(first.listed, 33);
     assert!(first.errors.is_empty(), "{:?}", first.errors);
     let result = |app: &str| first.reports.iter().find(|r| r.app == format!("argocd/{app}")).map(|r| r.result);
@@ -41,7 +41,7 @@ async fn a_sweep_acts_once_and_a_second_sweep_repeats_no_action() {
     assert!(acted >= 5, "{acted}");
     let escalated = parts.escalator.escalations().len();
 
-    let second = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    let second = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
     assert_eq!(mutating(&sim), acted, "the second sweep makes no mutating call");
     assert_eq!(parts.escalator.escalations().len(), escalated, "and escalates nothing twice");
     assert!(second.reports.iter().all(|r| !matches!(r.result, StepResult::Refreshed | StepResult::Synced | StepResult::Escalated)));
@@ -56,7 +56,7 @@ async fn a_sweep_ends_the_incident_of_an_app_deleted_since_the_last_sweep() {
     let c = client(&sim);
     let parts = Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default());
     let r = parts.step(&c, false, Duration::from_secs(600));
-    sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
     let open = || async { parts.store.open_incidents().await.unwrap() };
     assert!(
         open().await.contains(&medic_core::AppId::new("argocd", "accounts")),
@@ -65,12 +65,12 @@ async fn a_sweep_ends_the_incident_of_an_app_deleted_since_the_last_sweep() {
     );
 
     assert!(sim.remove_app("argocd", "accounts"));
-    let second = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    let second = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
     assert_eq!(second.listed, 32);
     let accounts = second.reports.iter().find(|r| r.app == "argocd/accounts").expect("the unlisted app is looked at");
     assert_eq!(accounts.result, StepResult::Resolved, "{}", accounts.detail);
     assert!(!open().await.contains(&medic_core::AppId::new("argocd", "accounts")));
-    let third = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    let third = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
     assert!(third.reports.iter().all(|r| r.app != "argocd/accounts"), "a closed incident is not looked at again");
 }
 
@@ -90,7 +90,7 @@ async fn a_fleet_wide_outage_raises_one_alert_and_probes_only_the_canaries() {
     let c = client(&sim);
     let parts = Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default());
     let r = parts.step(&c, false, Duration::from_secs(600));
-    let summary = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    let summary = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
     let o = &summary.outages;
     assert_eq!(o.len(), 1, "{o:?}");
     assert_eq!((o[0].cause.as_str(), o[0].apps, o[0].probed, o[0].healed, o[0].released), ("repo:git.example.com", 20, 3, 0, 0));
@@ -152,7 +152,7 @@ async fn a_git_host_outage_is_one_cause_probed_by_canaries_then_released_as_one_
             .collect()
     };
 
-    let during = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    let during = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
     let o = &during.outages;
     assert_eq!(o.len(), 1, "one cause: {o:?}");
     assert_eq!((o[0].cause.as_str(), o[0].apps, o[0].of), ("repo:git.down.example.com", 2000, 2000));
@@ -176,7 +176,7 @@ async fn a_git_host_outage_is_one_cause_probed_by_canaries_then_released_as_one_
         );
     }
     sim.clear_requests();
-    let after = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    let after = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
     let o = &after.outages;
     let sample: Vec<String> = after
         .reports
@@ -200,7 +200,7 @@ async fn a_git_host_outage_is_one_cause_probed_by_canaries_then_released_as_one_
     assert!(escalated.iter().all(|n| noise.contains(n)), "no app of the shared cause is escalated: {escalated:?}");
     assert_eq!(parts.escalator.alerts().len(), 2, "the cause is alerted once per sweep while it shows in the list");
 
-    let quiet = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    let quiet = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
     assert!(quiet.outages.is_empty(), "the cause is gone from the list");
 }
 
@@ -210,7 +210,7 @@ async fn a_rejected_token_stops_the_sweep_with_one_alert() {
     let c = medic_adapters::argocd::HttpArgoClient::new(crate::support::settings(&sim, "a.b.c")).unwrap();
     let parts = Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default());
     let r = parts.step(&c, false, Duration::from_secs(600));
-    let err = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap_err();
+    let err = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap_err();
     assert!(err.to_string().contains("token"), "{err}");
     assert_eq!(parts.escalator.alerts().len(), 1);
     assert!(parts.escalator.alerts()[0].contains("Mint a new token"));
@@ -238,14 +238,14 @@ async fn a_sweep_paces_heals_every_stale_app_in_one_pass_and_closes_without_read
     let parts = Parts { budget, ..Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default()) };
     let r = parts.step(&c, false, Duration::from_secs(600));
 
-    let first = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    let first = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
     assert_eq!((first.listed, first.candidates), (2000, 500), "{:?}", first.errors);
     assert_eq!(first.count(StepResult::Deferred), 0, "nothing deferred");
     assert_eq!(first.count(StepResult::Refreshed), 500, "every stale app refreshed and verified in the first pass");
     assert!(first.reports.iter().all(|r| r.detail.ends_with("the incident is closed")), "closed on the refresh's own read");
     let after_first = sim.counts();
 
-    let second = sweep(&r, &SweepOptions::default(), |_, _| {}).await.unwrap();
+    let second = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
     assert_eq!(second.candidates, 0, "nothing left to look at: {:?}", second.reports.first());
     assert_eq!(mutating(&sim), 500, "the second sweep makes no mutating call");
     let c = sim.counts();

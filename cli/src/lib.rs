@@ -9,12 +9,14 @@ pub mod check_stack;
 pub mod incidents;
 pub mod input;
 pub mod local_queue;
+pub mod output;
 pub mod render;
 pub mod scenario;
 pub mod serve;
 pub mod store;
 pub mod sweep;
 pub mod sweep_cmd;
+pub mod sweep_out;
 
 /// The sample fleet, compiled in (cli/build.rs).
 pub mod samples {
@@ -60,6 +62,9 @@ pub mod exit {
     pub const CONNECTION: u8 = 3;
     /// Argo CD refused the token (invalid, expired) or its RBAC refused the account.
     pub const AUTHENTICATION: u8 = 4;
+    /// Stopped by SIGINT or SIGTERM before the end (a shell's 128 + SIGINT): what was done is
+    /// printed, the apps not looked at are the next run's.
+    pub const INTERRUPTED: u8 = 130;
 
     /// The status of a command that failed with `error`: from the Argo CD error beneath it, if any.
     pub fn of(error: &anyhow::Error) -> u8 {

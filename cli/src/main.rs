@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+use medic::output::{CheckOutput, DecisionOutput, Document, IncidentsOutput, ReferenceOutput, SweepOutput, document, json_lines};
 use medic::{input, render, scenario};
 use medic_core::{CATALOGUE, Decision, DecisionPolicy, History, PolicyConfig, Trigger};
 
@@ -21,18 +22,6 @@ struct Cli {
     /// Argo CD's connection, as the argocd CLI takes it.
     #[command(flatten)]
     argo: medic::argocd_flags::ArgoFlags,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Output {
-    /// One JSON object per line.
-    Json,
-    /// A block per decision, for humans.
-    Text,
-    /// One row per decision.
-    Table,
-    /// A Markdown table (catalogue and map only; decisions print as a table).
-    Markdown,
 }
 
 #[derive(Subcommand)]
@@ -55,18 +44,18 @@ enum Command {
         #[arg(long)]
         config: Option<String>,
         #[arg(short = 'o', long, value_enum, default_value = "json")]
-        output: Output,
+        output: DecisionOutput,
     },
     /// Print the failure-mode catalogue.
     Catalogue {
         #[arg(short = 'o', long, value_enum, default_value = "table")]
-        output: Output,
+        output: ReferenceOutput,
     },
     /// Print the map of the Application: every field, annotation, label, condition, phase and code Argo
     /// CD's controller reads, and what Argo Medic's policy does with it.
     Map {
         #[arg(short = 'o', long, value_enum, default_value = "table")]
-        output: Output,
+        output: ReferenceOutput,
     },
     /// One pass over a fleet: list apps, re-read the candidates, act within budgets, record.
     Sweep(SweepArgs),
@@ -103,7 +92,7 @@ enum Command {
         #[arg(long, default_value = "events")]
         events: PathBuf,
         #[arg(short = 'o', long, value_enum, default_value = "table")]
-        output: Output,
+        output: DecisionOutput,
     },
     /// Preflight a deployment, as `flux check` does: Argo CD reachable over TLS, its version, the
     /// token (and when it expires), its RBAC on the projects in scope, argocd-notifications'
@@ -145,7 +134,7 @@ struct CheckArgs {
     #[arg(long, env = "MEDIC_TOKEN_EXPIRY_WARNING_DAYS", default_value_t = 7)]
     warn_days: u64,
     #[arg(short = 'o', long, value_enum, default_value = "text")]
-    output: Output,
+    output: CheckOutput,
 }
 
 /// Which Argo CD, and where state lives.
@@ -241,7 +230,7 @@ struct SweepArgs {
     #[arg(long, default_value_t = 1, value_parser = at_least_one)]
     passes: usize,
     #[arg(short = 'o', long, value_enum, default_value = "table")]
-    output: Output,
+    output: SweepOutput,
 }
 
 #[derive(clap::Args)]
@@ -280,9 +269,8 @@ struct IncidentsArgs {
     /// The Slack workspace's URL (https://acme.slack.com), to print links to the threads.
     #[arg(long, env = "SLACK_WORKSPACE_URL", global = true)]
     slack_url: Option<String>,
-    /// `table` (default), `json` (one object per incident and line), `text` (every incident in full).
     #[arg(short = 'o', long, value_enum, default_value = "table", global = true)]
-    output: Output,
+    output: IncidentsOutput,
 }
 
 #[derive(clap::Args)]
@@ -398,8 +386,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let output = args.output;
             let findings = runtime.block_on(check(args, &argo))?;
             let text = match output {
-                Output::Json => findings.iter().map(|f| serde_json::to_string(f).map(|s| s + "\n")).collect::<Result<String, _>>()?,
-                _ => medic::check::render(&findings),
+                CheckOutput::Json => document(&findings, Document::Json)?,
+                CheckOutput::Yaml => document(&findings, Document::Yaml)?,
+                CheckOutput::Jsonl => json_lines(&findings)?,
+                CheckOutput::Text => medic::check::render(&findings),
             };
             emit(&text)?;
             let failed = findings.iter().any(|f| f.status == medic::check::Status::Fail);
@@ -412,18 +402,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Catalogue { output } => {
             let text = match output {
-                Output::Json => CATALOGUE.iter().map(|e| serde_json::to_string(e).map(|s| s + "\n")).collect::<Result<String, _>>()?,
-                Output::Markdown => render::catalogue_markdown(),
-                Output::Table | Output::Text => render::catalogue_table(),
+                ReferenceOutput::Json => document(CATALOGUE, Document::Json)?,
+                ReferenceOutput::Yaml => document(CATALOGUE, Document::Yaml)?,
+                ReferenceOutput::Jsonl => json_lines(CATALOGUE)?,
+                ReferenceOutput::Markdown => render::catalogue_markdown(),
+                ReferenceOutput::Table => render::catalogue_table(),
             };
             emit(&text)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Map { output } => {
             let text = match output {
-                Output::Json => render::map_json()?,
-                Output::Markdown => medic_core::app_map::render_markdown(),
-                Output::Table | Output::Text => render::map_table(),
+                ReferenceOutput::Json => document(&render::map_values(), Document::Json)?,
+                ReferenceOutput::Yaml => document(&render::map_values(), Document::Yaml)?,
+                ReferenceOutput::Jsonl => json_lines(render::map_values())?,
+                ReferenceOutput::Markdown => medic_core::app_map::render_markdown(),
+                ReferenceOutput::Table => render::map_table(),
             };
             emit(&text)?;
             Ok(ExitCode::SUCCESS)
@@ -438,7 +432,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 concurrency: args.concurrency,
                 rates: args.budgets.rates(),
                 passes: args.passes,
-                json: matches!(output, Output::Json),
+                output,
             }))
         }
         Command::Sim { apps, outcomes, synthetic, stale, port } => {
@@ -536,7 +530,7 @@ fn decide_all(
     history: &History,
     now: DateTime<Utc>,
     config: PolicyConfig,
-    output: Output,
+    output: DecisionOutput,
 ) -> Result<ExitCode> {
     let policy = DecisionPolicy::new(config);
     let mut rows = Vec::new();
@@ -554,11 +548,24 @@ fn decide_all(
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(medic::exit::PARTIAL) })
 }
 
-fn print_decisions(rows: &[(String, Decision)], output: Output) -> Result<()> {
+fn print_decisions(rows: &[(String, Decision)], output: DecisionOutput) -> Result<()> {
+    let values = || rows.iter().map(|(_, d)| render::decision_value(d)).collect::<serde_json::Result<Vec<_>>>();
     let text = match output {
-        Output::Json => rows.iter().map(|(_, d)| render::decision_json(d).map(|s| s + "\n")).collect::<Result<String, _>>()?,
-        Output::Text => rows.iter().map(|(_, d)| render::decision_text(d)).collect::<Vec<_>>().join("\n"),
-        Output::Table | Output::Markdown => render::decisions_table(&rows.iter().map(|(l, d)| (l.clone(), d)).collect::<Vec<_>>()),
+        // One app: its decision on one line, as before lists were taken; several: one array, a
+        // decision a line.
+        DecisionOutput::Json => match values()?.as_slice() {
+            [one] => serde_json::to_string(one)? + "\n",
+            many => format!("[{}]\n", json_lines(many)?.trim_end().replace('\n', ",\n")),
+        },
+        DecisionOutput::Jsonl => json_lines(values()?)?,
+        DecisionOutput::Yaml => match values()?.as_slice() {
+            [one] => document(one, Document::Yaml)?,
+            many => document(many, Document::Yaml)?,
+        },
+        DecisionOutput::Text => rows.iter().map(|(_, d)| render::decision_text(d)).collect::<Vec<_>>().join("\n"),
+        DecisionOutput::Table => render::decisions_table(&rows.iter().map(|(l, d)| (l.clone(), d)).collect::<Vec<_>>()),
+        DecisionOutput::Wide => render::decisions_wide(&rows.iter().map(|(l, d)| (l.clone(), d)).collect::<Vec<_>>()),
+        DecisionOutput::Name => rows.iter().map(|(l, _)| format!("{l}\n")).collect(),
     };
     emit(&text)
 }
@@ -754,15 +761,18 @@ async fn incidents(args: IncidentsArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(medic::exit::PARTIAL));
     }
     let text = match (args.output, &show) {
-        (Output::Json, _) => incidents::json_lines(&views)?,
-        (Output::Text, _) | (_, Some(_)) => {
+        (IncidentsOutput::Json, _) => document(&views, Document::Json)?,
+        (IncidentsOutput::Yaml, _) => document(&views, Document::Yaml)?,
+        (IncidentsOutput::Jsonl, _) => incidents::json_lines(&views)?,
+        (IncidentsOutput::Name, _) => views.iter().map(|v| format!("{}\n", v.app)).collect(),
+        (IncidentsOutput::Text, _) | (IncidentsOutput::Table, Some(_)) => {
             if views.is_empty() {
                 format!("no incidents{}\n", show.map(|a| format!(" of {a}")).unwrap_or_default())
             } else {
                 views.iter().map(|v| incidents::details(v, now)).collect::<Vec<_>>().join("\n")
             }
         }
-        (Output::Table | Output::Markdown, None) => incidents::table(&views, now),
+        (IncidentsOutput::Table, None) => incidents::table(&views, now),
     };
     emit(&text)?;
     Ok(ExitCode::SUCCESS)

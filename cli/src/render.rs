@@ -28,6 +28,20 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// One line of a table whose column widths are fixed in advance (rows that stream): a cell wider
+/// than its column pushes the rest right rather than being cut.
+pub fn row(cells: &[String], widths: &[usize]) -> String {
+    let mut out = String::new();
+    for (i, c) in cells.iter().enumerate() {
+        out.push_str(c);
+        if i + 1 < cells.len() {
+            let width = widths.get(i).copied().unwrap_or(0);
+            out.push_str(&" ".repeat(width.saturating_sub(c.chars().count()) + 2));
+        }
+    }
+    out.trim_end().to_owned() + "\n"
+}
+
 /// Shortens to `max` characters with an ellipsis.
 pub fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max { s.to_owned() } else { s.chars().take(max.saturating_sub(1)).collect::<String>() + "…" }
@@ -100,12 +114,30 @@ pub fn map_rows_read(d: &Decision) -> Vec<String> {
 }
 
 /// A decision as `decide -o json` prints it: the decision, and the map rows its rule read (`read`).
-pub fn decision_json(d: &Decision) -> serde_json::Result<String> {
+pub fn decision_value(d: &Decision) -> serde_json::Result<serde_json::Value> {
     let mut value = serde_json::to_value(d)?;
     if let Some(object) = value.as_object_mut() {
         object.insert("read".into(), serde_json::Value::from(map_rows_read(d)));
     }
-    serde_json::to_string(&value)
+    Ok(value)
+}
+
+/// [`decisions_table`] with the rule and the idempotency key, and the reason whole.
+pub fn decisions_wide(rows: &[(String, &Decision)]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(label, d)| {
+            vec![
+                label.clone(),
+                d.failure_mode.to_string(),
+                d.action.to_string(),
+                if d.rule.is_empty() { "-".into() } else { d.rule.to_string() },
+                d.idempotency_key.as_ref().map(ToString::to_string).unwrap_or_else(|| "-".into()),
+                d.reason.clone(),
+            ]
+        })
+        .collect();
+    table(&["APP", "FAILURE MODE", "ACTION", "RULE", "IDEMPOTENCY KEY", "REASON"], &rows)
 }
 
 /// The map of the Application, one row a line: kind, key, and what Argo Medic does with it.
@@ -124,8 +156,8 @@ pub fn map_table() -> String {
     table(&["KIND", "KEY", "MODELLED AS", "ARGO MEDIC"], &rows)
 }
 
-/// The map of the Application as JSON Lines, one row each.
-pub fn map_json() -> serde_json::Result<String> {
+/// The map of the Application, a JSON object a row.
+pub fn map_values() -> Vec<serde_json::Value> {
     use medic_core::app_map::{Use, rows};
     rows()
         .map(|r| {
@@ -134,11 +166,10 @@ pub fn map_json() -> serde_json::Result<String> {
                 Use::Carried(why) => ("carried", Vec::new(), why),
                 Use::NotRelevant(why) => ("not-relevant", Vec::new(), why),
             };
-            serde_json::to_string(&serde_json::json!({
+            serde_json::json!({
                 "kind": r.kind.as_str(), "key": r.key, "meaning": r.meaning, "argocd": r.controller,
                 "modelled": r.modelled, "used": used, "rules": rules, "why": why,
-            }))
-            .map(|s| s + "\n")
+            })
         })
         .collect()
 }

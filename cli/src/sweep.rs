@@ -45,7 +45,34 @@ pub struct SweepSummary {
     pub errors: Vec<(String, String)>,
     /// The shared causes found, and what was done about each.
     pub outages: Vec<OutageReport>,
+    /// Apps the plan named but the sweep never started: it was asked to stop.
+    pub interrupted: usize,
     pub elapsed_ms: u128,
+}
+
+/// What a sweep has done so far, as it goes: for rows that stream and a progress line. Every
+/// method has a default that does nothing.
+pub trait SweepObserver: Sync {
+    /// The plan, once the canaries are probed: `apps` steps will run (the canaries' own rows
+    /// follow at once), and the longest app name among all listed, for a table's first column.
+    fn planned(&self, _plan: &Planned) {}
+    /// An app's step began.
+    fn started(&self, _app: &AppRef) {}
+    /// An app's step ended (canaries included), in the order they end.
+    fn finished(&self, _app: &AppRef, _result: &Result<StepReport, StepError>) {}
+}
+
+impl SweepObserver for () {}
+
+/// What [`SweepObserver::planned`] is told.
+#[derive(Debug, Clone, Copy)]
+pub struct Planned {
+    pub listed: usize,
+    /// Steps to run: the apps looked at and the recovery waves (canaries excluded).
+    pub apps: usize,
+    /// Canaries probed already.
+    pub canaries: usize,
+    pub longest_name: usize,
 }
 
 /// One shared cause in a sweep ([`medic_core::fleet`]).
@@ -78,11 +105,13 @@ pub enum SweepError {
     Store(#[from] medic_core::ports::StoreError),
 }
 
-/// Runs one sweep. `progress` is called once per finished app.
+/// Runs one sweep, telling `observer` as apps finish. Once `stop` answers true no further app
+/// is started (the steps under way finish), and the summary counts the rest as interrupted.
 pub async fn sweep<A, S, D, E, B, C, W>(
     r: &Remediator<'_, A, S, D, E, B, C, W>,
     opts: &SweepOptions,
-    progress: impl Fn(usize, usize),
+    observer: &impl SweepObserver,
+    stop: &(impl Fn() -> bool + Sync),
 ) -> Result<SweepSummary, SweepError>
 where
     A: ArgoApi,
@@ -139,17 +168,31 @@ where
     let candidates: Vec<AppRef> = plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).cloned().collect();
     // The steps need only the candidates' references: at 50,000 apps the listed ones held through
     // the steps added their size to the steps' own peak.
+    let longest_name = listed.iter().map(|a| a.id().to_string().len()).max().unwrap_or(0);
     drop(listed);
     let total = candidates.len() + waves.iter().map(|(_, w)| w.len()).sum::<usize>();
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let (trigger, done, progress) = (&trigger, &done, &progress);
+    observer.planned(&Planned { listed: plan.listed, apps: total, canaries: results.len(), longest_name });
+    for (app, result) in &results {
+        observer.finished(app, result);
+    }
+    let skipped = std::sync::atomic::AtomicUsize::new(0);
+    let (trigger, skipped) = (&trigger, &skipped);
     let run_all = |apps: Vec<AppRef>, trigger: Trigger| {
         stream::iter(apps)
+            .filter_map(move |app| {
+                // Asked to stop: the apps not yet started are left for the next sweep.
+                let go = !stop();
+                if !go {
+                    skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                futures::future::ready(go.then_some(app))
+            })
             .map(move |app| {
                 let trigger = trigger.clone();
                 async move {
+                    observer.started(&app);
                     let result = r.run(&app, &trigger, None).await;
-                    progress(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, total);
+                    observer.finished(&app, &result);
                     (app, result)
                 }
             })
@@ -161,7 +204,12 @@ where
     // batch, within the budgets; most of a batch failing again pauses the wave until next sweep.
     let recovery = Trigger::recovery();
     for (outage, apps) in waves {
-        for batch in apps.chunks(opts.scope.fleet.wave_batch.max(1)) {
+        for (i, batch) in apps.chunks(opts.scope.fleet.wave_batch.max(1)).enumerate() {
+            if stop() {
+                let left = apps.len() - i * opts.scope.fleet.wave_batch.max(1);
+                skipped.fetch_add(left, std::sync::atomic::Ordering::Relaxed);
+                break;
+            }
             let batch_results = run_all(batch.to_vec(), recovery.clone()).await;
             let (healed, failed) =
                 batch_results.iter().fold((0, 0), |(h, f), (_, result)| match medic_core::remediate::wave_outcome(result) {
@@ -189,7 +237,15 @@ where
     }
     reports.sort_by(|a, b| a.app.cmp(&b.app));
     errors.sort();
-    Ok(SweepSummary { listed: plan.listed, candidates: total, reports, errors, outages, elapsed_ms: started.elapsed().as_millis() })
+    Ok(SweepSummary {
+        listed: plan.listed,
+        candidates: total,
+        reports,
+        errors,
+        outages,
+        interrupted: skipped.load(std::sync::atomic::Ordering::Relaxed),
+        elapsed_ms: started.elapsed().as_millis(),
+    })
 }
 
 /// Refreshes the canaries of `cause` through the actuator (each within the refresh budget, unless
@@ -272,6 +328,3 @@ impl SweepSummary {
         self.reports.iter().map(|r| u64::from(r.argo_calls)).sum()
     }
 }
-
-/// A sweep longer than this on the terminal gets a progress bar.
-pub const PROGRESS_AFTER: Duration = Duration::from_millis(300);

@@ -1,13 +1,11 @@
 //! Wiring for `medic sweep`: settings, the simulator when asked, the adapters, output.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use chrono::Utc;
-use indicatif::{ProgressBar, ProgressStyle};
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget};
 use medic_adapters::config::ArgoSettings;
@@ -17,10 +15,10 @@ use medic_core::sweep::SweepScope;
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_sim::{ArgoSim, CallCounts, Rebase, SimConfig};
 
-use crate::render;
 use crate::samples;
 use crate::store::SqliteIncidentStore;
 use crate::sweep::{SweepOptions, SweepSummary, sweep};
+use crate::sweep_out::{Paced, StopFlag, SweepPrinter};
 
 /// Which Argo CD to talk to, and where state lives: shared by `medic sweep` and `medic serve`.
 pub struct Target {
@@ -44,7 +42,7 @@ pub struct SweepCommand {
     pub concurrency: usize,
     pub rates: BudgetRates,
     pub passes: usize,
-    pub json: bool,
+    pub output: crate::output::SweepOutput,
 }
 
 /// A connected Argo CD (live or simulated), the policy configuration and the state store.
@@ -175,7 +173,9 @@ pub async fn start_simulator_on(cmd: &Target, port: u16) -> Result<ArgoSim> {
 
 pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
     let Connection { client, sim, policy, store, .. } = connect(&cmd.target, Unanswered::Fail).await?;
-    let budget = LocalBudget::new(cmd.rates);
+    let stop = StopFlag::default();
+    let signals = tokio::spawn(stop_on_signal(stop.clone()));
+    let budget = Paced::new(LocalBudget::new(cmd.rates), stop.clone());
     let escalator = LogEscalator::default();
     let policy = DecisionPolicy::new(policy);
     // Markers for this process's run (alerts told once, a person's performed action).
@@ -198,76 +198,58 @@ pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
         concurrency: cmd.concurrency,
         refresh_per_minute: cmd.rates.refresh_per_minute,
     };
+    let printer = SweepPrinter::new(cmd.output, cmd.passes, cmd.rates, cmd.concurrency, budget.waiting());
 
     let mut failed = false;
+    let mut outcome = Ok(());
     for pass in 1..=cmd.passes {
+        if stop.is_stopped() {
+            break;
+        }
         let before = sim.as_ref().map(ArgoSim::counts);
-        let bar = progress_bar();
-        let summary = sweep(&remediator, &opts, |done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        })
-        .await?;
-        bar.finish_and_clear();
-        print_summary(&summary, cmd.json);
+        let summary = match sweep(&remediator, &opts, &printer.pass(pass), &|| stop.is_stopped()).await {
+            Ok(summary) => summary,
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        };
+        printer.pass_done(pass, &summary);
         crate::note!("medic: pass {pass}: {}", totals(&summary));
         if let (Some(sim), Some(before)) = (&sim, before) {
             crate::note!("medic: pass {pass}: Argo CD calls {}", calls(&before, &sim.counts()));
         }
         failed |= !summary.errors.is_empty();
     }
+    signals.abort();
+    let interrupted = stop.is_stopped();
+    printer.finish(interrupted)?;
     if let Some(sim) = sim {
         sim.shutdown().await;
     }
-    Ok(if failed { ExitCode::from(crate::exit::PARTIAL) } else { ExitCode::SUCCESS })
-}
-
-fn progress_bar() -> ProgressBar {
-    // A bar on a terminal only; in pipes and CI the output stays clean.
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} sweeping {pos}/{len} apps {wide_bar} {elapsed}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar
-}
-
-fn print_summary(s: &SweepSummary, json: bool) {
-    let mut out = String::new();
-    if json {
-        for r in &s.reports {
-            out.push_str(&serde_json::to_string(r).unwrap_or_default());
-            out.push('\n');
-        }
-        for (app, e) in &s.errors {
-            out.push_str(&serde_json::json!({"app": app, "result": "error", "detail": e}).to_string());
-            out.push('\n');
-        }
+    outcome?;
+    Ok(if interrupted {
+        crate::note!("medic: interrupted: the apps not looked at are the next sweep's");
+        ExitCode::from(crate::exit::INTERRUPTED)
+    } else if failed {
+        ExitCode::from(crate::exit::PARTIAL)
     } else {
-        let mut rows: Vec<Vec<String>> = s
-            .reports
-            .iter()
-            .map(|r| {
-                vec![
-                    r.app.to_string(),
-                    r.failure_mode.map(|m| m.to_string()).unwrap_or_else(|| "-".into()),
-                    r.action.map(|a| a.to_string()).unwrap_or_else(|| "-".into()),
-                    serde_json::to_value(r.result).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
-                    render::truncate(&r.detail, 100),
-                ]
-            })
-            .collect();
-        rows.extend(s.errors.iter().map(|(app, e)| vec![app.clone(), "-".into(), "-".into(), "error".into(), render::truncate(e, 100)]));
-        out = render::table(&["APP", "FAILURE MODE", "ACTION", "RESULT", "DETAIL"], &rows);
-    }
-    crate::emit(&out).ok();
+        ExitCode::SUCCESS
+    })
+}
+
+/// The first SIGINT or SIGTERM stops the sweep as [`StopFlag`] says; a second quits at once.
+async fn stop_on_signal(stop: StopFlag) {
+    crate::serve::stop_signal().await;
+    crate::note!("medic: stopping: no new app is started and the steps under way finish; Ctrl-C again quits at once");
+    stop.stop();
+    crate::serve::stop_signal().await;
+    crate::note!("medic: quit at once: steps under way were cut short (their claims are taken over by the next run)");
+    std::process::exit(i32::from(crate::exit::INTERRUPTED));
 }
 
 fn totals(s: &SweepSummary) -> String {
-    let mut parts = vec![format!("{} listed, {} looked at", s.listed, s.candidates)];
+    let mut parts = vec![format!("{} listed, {} looked at", s.listed, s.candidates - s.interrupted)];
     for (label, result) in [
         ("refreshed", StepResult::Refreshed),
         ("refresh unverified", StepResult::RefreshUnverified),
@@ -285,8 +267,21 @@ fn totals(s: &SweepSummary) -> String {
             parts.push(format!("{n} {label}"));
         }
     }
+    let mut would: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for r in s.reports.iter().filter(|r| r.result == StepResult::DryRun) {
+        if let Some(action) = r.action.filter(|a| *a != medic_core::Action::None) {
+            *would.entry(action.as_str()).or_default() += 1;
+        }
+    }
+    if !would.is_empty() {
+        let would: Vec<String> = would.iter().map(|(action, n)| format!("{n} {action}")).collect();
+        parts.push(format!("would have done {}", would.join(", ")));
+    }
     if !s.errors.is_empty() {
         parts.push(format!("{} errors", s.errors.len()));
+    }
+    if s.interrupted > 0 {
+        parts.push(format!("{} not started (interrupted)", s.interrupted));
     }
     for o in &s.outages {
         let wave = match (o.healed, o.paused) {

@@ -33,8 +33,14 @@ fn stderr(o: &Output) -> String {
 
 const NOW: &str = "2026-11-01T12:30:00Z";
 
+/// The JSON values on stdout: the items of one array document (`-o json` of a list), the one
+/// object, or one a line (`-o jsonl`).
 fn json_lines(o: &Output) -> Vec<serde_json::Value> {
-    stdout(o).lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect()
+    match serde_json::from_str::<serde_json::Value>(&stdout(o)) {
+        Ok(serde_json::Value::Array(items)) => items,
+        Ok(one) => vec![one],
+        Err(_) => stdout(o).lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect(),
+    }
 }
 
 #[test]
@@ -223,7 +229,7 @@ fn demo_decides_every_scenario() {
 
 #[test]
 fn sweep_simulate_remediates_the_sample_fleet_and_a_second_pass_changes_nothing() {
-    let o = medic(&["sweep", "--simulate", "--passes", "2", "-o", "json", "--sync-per-minute", "600"], None);
+    let o = medic(&["sweep", "--simulate", "--passes", "2", "-o", "jsonl", "--sync-per-minute", "600"], None);
     assert!(o.status.success(), "{}", stderr(&o));
     let reports = json_lines(&o);
     let apps = std::fs::read_dir(root().join("events/apps")).unwrap().count();
@@ -550,7 +556,7 @@ fn sim_process() -> SimProcess {
 /// variables of the test process removed first).
 fn sweep_with(args: &[&str], env: &[(&str, &str)], state: &str) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_medic"));
-    command.args(["sweep", "--dry-run", "-o", "json", "--state"]).arg(state_file(state)).args(args).current_dir(root());
+    command.args(["sweep", "--dry-run", "-o", "jsonl", "--state"]).arg(state_file(state)).args(args).current_dir(root());
     for var in
         ["ARGOCD_SERVER", "ARGOCD_AUTH_TOKEN", "ARGOCD_OPTS", "ARGOCD_PLAINTEXT", "ARGOCD_INSECURE", "ARGOCD_ROOT_PATH", "ARGOCD_CA_BUNDLE"]
     {
@@ -664,7 +670,7 @@ fn sweep_simulate_works_outside_the_repository_with_the_compiled_in_fleet() {
     std::fs::create_dir_all(&elsewhere).unwrap();
     let run = |dir: &std::path::Path| {
         Command::new(env!("CARGO_BIN_EXE_medic"))
-            .args(["sweep", "--simulate", "--dry-run", "-o", "json"])
+            .args(["sweep", "--simulate", "--dry-run", "-o", "jsonl"])
             .current_dir(dir)
             .env("XDG_STATE_HOME", dir)
             .output()
@@ -683,4 +689,185 @@ fn sweep_simulate_works_outside_the_repository_with_the_compiled_in_fleet() {
     };
     assert!(!rows(&outside).is_empty());
     assert_eq!(rows(&outside), rows(&inside), "the same fleet, the same decisions");
+}
+
+/// A running `medic` whose stdout and stderr lines arrive on channels, each with when it came.
+struct Streaming {
+    child: std::process::Child,
+    started: std::time::Instant,
+    out: std::sync::mpsc::Receiver<(std::time::Duration, String)>,
+    err: std::sync::mpsc::Receiver<(std::time::Duration, String)>,
+}
+
+impl Streaming {
+    fn start(args: &[&str], state: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_medic"))
+            .args(args)
+            .arg("--state")
+            .arg(state_file(state))
+            .current_dir(root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("medic starts");
+        let started = std::time::Instant::now();
+        let lines = |pipe: Box<dyn std::io::Read + Send>| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in std::io::BufRead::lines(std::io::BufReader::new(pipe)).map_while(Result::ok) {
+                    let _ = tx.send((started.elapsed(), line));
+                }
+            });
+            rx
+        };
+        let out = lines(Box::new(child.stdout.take().unwrap()));
+        let err = lines(Box::new(child.stderr.take().unwrap()));
+        Self { child, started, out, err }
+    }
+
+    /// The first line on `rx` that `wanted` accepts, waiting at most `within` from the start.
+    fn first(
+        rx: &std::sync::mpsc::Receiver<(std::time::Duration, String)>,
+        started: std::time::Instant,
+        within: std::time::Duration,
+        wanted: impl Fn(&str) -> bool,
+        seen: &mut Vec<String>,
+    ) -> Option<(std::time::Duration, String)> {
+        loop {
+            let left = within.checked_sub(started.elapsed())?;
+            let (at, line) = rx.recv_timeout(left).ok()?;
+            seen.push(line.clone());
+            if wanted(&line) {
+                return Some((at, line));
+            }
+        }
+    }
+
+    /// Sends SIGINT, as Ctrl-C does, and waits for the exit; the rest of both streams.
+    fn interrupt(mut self) -> (Option<i32>, Vec<String>, Vec<String>) {
+        let signalled = Command::new("kill").args(["-INT", &self.child.id().to_string()]).status().unwrap();
+        assert!(signalled.success());
+        let status = self.child.wait().unwrap();
+        let rest = |rx: &std::sync::mpsc::Receiver<(std::time::Duration, String)>| {
+            std::iter::from_fn(|| rx.recv_timeout(std::time::Duration::from_secs(10)).ok().map(|(_, l)| l)).collect::<Vec<_>>()
+        };
+        (status.code(), rest(&self.out), rest(&self.err))
+    }
+}
+
+/// Issue 26 (newcomer review rows 8 and 9: 5,000 stale apps swept for 16 min 42 s with no word,
+/// the rows all at the end, and Ctrl-C lost them): a sweep of 2,000 stale apps at the default
+/// budgets (about 7 minutes of refreshes) says its plan and pace at once, shows a progress line
+/// within 5 s and its first row long before the last app is done, and on SIGINT starts no new
+/// app, prints the rows of the apps it finished and a summary, and exits 130.
+#[test]
+fn a_long_sweep_shows_progress_streams_its_rows_and_an_interrupt_keeps_what_is_done() {
+    let args = ["sweep", "--simulate", "--synthetic", "2000", "--stale", "2000", "-o", "jsonl"];
+    let run = Streaming::start(&args, "streaming");
+    let mut err = Vec::new();
+    let plan = Streaming::first(&run.err, run.started, std::time::Duration::from_secs(5), |l| l.contains("to look at"), &mut err)
+        .unwrap_or_else(|| panic!("no plan within 5 s: {err:?}"));
+    assert!(plan.1.contains("2000 to look at") && plan.1.contains("300 refreshes") && plan.1.contains("up to 6m 40s"), "{}", plan.1);
+    let progress = Streaming::first(&run.err, run.started, std::time::Duration::from_secs(5), |l| l.contains("/2000 done"), &mut err)
+        .unwrap_or_else(|| panic!("no progress line within 5 s: {err:?}"));
+    assert!(progress.1.contains("waiting for budget") && progress.1.contains("left"), "{}", progress.1);
+    let mut out = Vec::new();
+    let (_, first_row) = Streaming::first(&run.out, run.started, std::time::Duration::from_secs(30), |l| l.contains("\"app\""), &mut out)
+        .expect("a row while the sweep runs");
+    let row: serde_json::Value = serde_json::from_str(&first_row).unwrap();
+    assert_eq!(row["failure_mode"], "stale-reconcile", "{row}");
+    let (code, rest, err) = run.interrupt();
+    assert_eq!(code, Some(130), "{err:?}");
+    let rows: Vec<serde_json::Value> = out.iter().chain(&rest).map(|l| serde_json::from_str(l).expect("each row is JSON")).collect();
+    assert!(!rows.is_empty() && rows.len() < 2000, "the finished apps' rows, not all 2000: {}", rows.len());
+    let summary = err.iter().find(|l| l.starts_with("medic: pass 1: 2000 listed")).unwrap_or_else(|| panic!("a summary: {err:?}"));
+    let not_started: usize = summary.split(", ").find_map(|p| p.strip_suffix(" not started (interrupted)")?.parse().ok()).expect(summary);
+    let looked_at: usize = summary.split(", ").find_map(|p| p.strip_suffix(" looked at")?.parse().ok()).expect(summary);
+    assert_eq!(looked_at + not_started, 2000, "{summary}");
+    assert_eq!(rows.len(), looked_at, "a row for every app looked at: {summary}");
+
+    // `-o json`: the partial document, at the end, with its summary.
+    let run = Streaming::start(&["sweep", "--simulate", "--synthetic", "2000", "--stale", "2000", "-o", "json"], "streaming-json");
+    let mut err = Vec::new();
+    Streaming::first(&run.err, run.started, std::time::Duration::from_secs(10), |l| l.contains("/2000 done"), &mut err)
+        .unwrap_or_else(|| panic!("no progress line: {err:?}"));
+    let (code, out, err) = run.interrupt();
+    assert_eq!(code, Some(130), "{err:?}");
+    let doc: serde_json::Value = serde_json::from_str(&out.join("\n")).expect("one JSON document");
+    assert_eq!(doc["summary"]["interrupted"], true);
+    let pass = &doc["summary"]["passes"][0];
+    assert_eq!(pass["looked_at"].as_u64().unwrap() + pass["not_started"].as_u64().unwrap(), 2000, "{pass}");
+    assert_eq!(doc["rows"].as_array().unwrap().len() as u64, pass["looked_at"].as_u64().unwrap());
+}
+
+/// Issue 26, argocd's `-o`: `json` and `yaml` are one document with a summary, `wide` the whole
+/// detail with the idempotency key, `name` the apps; `jsonl` the rows a line. Every format
+/// carries the same rows.
+#[test]
+fn sweep_prints_argocd_s_output_formats_with_the_same_rows() {
+    let run = |format: &str| {
+        let o = medic(&["sweep", "--simulate", "--dry-run", "-o", format], None);
+        assert!(o.status.success(), "-o {format}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let results = |rows: &[serde_json::Value]| {
+        let mut r: Vec<(String, String)> = rows.iter().map(|r| (r["app"].as_str().unwrap().to_owned(), r["result"].to_string())).collect();
+        r.sort();
+        r
+    };
+    let lines: Vec<serde_json::Value> = run("jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let doc: serde_json::Value = serde_json::from_str(&run("json")).expect("-o json is one document");
+    let yaml: serde_json::Value = serde_norway::from_str(&run("yaml")).expect("-o yaml is one document");
+    let pass = &doc["summary"]["passes"][0];
+    assert_eq!(pass["listed"], 33, "{pass}");
+    assert_eq!(pass["looked_at"].as_u64().unwrap() as usize, lines.len());
+    assert_eq!(pass["results"]["dry_run"], 25, "{pass}");
+    assert_eq!(doc["summary"]["interrupted"], false);
+    assert_eq!(results(doc["rows"].as_array().unwrap()), results(&lines));
+    assert_eq!(results(yaml["rows"].as_array().unwrap()), results(&lines));
+    assert_eq!(yaml["summary"]["passes"][0]["results"], pass["results"]);
+
+    let names: Vec<String> = run("name").lines().map(str::to_owned).collect();
+    let mut expected: Vec<String> = lines.iter().map(|r| r["app"].as_str().unwrap().to_owned()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    expected.sort();
+    assert_eq!(sorted, expected);
+
+    let wide = run("wide");
+    assert!(wide.lines().next().unwrap().contains("IDEMPOTENCY KEY"), "{wide}");
+    // Details carry times of the run: compare one without digits.
+    let whole =
+        lines.iter().map(|r| r["detail"].as_str().unwrap()).filter(|d| !d.contains(char::is_numeric)).max_by_key(|d| d.len()).unwrap();
+    assert!(whole.chars().count() > 100 && wide.contains(whole) && !wide.contains('…'), "wide keeps the detail whole: {whole}");
+    let table = run("table");
+    assert!(!table.contains(whole) && table.contains('…'), "the table cuts it");
+    assert_eq!(table.lines().count(), lines.len() + 1, "a header and a row an app");
+    for bad in ["text", "markdown"] {
+        let o = medic(&["sweep", "--simulate", "--dry-run", "-o", bad], None);
+        assert_eq!(o.status.code(), Some(2), "-o {bad} is not a sweep's format: {}", stderr(&o));
+    }
+}
+
+/// Issue 26: `decide` on one app prints its decision object on one line; on a list `-o json` is
+/// one array (argocd's one document), `jsonl` a decision a line, `yaml` one list, `name` the apps.
+#[test]
+fn decide_prints_one_object_for_one_app_and_one_document_for_a_list() {
+    let one = medic(&["decide", "--app", "events/apps/hook-failed.json", "--now", NOW], None);
+    assert_eq!(stdout(&one).lines().count(), 1, "{}", stdout(&one));
+    assert!(serde_json::from_str::<serde_json::Value>(&stdout(&one)).unwrap().is_object());
+    let dir = |format: &str| {
+        let o = medic(&["decide", "--app", "events/apps", "--now", NOW, "-o", format], None);
+        assert!(o.status.success(), "-o {format}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let apps = std::fs::read_dir(root().join("events/apps")).unwrap().count();
+    let array: serde_json::Value = serde_json::from_str(&dir("json")).expect("one document");
+    assert_eq!(array.as_array().map(Vec::len), Some(apps));
+    let lines: Vec<serde_json::Value> = dir("jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(serde_json::Value::from(lines), array);
+    let yaml: serde_json::Value = serde_norway::from_str(&dir("yaml")).unwrap();
+    assert_eq!(yaml, array);
+    assert_eq!(dir("name").lines().count(), apps);
+    assert!(dir("wide").lines().next().unwrap().contains("RULE"));
 }
