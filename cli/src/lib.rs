@@ -13,6 +13,7 @@ pub mod output;
 pub mod render;
 pub mod scenario;
 pub mod serve;
+pub mod slack_click;
 pub mod store;
 pub mod sweep;
 pub mod sweep_cmd;

@@ -99,6 +99,11 @@ enum Command {
     /// service and triggers. Reads ARGOCD_SERVER, ARGOCD_AUTH_TOKEN and the other ARGOCD_*
     /// settings; changes nothing. Exit status 1 when a check fails.
     Check(CheckArgs),
+    /// Slack without Slack: `click` presses an escalation's button as Slack would.
+    Slack {
+        #[command(subcommand)]
+        command: SlackCommand,
+    },
     /// Print the shell completion script for medic, e.g.
     /// `medic completions bash > ~/.local/share/bash-completion/completions/medic`.
     Completions {
@@ -290,6 +295,31 @@ struct SwitchArgs {
 }
 
 #[derive(Subcommand)]
+enum SlackCommand {
+    /// Press BUTTON on APP's escalation as Slack would, for `medic serve` (which prints this
+    /// command with its settings): the thread is read from Slack's Web API at SLACK_API_URL (as
+    /// SLACK_TOKEN in SLACK_CHANNEL; the simulator's token and channel when unset), the
+    /// block_actions payload is signed with SLACK_SIGNING_SECRET and posted to --to; then the
+    /// thread's reply is printed.
+    Click {
+        /// `namespace/name`, or `name`.
+        app: String,
+        /// The button's label (`sync`, `hard-refresh`, `acknowledge`: a prefix, case and spaces
+        /// ignored) or its action id.
+        button: String,
+        /// `medic serve`'s Slack interactivity URL.
+        #[arg(long, default_value = "http://127.0.0.1:8787/slack/actions")]
+        to: String,
+        /// The Slack user id who clicks (the allow-list decides what they may do).
+        #[arg(long, default_value = LOCAL_SLACK_USER)]
+        user: String,
+        /// How long to wait for the reply in the thread: 10s, 1m (0 does not wait).
+        #[arg(long, default_value = "10s", value_parser = duration_arg)]
+        wait: std::time::Duration,
+    },
+}
+
+#[derive(Subcommand)]
 enum IncidentsCommand {
     /// One app's incidents (open and recently closed) in full, with the evidence of the last decision.
     Show {
@@ -394,6 +424,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             emit(&text)?;
             let failed = findings.iter().any(|f| f.status == medic::check::Status::Fail);
             Ok(if failed { ExitCode::from(medic::exit::PARTIAL) } else { ExitCode::SUCCESS })
+        }
+        Command::Slack { command: SlackCommand::Click { app, button, to, user, wait } } => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            runtime.block_on(slack_click(app, button, to, user, wait))
         }
         Command::Completions { shell } => {
             use clap::CommandFactory;
@@ -597,9 +631,9 @@ async fn serve(args: ServeArgs, argo: &medic::argocd_flags::ArgoFlags) -> Result
     }
     let store = std::sync::Arc::new(store);
     let (escalator, slack_sim) = local_escalator(args.slack_simulate, &policy.instance_id, std::sync::Arc::clone(&store)).await?;
-    let slack_actions = match &escalator {
+    let (slack_actions, made_secret) = match &escalator {
         medic_adapters::slack::AnyEscalator::Slack(_) => slack_actions_options(args.slack_simulate)?,
-        medic_adapters::slack::AnyEscalator::Log(_) => None,
+        medic_adapters::slack::AnyEscalator::Log(_) => (None, None),
     };
     let clicks = slack_actions.is_some();
     let served = medic::serve::start(
@@ -620,7 +654,16 @@ async fn serve(args: ServeArgs, argo: &medic::argocd_flags::ArgoFlags) -> Result
     )
     .await?;
     if clicks {
-        medic::note!("medic: Slack button clicks on http://{}{}", served.addr, medic::serve::SLACK_ACTIONS_PATH);
+        let to = format!("http://{}{}", served.addr, medic::serve::SLACK_ACTIONS_PATH);
+        medic::note!("medic: Slack button clicks on {to}");
+        if let Some(slack) = &slack_sim {
+            // The whole line, so pressing a button needs nothing from the source.
+            let secret = made_secret.as_deref().unwrap_or("\"$SLACK_SIGNING_SECRET\"");
+            medic::note!(
+                "medic: press a button: SLACK_API_URL={} SLACK_SIGNING_SECRET={secret} medic slack click APP BUTTON --to {to}",
+                slack.api_url()
+            );
+        }
     }
     medic::note!("medic: ingest listening on http://{}/v1/events and /v1/refresh", served.addr);
     match args.run_for {
@@ -778,13 +821,38 @@ async fn incidents(args: IncidentsArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+async fn slack_click(app: String, button: String, to: String, user: String, wait: std::time::Duration) -> Result<ExitCode> {
+    use medic_adapters::settings::{SLACK_API_URL, SLACK_CHANNEL, SLACK_SIGNING_SECRET, SLACK_TOKEN};
+    let settings = medic_adapters::config::Settings::from_env().for_reader(medic_adapters::settings::Reader::Cli);
+    let env = |var| settings.text(var);
+    let click = medic::slack_click::Click {
+        app,
+        button,
+        slack_api: env(&SLACK_API_URL).context("SLACK_API_URL is not set: `medic serve --slack-simulate` prints the simulator's")?,
+        token: env(&SLACK_TOKEN).unwrap_or_else(|| medic_sim::SLACK_BOT_TOKEN.to_owned()),
+        channel: env(&SLACK_CHANNEL).unwrap_or_else(|| medic_sim::SLACK_CHANNEL.to_owned()),
+        signing_secret: env(&SLACK_SIGNING_SECRET)
+            .context("SLACK_SIGNING_SECRET is not set: `medic serve` prints the one it checks clicks with")?,
+        user,
+        to,
+        wait,
+    };
+    let (status, body, reply) = medic::slack_click::click(&click).await?;
+    emit(&format!("{status} {body}\n"))?;
+    if let Some(reply) = reply {
+        emit(&format!("reply in the thread: {reply}\n"))?;
+    }
+    Ok(if status == 200 { ExitCode::SUCCESS } else { ExitCode::from(medic::exit::PARTIAL) })
+}
+
 /// The Slack user the local-only allow-list of `--slack-simulate` admits (on every project).
 const LOCAL_SLACK_USER: &str = "ULOCALUSER";
 
 /// `/slack/actions`' signing secret and allow-list: SLACK_SIGNING_SECRET and SLACK_ALLOWED_USERS
 /// as on Lambda; with --slack-simulate and no secret set, a secret made for this run and an
 /// allow-list of the local user, both printed and good for this process only.
-fn slack_actions_options(simulate: bool) -> Result<Option<medic::serve::SlackActionsOptions>> {
+/// Also returns the secret made for this run, if one was.
+fn slack_actions_options(simulate: bool) -> Result<(Option<medic::serve::SlackActionsOptions>, Option<String>)> {
     use medic_adapters::settings::{SLACK_ALLOWED_USERS, SLACK_SIGNING_SECRET};
     use medic_slack_actions::{AllowList, SigningSecret};
     let settings = medic_adapters::config::Settings::from_env().for_reader(medic_adapters::settings::Reader::Cli);
@@ -799,7 +867,9 @@ fn slack_actions_options(simulate: bool) -> Result<Option<medic::serve::SlackAct
         }
     };
     match env(&SLACK_SIGNING_SECRET) {
-        Some(secret) => Ok(Some(medic::serve::SlackActionsOptions { secret: SigningSecret::from_secret(&secret)?, allow: allow(None)? })),
+        Some(secret) => {
+            Ok((Some(medic::serve::SlackActionsOptions { secret: SigningSecret::from_secret(&secret)?, allow: allow(None)? }), None))
+        }
         None if simulate => {
             let secret = format!("{:032x}", rand::random::<u128>());
             let default = format!(r#"{{"*": ["{LOCAL_SLACK_USER}"]}}"#);
@@ -810,11 +880,11 @@ fn slack_actions_options(simulate: bool) -> Result<Option<medic::serve::SlackAct
             if env(&SLACK_ALLOWED_USERS).is_none() {
                 medic::note!("medic: LOCAL ONLY: user {LOCAL_SLACK_USER} may click on every project (SLACK_ALLOWED_USERS overrides it)");
             }
-            Ok(Some(medic::serve::SlackActionsOptions { secret: SigningSecret::new(secret, None), allow }))
+            Ok((Some(medic::serve::SlackActionsOptions { secret: SigningSecret::new(secret.clone(), None), allow }), Some(secret)))
         }
         None => {
             medic::note!("medic: SLACK_SIGNING_SECRET is not set: the escalations' buttons do nothing here (/slack/actions answers 404)");
-            Ok(None)
+            Ok((None, None))
         }
     }
 }

@@ -871,3 +871,55 @@ fn decide_prints_one_object_for_one_app_and_one_document_for_a_list() {
     assert_eq!(dir("name").lines().count(), apps);
     assert!(dir("wide").lines().next().unwrap().contains("RULE"));
 }
+
+/// Issue 26 (newcomer review row 35: pressing a button locally took the simulator's token and
+/// channel from the source and an HMAC by hand): `medic serve --slack-simulate` prints the line
+/// to run, and `medic slack click APP BUTTON` presses it as Slack would, through serve's
+/// signature check and allow-list: the sync is started and its reply printed; a button the
+/// escalation does not offer is named with those it does; a user off the allow-list is refused.
+#[test]
+fn slack_click_presses_an_escalation_s_button_through_serve_s_checks() {
+    let run = Streaming::start(&["serve", "--simulate", "--slack-simulate", "--listen", "127.0.0.1:0", "--sweep-every", "600"], "click");
+    let mut err = Vec::new();
+    let (_, line) =
+        Streaming::first(&run.err, run.started, std::time::Duration::from_secs(30), |l| l.contains("press a button:"), &mut err)
+            .unwrap_or_else(|| panic!("serve prints how to press a button: {err:?}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let setting = |name: &str| words.iter().find_map(|w| w.strip_prefix(&format!("{name}="))).unwrap_or_else(|| panic!("{name} in {line}"));
+    let (api, secret) = (setting("SLACK_API_URL").to_owned(), setting("SLACK_SIGNING_SECRET").to_owned());
+    let to = words.iter().skip_while(|w| **w != "--to").nth(1).expect("--to URL").to_string();
+    let click = |app: &str, button: &str, extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_medic"))
+            .args(["slack", "click", app, button, "--to", &to, "--wait", "30s"])
+            .args(extra)
+            .env("SLACK_API_URL", &api)
+            .env("SLACK_SIGNING_SECRET", &secret)
+            .env_remove("SLACK_TOKEN")
+            .env_remove("SLACK_CHANNEL")
+            .output()
+            .unwrap()
+    };
+    // Escalations are posted at Slack's pace: storefront's comes within a few seconds.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let pressed = loop {
+        let o = click("storefront", "sync", &[]);
+        if o.status.success() || std::time::Instant::now() > deadline {
+            break o;
+        }
+        assert!(stderr(&o).contains("no escalation of storefront"), "{}", stderr(&o));
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert!(pressed.status.success(), "{}", stderr(&pressed));
+    let out = stdout(&pressed);
+    assert!(out.starts_with("200 {\"accepted\":true}"), "{out}");
+    assert!(out.contains("reply in the thread: sync by ULOCALUSER: sync started"), "{out}");
+
+    let unknown = click("argocd/storefront", "bogus", &[]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stderr(&unknown).contains("offers no button `bogus`; it offers: Sync, Hard refresh"), "{}", stderr(&unknown));
+    let refused = click("storefront", "hard refresh", &["--user", "U0MALLORY1"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", stdout(&refused));
+    assert!(stdout(&refused).starts_with("403 "), "{}", stdout(&refused));
+    let (code, _, _) = run.interrupt();
+    assert_eq!(code, Some(0));
+}
