@@ -17,6 +17,8 @@ started=$SECONDS
 out="$(CARGO_INSTALL_ROOT="$scratch" HOME="$scratch/home" bash -euo pipefail -c "$block" 2>"$scratch/err")" \
     || { echo "install-smoke: the README's block failed:" >&2; tail -20 "$scratch/err" >&2; exit 1; }
 [[ -x "$scratch/bin/medic" ]] || { echo "install-smoke: medic was not installed into the install root" >&2; exit 1; }
+# The argocd CLI's plugin name: `argocd medic ...` runs it.
+[[ -x "$scratch/bin/argocd-medic" ]] || { echo "install-smoke: argocd-medic was not installed into the install root" >&2; exit 1; }
 [[ "$out" == "medic "* ]] || { echo "install-smoke: medic --version printed: $out" >&2; exit 1; }
 completion="$scratch/home/.local/share/bash-completion/completions/medic"
 grep -q 'complete .*medic' "$completion" || { echo "install-smoke: no bash completion for medic in $completion" >&2; exit 1; }

@@ -3,6 +3,7 @@
 // Notes go through `note!`: `eprintln!` panics when stderr is closed.
 #![deny(clippy::print_stderr)]
 
+pub mod app;
 pub mod argocd_flags;
 pub mod check;
 pub mod check_stack;

@@ -923,3 +923,59 @@ fn slack_click_presses_an_escalation_s_button_through_serve_s_checks() {
     let (code, _, _) = run.interrupt();
     assert_eq!(code, Some(0));
 }
+
+/// argocd v3.5.1's handling of a command it does not know, step by step (cmd/main.go:86-104,
+/// cmd/argocd/commands/plugin.go:67-120): `exec.LookPath("argocd-" + os.Args[1])` on the PATH,
+/// then the plugin is run with `os.Args[2:]`, the environment and stdio as they are, and argocd
+/// exits with the plugin's status. (The argocd CLI itself cannot be installed here: no reachable
+/// registry ships it, and building it needs a Go and a module proxy this machine lacks.)
+fn argocd_plugin(path: &std::ffi::OsStr, argocd_args: &[&str]) -> Output {
+    use std::os::unix::fs::PermissionsExt;
+    let (name, rest) = argocd_args.split_first().expect("a command");
+    let plugin = std::env::split_paths(path)
+        .map(|dir| dir.join(format!("argocd-{name}")))
+        .find(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+        .unwrap_or_else(|| panic!("argocd: unknown command \"{name}\" for \"argocd\" (no argocd-{name} on the PATH)"));
+    Command::new(plugin).args(rest).env("PATH", path).current_dir(root()).output().unwrap()
+}
+
+/// Issue 26: installed also as `argocd-medic`, `medic` is Argo CD's CLI plugin: `argocd medic
+/// sweep --server ... --auth-token ...` sweeps, its status is medic's, and its help says `argocd
+/// medic`.
+#[test]
+fn argocd_runs_medic_as_its_plugin_argocd_medic() {
+    let sim = sim_process();
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_argocd-medic")).parent().unwrap();
+    let path = std::env::join_paths([bin, std::path::Path::new("/usr/bin"), std::path::Path::new("/bin")]).unwrap();
+    let state = state_file("plugin");
+    let state = state.to_str().unwrap();
+    let sweep = |token: &str| {
+        argocd_plugin(
+            &path,
+            &[
+                "medic",
+                "sweep",
+                "--server",
+                &sim.server,
+                "--auth-token",
+                token,
+                "--plaintext",
+                "--dry-run",
+                "-o",
+                "jsonl",
+                "--state",
+                state,
+            ],
+        )
+    };
+    let o = sweep(&sim.token);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = json_lines(&o);
+    assert!(
+        rows.len() > 20 && rows.iter().all(|r| r["result"] == "dry_run" || r["result"] == "waiting" || r["result"] == "no_action"),
+        "{rows:?}"
+    );
+    assert_eq!(sweep("a.b.c").status.code(), Some(4), "a refused token: medic's status is argocd's");
+    let help = argocd_plugin(&path, &["medic", "--help"]);
+    assert!(stdout(&help).contains("Usage: argocd medic [OPTIONS] <COMMAND>"), "{}", stdout(&help));
+}
