@@ -30,8 +30,9 @@ enum Command {
         /// An Application JSON file, a list response `{"items": [...]}`, a directory of them, or `-` for stdin.
         #[arg(long)]
         app: String,
-        /// What prompted the look (a notification trigger name, `sweep` or `manual`).
-        #[arg(long, default_value = Trigger::MANUAL)]
+        /// What prompted the look: an argocd-notifications trigger of Argo Medic's templates
+        /// (on-sync-failed, on-health-degraded, ...), `sweep`, `fleet-recovery` or `manual`.
+        #[arg(long, default_value = Trigger::MANUAL, value_parser = known_trigger)]
         trigger: String,
         /// The time to judge at (RFC 3339); defaults to now.
         #[arg(long)]
@@ -64,12 +65,16 @@ enum Command {
     /// Run only the Argo CD simulator, loaded like --simulate, until interrupted (for cargo lambda
     /// watch, curl, or a second medic). Prints its URL and token as `export` lines for a shell.
     Sim {
+        /// The Application files to load (the sample fleet, compiled in when not here).
         #[arg(long, default_value = crate::samples::DEFAULT_APPS)]
         apps: PathBuf,
+        /// What refresh and sync do per app (JSON).
         #[arg(long, default_value = crate::samples::DEFAULT_OUTCOMES)]
         outcomes: PathBuf,
+        /// A synthetic fleet of this many apps instead of the sample apps.
         #[arg(long)]
         synthetic: Option<usize>,
+        /// With --synthetic: how many of them are stale.
         #[arg(long, default_value_t = 0)]
         stale: usize,
         /// The port on 127.0.0.1 (default: any free one).
@@ -221,11 +226,11 @@ struct SweepArgs {
     target: TargetArgs,
     #[command(flatten)]
     budgets: BudgetArgs,
-    /// Only these projects (repeatable).
-    #[arg(long = "project")]
+    /// Only these projects (repeatable), as argocd's -p.
+    #[arg(short = 'p', long = "project")]
     projects: Vec<String>,
-    /// Only apps matching this label selector.
-    #[arg(long, default_value = "")]
+    /// Only apps matching this label selector (`env=prod,team in (a,b)`), as argocd's -l.
+    #[arg(short = 'l', long, default_value = "", hide_default_value = true)]
     selector: String,
     /// Apps handled at once, at least 1.
     #[arg(long, default_value_t = 8, value_parser = at_least_one)]
@@ -313,7 +318,7 @@ enum SlackCommand {
         #[arg(long, default_value = LOCAL_SLACK_USER)]
         user: String,
         /// How long to wait for the reply in the thread: 10s, 1m (0 does not wait).
-        #[arg(long, default_value = "10s", value_parser = duration_arg)]
+        #[arg(long, default_value = "10s", value_parser = crate::argocd_flags::duration_arg)]
         wait: std::time::Duration,
     },
 }
@@ -345,10 +350,10 @@ struct ServeArgs {
     #[arg(long, env = "MEDIC_REFRESH_SECRET", hide_env_values = true)]
     refresh_secret: Option<String>,
     /// Time between sweeps: 60s, 5m (a bare number is seconds).
-    #[arg(long, default_value = "60s", value_parser = duration_arg)]
+    #[arg(long, default_value = "60s", value_parser = crate::argocd_flags::duration_arg)]
     sweep_every: std::time::Duration,
     /// Stop after this long: 30s, 10m (a bare number is seconds; default: run until interrupted).
-    #[arg(long, value_parser = duration_arg)]
+    #[arg(long, value_parser = crate::argocd_flags::duration_arg)]
     run_for: Option<std::time::Duration>,
     /// Escalate to a built-in Slack simulator on 127.0.0.1 (its messages are summarised at the
     /// end). Without it, escalations go to real Slack when SLACK_TOKEN and SLACK_CHANNEL are set
@@ -363,16 +368,6 @@ struct ServeArgs {
 /// medic` (Argo CD >= 3.1's plugins: `argocd medic ARGS` execs `argocd-medic ARGS` found on the
 /// PATH; cmd/argocd/commands/plugin.go at v3.5.1).
 pub fn main() -> ExitCode {
-    // Logs go to stderr so stdout stays the report; `MEDIC_LOG=info` (or debug) says more.
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MEDIC_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(filter)
-        .with_target(false)
-        // Its own report of a failed write is an `eprintln!`, which panics on a closed stderr.
-        .log_internal_errors(false)
-        .init();
     let args = std::env::args_os().collect();
     let opts = medic_adapters::config::Settings::from_env()
         .for_reader(medic_adapters::settings::Reader::Cli)
@@ -389,13 +384,32 @@ pub fn main() -> ExitCode {
             return ExitCode::from(crate::exit::USAGE);
         }
     };
-    match run(Cli::parse_as_invoked(args)) {
+    let cli = Cli::parse_as_invoked(args);
+    init_logs(cli.argo.loglevel.as_deref());
+    match run(cli) {
         Ok(code) => code,
         Err(e) => {
             crate::note!("medic: error: {e:#}");
             ExitCode::from(crate::exit::of(&e))
         }
     }
+}
+
+/// Logs go to stderr so stdout stays the report: warnings by default; `--loglevel` (argocd's
+/// flag) over `MEDIC_LOG` (which also takes per-target directives) says more or less.
+fn init_logs(level: Option<&str>) {
+    let filter = match level {
+        Some(level) => tracing_subscriber::EnvFilter::new(level),
+        None => tracing_subscriber::EnvFilter::try_from_env("MEDIC_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(filter)
+        .with_target(false)
+        // Its own report of a failed write is an `eprintln!`, which panics on a closed stderr.
+        .log_internal_errors(false)
+        .init();
 }
 
 impl Cli {
@@ -524,7 +538,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             runtime.block_on(incidents(args))
         }
         Command::Demo { events, output } => {
-            let scenarios = scenario::load_all(&events).with_context(|| format!("loading scenarios from {}", events.display()))?;
+            let scenarios = scenario::load_all(&events).with_context(|| {
+                // The scenarios are the repository's test fixtures, not compiled in (the sample
+                // fleet is: `medic sweep --simulate` works anywhere).
+                let hint = if events.exists() {
+                    String::new()
+                } else {
+                    " (run it from the repository's root, or give --events <repository>/events)".into()
+                };
+                format!("loading scenarios from {}{hint}", events.display())
+            })?;
             let mut rows = Vec::new();
             for s in &scenarios {
                 let d = DecisionPolicy::new(s.config.clone())
@@ -734,11 +757,15 @@ fn at_least_one(text: &str) -> Result<usize, String> {
     }
 }
 
-/// A duration flag: humantime's `90s`, `5m`, `2h`, or a bare number of seconds as before.
-fn duration_arg(text: &str) -> Result<std::time::Duration, String> {
-    match text.trim().parse::<u64>() {
-        Ok(secs) => Ok(std::time::Duration::from_secs(secs)),
-        Err(_) => humantime::parse_duration(text.trim()).map_err(|e| format!("`{text}` is not a duration such as 90s or 5m: {e}")),
+/// A trigger Argo Medic knows: a bogus one was decided as if it were real (newcomer review row
+/// 24), while ingest refuses it.
+fn known_trigger(text: &str) -> Result<String, String> {
+    let own = [Trigger::SWEEP, Trigger::RECOVERY, Trigger::MANUAL];
+    if Trigger::NOTIFICATIONS.contains(&text) || own.contains(&text) {
+        Ok(text.to_owned())
+    } else {
+        let known: Vec<&str> = Trigger::NOTIFICATIONS.iter().chain(&own).copied().collect();
+        Err(format!("not a trigger Argo Medic knows; one of {}", known.join(", ")))
     }
 }
 
@@ -808,7 +835,10 @@ async fn incidents(args: IncidentsArgs) -> Result<ExitCode> {
         None => {
             let path = args.state.unwrap_or_else(crate::sweep_cmd::default_state_path);
             if !path.exists() {
-                anyhow::bail!("no state file at {}: `medic sweep` and `medic serve` create it (or name one with --state)", path.display());
+                anyhow::bail!(
+                    "no state file at {}: `medic sweep` and `medic serve` create it (or name one with --state); with --simulate they keep state in memory unless given --state",
+                    path.display()
+                );
             }
             let store = crate::store::SqliteIncidentStore::open(&path)?;
             incidents::collect(&store, &store, &query, now).await?

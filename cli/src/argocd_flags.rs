@@ -55,7 +55,7 @@ pub const ARGOCD_FLAGS: &[ArgocdFlag] = &[
         FlagUse::Ignored("Argo Medic retries reads with its own backoff and never retries a change blindly"),
     ),
     flag("config", None, true, FlagUse::Ignored("the argocd CLI's login contexts are not read: give --server and --auth-token")),
-    flag("loglevel", None, true, FlagUse::Ignored("Argo Medic's log level is MEDIC_LOG")),
+    flag("loglevel", None, true, FlagUse::Sets(None)),
     flag("logformat", None, true, FlagUse::Ignored("Argo Medic logs JSON on Lambda and text on a terminal")),
 ];
 
@@ -83,6 +83,19 @@ pub struct ArgoFlags {
     /// An extra header on every request to Argo CD, `Name: value` (repeat it), e.g. for an access proxy.
     #[arg(short = 'H', long = "header", global = true, value_name = "HEADER", value_parser = parse_header)]
     pub headers: Vec<(String, String)>,
+    /// How long one request to Argo CD may take, connecting included (connecting: at most 10s):
+    /// 30s (the default), 2m.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = duration_arg)]
+    pub request_timeout: Option<std::time::Duration>,
+    /// How long a read that failed for a passing reason (refused, timed out, 429, 5xx) is retried
+    /// with backoff before it is given up: 60s (the default), 5m; 0 retries nothing. A call waits
+    /// at most this plus --request-timeout.
+    #[arg(long, global = true, value_name = "DURATION", value_parser = duration_arg)]
+    pub retry_for: Option<std::time::Duration>,
+    /// Log level: debug, info, warn or error [env: MEDIC_LOG, which also takes per-target
+    /// directives such as medic_worker=debug,warn; default warn].
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = ["debug", "info", "warn", "error"])]
+    pub loglevel: Option<String>,
     /// Accepted from ARGOCD_OPTS and ignored (REST needs no gRPC-Web).
     #[arg(long, global = true, hide = true)]
     pub grpc_web: bool,
@@ -119,7 +132,17 @@ impl ArgoFlags {
             .for_reader(medic_adapters::settings::Reader::Cli);
         let mut argo = ArgoSettings::from_settings(&settings)?;
         argo.headers.clone_from(&self.headers);
+        argo.request_timeout = self.request_timeout.unwrap_or(argo.request_timeout);
+        argo.retry_deadline = self.retry_for.unwrap_or(argo.retry_deadline);
         Ok(argo)
+    }
+}
+
+/// A duration flag: 90s, 5m, or a bare number of seconds.
+pub fn duration_arg(text: &str) -> Result<std::time::Duration, String> {
+    match text.trim().parse::<u64>() {
+        Ok(secs) => Ok(std::time::Duration::from_secs(secs)),
+        Err(_) => humantime::parse_duration(text.trim()).map_err(|e| format!("`{text}` is not a duration such as 90s or 5m: {e}")),
     }
 }
 
@@ -230,6 +253,9 @@ mod tests {
             grpc_web_root_path: Some("/argocd".into()),
             server_crt: Some("/ca.pem".into()),
             headers: vec![("X-A".into(), "1".into())],
+            request_timeout: Some(std::time::Duration::from_secs(5)),
+            retry_for: Some(std::time::Duration::ZERO),
+            loglevel: None,
             grpc_web: true,
         };
         // Every row that stands for a variable is read from its flag (--plaintext is off here).
@@ -242,5 +268,8 @@ mod tests {
         let settings = ArgoFlags { server_crt: None, ..every }.settings().unwrap();
         assert_eq!((settings.server.as_str(), settings.insecure, settings.root_path.as_str()), ("flag:443", true, "/argocd"));
         assert_eq!(settings.headers, vec![("X-A".to_owned(), "1".to_owned())]);
+        assert_eq!((settings.request_timeout.as_secs(), settings.retry_deadline.as_secs()), (5, 0));
+        let defaults = ArgoFlags { server: Some("x".into()), auth_token: Some("a.b.c".into()), ..ArgoFlags::default() }.settings().unwrap();
+        assert_eq!((defaults.request_timeout.as_secs(), defaults.retry_deadline.as_secs()), (30, 60), "the help's defaults");
     }
 }

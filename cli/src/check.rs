@@ -164,7 +164,10 @@ pub fn remedy(url: &str, plaintext: bool, e: &ArgoError) -> (String, String) {
     } else if matches!(e, ArgoError::NotFound(_)) {
         (format!("{url}api/version is not found"), "check ARGOCD_ROOT_PATH (server.rootpath) and ARGOCD_SERVER".to_owned())
     } else if lower.contains("connection failed") || lower.contains("timeout") {
-        (format!("cannot reach {url}: {text}"), "check ARGOCD_SERVER and the network path (VPC subnets, security groups, NAT)".to_owned())
+        (
+            format!("cannot reach {url}: {text}"),
+            "check ARGOCD_SERVER and the network path (VPC subnets, security groups, NAT); a server that never answers holds each call for --request-timeout (30s) and its retries for --retry-for (60s): shorten them to fail sooner".to_owned(),
+        )
     } else {
         (format!("{url}api/version failed: {text}"), "check ARGOCD_SERVER, ARGOCD_ROOT_PATH and Argo CD's logs".to_owned())
     }

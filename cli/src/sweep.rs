@@ -99,7 +99,7 @@ pub struct OutageReport {
 pub enum SweepError {
     #[error("listing applications: {0}")]
     List(ArgoError),
-    #[error("{0}")]
+    #[error("{0}; give medic a valid API token of Argo Medic's account with --auth-token or ARGOCD_AUTH_TOKEN")]
     Unauthenticated(ArgoError),
     #[error(transparent)]
     Store(#[from] medic_core::ports::StoreError),

@@ -165,6 +165,12 @@ pub async fn start_simulator_on(cmd: &Target, port: u16) -> Result<ArgoSim> {
                 sim.load_outcomes(&cmd.outcomes).with_context(|| format!("loading {}", cmd.outcomes.display()))?;
             } else if defaults && cmd.outcomes == Path::new(samples::DEFAULT_OUTCOMES) {
                 sim.load_outcomes_text(samples::SAMPLE_OUTCOMES, &cmd.outcomes).context("loading the compiled-in outcomes")?;
+            } else {
+                // Said, not skipped in silence (newcomer review row 2).
+                crate::note!(
+                    "medic: no outcomes file at {}: refresh and sync do what the simulator does by default (give --outcomes FILE)",
+                    cmd.outcomes.display()
+                );
             }
         }
     }
@@ -176,7 +182,8 @@ pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
     let stop = StopFlag::default();
     let signals = tokio::spawn(stop_on_signal(stop.clone()));
     let budget = Paced::new(LocalBudget::new(cmd.rates), stop.clone());
-    let escalator = LogEscalator::default();
+    // The table shows each escalation; the log line is for MEDIC_LOG=info.
+    let escalator = LogEscalator::reported();
     let policy = DecisionPolicy::new(policy);
     // Markers for this process's run (alerts told once, a person's performed action).
     let dedupe = medic_adapters::memory::MemoryDedupe::default();
@@ -250,6 +257,8 @@ async fn stop_on_signal(stop: StopFlag) {
 
 fn totals(s: &SweepSummary) -> String {
     let mut parts = vec![format!("{} listed, {} looked at", s.listed, s.candidates - s.interrupted)];
+    // A hard refresh is a refresh of another budget: said apart.
+    let hard = s.reports.iter().filter(|r| r.result == StepResult::Refreshed && r.action == Some(medic_core::Action::HardRefresh)).count();
     for (label, result) in [
         ("refreshed", StepResult::Refreshed),
         ("refresh unverified", StepResult::RefreshUnverified),
@@ -262,9 +271,12 @@ fn totals(s: &SweepSummary) -> String {
         ("failed", StepResult::Failed),
         ("dry run", StepResult::DryRun),
     ] {
-        let n = s.count(result);
+        let n = s.count(result) - if result == StepResult::Refreshed { hard } else { 0 };
         if n > 0 {
             parts.push(format!("{n} {label}"));
+        }
+        if result == StepResult::Refreshed && hard > 0 {
+            parts.push(format!("{hard} hard refreshed"));
         }
     }
     let mut would: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();

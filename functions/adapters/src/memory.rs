@@ -149,12 +149,21 @@ pub struct LogEscalator {
     alerts: Mutex<Vec<String>>,
     outages: Mutex<Vec<medic_core::fleet::OutageView>>,
     forgetful: bool,
+    /// The escalation is shown by the caller's own report (`medic sweep`'s row): logged at info,
+    /// not as a warning that repeats the row.
+    reported: bool,
 }
 
 impl LogEscalator {
     /// Logs only; keeps nothing in memory.
     pub fn forgetful() -> Self {
         Self { forgetful: true, ..Self::default() }
+    }
+
+    /// For a caller whose report shows every escalation already (the newcomer review: a sweep's
+    /// WARN lines, one per escalated row, looked like errors and repeated the table).
+    pub fn reported() -> Self {
+        Self { reported: true, ..Self::default() }
     }
 
     pub fn escalations(&self) -> Vec<(AppId, Decision)> {
@@ -174,7 +183,11 @@ impl LogEscalator {
 impl Escalator for LogEscalator {
     async fn escalate(&self, _: &Permit, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
         let key = decision.idempotency_key.as_ref().map(ToString::to_string).unwrap_or_default();
-        tracing::warn!(app = %app.id(), failure_mode = %decision.failure_mode, key, reason = %decision.reason, "escalation");
+        if self.reported {
+            tracing::info!(app = %app.id(), failure_mode = %decision.failure_mode, key, reason = %decision.reason, "escalation");
+        } else {
+            tracing::warn!(app = %app.id(), failure_mode = %decision.failure_mode, key, reason = %decision.reason, "escalation");
+        }
         if !self.forgetful {
             self.sent.lock().unwrap_or_else(|e| e.into_inner()).push((app.id(), decision.clone()));
         }

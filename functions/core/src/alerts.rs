@@ -10,7 +10,9 @@ use crate::ports::ArgoError;
 
 /// A token Argo CD rejects: every further call would fail until someone replaces it.
 pub fn unauthenticated(e: &ArgoError) -> String {
-    format!("Argo Medic cannot act: {e}. Mint a new token for its account and update the secret.")
+    format!(
+        "Argo Medic cannot act: {e}. Mint a new token for its account (argocd account generate-token --account argo-medic) and give it to Argo Medic: the stack's token secret, or ARGOCD_AUTH_TOKEN (--auth-token) for medic."
+    )
 }
 
 /// A shared cause: many apps of one scope cannot be compared. `eta_secs` is how long the recovery
