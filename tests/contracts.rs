@@ -177,6 +177,8 @@ async fn dedupe_contract<D: DedupeStore>(store: &D, label: &str) {
 #[tokio::test]
 async fn every_dedupe_store_keeps_the_same_lease_contract() {
     dedupe_contract(&MemoryDedupe::default(), "memory").await;
+    dedupe_contract(&medic::local_dedupe::SqliteDedupe::new(std::sync::Arc::new(SqliteIncidentStore::in_memory().unwrap())), "sqlite")
+        .await;
     dedupe_contract(&dynamodb().await, "dynamodb").await;
 }
 

@@ -711,7 +711,8 @@ async fn serve(args: ServeArgs, argo: &crate::argocd_flags::ArgoFlags) -> Result
         None => stop.await,
     }
     let handled = served.handled.load(std::sync::atomic::Ordering::Relaxed);
-    let dead = served.dead_letters.lock().map(|d| d.len()).unwrap_or_default();
+    // Dead letters stay in the state file (with --simulate and no --state, in memory).
+    let dead = served.queue.dead_letters().map(|d| d.len()).unwrap_or_default();
     let escalator = std::sync::Arc::clone(&served.escalator);
     let queue = std::sync::Arc::clone(&served.queue);
     if !served.shutdown().await {

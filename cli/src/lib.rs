@@ -9,6 +9,7 @@ pub mod check;
 pub mod check_stack;
 pub mod incidents;
 pub mod input;
+pub mod local_dedupe;
 pub mod local_queue;
 pub mod output;
 pub mod render;

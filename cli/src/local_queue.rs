@@ -96,6 +96,28 @@ impl SqliteQueue {
         self.store.conn().execute("DELETE FROM work_queue WHERE id = ?1", params![id]).map(drop).map_err(store_error)
     }
 
+    /// Failed for the last time: moved to the dead letters, in one transaction (kept in the state
+    /// file, as SQS keeps them in the dead-letter queue: a restart loses none).
+    pub fn dead_letter(&self, id: i64) -> Result<(), StoreError> {
+        let mut conn = self.store.conn();
+        let tx = conn.transaction().map_err(store_error)?;
+        tx.execute(
+            "INSERT INTO dead_letters (at_ms, receives, item) SELECT ?1, receives, item FROM work_queue WHERE id = ?2",
+            params![Utc::now().timestamp_millis(), id],
+        )
+        .map_err(store_error)?;
+        tx.execute("DELETE FROM work_queue WHERE id = ?1", params![id]).map_err(store_error)?;
+        tx.commit().map_err(store_error)
+    }
+
+    /// The dead letters kept in the state file, oldest first.
+    pub fn dead_letters(&self) -> Result<Vec<WorkItem>, StoreError> {
+        let conn = self.store.conn();
+        let mut select = conn.prepare("SELECT item FROM dead_letters ORDER BY id").map_err(store_error)?;
+        let texts: Vec<String> = select.query_map([], |r| r.get(0)).map_err(store_error)?.collect::<Result<_, _>>().map_err(store_error)?;
+        Ok(texts.iter().filter_map(|t| serde_json::from_str(t).ok()).collect())
+    }
+
     /// Failed: due again after `delay`, its receive count kept.
     pub fn release(&self, id: i64, delay: Duration) -> Result<(), StoreError> {
         self.store
@@ -171,6 +193,23 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("medic-queue-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir.join("state.db")
+    }
+
+    /// A dead letter leaves the queue and stays in the state file: a restart loses none (they
+    /// were kept in memory, and lost with the process).
+    #[tokio::test]
+    async fn a_dead_letter_leaves_the_queue_and_outlives_the_process() {
+        let path = state_file("dead");
+        let queue = SqliteQueue::new(Arc::new(SqliteIncidentStore::open(&path).unwrap()));
+        queue.enqueue(&item("poison"), Duration::ZERO).await.unwrap();
+        let got = queue.receive(10, Duration::from_secs(60)).unwrap();
+        queue.dead_letter(got[0].id).unwrap();
+        assert!(queue.is_empty().unwrap());
+        drop(queue);
+        let queue = SqliteQueue::new(Arc::new(SqliteIncidentStore::open(&path).unwrap()));
+        let dead = queue.dead_letters().unwrap();
+        assert_eq!(dead.iter().map(|i| i.app.name.as_str()).collect::<Vec<_>>(), ["poison"]);
+        assert!(queue.receive(10, Duration::from_secs(60)).unwrap().is_empty(), "never delivered again");
     }
 
     #[tokio::test]

@@ -27,10 +27,9 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget};
-use medic_adapters::memory::{MemoryDedupe, MemoryLock, SystemClock};
+use medic_adapters::memory::{MemoryLock, SystemClock};
 use medic_adapters::slack::AnyEscalator;
 use medic_adapters::telemetry::Metrics;
-use medic_core::event::WorkItem;
 use medic_core::sweep::SweepScope;
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
@@ -40,6 +39,7 @@ use medic_worker::{Worker, WorkerConfig};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::local_dedupe::SqliteDedupe;
 use crate::local_queue::SqliteQueue;
 use crate::store::SqliteIncidentStore;
 
@@ -106,7 +106,7 @@ pub struct ServeOptions {
 /// log lines.
 pub type LocalEscalator = AnyEscalator<Arc<SqliteIncidentStore>>;
 
-type LocalActions = SlackActions<Arc<SqliteQueue>, Arc<MemoryDedupe>, Arc<SqliteIncidentStore>>;
+type LocalActions = SlackActions<Arc<SqliteQueue>, Arc<SqliteDedupe>, Arc<SqliteIncidentStore>>;
 
 /// The handlers behind the listener.
 struct Routes {
@@ -125,19 +125,18 @@ pub const HEALTH_PATH: &str = "/healthz";
 struct Health {
     queue: Arc<SqliteQueue>,
     handled: Arc<AtomicUsize>,
-    dead_letters: Arc<std::sync::Mutex<Vec<WorkItem>>>,
 }
 
 impl Health {
     fn response(&self) -> hyper::Response<Full<Bytes>> {
-        let (status, body) = match self.queue.len() {
-            Ok(queued) => (
+        let (status, body) = match self.queue.len().and_then(|queued| Ok((queued, self.queue.dead_letters()?.len()))) {
+            Ok((queued, dead)) => (
                 hyper::StatusCode::OK,
                 serde_json::json!({
                     "status": "ok",
                     "queued": queued,
                     "handled": self.handled.load(Ordering::Relaxed),
-                    "deadLettered": self.dead_letters.lock().unwrap_or_else(|e| e.into_inner()).len(),
+                    "deadLettered": dead,
                 }),
             ),
             // The state file does not answer: nothing can be queued or recorded.
@@ -154,7 +153,7 @@ type LocalIngest = Ingest<Arc<SqliteQueue>, Arc<HttpArgoClient>>;
 type LocalWorker = Worker<
     Arc<HttpArgoClient>,
     Arc<SqliteIncidentStore>,
-    Arc<MemoryDedupe>,
+    Arc<SqliteDedupe>,
     MemoryLock,
     Arc<SqliteQueue>,
     Arc<LocalEscalator>,
@@ -165,7 +164,7 @@ type LocalWorker = Worker<
 type LocalSweeper = Sweeper<
     Arc<HttpArgoClient>,
     Arc<SqliteIncidentStore>,
-    Arc<MemoryDedupe>,
+    Arc<SqliteDedupe>,
     Arc<SqliteQueue>,
     Arc<LocalEscalator>,
     Arc<LocalBudget>,
@@ -177,7 +176,6 @@ pub struct Served {
     pub addr: SocketAddr,
     pub queue: Arc<SqliteQueue>,
     pub escalator: Arc<LocalEscalator>,
-    pub dead_letters: Arc<std::sync::Mutex<Vec<WorkItem>>>,
     pub handled: Arc<AtomicUsize>,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -238,7 +236,8 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let argo = Arc::new(argo);
     // The queue lives in the state file, so a restart loses nothing accepted (issue 26).
     let queue = Arc::new(SqliteQueue::new(Arc::clone(&opts.store)));
-    let dedupe = Arc::new(MemoryDedupe::default());
+    // Dedupe records too: a click handled before a restart is not handled again after it.
+    let dedupe = Arc::new(SqliteDedupe::new(Arc::clone(&opts.store)));
     let escalator = Arc::clone(&opts.escalator);
     let store = Arc::clone(&opts.store);
     let instance = opts.policy.instance_id.clone();
@@ -265,9 +264,8 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
         }),
         _ => None,
     };
-    let dead_letters = Arc::new(std::sync::Mutex::new(Vec::new()));
     let handled = Arc::new(AtomicUsize::new(0));
-    let health = Health { queue: Arc::clone(&queue), handled: Arc::clone(&handled), dead_letters: Arc::clone(&dead_letters) };
+    let health = Health { queue: Arc::clone(&queue), handled: Arc::clone(&handled) };
     let routes = Arc::new(Routes { ingest, actions, http: opts.http, health });
     // One budget for the worker and the sweeper's canaries, as the stack's shared buckets.
     let budget = Arc::new(LocalBudget::new(opts.rates));
@@ -309,10 +307,10 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let (stop, stopped) = watch::channel(false);
     let tasks = vec![
         tokio::spawn(http_loop(listener, routes, stopped.clone())),
-        tokio::spawn(worker_loop(worker, Arc::clone(&queue), Arc::clone(&dead_letters), Arc::clone(&handled), stopped.clone())),
+        tokio::spawn(worker_loop(worker, Arc::clone(&queue), Arc::clone(&handled), stopped.clone())),
         tokio::spawn(sweep_loop(sweeper, opts.sweep_every, stopped)),
     ];
-    Ok(Served { addr, queue, escalator, dead_letters, handled, stop, tasks })
+    Ok(Served { addr, queue, escalator, handled, stop, tasks })
 }
 
 async fn http_loop(listener: TcpListener, routes: Arc<Routes>, mut stopped: watch::Receiver<bool>) {
@@ -413,13 +411,7 @@ async fn handle_http(routes: &Routes, req: hyper::Request<hyper::body::Incoming>
 /// the worker has it, deleted once handled, due again after [`REDELIVER_AFTER`] when it failed,
 /// dead-lettered after `MAX_RECEIVES`. It stops between batches; what is still queued stays in
 /// the state file for the next start.
-async fn worker_loop(
-    worker: Arc<LocalWorker>,
-    queue: Arc<SqliteQueue>,
-    dead: Arc<std::sync::Mutex<Vec<WorkItem>>>,
-    handled: Arc<AtomicUsize>,
-    mut stopped: watch::Receiver<bool>,
-) {
+async fn worker_loop(worker: Arc<LocalWorker>, queue: Arc<SqliteQueue>, handled: Arc<AtomicUsize>, mut stopped: watch::Receiver<bool>) {
     let mut next_id = 0u64;
     loop {
         if *stopped.borrow() {
@@ -474,8 +466,7 @@ async fn worker_loop(
             } else if received.receives >= MAX_RECEIVES {
                 tracing::error!(app = %item.app.id(), "message dead-lettered after {MAX_RECEIVES} receives");
                 crate::note!("medic: {}: {what}: failed {MAX_RECEIVES} times, dead-lettered", item.app.id());
-                dead.lock().unwrap_or_else(|e| e.into_inner()).push(item.clone());
-                queue.delete(received.id)
+                queue.dead_letter(received.id)
             } else {
                 crate::note!(
                     "medic: {}: {what}: failed (try {} of {MAX_RECEIVES}), again in {}s",

@@ -61,6 +61,26 @@ CREATE TABLE IF NOT EXISTS local_keys (
     name TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS dead_letters (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at_ms INTEGER NOT NULL,
+    receives INTEGER NOT NULL,
+    item TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS dedupe (
+    key TEXT PRIMARY KEY,
+    expires_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sightings (
+    key TEXT PRIMARY KEY,
+    first_ms INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS leases (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    until_ms INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS escalations (
     grp TEXT NOT NULL,
     id TEXT NOT NULL,
