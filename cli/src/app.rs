@@ -108,6 +108,13 @@ enum Command {
         #[command(subcommand)]
         command: SlackCommand,
     },
+    /// Print medic's version and, as `argocd version` does, the Argo CD server's (when one is
+    /// given: --server or ARGOCD_SERVER, with a token).
+    Version {
+        /// medic's version only.
+        #[arg(long)]
+        client: bool,
+    },
     /// Print the shell completion script for medic, e.g.
     /// `medic completions bash > ~/.local/share/bash-completion/completions/medic`.
     Completions {
@@ -437,7 +444,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let history = history.as_deref().map(input::read_history).transpose()?.unwrap_or_default();
             let config = config.as_deref().map(input::read_config).transpose()?.unwrap_or_default();
             let apps = input::read_apps(&app)?;
-            if !given {
+            if given {
+                warn_if_before(&apps, now);
+            } else {
                 warn_if_exported(&apps, now);
             }
             decide_all(apps, &trigger, &history, now, config, output)
@@ -459,6 +468,27 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Slack { command: SlackCommand::Click { app, button, to, user, wait } } => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
             runtime.block_on(slack_click(app, button, to, user, wait))
+        }
+        Command::Version { client } => {
+            emit(&format!("medic: {}\n", env!("CARGO_PKG_VERSION")))?;
+            let configured = argo.server.is_some() || std::env::var_os("ARGOCD_SERVER").is_some();
+            if client || !configured {
+                return Ok(ExitCode::SUCCESS);
+            }
+            let settings = argo
+                .settings()
+                .context("reading the Argo CD settings (--server and --auth-token, or ARGOCD_SERVER and ARGOCD_AUTH_TOKEN)")?;
+            let url = settings.base_url().map(|u| u.to_string()).unwrap_or_else(|_| settings.server.clone());
+            let plaintext = settings.plaintext;
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            let client = medic_adapters::argocd::HttpArgoClient::new(settings).context("building the Argo CD client")?;
+            match runtime.block_on(client.version()) {
+                Ok(v) => {
+                    emit(&format!("argocd-server: {} ({url})\n", v.version))?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => Err(crate::check::Unreached::new(&url, plaintext, e).into()),
+            }
         }
         Command::Completions { shell } => {
             use clap::CommandFactory;
@@ -575,17 +605,7 @@ fn parse_now(now: Option<&str>) -> Result<DateTime<Utc>> {
 /// of 33 `stale-reconcile`, with no word why). Says so when the newest time an app carries is
 /// more than a day old, and which `--now` would judge it as of its export.
 fn warn_if_exported(apps: &[input::LoadedApp], now: DateTime<Utc>) {
-    let newest = |a: &medic_core::Application| {
-        let s = &a.status;
-        let operation = s.operation_state.as_deref().map(|o| [o.started_at, o.finished_at]).unwrap_or_default();
-        [s.reconciled_at, s.health.as_ref().and_then(|h| h.last_transition_time)]
-            .into_iter()
-            .chain(operation)
-            .chain(s.conditions.iter().map(|c| c.last_transition_time))
-            .flatten()
-            .max()
-    };
-    let Some((source, at)) = apps.iter().filter_map(|l| newest(&l.app).map(|t| (&l.source, t))).min_by_key(|(_, t)| *t) else {
+    let Some((source, at)) = apps.iter().filter_map(|l| newest_time(&l.app).map(|t| (&l.source, t))).min_by_key(|(_, t)| *t) else {
         return;
     };
     if now - at > chrono::TimeDelta::days(1) {
@@ -593,6 +613,32 @@ fn warn_if_exported(apps: &[input::LoadedApp], now: DateTime<Utc>) {
             "medic: warning: {source} shows nothing newer than {} ({} days ago) and no --now was given: it is judged as of now, so it may look stale; to judge an export as of when it was taken, give --now {}",
             at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             (now - at).num_days(),
+            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        );
+    }
+}
+
+/// The newest time an app carries: its reconcile, health change, operation and conditions.
+fn newest_time(a: &medic_core::Application) -> Option<DateTime<Utc>> {
+    let s = &a.status;
+    let operation = s.operation_state.as_deref().map(|o| [o.started_at, o.finished_at]).unwrap_or_default();
+    [s.reconciled_at, s.health.as_ref().and_then(|h| h.last_transition_time)]
+        .into_iter()
+        .chain(operation)
+        .chain(s.conditions.iter().map(|c| c.last_transition_time))
+        .flatten()
+        .max()
+}
+
+/// A `--now` before the app's own newest time judges a moment the app had not reached (the
+/// newcomer review gave `1970-01-01T00:00:00Z` and got a confident `wait`): said, not refused.
+fn warn_if_before(apps: &[input::LoadedApp], now: DateTime<Utc>) {
+    if let Some((source, at)) =
+        apps.iter().filter_map(|l| newest_time(&l.app).map(|t| (&l.source, t))).filter(|(_, t)| *t > now).max_by_key(|(_, t)| *t)
+    {
+        crate::note!(
+            "medic: warning: --now {} is before {source}'s own time {}: it is judged as of a moment it had not reached",
+            now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         );
     }

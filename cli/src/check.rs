@@ -143,6 +143,24 @@ fn unreachable(url: &str, settings: &ArgoSettings, e: &ArgoError) -> Finding {
 /// What went wrong reaching Argo CD at `url`, and what to change: TLS against a plain-HTTP server
 /// (or the reverse), an HTML or other non-API answer, a wrong root path, no route. `medic check`
 /// and `medic sweep` say the same.
+/// Argo CD not reached, or not answering as Argo CD: what happened and what to change, in
+/// [`remedy`]'s words, with the error beneath (which decides the exit status). Its text is the
+/// remedy's alone: the error is in it already, and a chain printed it twice.
+#[derive(Debug, thiserror::Error)]
+#[error("{detail}; {fix}")]
+pub struct Unreached {
+    pub detail: String,
+    pub fix: String,
+    pub error: ArgoError,
+}
+
+impl Unreached {
+    pub fn new(url: &str, plaintext: bool, error: ArgoError) -> Self {
+        let (detail, fix) = remedy(url, plaintext, &error);
+        Self { detail, fix, error }
+    }
+}
+
 pub fn remedy(url: &str, plaintext: bool, e: &ArgoError) -> (String, String) {
     let text = e.to_string();
     let lower = text.to_ascii_lowercase();

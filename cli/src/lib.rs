@@ -75,9 +75,11 @@ pub mod exit {
 
         use crate::sweep::SweepError;
         let argo = error.chain().find_map(|e| {
-            e.downcast_ref::<ArgoError>().or_else(|| match e.downcast_ref::<SweepError>()? {
-                SweepError::List(argo) | SweepError::Unauthenticated(argo) => Some(argo),
-                SweepError::Store(_) => None,
+            e.downcast_ref::<ArgoError>().or_else(|| e.downcast_ref::<crate::check::Unreached>().map(|u| &u.error)).or_else(|| {
+                match e.downcast_ref::<SweepError>()? {
+                    SweepError::List(argo) | SweepError::Unauthenticated(argo) => Some(argo),
+                    SweepError::Store(_) => None,
+                }
             })
         });
         match argo {

@@ -101,8 +101,7 @@ pub async fn connect(target: &Target, unanswered: Unanswered) -> Result<Connecti
         }
         (Err(e), Unanswered::Fail) => {
             // The same words as `medic check`: what went wrong, and what to change.
-            let (detail, fix) = crate::check::remedy(&url, plaintext, &e);
-            return Err(anyhow::Error::new(e).context(format!("{detail}; {fix}")));
+            return Err(crate::check::Unreached::new(&url, plaintext, e).into());
         }
         (Err(e), Unanswered::Continue) => crate::note!(
             "medic: warning: Argo CD does not answer ({e}); serving anyway: webhooks are accepted, and the worker and the sweeper retry until it does"

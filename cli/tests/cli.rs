@@ -471,6 +471,9 @@ fn decide_without_now_warns_when_the_apps_are_old() {
     assert!(err.contains("warning") && err.contains("--now 2026-"), "{err}");
     let o = medic(&["decide", "--app", app, "--now", NOW], None);
     assert!(o.status.success() && !stderr(&o).contains("warning"), "{}", stderr(&o));
+    // Row 23: a --now before the app's own times is said.
+    let o = medic(&["decide", "--app", app, "--now", "1970-01-01T00:00:00Z"], None);
+    assert!(stderr(&o).contains("is before events/apps/crd-not-established.json's own time"), "{}", stderr(&o));
 }
 
 /// Row 37: SIGTERM (what systemd, Docker and Kubernetes stop a process with) killed `serve` at
@@ -1046,4 +1049,21 @@ fn small_habits_of_a_sweep_decide_and_incidents() {
     let o = medic(&["incidents", "--state", nowhere.to_str().unwrap()], None);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("with --simulate they keep state in memory"), "{}", stderr(&o));
+}
+
+/// Newcomer review h13: as `argocd version`, medic's version and the server's.
+#[test]
+fn version_prints_medic_s_and_the_argo_cd_server_s() {
+    let sim = sim_process();
+    let o = Command::new(env!("CARGO_BIN_EXE_medic"))
+        .args(["version", "--server", &sim.server, "--auth-token", &sim.token])
+        .env_remove("ARGOCD_SERVER")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with(&format!("medic: {}\n", env!("CARGO_PKG_VERSION"))), "{out}");
+    assert!(out.lines().nth(1).is_some_and(|l| l.starts_with("argocd-server: v3.5.1")), "{out}");
+    let client = Command::new(env!("CARGO_BIN_EXE_medic")).args(["version", "--client", "--server", "127.0.0.1:1"]).output().unwrap();
+    assert!(client.status.success() && stdout(&client).lines().count() == 1, "{}", stdout(&client));
 }
