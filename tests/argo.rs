@@ -16,7 +16,7 @@ use medic_core::sweep::LIST_FIELDS;
 use medic_core::{Action, PolicyConfig, Trigger};
 use medic_sim::{ArgoSim, Fault, FaultKind, Outcomes, Policy, RefreshOutcome, SimConfig, SyncOutcome, SyncWindowRule, TokenGrant};
 
-use crate::support::{DiesAt, Dying, LosesCompletion, Parts, app, client, default_token, settings, sim_with_samples};
+use crate::support::{DiesAt, Dying, LosesCompletion, Parts, TestClock, app, client, default_token, settings, sim_with_samples};
 
 fn sync_request(name: &str, project: &str) -> ApplicationSyncRequest {
     ApplicationSyncRequest { name: name.into(), project: project.into(), app_namespace: "argocd".into(), ..Default::default() }
@@ -535,4 +535,101 @@ async fn a_sync_whose_answer_and_re_read_were_lost_is_not_sent_again_after_anoth
     assert_eq!(ours(&sim), 1, "no second sync of ours: {}", retry.detail);
     assert_eq!((retry.action, retry.result), (Some(Action::Escalate), StepResult::Escalated), "{}", retry.detail);
     assert!(retry.detail.contains("may or may not have gone out"), "{}", retry.detail);
+}
+
+/// The syncs the simulator received for `name`, and the idempotency key each carried.
+fn sync_keys(sim: &ArgoSim, name: &str) -> Vec<String> {
+    sim.requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with(&format!("/applications/{name}/sync")))
+        .filter_map(|r| r.body.as_ref())
+        .map(|b| {
+            b["infos"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|i| i["name"] == IDEMPOTENCY_INFO_NAME)
+                .map(|i| i["value"].to_string())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// Waits (real time) until the app's last operation has ended in the simulator.
+async fn operation_ended(c: &HttpArgoClient, name: &str, project: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = c.get_app(&app(name, project)).await.unwrap();
+        if now.operation.is_none() && now.status.operation_state.as_ref().is_some_and(|s| s.phase != "Running") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the operation of {name} did not end");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Issue 24: Argo CD can accept a sync (200, the operation in the answer) and never run it
+/// (argoproj/argo-cd#27133); counted as done on the answer, the sync was a lost action. It is
+/// judged on the app's next read instead, which costs no call: with no trace of it, the step
+/// sends it once more under the same key; seen started, it counts. Nothing is lost, and no sync
+/// is sent a third time.
+#[tokio::test]
+async fn an_accepted_sync_that_never_starts_is_sent_once_more_under_its_key_and_then_counts() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    sim.set_outcomes("observability", Outcomes { lost_syncs: 1, ..Default::default() });
+    let c = client(&sim);
+    let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
+    let clock = TestClock::now_real();
+    let step = parts.step_with_clock(&c, clock.as_ref(), false, Duration::from_secs(600));
+    let target = app("observability", "platform");
+    let name = medic_core::AppId::new("argocd", "observability");
+
+    let first = step.run(&target, &Trigger::sweep(), None).await.unwrap();
+    assert_eq!((first.action, first.result), (Some(Action::Sync), StepResult::Synced), "{}", first.detail);
+    let outcomes = |h: medic_core::incident::History| h.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>();
+    assert_eq!(outcomes(parts.store.history(&name).await.unwrap()), [Outcome::Sent], "accepted is not started");
+
+    // The recheck, past the grace: Argo CD shows no trace of the sync.
+    clock.advance(chrono::TimeDelta::seconds(30));
+    let second = step.run(&target, &Trigger::sweep(), None).await.unwrap();
+    assert_eq!((second.action, second.result), (Some(Action::Sync), StepResult::Synced), "{}", second.detail);
+    assert!(second.detail.contains("never started it"), "{}", second.detail);
+    let keys = sync_keys(&sim, "observability");
+    assert_eq!(keys.len(), 2, "sent once more");
+    assert_eq!(keys[0], keys[1], "under the same key");
+    assert_eq!(outcomes(parts.store.history(&name).await.unwrap()), [Outcome::Resent]);
+
+    // This one ran: the next read sees it, and it counts.
+    operation_ended(&c, "observability", "platform").await;
+    clock.advance(chrono::TimeDelta::seconds(30));
+    let third = step.run(&target, &Trigger::sweep(), None).await.unwrap();
+    assert_ne!(third.result, StepResult::Escalated, "{}", third.detail);
+    assert_eq!(sync_keys(&sim, "observability").len(), 2, "never a third send");
+    assert!(parts.escalator.escalations().is_empty());
+    let history = parts.store.history(&name).await.unwrap();
+    assert!(history.attempts.is_empty() || outcomes(history.clone()) == [Outcome::Succeeded], "{history:?}");
+    assert_spec_conformance(&sim);
+}
+
+/// Issue 24: a sync Argo CD accepts twice and starts neither time is not sent a third time: the
+/// ladder moves on to a person, and the escalation says why.
+#[tokio::test]
+async fn a_sync_dropped_twice_is_escalated_not_sent_again() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    sim.set_outcomes("observability", Outcomes { lost_syncs: 2, ..Default::default() });
+    let c = client(&sim);
+    let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
+    let clock = TestClock::now_real();
+    let step = parts.step_with_clock(&c, clock.as_ref(), false, Duration::from_secs(600));
+    let target = app("observability", "platform");
+    for _ in 0..2 {
+        let r = step.run(&target, &Trigger::sweep(), None).await.unwrap();
+        assert_eq!(r.result, StepResult::Synced, "{}", r.detail);
+        clock.advance(chrono::TimeDelta::seconds(30));
+    }
+    let third = step.run(&target, &Trigger::sweep(), None).await.unwrap();
+    assert_eq!((third.action, third.result), (Some(Action::Escalate), StepResult::Escalated), "{}", third.detail);
+    assert!(third.detail.contains("twice and started it neither time"), "{}", third.detail);
+    assert_eq!(sync_keys(&sim, "observability").len(), 2);
+    assert_eq!(parts.escalator.escalations().len(), 1);
 }

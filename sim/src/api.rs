@@ -399,6 +399,15 @@ fn sync(shared: &Arc<Shared>, call: &Call, name: &str) -> Result<Value, ApiError
     }
     store.touch(&key);
     let answer = store.get(&key).cloned().unwrap_or(Value::Null);
+    if store.take_lost_sync(name) {
+        // Accepted and lost: the answer carries the operation, the app keeps none, and the
+        // controller never starts it (argoproj/argo-cd#27133).
+        if let Some(Value::Object(map)) = store.get_mut(&key) {
+            map.remove("operation");
+        }
+        store.touch(&key);
+        return Ok(answer);
+    }
 
     // The controller picks the operation up at once; the answer above is the app as the API
     // server wrote it, before that (no Running operationState yet), as on the wire.

@@ -16,6 +16,11 @@ pub struct Outcomes {
     pub hard_refresh: RefreshOutcome,
     /// How a sync operation ends.
     pub sync: SyncOutcome,
+    /// How many of the app's next syncs Argo CD accepts (200, the answer carrying the operation)
+    /// and never runs: the operation is gone before the controller sees it, and no
+    /// `operationState` ever carries it. Under API-server pressure Argo CD drops syncs so
+    /// (argoproj/argo-cd#27133).
+    pub lost_syncs: u32,
 }
 
 /// What the controller does with a refresh.

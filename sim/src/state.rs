@@ -120,6 +120,17 @@ impl Store {
         self.outcomes.get(name).cloned().unwrap_or_default()
     }
 
+    /// True when the app's next sync is one to lose ([`Outcomes::lost_syncs`]), counting it.
+    pub(crate) fn take_lost_sync(&mut self, name: &str) -> bool {
+        match self.outcomes.get_mut(name) {
+            Some(o) if o.lost_syncs > 0 => {
+                o.lost_syncs -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The List `metadata.resourceVersion`: the latest write.
     pub(crate) fn list_version(&self) -> String {
         self.resource_version.to_string()

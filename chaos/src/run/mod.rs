@@ -189,7 +189,7 @@ struct Template {
 }
 
 fn templates() -> Vec<Template> {
-    let o = |refresh, hard_refresh, sync| Outcomes { refresh, hard_refresh, sync };
+    let o = |refresh, hard_refresh, sync| Outcomes { refresh, hard_refresh, sync, lost_syncs: 0 };
     vec![
         // A sync fixes it (a transient apply failure of a person's sync).
         Template {

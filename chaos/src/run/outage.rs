@@ -113,6 +113,7 @@ pub(super) async fn begin_outage(
                 refresh: RefreshOutcome::Noop,
                 hard_refresh: RefreshOutcome::Noop,
                 sync: SyncOutcome::Fail { message: message.clone() },
+                lost_syncs: 0,
             },
         );
         let mut body = webhook.clone();
@@ -156,7 +157,10 @@ pub(super) fn end_outage(argo: &ArgoSim, plan: &OutagePlan, tally: &Shared, span
             app["metadata"]["resourceVersion"] = (rv + 1).to_string().into();
             argo.insert_app(app);
         }
-        argo.set_outcomes(name, Outcomes { refresh: RefreshOutcome::Heal, hard_refresh: RefreshOutcome::Heal, sync: SyncOutcome::Succeed });
+        argo.set_outcomes(
+            name,
+            Outcomes { refresh: RefreshOutcome::Heal, hard_refresh: RefreshOutcome::Heal, sync: SyncOutcome::Succeed, lost_syncs: 0 },
+        );
     }
     let mut t = tally.lock().unwrap();
     if let Some(w) = t.outages.iter_mut().find(|w| w.label == plan.label) {

@@ -270,8 +270,13 @@ where
             return Ok(done(out, None));
         }
         let attempt = Attempt { rung, at: decision.decided_at, idempotency_key: Some(key.clone()), outcome: Outcome::Requested };
+        let mut resend = false;
         match self.store.claim(name, &incident, &attempt, self.claim_timeout).await? {
             Claim::Granted => {}
+            // A sync Argo CD accepted and this read shows no trace of (the step reopened it in
+            // the history it decided on): the record is ours, and it is sent once more under its
+            // key. (A claim a dead run left is `Requested`, and granted above.)
+            Claim::AlreadyDone(Outcome::Sent) if rung == Rung::Sync && history.unfinished(&key).is_some() => resend = true,
             Claim::AlreadyDone(outcome) => {
                 out.result = StepResult::AlreadyDone;
                 out.detail = format!("{} already taken for this incident ({outcome:?})", rung.as_str());
@@ -313,7 +318,7 @@ where
                 return Ok(done(out, None));
             }
             (Rung::Refresh | Rung::HardRefresh, _) => self.refresh(permit, app_ref, app, rung, &mut out, &mut refreshed).await,
-            (Rung::Sync, _) => self.sync(permit, app_ref, app, decision, &key, resumed, &mut out).await,
+            (Rung::Sync, _) => self.sync(permit, app_ref, app, decision, &key, resumed, resend, &mut out).await,
             (Rung::Escalate, _) => self.escalate(permit, app, decision, resumed, &mut out).await,
         };
         match acted {
@@ -401,12 +406,13 @@ where
         decision: &Decision,
         key: &IdempotencyKey,
         resumed: Option<DateTime<Utc>>,
+        resend: bool,
         out: &mut StepReport,
     ) -> Result<Outcome, StepError> {
         if app.recorded_idempotency_keys().any(|k| k == key.as_str()) {
             out.result = StepResult::AlreadyDone;
             out.detail = "Argo CD already records this sync's idempotency key in operation.info".into();
-            return Ok(Outcome::Succeeded);
+            return Ok(if app.operation_started_with(key.as_str()) { Outcome::Succeeded } else { Outcome::Sent });
         }
         // A resumed claim whose key is gone: when an operation started after the claim, Argo CD
         // may have run ours and replaced it (`status.history` keeps no `info`). Sending again
@@ -432,10 +438,22 @@ where
         );
         out.argo_calls += 1;
         match self.argo.sync(permit, app_ref, &request).await {
-            Ok(_) => {
+            // Accepted is not started: Argo CD can accept a sync and never run it
+            // (argoproj/argo-cd#27133). The app's next read, the recheck the step schedules,
+            // tells which; no call is spent on it here.
+            Ok(answer) if answer.operation_started_with(key.as_str()) => {
                 out.result = StepResult::Synced;
                 out.detail = format!("sync started ({})", plan.intent);
                 Ok(Outcome::Succeeded)
+            }
+            Ok(_) => {
+                out.result = StepResult::Synced;
+                out.detail = if resend {
+                    format!("sync sent again under the same key ({}): Argo CD accepted the first and never started it", plan.intent)
+                } else {
+                    format!("sync accepted ({}); the next look checks that it started", plan.intent)
+                };
+                Ok(if resend { Outcome::Resent } else { Outcome::Sent })
             }
             Err(ArgoError::OperationInProgress) => {
                 out.result = StepResult::Waiting;
@@ -455,7 +473,7 @@ where
                     Ok(now) if now.recorded_idempotency_keys().any(|k| k == key.as_str()) => {
                         out.result = StepResult::Synced;
                         out.detail = format!("sync started ({}); its answer was lost ({e}), Argo CD records its key", plan.intent);
-                        Ok(Outcome::Succeeded)
+                        Ok(if now.operation_started_with(key.as_str()) { Outcome::Succeeded } else { Outcome::Sent })
                     }
                     // Not on record as far as Argo CD shows: the claim stays unfinished (a
                     // transient error) and the run that resumes it looks again.

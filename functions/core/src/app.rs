@@ -679,6 +679,23 @@ impl Application {
         self.metadata.annotations.contains_key(REFRESH_ANNOTATION)
     }
 
+    /// True when the operation Argo CD's controller started last (`status.operationState`) carries
+    /// `key` in its `info`: a sync of ours observed started (Running, or already ended).
+    pub fn operation_started_with(&self, key: &str) -> bool {
+        self.status
+            .operation_state
+            .iter()
+            .filter_map(|s| s.operation.as_ref())
+            .flat_map(|o| o.info.iter())
+            .any(|i| i.name == IDEMPOTENCY_INFO_NAME && i.value == key)
+    }
+
+    /// True when the operation the API server wrote and the controller has not started yet
+    /// (`operation`) carries `key`.
+    pub fn operation_pending_with(&self, key: &str) -> bool {
+        self.operation.iter().flat_map(|o| o.info.iter()).any(|i| i.name == IDEMPOTENCY_INFO_NAME && i.value == key)
+    }
+
     /// Idempotency keys recorded on the pending operation and on the last operation state.
     pub fn recorded_idempotency_keys(&self) -> impl Iterator<Item = &str> {
         let pending = self.operation.iter().flat_map(|o| o.info.iter());

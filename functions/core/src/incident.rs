@@ -40,6 +40,13 @@ pub enum Outcome {
     /// is gone from Argo CD, but it shows a deployment started after the claim. Never sent again:
     /// the rung counts as taken and the ladder moves on to a person, with that evidence.
     Unknown,
+    /// A sync Argo CD accepted, not yet seen started: the app's next read judges it (an operation
+    /// carrying its key started: `Succeeded`; no trace of it: sent once more under the same key).
+    /// Argo CD can accept a sync and never run it (argoproj/argo-cd#27133).
+    Sent,
+    /// A sync sent a second time under the same key after the first left no trace; judged on the
+    /// next read too. No trace again: `NoEffect`, and the ladder moves on to a person.
+    Resent,
 }
 
 impl Outcome {
@@ -47,6 +54,11 @@ impl Outcome {
     /// belong to a run that died before its call: it is resumed, never counted as taken.
     pub fn is_complete(self) -> bool {
         self != Outcome::Requested
+    }
+
+    /// A sync accepted and not yet seen started ([`Outcome::Sent`], [`Outcome::Resent`]).
+    pub fn awaits_start(self) -> bool {
+        matches!(self, Outcome::Sent | Outcome::Resent)
     }
 
     /// Argo CD refused the action for a reason that passes (another operation, a sync window):
@@ -107,6 +119,16 @@ impl History {
     /// When Argo CD first refused `rung` in this incident.
     pub fn first_refusal(&self, rung: Rung) -> Option<DateTime<Utc>> {
         self.attempts.iter().filter(|a| a.rung == rung && a.outcome.is_refusal()).map(|a| a.at).min()
+    }
+
+    /// This history with the attempt under `key` unfinished again: a sync accepted and dropped
+    /// is decided again and resumed under its key, as the claim of a run that died would be.
+    pub fn reopened(&self, key: &IdempotencyKey) -> History {
+        let mut view = self.clone();
+        for a in view.attempts.iter_mut().filter(|a| a.idempotency_key.as_ref() == Some(key)) {
+            a.outcome = Outcome::Requested;
+        }
+        view
     }
 
     pub fn last(&self) -> Option<&Attempt> {

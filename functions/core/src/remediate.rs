@@ -93,9 +93,12 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
             }
         };
         let name = app.id();
-        let history = self.store.history(&name).await?;
+        let (history, settled) = self.settle_sends(&app, trigger).await?;
         let decision = self.policy.decide(&app, trigger, &history, self.clock.now())?;
         let mut out = report(name.clone(), Some(&decision), StepResult::NoAction, decision.reason.clone(), calls);
+        if let Some(settled) = settled {
+            out.detail = format!("{settled}; {}", out.detail);
+        }
         out.down_after = Some(crate::fleet::is_down(&app));
         if decision.resolves_incident {
             self.store.close(&name, decision.decided_at).await?;
@@ -111,6 +114,65 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
             let _ = self.store.note_decision(&name, incident, &note).await;
         }
         done.map(|(report, _)| report)
+    }
+
+    /// Judges the syncs of the open incident that Argo CD accepted and nobody has seen start
+    /// ([`Outcome::awaits_start`]) on this read of the app, which costs no call: the recheck the
+    /// sync scheduled is the read. Argo CD can accept a sync and never run it
+    /// (argoproj/argo-cd#27133), and an accepted sync counted as done was a lost action.
+    /// - An operation carrying the sync's key started: `Succeeded`.
+    /// - The key waits in `operation` for the controller: still judged later.
+    /// - Another operation started since: `Unknown` (ours may have run and been replaced).
+    /// - No trace, [`SYNC_START_GRACE`] after it was sent: a first send is reopened in the history
+    ///   returned, so this step decides it again and the actuator sends it once more under the same
+    ///   key; a second send is `NoEffect`, and the ladder moves on to a person.
+    ///
+    /// Returns the history to decide on, and what was settled, for the report.
+    async fn settle_sends(&self, app: &Application, trigger: &Trigger) -> Result<(History, Option<String>), StepError> {
+        let name = app.id();
+        let mut history = self.store.history(&name).await?;
+        let now = self.clock.now();
+        let mut notes = Vec::new();
+        let awaiting: Vec<_> = history.attempts.iter().filter(|a| a.outcome.awaits_start()).cloned().collect();
+        for attempt in awaiting {
+            let Some(key) = attempt.idempotency_key.clone() else { continue };
+            let settled = if app.operation_started_with(key.as_str()) {
+                Some(Outcome::Succeeded)
+            } else if app.operation_pending_with(key.as_str())
+                || now - attempt.at < chrono::TimeDelta::from_std(SYNC_START_GRACE).unwrap_or_default()
+            {
+                None
+            } else if app.operation_started_after(attempt.at).is_some() {
+                notes.push(format!("the sync sent at {} was replaced by another operation before it was seen", attempt.at.to_rfc3339()));
+                Some(Outcome::Unknown)
+            } else if attempt.outcome == Outcome::Resent {
+                notes.push(format!("Argo CD accepted the sync under key {key} twice and started it neither time (argoproj/argo-cd#27133)"));
+                Some(Outcome::NoEffect)
+            } else {
+                // Decided again on the history with it reopened: the same sync under the same key
+                // is resent by the actuator; anything else (the app healed, a wait) and it is no
+                // longer what the app needs.
+                let reopened = history.reopened(&key);
+                let again = self.policy.decide(app, trigger, &reopened, now)?;
+                if again.idempotency_key.as_ref() == Some(&key) {
+                    notes.push(format!("Argo CD accepted the sync under key {key} at {} and never started it", attempt.at.to_rfc3339()));
+                    history = reopened;
+                    None
+                } else if again.action == Action::Wait {
+                    None
+                } else {
+                    notes.push(format!("the sync sent at {} left no trace and is no longer needed", attempt.at.to_rfc3339()));
+                    Some(Outcome::NoEffect)
+                }
+            };
+            if let Some(outcome) = settled {
+                self.store.complete(&name, &key, outcome).await?;
+                for a in history.attempts.iter_mut().filter(|a| a.idempotency_key.as_ref() == Some(&key)) {
+                    a.outcome = outcome;
+                }
+            }
+        }
+        Ok((history, (!notes.is_empty()).then(|| notes.join("; "))))
     }
 
     /// The decision's rung through the actuator, then what its outcome asks of the step: an
@@ -177,6 +239,11 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
         Ok(())
     }
 }
+
+/// How long after Argo CD accepted a sync an app read may still show no trace of it without the
+/// sync counting as dropped: the API server answers reads from its informer cache, which may not
+/// have the operation it just wrote yet.
+pub const SYNC_START_GRACE: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// How one step of a fleet outage's recovery wave came out: what a wave's batch verdict counts
 /// (`crate::fleet::batch_verdict`). The one reading of a step both `medic sweep`'s batches and the
