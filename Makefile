@@ -4,7 +4,7 @@ CARGO ?= cargo
 # a line here; `make test` ends by listing them.
 SKIP_LOG := $(CURDIR)/.test-skips.log
 
-.PHONY: sweep demo venv go-env test test-unit lint fmt catalogue ci bench storm storm-moto storm-smoke envelope lambda-build lambda-watch lambda-smoke chaos chaos-smoke fuzz
+.PHONY: sweep demo venv go-env test test-profiles test-unit lint fmt catalogue ci bench storm storm-moto storm-smoke envelope lambda-build lambda-watch lambda-smoke chaos chaos-smoke fuzz
 
 ## sweep: the main job on the embedded default: one sweep of the sample fleet in the simulator
 sweep:
@@ -29,6 +29,7 @@ test: venv go-env
 	bash scripts/lint-template.sh
 	rm -f $(SKIP_LOG)
 	MEDIC_SKIP_LOG=$(SKIP_LOG) $(CARGO) test --workspace --locked
+	$(MAKE) --no-print-directory test-profiles
 	bash scripts/lambda-smoke.sh
 	bash scripts/install-smoke.sh
 	$(MAKE) --no-print-directory storm-smoke
@@ -36,6 +37,16 @@ test: venv go-env
 	@if [ -s $(SKIP_LOG) ]; then \
 		echo "make test: $$(wc -l < $(SKIP_LOG)) check(s) did NOT run:"; sed 's/^/  /' $(SKIP_LOG); \
 	else echo "make test: every check ran"; fi
+
+## test-profiles: the Argo CD client tests (tests/argo.rs) once more on each Argo CD profile other
+## than the default v3.5.1 (medic_core::versions::PROFILES); the policy's run on every profile is
+## functions/core/tests/profiles.rs, in the workspace's tests
+PROFILES ?= v2.14.21 v3.1.16 v3.3.7 v3.3.8
+test-profiles:
+	@for p in $(PROFILES); do \
+		echo "test-profiles: Argo CD $$p"; \
+		MEDIC_SKIP_LOG=$(SKIP_LOG) MEDIC_ARGOCD_PROFILE=$$p $(CARGO) test -q -p medic-tests --locked --test integration argo:: || exit 1; \
+	done
 
 ## test-unit: the fast loop: every crate's unit tests and the core's own tests (policy, corpus,
 ## keys, layering), no Python, moto or simulator processes; make test runs all of it and more

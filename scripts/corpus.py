@@ -256,11 +256,13 @@ def multi_source_as_the_controller_writes(a, revisions, op_revisions=None):
 
 
 def case(cls, cid, a, accept, why, trigger="sweep", mode=None, unsafe=None, history=None, config=None, version=None, pair=None, prune_risk=False,
-         rows=(), known_failing=None):
+         rows=(), known_failing=None, by_profile=None):
     """One case. `unsafe` defaults from the accepted actions: a sync nobody accepted, `none` where only escalation is accepted,
     and, for apps at prune risk, any call that could start pruning. `rows` names the rows of the map of the Application
     (functions/core/src/app_map/) the case was drawn from; `known_failing` says why the policy gets it wrong today (the mark
-    leaves with the commit that fixes it: functions/core/tests/corpus.rs fails on a marked case that passes)."""
+    leaves with the commit that fixes it: functions/core/tests/corpus.rs fails on a marked case that passes). `by_profile`
+    maps each Argo CD profile (medic_core::versions::PROFILES) to the actions accepted there, for a case whose right answer
+    depends on the version (functions/core/tests/profiles.rs decides it on every profile)."""
     if unsafe is None:
         unsafe = []
         if "sync" not in accept:
@@ -284,6 +286,8 @@ def case(cls, cid, a, accept, why, trigger="sweep", mode=None, unsafe=None, hist
         c["map_rows"] = list(rows)
     if known_failing:
         c["known_failing"] = known_failing
+    if by_profile:
+        c["by_profile"] = by_profile
     c["app"] = a
     CASES.append(c)
 
@@ -1237,8 +1241,9 @@ def versions():
          trigger="on-sync-running", mode="operation-in-progress", version="v3.1.8+becb020")
 
     a = retrying("web-retry-unknown-version", "", {"limit": -1, "refresh": True})
-    case("version", "unknown-version-assumes-oldest", a, ["escalate"], "The version could not be read: assume the behaviour before 3.2 (no refresh on retry).",
-         trigger="on-sync-running", mode="operation-running-too-long")
+    case("version", "unknown-version-assumes-oldest", a, ["escalate"], "The version could not be read: assume the behaviour before 3.2 (no refresh on retry). Read, it decides: before 3.2 retries repeat the old revision (escalate); from 3.2 `retry.refresh` picks the new commit (wait).",
+         trigger="on-sync-running", mode="operation-running-too-long",
+         by_profile={"v2.14.21": ["escalate"], "v3.1.16": ["escalate"], "v3.3.7": ["wait"], "v3.3.8": ["wait"], "v3.5.1": ["wait"]})
 
     a = app("web-exhausted-old-format", dest_ns="web", sync="OutOfSync")
     op(a, "Failed", f"{TASKS_FAILED}, reason: etcdserver: request timed out", 20, 12, [result("Deployment", "web-exhausted-old-format", group="apps", ns="web", status="SyncFailed", message="etcdserver: request timed out")], retry_count=5)

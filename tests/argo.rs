@@ -44,7 +44,7 @@ fn assert_spec_conformance(sim: &ArgoSim) {
 async fn reads_lists_and_syncs_as_argo_cd_expects() {
     let sim = sim_with_samples(SimConfig::default()).await;
     let c = client(&sim);
-    assert!(c.version().await.unwrap().version.starts_with("v3.5.1"));
+    assert_eq!(c.version().await.unwrap().version, crate::support::served_profile().unwrap_or_else(|| SimConfig::default().version));
     c.version().await.unwrap();
     assert_eq!(sim.counts().version, 1, "the version is read once");
 
@@ -632,4 +632,32 @@ async fn a_sync_dropped_twice_is_escalated_not_sent_again() {
     assert!(third.detail.contains("twice and started it neither time"), "{}", third.detail);
     assert_eq!(sync_keys(&sim, "observability").len(), 2);
     assert_eq!(parts.escalator.escalations().len(), 1);
+}
+
+/// Issue 24: List's `fields` whitelist knew the parts of `spec` only from Argo CD 3.5.0
+/// (argo-cd 566c622599, #25451); before, `items.spec.project` and `items.spec.source` are dropped
+/// without a word, and a sweep's items came back with no project, no sources and no destination
+/// (no fleet outage could be grouped by its Git host or cluster). The client sends the mask the
+/// version it read honours: on every profile the listed items keep what the sweep reads.
+#[tokio::test]
+async fn the_list_mask_keeps_project_sources_and_destination_on_every_argo_cd_profile() {
+    for version in medic_sim::PROFILE_VERSIONS {
+        // Started here, not by `sim_with_samples`: this test names each version itself.
+        let sim = ArgoSim::start(SimConfig { version: (*version).to_owned(), ..SimConfig::default() }).await.unwrap();
+        sim.load_samples(&crate::support::events_dir(), chrono::Utc::now()).unwrap();
+        let c = client(&sim);
+        let query = ListQuery { fields: LIST_FIELDS.iter().map(|f| f.to_string()).collect(), ..Default::default() };
+        let items = c.list_apps(&query).await.unwrap();
+        assert!(items.len() > 20, "{version}");
+        for item in &items {
+            assert!(!item.spec.project.is_empty(), "{version}: {} lost its project", item.metadata.name);
+            assert!(!item.spec.destination.server.is_empty() || !item.spec.destination.name.is_empty(), "{version}: {}", item.metadata.name);
+            assert!(item.spec.source.is_some() || !item.spec.sources.is_empty(), "{version}: {} lost its sources", item.metadata.name);
+            assert!(item.incompleteness().is_some(), "{version}: still a masked item");
+        }
+        let sent = sim.requests().into_iter().find(|r| r.path == "/api/v1/applications").expect("a list");
+        let fields = sent.query.iter().find(|(k, _)| k == "fields").map(|(_, v)| v.clone()).unwrap_or_default();
+        assert_eq!(fields.contains("items.spec.project"), version.starts_with("v3.5"), "{version}: {fields}");
+        assert_spec_conformance(&sim);
+    }
 }

@@ -98,6 +98,9 @@ pub async fn connect(target: &Target, unanswered: Unanswered) -> Result<Connecti
                 if sim.is_some() { "simulator" } else { "live" },
                 if target.dry_run { ", dry run" } else { "" }
             );
+            if let Some(note) = medic_core::versions::note(&version.version) {
+                crate::note!("medic: {note}");
+            }
         }
         (Err(e), Unanswered::Fail) => {
             // The same words as `medic check`: what went wrong, and what to change.

@@ -286,7 +286,7 @@ fn list(shared: &Shared, call: &Call) -> Result<Value, ApiError> {
     let projects: Vec<&str> = call.params(&["projects", "project"]).collect();
     let repo = call.param("repo").filter(|r| !r.is_empty());
     let namespace = call.param("appNamespace").filter(|n| !n.is_empty());
-    let fields = FieldSelection::parse(call.param("fields"));
+    let fields = FieldSelection::parse(call.param("fields"), &shared.config.version);
 
     let store = shared.store.lock();
     let mut items: Vec<&Value> = store

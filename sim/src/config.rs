@@ -11,6 +11,11 @@ pub const DEFAULT_TOKEN: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOi
 /// The subject of [`DEFAULT_TOKEN`].
 pub const DEFAULT_SUBJECT: &str = "argo-medic";
 
+/// The Argo CD versions the simulator serves as Argo Medic's profiles
+/// (`medic_core::versions::PROFILES`), as `GET /api/version` reports each: the release and its
+/// commit. What differs between them here: List's `fields` whitelist (crate::fields).
+pub const PROFILE_VERSIONS: &[&str] = &["v2.14.21+206a6ee", "v3.1.16+5d001b8", "v3.3.7+035e855", "v3.3.8+7ae7d2c", "v3.5.1+109ca7c"];
+
 /// How a simulated Argo CD instance behaves.
 #[derive(Debug, Clone)]
 pub struct SimConfig {

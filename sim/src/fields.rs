@@ -44,13 +44,32 @@ struct AppField {
     source: &'static str,
     guard: Guard,
     zero: Zero,
+    /// The first Argo CD version whose whitelist knows it; older ones drop it without a word.
+    since: Release,
 }
+
+/// `(major, minor, patch)` of an Argo CD release.
+pub(crate) type Release = (u64, u64, u64);
+
+/// The oldest version the simulator serves: every field without a `since` of its own.
+const ALWAYS: Release = (0, 0, 0);
+/// v3.2.0 added `status.sourceHydrator` (absent at v3.1.16, present at v3.2.0).
+const V3_2: Release = (3, 2, 0);
+/// v3.5.0 added the parts of `spec` and `status.sync.revision` (argo-cd 566c622599, #25451:
+/// "reduce loaded application data on list operation"); at v3.4.7 they are unknown.
+const V3_5: Release = (3, 5, 0);
 
 const fn field(path: &'static str, guard: Guard, zero: Zero) -> AppField {
-    AppField { path, source: path, guard, zero }
+    AppField { path, source: path, guard, zero, since: ALWAYS }
 }
 
-/// The v3.5.1 whitelist. `spec` comes after its sub-fields so the full spec wins (see above).
+const fn field_since(path: &'static str, guard: Guard, zero: Zero, since: Release) -> AppField {
+    AppField { path, source: path, guard, zero, since }
+}
+
+/// The v3.5.1 whitelist, each entry with the version that added it (the whitelist at v2.14.21,
+/// v3.1.16, v3.3.7 and v3.4.7 is the entries older than each). `spec` comes after its sub-fields
+/// so the full spec wins (see above).
 const APP_FIELDS: &[AppField] = &[
     field("metadata.name", Guard::Always, Zero::EmptyString),
     field("metadata.namespace", Guard::Always, Zero::EmptyString),
@@ -58,17 +77,17 @@ const APP_FIELDS: &[AppField] = &[
     field("metadata.labels", Guard::Always, Zero::Null),
     field("metadata.creationTimestamp", Guard::Always, Zero::Null),
     field("metadata.deletionTimestamp", Guard::Always, Zero::Null),
-    field("spec.destination", Guard::Always, Zero::EmptyObject),
-    field("spec.project", Guard::Always, Zero::EmptyString),
-    field("spec.source", Guard::Always, Zero::Null),
-    field("spec.sources", Guard::Always, Zero::Null),
-    field("spec.sourceHydrator", Guard::Always, Zero::Null),
-    field("spec.syncPolicy", Guard::Always, Zero::Null),
+    field_since("spec.destination", Guard::Always, Zero::EmptyObject, V3_5),
+    field_since("spec.project", Guard::Always, Zero::EmptyString, V3_5),
+    field_since("spec.source", Guard::Always, Zero::Null, V3_5),
+    field_since("spec.sources", Guard::Always, Zero::Null, V3_5),
+    field_since("spec.sourceHydrator", Guard::Always, Zero::Null, V3_5),
+    field_since("spec.syncPolicy", Guard::Always, Zero::Null, V3_5),
     field("spec", Guard::Always, Zero::EmptyObject),
-    field("status.sourceHydrator", Guard::Always, Zero::EmptyObject),
+    field_since("status.sourceHydrator", Guard::Always, Zero::EmptyObject, V3_2),
     field("status.summary", Guard::Always, Zero::EmptyObject),
     field("status.sync.status", Guard::Always, Zero::EmptyString),
-    field("status.sync.revision", Guard::Always, Zero::EmptyString),
+    field_since("status.sync.revision", Guard::Always, Zero::EmptyString, V3_5),
     field("status.health", Guard::Always, Zero::EmptyObject),
     field("status.operationState.startedAt", Guard::OperationState, Zero::Null),
     field("status.operationState.finishedAt", Guard::OperationState, Zero::Null),
@@ -78,6 +97,7 @@ const APP_FIELDS: &[AppField] = &[
         source: "status.operationState.syncResult",
         guard: Guard::OperationState,
         zero: Zero::Null,
+        since: ALWAYS,
     },
     field("status.resources", Guard::NonEmptyResources, Zero::Null),
     field("operation.sync", Guard::Operation, Zero::Null),
@@ -88,17 +108,31 @@ const APP_FIELDS: &[AppField] = &[
 pub(crate) struct FieldSelection {
     names: Vec<String>,
     exclude: bool,
+    /// The Argo CD release served: its whitelist.
+    release: Release,
+}
+
+/// `(major, minor, patch)` of a version string such as `v3.5.1+109ca7c` (the newest when it is
+/// none).
+pub(crate) fn release_of(version: &str) -> Release {
+    let core = version.trim().trim_start_matches('v').split(['+', '-']).next().unwrap_or_default();
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    match (parts.next().flatten(), parts.next().flatten(), parts.next().flatten()) {
+        (Some(major), Some(minor), patch) => (major, minor, patch.unwrap_or(0)),
+        _ => (u64::MAX, 0, 0),
+    }
 }
 
 impl FieldSelection {
-    /// `None` when the parameter is absent or empty (no filtering).
-    pub(crate) fn parse(raw: Option<&str>) -> Option<Self> {
+    /// `None` when the parameter is absent or empty (no filtering). `version` is the Argo CD
+    /// served (`SimConfig::version`): its whitelist applies.
+    pub(crate) fn parse(raw: Option<&str>, version: &str) -> Option<Self> {
         let raw = raw.filter(|r| !r.is_empty())?;
         let (exclude, list) = match raw.strip_prefix('-') {
             Some(rest) => (true, rest),
             None => (false, raw),
         };
-        Some(FieldSelection { names: list.split(',').map(str::to_string).collect(), exclude })
+        Some(FieldSelection { names: list.split(',').map(str::to_string).collect(), exclude, release: release_of(version) })
     }
 
     fn wants(&self, path: &str) -> bool {
@@ -109,7 +143,7 @@ impl FieldSelection {
     /// Builds the item Argo CD would send for `app`.
     pub(crate) fn apply(&self, app: &Value) -> Value {
         let mut item = Map::new();
-        for f in APP_FIELDS.iter().filter(|f| self.wants(f.path)) {
+        for f in APP_FIELDS.iter().filter(|f| f.since <= self.release && self.wants(f.path)) {
             let value = match guarded(app, f.guard) {
                 false => continue,
                 true => lookup(app, f.source).cloned().unwrap_or(match f.zero {
@@ -174,16 +208,17 @@ mod tests {
     #[test]
     fn only_whitelisted_fields_are_kept() {
         let sel =
-            FieldSelection::parse(Some("items.metadata.name,items.status.sync.status,items.metadata.resourceVersion,metadata.labels"))
+            FieldSelection::parse(Some("items.metadata.name,items.status.sync.status,items.metadata.resourceVersion,metadata.labels"), "v3.5.1")
                 .expect("selection");
         assert_eq!(sel.apply(&app()), json!({"metadata": {"name": "web"}, "status": {"sync": {"status": "Synced"}}}));
     }
 
     #[test]
     fn absent_fields_come_back_as_go_zero_values_unless_guarded() {
-        let sel = FieldSelection::parse(Some(
-            "items.metadata.annotations,items.status.summary,items.operation.sync,items.status.operationState.finishedAt",
-        ))
+        let sel = FieldSelection::parse(
+            Some("items.metadata.annotations,items.status.summary,items.operation.sync,items.status.operationState.finishedAt"),
+            "v3.5.1",
+        )
         .expect("selection");
         assert_eq!(
             sel.apply(&app()),
@@ -194,13 +229,13 @@ mod tests {
 
     #[test]
     fn the_operation_sync_key_returns_the_sync_result() {
-        let sel = FieldSelection::parse(Some("items.status.operationState.operation.sync")).expect("selection");
+        let sel = FieldSelection::parse(Some("items.status.operationState.operation.sync"), "v3.5.1").expect("selection");
         assert_eq!(sel.apply(&app()), json!({"status": {"operationState": {"operation": {"sync": {"revision": "abc"}}}}}));
     }
 
     #[test]
     fn exclusion_keeps_the_other_whitelisted_fields_only() {
-        let sel = FieldSelection::parse(Some("-items.spec,items.status.health")).expect("selection");
+        let sel = FieldSelection::parse(Some("-items.spec,items.status.health"), "v3.5.1").expect("selection");
         let item = sel.apply(&app());
         assert!(item["metadata"].get("resourceVersion").is_none());
         assert_eq!(item["metadata"]["name"], "web");
@@ -212,7 +247,24 @@ mod tests {
 
     #[test]
     fn the_full_spec_wins_over_its_sub_fields() {
-        let sel = FieldSelection::parse(Some("items.spec.project,items.spec")).expect("selection");
+        let sel = FieldSelection::parse(Some("items.spec.project,items.spec"), "v3.5.1").expect("selection");
         assert_eq!(sel.apply(&app())["spec"], app()["spec"]);
+    }
+
+    /// Before v3.5.0 the whitelist knows only the whole `spec`: its parts asked for are dropped
+    /// (at v3.4.7 and older an item asked for `items.spec.project` comes back without a spec),
+    /// and `status.sync.revision` with them.
+    #[test]
+    fn before_3_5_the_parts_of_spec_are_unknown_and_dropped() {
+        let parts = Some("items.metadata.name,items.spec.project,items.spec.destination,items.status.sync.revision");
+        let new = FieldSelection::parse(parts, "v3.5.1+109ca7c").unwrap().apply(&app());
+        assert_eq!(new["spec"]["project"], "p");
+        assert_eq!(new["status"]["sync"]["revision"], "abc");
+        for old in ["v3.4.7", "v3.3.8+abc", "v2.14.21"] {
+            let item = FieldSelection::parse(parts, old).unwrap().apply(&app());
+            assert_eq!(item, json!({"metadata": {"name": "web"}}), "{old}");
+            let whole = FieldSelection::parse(Some("items.spec"), old).unwrap().apply(&app());
+            assert_eq!(whole["spec"], app()["spec"], "{old}");
+        }
     }
 }

@@ -45,7 +45,7 @@ pub mod swagger;
 pub use paths::workspace_root;
 mod sync_request;
 
-pub use config::{DEFAULT_SUBJECT, DEFAULT_TOKEN, Notifications, Policy, SimConfig, SyncWindowRule, TokenGrant};
+pub use config::{DEFAULT_SUBJECT, DEFAULT_TOKEN, Notifications, PROFILE_VERSIONS, Policy, SimConfig, SyncWindowRule, TokenGrant};
 pub use faults::{Fault, FaultKind};
 pub use fleet::synthetic_fleet;
 pub use jwt::token_for;

@@ -28,10 +28,25 @@ pub fn events_dir() -> PathBuf {
 }
 
 /// A simulator holding every sample app, its timestamps moved so the capture time is now.
-pub async fn sim_with_samples(config: SimConfig) -> ArgoSim {
+pub async fn sim_with_samples(mut config: SimConfig) -> ArgoSim {
+    // `make test` runs the client tests once more per Argo CD profile (medic_sim::PROFILE_VERSIONS):
+    // a simulator left at the default version serves the profile named here.
+    if let Some(version) = served_profile()
+        && config.version == SimConfig::default().version
+    {
+        config.version = version;
+    }
     let sim = ArgoSim::start(config).await.expect("simulator starts");
     sim.load_samples(&events_dir(), Utc::now()).expect("the sample apps and their outcomes load");
     sim
+}
+
+/// The Argo CD profile this run serves: `MEDIC_ARGOCD_PROFILE` (a tag such as `v3.3.7`, or a
+/// full version), when `make test` sets it; else the simulator's default.
+pub fn served_profile() -> Option<String> {
+    let wanted = std::env::var("MEDIC_ARGOCD_PROFILE").ok().filter(|v| !v.is_empty())?;
+    let version = medic_sim::PROFILE_VERSIONS.iter().find(|v| v.split('+').next() == Some(wanted.as_str())).map(|v| v.to_string());
+    Some(version.unwrap_or_else(|| panic!("MEDIC_ARGOCD_PROFILE={wanted} is not one of {:?}", medic_sim::PROFILE_VERSIONS)))
 }
 
 /// The `ComparisonError` of an app whose Git host refuses connections, as the controller words

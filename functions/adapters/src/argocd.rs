@@ -151,7 +151,17 @@ impl HttpArgoClient {
 
     /// `GET /api/version`, read once and remembered: the Argo CD version this client talks to.
     pub async fn version(&self) -> Result<ArgoVersion, ArgoError> {
-        self.version.get_or_try_init(|| self.call::<ArgoVersion>(Method::GET, "api/version", &[], None)).await.cloned()
+        self.version
+            .get_or_try_init(|| async {
+                let version = self.call::<ArgoVersion>(Method::GET, "api/version", &[], None).await?;
+                // Once per client (a container, a medic run): an Argo CD no profile covers.
+                if let Some(note) = medic_core::versions::note(&version.version) {
+                    tracing::warn!(version = %version.version, "{note}");
+                }
+                Ok(version)
+            })
+            .await
+            .cloned()
     }
 
     /// `GET /api/v1/applications/{name}/resource-tree`.
@@ -461,7 +471,10 @@ impl ArgoApi for HttpArgoClient {
             query.push(("appNamespace", q.app_namespace.clone()));
         }
         if !q.fields.is_empty() {
-            query.push(("fields", q.fields.join(",")));
+            // The mask this Argo CD honours (before 3.5 the whole spec for its parts): its version
+            // read once per client, as every version-dependent behaviour takes it.
+            let version = self.version().await.ok().and_then(|v| medic_core::versions::Version::parse(&v.version));
+            query.push(("fields", medic_core::versions::list_fields(version, &q.fields).join(",")));
         }
         let list: ListedApps = self.call(Method::GET, "api/v1/applications", &query, None).await?;
         Ok(list.0)

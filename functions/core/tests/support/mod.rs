@@ -38,6 +38,10 @@ pub struct Case {
     /// mark leaves with the commit that fixes it (a marked case that passes fails the test).
     #[serde(default)]
     pub known_failing: Option<String>,
+    /// The actions accepted on each Argo CD profile (`medic_core::versions::PROFILES`), for a case
+    /// whose right answer depends on the version it is served by.
+    #[serde(default)]
+    pub by_profile: std::collections::BTreeMap<String, Vec<Action>>,
     pub app: serde_json::Value,
 }
 
