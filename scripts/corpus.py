@@ -1251,6 +1251,41 @@ def versions():
     case("version", "retries-exhausted-message-before-3-2", a, ["sync"], "Argo CD ≤3.1 words the SyncError `Failed sync attempt to <sha>`; 3.2+ says `Failed last sync attempt to [<sha>]` (appcontroller.go:2598). Transient cause: one sync.",
          trigger="on-sync-failed", mode="auto-sync-retries-exhausted", version="v2.14.11")
 
+    # argoproj/argo-cd#29716 (open, reported on v3.5.2; the code it names is in every profile): auto-sync synced the
+    # revisions `status.sync.revision(s)` still held (appcontroller.go:2376@v3.5.1, `syncStatus.Revision(s)`), 3,401
+    # commits old, and downgraded a self-managed Argo CD. Shaped here: the comparison's target is a revision deployed
+    # before and replaced since (status.history, controller/state.go:1220), and the last sync failed for a transient cause.
+    def moved_back(name, pinned=False, multi=False):
+        a = app(name, dest_ns="web", sync="OutOfSync", multi_source=multi)
+        old, new = sha(name + "-old"), sha(name + "-new")
+        entry = lambda i, rev, minutes: dict({"id": i, "deployedAt": ts(minutes), "deployStartedAt": ts(minutes + 1), "initiatedBy": {"automated": True}},
+                                             **({"revisions": ["4.2.1", rev]} if multi else {"revision": rev}))
+        a["status"]["history"] = [entry(16, old, 60 * 24 * 70), entry(17, new, 60 * 2)]
+        if multi:
+            a["status"]["sync"]["revisions"] = ["4.2.1", old]
+        else:
+            a["status"]["sync"]["revision"] = old
+        if pinned:
+            if multi:
+                a["spec"]["sources"][1]["targetRevision"] = old
+            else:
+                a["spec"]["source"]["targetRevision"] = old
+        op(a, "Failed", f"{TASKS_FAILED}, reason: etcdserver: request timed out", 20, 12, [result("Deployment", name, group="apps", ns="web", status="SyncFailed", message="etcdserver: request timed out")], retry_count=5)
+        return a
+
+    case("version", "target-older-than-the-last-deployment", moved_back("argocd-self-managed"), ["escalate"],
+         "status.sync.revision holds a revision deployed 70 days ago and replaced 2 hours ago: an automatic sync would move the app back (argoproj/argo-cd#29716, auto-sync deployed a revision 3,401 commits old and downgraded Argo CD). A person decides.",
+         trigger="on-sync-failed", mode="auto-sync-retries-exhausted", rows=("field status.history[].revision", "field status.sync.revision"),
+         known_failing="the sync decision does not compare the target with status.history")
+    case("version", "target-older-than-the-last-deployment-multi-source", moved_back("argocd-self-managed-multi", multi=True), ["escalate"],
+         "The same with two sources: status.sync.revisions name the Git source's old commit (the $values shape of argoproj/argo-cd#29716).",
+         trigger="on-sync-failed", mode="auto-sync-retries-exhausted", rows=("field status.history[].revisions", "field status.sync.revisions"),
+         known_failing="the sync decision does not compare the target with status.history")
+    case("version", "rollback-pinned-in-the-spec", moved_back("web-rolled-back", pinned=True), ["sync"],
+         "A person rolled back: spec.source.targetRevision now names the older revision itself, so syncing it is what they asked for; the transient failure is re-synced once.",
+         trigger="on-sync-failed", mode="auto-sync-retries-exhausted", pair="target-older-than-the-last-deployment",
+         rows=("field spec.source.targetRevision",))
+
     a = app("web-exhausted-new-format", dest_ns="web", sync="OutOfSync")
     op(a, "Failed", f"{TASKS_FAILED}, reason: etcdserver: request timed out", 20, 12, [result("Deployment", "web-exhausted-new-format", group="apps", ns="web", status="SyncFailed", message="etcdserver: request timed out")], retry_count=5)
     cond(a, "SyncError", f"Failed last sync attempt to [{a['status']['sync']['revision']}]: {TASKS_FAILED}, reason: etcdserver: request timed out", 11)
