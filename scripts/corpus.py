@@ -1261,9 +1261,7 @@ def versions():
         entry = lambda i, rev, minutes: dict({"id": i, "deployedAt": ts(minutes), "deployStartedAt": ts(minutes + 1), "initiatedBy": {"automated": True}},
                                              **({"revisions": ["4.2.1", rev]} if multi else {"revision": rev}))
         a["status"]["history"] = [entry(16, old, 60 * 24 * 70), entry(17, new, 60 * 2)]
-        if multi:
-            a["status"]["sync"]["revisions"] = ["4.2.1", old]
-        else:
+        if not multi:
             a["status"]["sync"]["revision"] = old
         if pinned:
             if multi:
@@ -1271,16 +1269,16 @@ def versions():
             else:
                 a["spec"]["source"]["targetRevision"] = old
         op(a, "Failed", f"{TASKS_FAILED}, reason: etcdserver: request timed out", 20, 12, [result("Deployment", name, group="apps", ns="web", status="SyncFailed", message="etcdserver: request timed out")], retry_count=5)
+        if multi:
+            multi_source_as_the_controller_writes(a, ["4.2.1", old])
         return a
 
     case("version", "target-older-than-the-last-deployment", moved_back("argocd-self-managed"), ["escalate"],
          "status.sync.revision holds a revision deployed 70 days ago and replaced 2 hours ago: an automatic sync would move the app back (argoproj/argo-cd#29716, auto-sync deployed a revision 3,401 commits old and downgraded Argo CD). A person decides.",
-         trigger="on-sync-failed", mode="auto-sync-retries-exhausted", rows=("field status.history[].revision", "field status.sync.revision"),
-         known_failing="the sync decision does not compare the target with status.history")
+         trigger="on-sync-failed", mode="auto-sync-retries-exhausted", rows=("field status.history[].revision", "field status.sync.revision"))
     case("version", "target-older-than-the-last-deployment-multi-source", moved_back("argocd-self-managed-multi", multi=True), ["escalate"],
          "The same with two sources: status.sync.revisions name the Git source's old commit (the $values shape of argoproj/argo-cd#29716).",
-         trigger="on-sync-failed", mode="auto-sync-retries-exhausted", rows=("field status.history[].revisions", "field status.sync.revisions"),
-         known_failing="the sync decision does not compare the target with status.history")
+         trigger="on-sync-failed", mode="auto-sync-retries-exhausted", rows=("field status.history[].revisions", "field status.sync.revisions"))
     case("version", "rollback-pinned-in-the-spec", moved_back("web-rolled-back", pinned=True), ["sync"],
          "A person rolled back: spec.source.targetRevision now names the older revision itself, so syncing it is what they asked for; the transient failure is re-synced once.",
          trigger="on-sync-failed", mode="auto-sync-retries-exhausted", pair="target-older-than-the-last-deployment",

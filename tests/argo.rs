@@ -651,7 +651,11 @@ async fn the_list_mask_keeps_project_sources_and_destination_on_every_argo_cd_pr
         assert!(items.len() > 20, "{version}");
         for item in &items {
             assert!(!item.spec.project.is_empty(), "{version}: {} lost its project", item.metadata.name);
-            assert!(!item.spec.destination.server.is_empty() || !item.spec.destination.name.is_empty(), "{version}: {}", item.metadata.name);
+            assert!(
+                !item.spec.destination.server.is_empty() || !item.spec.destination.name.is_empty(),
+                "{version}: {}",
+                item.metadata.name
+            );
             assert!(item.spec.source.is_some() || !item.spec.sources.is_empty(), "{version}: {} lost its sources", item.metadata.name);
             assert!(item.incompleteness().is_some(), "{version}: still a masked item");
         }

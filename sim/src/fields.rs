@@ -207,9 +207,11 @@ mod tests {
 
     #[test]
     fn only_whitelisted_fields_are_kept() {
-        let sel =
-            FieldSelection::parse(Some("items.metadata.name,items.status.sync.status,items.metadata.resourceVersion,metadata.labels"), "v3.5.1")
-                .expect("selection");
+        let sel = FieldSelection::parse(
+            Some("items.metadata.name,items.status.sync.status,items.metadata.resourceVersion,metadata.labels"),
+            "v3.5.1",
+        )
+        .expect("selection");
         assert_eq!(sel.apply(&app()), json!({"metadata": {"name": "web"}, "status": {"sync": {"status": "Synced"}}}));
     }
 

@@ -179,7 +179,10 @@ pub fn profile_for(version: &str) -> Option<Known> {
 /// by the version itself.
 pub fn note(version: &str) -> Option<String> {
     match profile_for(version) {
-        None => Some(format!("Argo CD reports version `{version}`, which is no version: behaviours are assumed as in {}", PROFILES[PROFILES.len() - 1].tag)),
+        None => Some(format!(
+            "Argo CD reports version `{version}`, which is no version: behaviours are assumed as in {}",
+            PROFILES[PROFILES.len() - 1].tag
+        )),
         Some(Known { exact: true, .. }) => None,
         Some(Known { profile, .. }) => Some(format!(
             "Argo CD {version} has no profile of its own (tested: {}); the nearest, {}, is assumed, and what is known to have changed between versions is judged by the version itself",
@@ -195,7 +198,7 @@ pub fn note(version: &str) -> Option<String> {
 /// for instead, and `status.sync.revision` (unknown before 3.5.0 too) is not sent. An unknown
 /// version keeps `wanted`.
 pub fn list_fields(version: Option<Version>, wanted: &[String]) -> Vec<String> {
-    if !version.is_some_and(|v| v < LIST_SPEC_PARTS_SINCE) {
+    if version.is_none_or(|v| v >= LIST_SPEC_PARTS_SINCE) {
         return wanted.to_vec();
     }
     let mut out: Vec<String> = Vec::with_capacity(wanted.len());

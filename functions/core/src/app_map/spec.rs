@@ -68,9 +68,15 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "The branch, tag, semver range or commit to deploy (`HEAD` when empty).",
         controller: "Resolved to a commit at each comparison (`controller/appcontroller.go:1915`, `controller/state.go:418`); automated sync syncs the resolved `status.sync.revision` (`controller/appcontroller.go:2376`), and the API server refuses a sync to any other revision while automated sync is on (`server/application/application.go:2252`-`2256`).",
         modelled: "spec.source.target_revision",
-        used: Use::Carried(
-            "`Application::revision`'s last fallback, naming the incident's revision when the status names none (no corpus case), and the escalation's target revision; Argo Medic's syncs of an automated app send no revision, so the API server resolves this one",
-        ),
+        // Also `Application::revision`'s last fallback and the escalation's target revision.
+        used: Use::Rule {
+            rules: &["sync-gate:escalate", "ladder:sync"],
+            flips: &[
+                // why it changes: a spec naming the older revision is a person's rollback; moved
+                // elsewhere, syncing that revision would move the app back (argoproj/argo-cd#29716).
+                Flip { case: "version/rollback-pinned-in-the-spec", pointer: "/spec/source/targetRevision", to: "\"main\"" },
+            ],
+        },
         probe: None,
     },
     MapRow {
@@ -115,9 +121,19 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "One source's branch, tag, semver range or commit.",
         controller: "Resolved per source at each comparison (`controller/appcontroller.go:1909`), into `status.sync.revisions`; the API server refuses a sync of a source to another revision while automated sync is on (`server/application/application.go:2227`-`2231`).",
         modelled: "spec.sources[].target_revision",
-        used: Use::Carried(
-            "`Application::revision`'s last fallback (the first source; no corpus case reaches it) and the escalation's target revision",
-        ),
+        // Also `Application::revision`'s last fallback (the first source) and the escalation's
+        // target revision.
+        used: Use::Rule {
+            rules: &["sync-gate:escalate"],
+            flips: &[
+                // why it changes: naming the older commit in the spec makes it a person's rollback.
+                Flip {
+                    case: "version/target-older-than-the-last-deployment-multi-source",
+                    pointer: "/spec/sources/1/targetRevision",
+                    to: "\"3953d166d67e642f7bfcae47bb4259c38b330da6\"",
+                },
+            ],
+        },
         probe: None,
     },
     MapRow {

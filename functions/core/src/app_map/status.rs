@@ -531,7 +531,14 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "The deployment's number, one more than the last; what `argocd app rollback` takes.",
         controller: "`persistRevisionHistory` (`controller/state.go:1204`-`1207`).",
         modelled: "status.history[].id",
-        used: Use::NotRelevant("Argo Medic never rolls back"),
+        // Which entry is the last deployment; Argo Medic never rolls back.
+        used: Use::Rule {
+            rules: &["sync-gate:escalate"],
+            flips: &[
+                // why it changes: numbered after the newer one, the older revision is the last deployment.
+                Flip { case: "version/target-older-than-the-last-deployment", pointer: "/status/history/0/id", to: "18" },
+            ],
+        },
         probe: None,
     },
     MapRow {
@@ -540,7 +547,17 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "The revision a single-source app was deployed at.",
         controller: "The comparison's resolved revision at the end of the sync (`controller/state.go:1220`, from `controller/sync.go:409`); empty for a multi-source app.",
         modelled: "status.history[].revision",
-        used: Use::NotRelevant("the app's current revision is `status.sync.revision`; past deployments decide nothing"),
+        used: Use::Rule {
+            rules: &["sync-gate:escalate"],
+            flips: &[
+                // why it changes: a target never deployed before is no move back.
+                Flip {
+                    case: "version/target-older-than-the-last-deployment",
+                    pointer: "/status/history/0/revision",
+                    to: "\"0000000000000000000000000000000000000000\"",
+                },
+            ],
+        },
         probe: None,
     },
     MapRow {
@@ -549,12 +566,18 @@ pub(super) const ROWS: &[MapRow] = &[
         meaning: "The revisions a multi-source app was deployed at.",
         controller: "`persistRevisionHistory` for multiple sources (`controller/state.go:1215`).",
         modelled: "status.history[].revisions",
-        used: Use::NotRelevant("as `status.history[].revision`"),
-        probe: Some(Flip {
-            case: "hooks/postsync-reindex-failed-multi-source-synced-healthy",
-            pointer: "/status/history/0/revisions",
-            to: "[\"4.2.1\", \"f425e42275460b158c409128d664ffe1a19f702b\"]",
-        }),
+        used: Use::Rule {
+            rules: &["sync-gate:escalate"],
+            flips: &[
+                // why it changes: a target never deployed before is no move back.
+                Flip {
+                    case: "version/target-older-than-the-last-deployment-multi-source",
+                    pointer: "/status/history/0/revisions",
+                    to: "[\"4.2.1\", \"0000000000000000000000000000000000000000\"]",
+                },
+            ],
+        },
+        probe: None,
     },
     MapRow {
         kind: Field,

@@ -98,6 +98,46 @@ mod classify;
 pub use classify::*;
 
 /// Why a sync must not be started automatically, or the exact sync that is on record to re-run.
+/// Why a sync to the target revision would move the app back, if it would: the comparison's
+/// revision (`status.sync.revision(s)`, what auto-sync and a sync without a revision deploy:
+/// `controller/appcontroller.go:2376` at v3.5.1) is one deployed before and replaced since
+/// (`status.history`, `controller/state.go:1220`). argoproj/argo-cd#29716: auto-sync deployed
+/// revisions that field still held, 3,401 commits old, and downgraded a self-managed Argo CD.
+/// Not when the spec itself names that revision now: a person rolled back.
+fn moves_back(app: &Application) -> Option<String> {
+    use crate::app::revision_of;
+    let sync = app.status.sync.as_ref()?;
+    let target = revision_of(&sync.revision, &sync.revisions)?;
+    let history = &app.status.history;
+    let last = history.iter().max_by_key(|h| h.id)?;
+    let deployed = revision_of(&last.revision, &last.revisions)?;
+    if target == deployed {
+        return None;
+    }
+    let earlier = history
+        .iter()
+        .filter(|h| h.id < last.id && revision_of(&h.revision, &h.revisions).as_deref() == Some(target.as_str()))
+        .max_by_key(|h| h.id)?;
+    let named: Vec<&str> = match &app.spec.source {
+        Some(source) => vec![source.target_revision.as_str()],
+        None => app.spec.sources.iter().map(|s| s.target_revision.as_str()).collect(),
+    };
+    if named.join(",") == target {
+        return None;
+    }
+    let short = |r: &str| r.split(',').map(|p| p.chars().take(10).collect::<String>()).collect::<Vec<_>>().join(",");
+    let at = |t: Option<chrono::DateTime<chrono::Utc>>| t.map_or_else(|| "an unknown time".to_owned(), rfc3339);
+    Some(format!(
+        "it would move the app back: Argo CD's target {} was deployed at {} (deployment {}) and replaced by {} at {} (deployment {}); a revision older than the last deployment is not synced automatically (argoproj/argo-cd#29716)",
+        short(&target),
+        at(earlier.deployed_at),
+        earlier.id,
+        short(&deployed),
+        at(last.deployed_at),
+        last.id
+    ))
+}
+
 pub fn sync_plan(app: &Application, cfg: &PolicyConfig) -> Result<SyncPlan, String> {
     if app.is_deleting() {
         return Err("the application is being deleted".into());
@@ -134,6 +174,9 @@ pub fn sync_plan(app: &Application, cfg: &PolicyConfig) -> Result<SyncPlan, Stri
         );
     }
     if let Some(auto) = app.auto_sync() {
+        if let Some(why) = moves_back(app) {
+            return Err(why);
+        }
         let options = app.spec.sync_policy.as_ref().map(|p| p.sync_options.clone()).unwrap_or_default();
         // An empty revision means the target revision, which is what automated sync itself syncs
         // (Argo CD rejects an explicit other revision while auto-sync is on).
