@@ -665,3 +665,55 @@ async fn the_list_mask_keeps_project_sources_and_destination_on_every_argo_cd_pr
         assert_spec_conformance(&sim);
     }
 }
+
+/// Issue 24: argoproj/argo-cd#29716 — auto-sync synced the revision the comparison still held,
+/// 3,401 commits old. When the target revision is not one `status.history` holds, the commits'
+/// dates tell: two reads of revision metadata before the sync, and a target weeks older than the
+/// commit deployed last is not sent; a person is told at once, with both revisions. A target
+/// newer than the deployed one is synced as before.
+#[tokio::test]
+async fn a_sync_to_a_commit_weeks_older_than_the_deployed_one_is_withheld_and_escalated() {
+    let target = "1111111111111111111111111111111111111111";
+    let deployed = "2222222222222222222222222222222222222222";
+    for (older, expect_sync) in [(true, false), (false, true)] {
+        let sim = sim_with_samples(SimConfig::default()).await;
+        // observability's sync failed because its CRD raced; the comparison holds `target`, and the
+        // last deployment was `deployed`.
+        let mut observed = sim.app("argocd", "observability").unwrap();
+        observed["status"]["sync"]["revision"] = target.into();
+        observed["status"]["history"][0]["revision"] = deployed.into();
+        sim.insert_app(observed);
+        let now = chrono::Utc::now();
+        let (target_at, deployed_at) = if older {
+            (now - chrono::TimeDelta::days(70), now - chrono::TimeDelta::hours(2))
+        } else {
+            (now - chrono::TimeDelta::hours(1), now - chrono::TimeDelta::days(3))
+        };
+        sim.set_revision_metadata(target, target_at, "the comparison's revision");
+        sim.set_revision_metadata(deployed, deployed_at, "the revision deployed last");
+        let c = client(&sim);
+        let parts = Parts::new(MemoryIncidentStore::default(), test_policy());
+        let step = parts.step(&c, false, Duration::from_secs(600));
+        let r = step.run(&app("observability", "platform"), &Trigger::sweep(), None).await.unwrap();
+        let reads = sim.requests().iter().filter(|q| q.path.contains("/revisions/") && q.path.ends_with("/metadata")).count();
+        assert_eq!(reads, 2, "one read of each revision");
+        if expect_sync {
+            assert_eq!(r.result, StepResult::Synced, "{}", r.detail);
+            assert_eq!(sync_keys(&sim, "observability").len(), 1);
+        } else {
+            assert_eq!((r.action, r.result), (Some(Action::Escalate), StepResult::Escalated), "{}", r.detail);
+            assert!(
+                r.detail.contains("not sent: it would move the app back")
+                    && r.detail.contains("1111111111")
+                    && r.detail.contains("2222222222"),
+                "{}",
+                r.detail
+            );
+            assert!(sync_keys(&sim, "observability").is_empty(), "no sync sent");
+            assert_eq!(parts.escalator.escalations().len(), 1);
+            let history = parts.store.history(&medic_core::AppId::new("argocd", "observability")).await.unwrap();
+            assert!(history.attempts.iter().any(|a| a.outcome == Outcome::Withheld), "{history:?}");
+        }
+        assert_spec_conformance(&sim);
+    }
+}

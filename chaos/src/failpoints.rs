@@ -155,6 +155,14 @@ impl<T: ArgoApi> ArgoApi for Failpoint<T> {
     async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
         self.0.credential_expiry().await
     }
+    async fn revision_metadata(
+        &self,
+        app: &AppRef,
+        revision: &str,
+        source_index: Option<usize>,
+    ) -> Result<Option<medic_core::app::RevisionMetadata>, ArgoError> {
+        self.0.revision_metadata(app, revision, source_index).await
+    }
 }
 
 impl<T: EscalationStore> EscalationStore for Failpoint<T> {

@@ -98,6 +98,8 @@ enum Route<'a> {
     Operation(&'a str),
     ResourceTree(&'a str),
     SyncWindows(&'a str),
+    /// `GET /api/v1/applications/{name}/revisions/{revision}/metadata`.
+    RevisionMetadata(&'a str, &'a str),
     /// `GET /api/v1/account/can-i/{resource}/{action}/{subresource}`; the subresource may hold
     /// slashes (`<project>/<app>`).
     CanI {
@@ -140,6 +142,9 @@ fn route(path: &str) -> Option<Route<'_>> {
     let mut parts = rest.strip_prefix('/')?.split('/');
     let name = parts.next().filter(|n| !n.is_empty())?;
     let route = match (parts.next(), parts.next()) {
+        (Some("revisions"), Some(revision)) if !revision.is_empty() => {
+            return (parts.next() == Some("metadata") && parts.next().is_none()).then_some(Route::RevisionMetadata(name, revision));
+        }
         (None, _) => Route::App(name),
         (Some("sync"), None) => Route::Sync(name),
         (Some("operation"), None) => Route::Operation(name),
@@ -170,7 +175,7 @@ pub(crate) fn endpoint(call: &Call) -> Endpoint {
         Route::Operation(_) => Endpoint::Terminate,
         Route::ResourceTree(_) => Endpoint::ResourceTree,
         Route::SyncWindows(_) => Endpoint::SyncWindows,
-        Route::CanI { .. } | Route::NotificationServices | Route::NotificationTriggers => Endpoint::Other,
+        Route::RevisionMetadata(..) | Route::CanI { .. } | Route::NotificationServices | Route::NotificationTriggers => Endpoint::Other,
     }
 }
 
@@ -195,6 +200,7 @@ pub(crate) fn handle(shared: &Arc<Shared>, call: &Call) -> Reply {
         Route::Operation(name) => terminate(shared, call, name),
         Route::ResourceTree(name) => resource_tree(shared, call, name),
         Route::SyncWindows(name) => sync_windows(shared, call, name),
+        Route::RevisionMetadata(name, revision) => revision_metadata(shared, call, name, revision),
         Route::CanI { resource, action, object } => can_i(shared, call, resource, action, object),
         Route::NotificationServices => notification_names(shared, call, |n| &n.services),
         Route::NotificationTriggers => notification_names(shared, call, |n| &n.triggers),
@@ -528,6 +534,22 @@ fn sync_windows(shared: &Shared, call: &Call, name: &str) -> Result<Value, ApiEr
     }
     answer.insert("canSync".into(), json!(rules.iter().all(|w| w.manual_sync)));
     Ok(Value::Object(answer))
+}
+
+/// `GET /api/v1/applications/{name}/revisions/{revision}/metadata`: the commit's metadata as the
+/// repo-server reads it (`util/git/client.go` `RevisionMetadata`), from what the test set
+/// ([`crate::ArgoSim::set_revision_metadata`]); a revision the repository does not have is an
+/// error (the simulator answers 404).
+fn revision_metadata(shared: &Shared, call: &Call, name: &str, revision: &str) -> Result<Value, ApiError> {
+    let session = authenticate(shared, call)?;
+    let key = AppKey::new(app_namespace(call), name);
+    let project = call.param("project").unwrap_or_default();
+    let store = shared.store.lock();
+    enforce_app(shared, &store, &session, "get", project, &key)?;
+    store.get(&key).ok_or_else(|| ApiError::app_not_found(name))?;
+    store
+        .revision_metadata(revision)
+        .ok_or_else(|| ApiError::new(GrpcCode::NotFound, format!("unable to resolve revision {revision}: not found")))
 }
 
 #[cfg(test)]

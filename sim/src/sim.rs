@@ -203,6 +203,17 @@ impl ArgoSim {
     }
 
     /// Scripts what refresh and sync do to the app called `name` (in any namespace).
+    /// The metadata `GET .../revisions/{revision}/metadata` answers for a Git revision: its
+    /// author date, author and message (a revision not set is unknown: 404).
+    pub fn set_revision_metadata(&self, revision: &str, date: chrono::DateTime<chrono::Utc>, message: &str) {
+        let metadata = serde_json::json!({
+            "author": "Jane Doe <jane@example.com>",
+            "date": date.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "message": message,
+        });
+        self.shared.store.lock().set_revision_metadata(revision, metadata);
+    }
+
     pub fn set_outcomes(&self, name: &str, outcomes: Outcomes) {
         self.shared.store.lock().set_outcomes(name, outcomes);
     }

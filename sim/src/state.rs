@@ -33,6 +33,8 @@ pub(crate) enum InsertError {
 pub(crate) struct Store {
     apps: BTreeMap<AppKey, Value>,
     outcomes: HashMap<String, Outcomes>,
+    /// Git revisions' metadata (`v1alpha1RevisionMetadata`), by revision.
+    revisions: HashMap<String, Value>,
     /// Last resourceVersion handed out; every write takes the next one, as etcd's revision does.
     resource_version: u64,
     /// Identity of the operation (or termination) currently owning each app, so a background
@@ -118,6 +120,14 @@ impl Store {
 
     pub(crate) fn outcomes(&self, name: &str) -> Outcomes {
         self.outcomes.get(name).cloned().unwrap_or_default()
+    }
+
+    pub(crate) fn revision_metadata(&self, revision: &str) -> Option<Value> {
+        self.revisions.get(revision).cloned()
+    }
+
+    pub(crate) fn set_revision_metadata(&mut self, revision: &str, metadata: Value) {
+        self.revisions.insert(revision.to_owned(), metadata);
     }
 
     /// True when the app's next sync is one to lose ([`Outcomes::lost_syncs`]), counting it.

@@ -298,6 +298,14 @@ impl<A: ArgoApi> ArgoApi for Dying<'_, A> {
     async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
         self.0.credential_expiry().await
     }
+    async fn revision_metadata(
+        &self,
+        app: &AppRef,
+        revision: &str,
+        source_index: Option<usize>,
+    ) -> Result<Option<medic_core::app::RevisionMetadata>, medic_core::ports::ArgoError> {
+        self.0.revision_metadata(app, revision, source_index).await
+    }
 }
 
 /// The block of `doc` (a path from the repository root) between `start` and `end` is `expected`,

@@ -33,7 +33,14 @@ macro_rules! whole_answers {
     )*};
 }
 
-whole_answers!(Application, serde_json::Value, crate::argocd::ArgoVersion, crate::argocd::ResourceTree, crate::argocd::SyncWindows,);
+whole_answers!(
+    Application,
+    serde_json::Value,
+    crate::argocd::ArgoVersion,
+    crate::argocd::ResourceTree,
+    crate::argocd::SyncWindows,
+    medic_core::app::RevisionMetadata,
+);
 
 /// `GET /api/v1/applications`: the `items`, each stripped and typed as it is read; the list's
 /// `metadata` is skipped.

@@ -501,6 +501,25 @@ impl ArgoApi for HttpArgoClient {
         }
         Ok(expiry)
     }
+
+    async fn revision_metadata(
+        &self,
+        app: &AppRef,
+        revision: &str,
+        source_index: Option<usize>,
+    ) -> Result<Option<medic_core::app::RevisionMetadata>, ArgoError> {
+        let path = format!("api/v1/applications/{}/revisions/{}/metadata", seg(&app.name), seg(revision));
+        let mut query = scope_query(app);
+        if let Some(i) = source_index {
+            query.push(("sourceIndex", i.to_string()));
+        }
+        match self.call(Method::GET, &path, &query, None).await {
+            Ok(metadata) => Ok(Some(metadata)),
+            // A revision the repository does not have (any more): nothing to compare.
+            Err(ArgoError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// A token expiring within this is read again from its secret before its expiry is told: longer

@@ -81,6 +81,11 @@ pub struct Once<'r> {
     pub unsure: WhenUnsure,
 }
 
+/// How much older than the commit deployed last a target commit may be before a sync to it is
+/// withheld: commits merged by rebase keep their author dates, so a newer merge can carry an older
+/// date by days; a revision weeks older (argoproj/argo-cd#29716: 10 weeks) is a move back.
+pub const OLDER_THAN_DEPLOYED_MARGIN: chrono::TimeDelta = chrono::TimeDelta::days(7);
+
 /// A rung performed (or held by the gate).
 #[derive(Debug)]
 pub struct RungDone {
@@ -427,6 +432,17 @@ where
             return Ok(Outcome::Unknown);
         }
         let plan = decision.sync.as_ref().expect("a sync decision carries its plan");
+        // The target revision (no revision sent) is what Argo CD's comparison holds, which can be
+        // far older than what is deployed (argoproj/argo-cd#29716): the commits' dates decide,
+        // on the sync's own budget token. A resend was judged so the first time.
+        if plan.revision.is_empty()
+            && !resend
+            && let Some(back) = self.older_than_deployed(app_ref, app, out).await
+        {
+            out.result = StepResult::Failed;
+            out.detail = back;
+            return Ok(Outcome::Withheld);
+        }
         let incident = decision.incident.as_ref();
         let request = sync_request(
             app,
@@ -482,6 +498,34 @@ where
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Why a sync to the target would move the app back, by the commits' dates: for each source
+    /// whose target revision differs from the one deployed last ([`Application::revision_changes`];
+    /// Git commits only, a chart version has no commit), the two revisions' metadata, two reads;
+    /// the target more than [`OLDER_THAN_DEPLOYED_MARGIN`] older says so. Unreadable metadata
+    /// says nothing, and the sync goes as it would have.
+    async fn older_than_deployed(&self, app_ref: &AppRef, app: &Application, out: &mut StepReport) -> Option<String> {
+        let commit = |r: &str| r.len() == 40 && r.bytes().all(|b| b.is_ascii_hexdigit());
+        for (index, target, deployed) in app.revision_changes().into_iter().filter(|(_, t, d)| commit(t) && commit(d)) {
+            out.argo_calls += 2;
+            let older = self.argo.revision_metadata(app_ref, &target, index).await;
+            let newer = self.argo.revision_metadata(app_ref, &deployed, index).await;
+            let (Ok(Some(older)), Ok(Some(newer))) = (older, newer) else { continue };
+            let (Some(then), Some(now)) = (older.date, newer.date) else { continue };
+            if then + OLDER_THAN_DEPLOYED_MARGIN < now {
+                let source = index.map(|i| format!(" of source {}", i + 1)).unwrap_or_default();
+                return Some(format!(
+                    "not sent: it would move the app back: Argo CD's target revision{source} {} is a commit of {}, {} days older than {} ({}), deployed last (argoproj/argo-cd#29716)",
+                    &target[..10],
+                    secs(then),
+                    (now - then).num_days(),
+                    &deployed[..10],
+                    secs(now)
+                ));
+            }
+        }
+        None
     }
 
     async fn escalate(

@@ -123,6 +123,22 @@ pub fn revision_of(single: &str, list: &[String]) -> Option<String> {
     }
 }
 
+/// A Git revision's metadata (`v1alpha1RevisionMetadata`), the part Argo Medic reads: when the
+/// commit was made, to tell a revision older than the one deployed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RevisionMetadata {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub author: String,
+    /// The commit's date (`util/git/client.go` `RevisionMetadata`: the author date).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
 /// An Argo CD Application as the API returns it (`GET /api/v1/applications/{name}`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
@@ -677,6 +693,30 @@ impl Application {
     /// once it has compared the app (`pkg/apis/application/v1alpha1/types.go`, `AnnotationKeyRefresh`).
     pub fn refresh_pending(&self) -> bool {
         self.metadata.annotations.contains_key(REFRESH_ANNOTATION)
+    }
+
+    /// The revisions a sync to the target would change, source by source: `(index, target,
+    /// deployed)` where the comparison's revision (`status.sync.revision(s)`) differs from the last
+    /// deployment's (`status.history`, the highest id) and the spec does not name the target
+    /// itself (a person's pin). `index` is `None` for a single-source app. Empty when nothing was
+    /// deployed yet or nothing differs.
+    pub fn revision_changes(&self) -> Vec<(Option<usize>, String, String)> {
+        let Some(sync) = self.status.sync.as_ref() else { return Vec::new() };
+        let Some(last) = self.status.history.iter().max_by_key(|h| h.id) else { return Vec::new() };
+        let pairs: Vec<(Option<usize>, &str, &str, &str)> = match &self.spec.source {
+            Some(source) if !sync.revision.is_empty() && !last.revision.is_empty() => {
+                vec![(None, sync.revision.as_str(), last.revision.as_str(), source.target_revision.as_str())]
+            }
+            _ if !sync.revisions.is_empty() && sync.revisions.len() == last.revisions.len() => sync
+                .revisions
+                .iter()
+                .zip(&last.revisions)
+                .enumerate()
+                .map(|(i, (t, d))| (Some(i), t.as_str(), d.as_str(), self.spec.sources.get(i).map_or("", |s| s.target_revision.as_str())))
+                .collect(),
+            _ => Vec::new(),
+        };
+        pairs.into_iter().filter(|(_, t, d, named)| t != d && t != named).map(|(i, t, d, _)| (i, t.to_owned(), d.to_owned())).collect()
     }
 
     /// True when the operation Argo CD's controller started last (`status.operationState`) carries

@@ -47,6 +47,9 @@ pub enum Outcome {
     /// A sync sent a second time under the same key after the first left no trace; judged on the
     /// next read too. No trace again: `NoEffect`, and the ladder moves on to a person.
     Resent,
+    /// Not sent: Argo Medic found the sync would move the app to a revision older than the one
+    /// deployed last (the commits' dates). The rung counts as taken and a person is told at once.
+    Withheld,
 }
 
 impl Outcome {

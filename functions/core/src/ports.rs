@@ -107,6 +107,18 @@ pub trait ArgoApi: Send + Sync {
     /// `Ok(None)` when it never does or the client has none to tell; `Err` (a description) when
     /// it cannot be read. No call to Argo CD.
     fn credential_expiry(&self) -> impl Future<Output = Result<Option<chrono::DateTime<chrono::Utc>>, String>> + Send;
+    /// `GET /api/v1/applications/{name}/revisions/{revision}/metadata` (`sourceIndex` for one
+    /// source of several): a Git commit's author, date, message and tags. `Ok(None)` when the
+    /// revision is unknown to Argo CD or the client cannot say (the default: test doubles).
+    fn revision_metadata(
+        &self,
+        app: &AppRef,
+        revision: &str,
+        source_index: Option<usize>,
+    ) -> impl Future<Output = Result<Option<crate::app::RevisionMetadata>, ArgoError>> + Send {
+        let _ = (app, revision, source_index);
+        async { Ok(None) }
+    }
 }
 
 /// Store failures.
@@ -368,6 +380,14 @@ impl<T: ArgoApi> ArgoApi for Arc<T> {
     }
     fn credential_expiry(&self) -> impl Future<Output = Result<Option<chrono::DateTime<chrono::Utc>>, String>> + Send {
         (**self).credential_expiry()
+    }
+    fn revision_metadata(
+        &self,
+        app: &AppRef,
+        revision: &str,
+        source_index: Option<usize>,
+    ) -> impl Future<Output = Result<Option<crate::app::RevisionMetadata>, ArgoError>> + Send {
+        (**self).revision_metadata(app, revision, source_index)
     }
 }
 

@@ -191,7 +191,7 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
         let Performed::Rung(done) = performed else { unreachable!("a rung request is answered with a rung") };
         let RungDone { mut report, answer, outcome, refreshed } = *done;
         match (outcome, refreshed) {
-            (Some(Outcome::Unknown), _) => {
+            (Some(Outcome::Unknown | Outcome::Withheld), _) => {
                 // Never sent again: the rung counts as taken, and the decision on the same read
                 // with that record is the ladder's next rung (a person), told at once.
                 let history = self.store.history(&report.app).await?;
