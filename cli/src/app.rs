@@ -65,18 +65,8 @@ enum Command {
     /// Run only the Argo CD simulator, loaded like --simulate, until interrupted (for cargo lambda
     /// watch, curl, or a second medic). Prints its URL and token as `export` lines for a shell.
     Sim {
-        /// The Application files to load (the sample fleet, compiled in when not here).
-        #[arg(long, default_value = crate::samples::DEFAULT_APPS)]
-        apps: PathBuf,
-        /// What refresh and sync do per app (JSON).
-        #[arg(long, default_value = crate::samples::DEFAULT_OUTCOMES)]
-        outcomes: PathBuf,
-        /// A synthetic fleet of this many apps instead of the sample apps.
-        #[arg(long)]
-        synthetic: Option<usize>,
-        /// With --synthetic: how many of them are stale.
-        #[arg(long, default_value_t = 0)]
-        stale: usize,
+        #[command(flatten)]
+        fleet: FleetArgs,
         /// The port on 127.0.0.1 (default: any free one).
         #[arg(long, default_value_t = 0)]
         port: u16,
@@ -159,18 +149,8 @@ struct TargetArgs {
     /// Run against the built-in Argo CD simulator loaded with the sample apps (no Argo CD needed).
     #[arg(long)]
     simulate: bool,
-    /// Simulator only: the Application files to load.
-    #[arg(long, default_value = crate::samples::DEFAULT_APPS)]
-    apps: PathBuf,
-    /// Simulator only: what refresh and sync do per app (JSON); skipped when absent.
-    #[arg(long, default_value = crate::samples::DEFAULT_OUTCOMES)]
-    outcomes: PathBuf,
-    /// Simulator only: a synthetic fleet of this many apps instead of the sample apps.
-    #[arg(long)]
-    synthetic: Option<usize>,
-    /// Simulator only, with --synthetic: how many of them are stale.
-    #[arg(long, default_value_t = 0)]
-    stale: usize,
+    #[command(flatten)]
+    fleet: FleetArgs,
     /// Decide and report, act on nothing.
     #[arg(long)]
     dry_run: bool,
@@ -183,14 +163,31 @@ struct TargetArgs {
     config: Option<String>,
 }
 
+/// The simulator's fleet: what `--simulate` (sweep, serve) and `medic sim` load.
+#[derive(clap::Args)]
+struct FleetArgs {
+    /// Simulator only: the Application files to load (the sample fleet, compiled in when not here).
+    #[arg(long, default_value = crate::samples::DEFAULT_APPS)]
+    apps: PathBuf,
+    /// Simulator only: what refresh and sync do per app (JSON); skipped, and said, when absent.
+    #[arg(long, default_value = crate::samples::DEFAULT_OUTCOMES)]
+    outcomes: PathBuf,
+    /// Simulator only: a synthetic fleet of this many apps instead of the sample apps.
+    #[arg(long)]
+    synthetic: Option<usize>,
+    /// Simulator only, with --synthetic: how many of them are stale.
+    #[arg(long, default_value_t = 0)]
+    stale: usize,
+}
+
 impl TargetArgs {
     fn into_target(self, argo: &crate::argocd_flags::ArgoFlags) -> Result<crate::sweep_cmd::Target> {
         Ok(crate::sweep_cmd::Target {
             simulate: self.simulate,
-            apps: self.apps,
-            outcomes: self.outcomes,
-            synthetic: self.synthetic,
-            stale: self.stale,
+            apps: self.fleet.apps,
+            outcomes: self.fleet.outcomes,
+            synthetic: self.fleet.synthetic,
+            stale: self.fleet.stale,
             dry_run: self.dry_run,
             state: self.state,
             config: self.config.as_deref().map(input::read_config).transpose()?,
@@ -530,7 +527,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 output,
             }))
         }
-        Command::Sim { apps, outcomes, synthetic, stale, port } => {
+        Command::Sim { fleet: FleetArgs { apps, outcomes, synthetic, stale }, port } => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
             runtime.block_on(async {
                 let target = crate::sweep_cmd::Target {

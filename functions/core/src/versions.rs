@@ -92,9 +92,11 @@ pub const PROFILES: &[Profile] = &[
         periodic_refresh: true,
         resource_health_in_status: true,
         cites: &[
-            ("list fields", "pkg/apiclient/application/forwarder_overwrite.go:21"),
-            ("retry strategy", "pkg/apis/application/v1alpha1/types.go RetryStrategy (no Refresh)"),
-            ("retry message", "controller/appcontroller.go: \"due to application controller sync timeout. Retrying attempt #N at ...\""),
+            ("list fields", "pkg/apiclient/application/forwarder_overwrite.go:21 (spec whole, no parts)"),
+            ("retry strategy", "pkg/apis/application/v1alpha1/types.go:1449 (Limit, Backoff; no Refresh)"),
+            ("periodic refresh", "controller/appcontroller.go:2414 (UpdateFunc: every update refreshes, resync with jitter :2434)"),
+            ("sync windows", "pkg/apis/application/v1alpha1/types.go:2569 (no SyncOverrun), :2772 CanSync(isManual)"),
+            ("refresh annotation", "controller/appcontroller.go:2020-2021 (removed at the end of the reconcile)"),
         ],
     },
     Profile {
@@ -106,8 +108,11 @@ pub const PROFILES: &[Profile] = &[
         periodic_refresh: true,
         resource_health_in_status: false,
         cites: &[
-            ("list fields", "pkg/apiclient/application/forwarder_overwrite.go:21"),
-            ("resource health", "controller/appcontroller.go: resourceHealthSource appTree by default since v3.0.0"),
+            ("list fields", "pkg/apiclient/application/forwarder_overwrite.go:21 (spec whole, no parts)"),
+            ("retry strategy", "pkg/apis/application/v1alpha1/types.go:1462 (no Refresh)"),
+            ("periodic refresh", "controller/appcontroller.go:2439 (UpdateFunc as in v2.14)"),
+            ("sync windows", "pkg/apis/application/v1alpha1/types.go:2731 (no SyncOverrun)"),
+            ("resource health", "status.resourceHealthSource appTree by default since v3.0.0: not kept in status"),
         ],
     },
     Profile {
@@ -119,9 +124,13 @@ pub const PROFILES: &[Profile] = &[
         periodic_refresh: false,
         resource_health_in_status: false,
         cites: &[
-            ("list fields", "pkg/apiclient/application/forwarder_overwrite.go:21"),
-            ("retry refresh", "controller/appcontroller.go: Retry.Refresh clears the pinned revisions"),
-            ("periodic refresh", "controller/appcontroller.go: informer resync and status-only updates skipped (#27230)"),
+            ("list fields", "pkg/apiclient/application/forwarder_overwrite.go:21 (spec whole, no parts)"),
+            (
+                "retry strategy",
+                "pkg/apis/application/v1alpha1/types.go:1507 Refresh; controller/appcontroller.go:1503 clears the pinned revisions",
+            ),
+            ("periodic refresh", "controller/appcontroller.go:2597-2602 (resync events return without a refresh; #27230)"),
+            ("sync windows", "pkg/apis/application/v1alpha1/types.go:2779 (no SyncOverrun)"),
         ],
     },
     Profile {
@@ -132,7 +141,11 @@ pub const PROFILES: &[Profile] = &[
         sync_overrun: false,
         periodic_refresh: true,
         resource_health_in_status: false,
-        cites: &[("list fields", "pkg/apiclient/application/forwarder_overwrite.go:21")],
+        cites: &[
+            ("list fields", "pkg/apiclient/application/forwarder_overwrite.go:21 (spec whole, no parts)"),
+            ("retry strategy", "pkg/apis/application/v1alpha1/types.go:1507 Refresh; controller/appcontroller.go:1480"),
+            ("periodic refresh", "controller/appcontroller.go:2530 (UpdateFunc as in v2.14 again: fb727cf7c1)"),
+        ],
     },
     Profile {
         tag: "v3.5.1",
@@ -143,8 +156,10 @@ pub const PROFILES: &[Profile] = &[
         periodic_refresh: true,
         resource_health_in_status: false,
         cites: &[
-            ("list fields", "pkg/apiclient/application/forwarder_overwrite.go:21 (spec parts since 566c622599)"),
-            ("sync overrun", "pkg/apis/application/v1alpha1/types.go SyncWindow.SyncOverrun"),
+            ("list fields", "pkg/apiclient/application/forwarder_overwrite.go:21 (the parts of spec since 566c622599, v3.5.0)"),
+            ("retry strategy", "pkg/apis/application/v1alpha1/types.go:1550 Refresh; controller/appcontroller.go:1567"),
+            ("sync windows", "pkg/apis/application/v1alpha1/types.go:2949 SyncOverrun, :3181 CanSync(isManual, opStart)"),
+            ("refresh annotation", "controller/appcontroller.go:2233 (removed at the end of the reconcile; #28414 not in v3.5.1)"),
         ],
     },
 ];
