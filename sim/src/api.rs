@@ -305,9 +305,10 @@ fn list(shared: &Shared, call: &Call) -> Result<Value, ApiError> {
         .filter(|app| rbac::allowed(&shared.config.policies, &session.subject, "get", app_project(app)))
         .collect();
     items.sort_by_key(|app| str_at(app, "metadata.name").unwrap_or_default());
+    let behaviour = shared.behaviour;
     let items: Vec<Value> = match &fields {
-        Some(selection) => items.into_iter().map(|app| selection.apply(app)).collect(),
-        None => items.into_iter().cloned().collect(),
+        Some(selection) => items.into_iter().map(|app| selection.apply(&behaviour.listed(app))).collect(),
+        None => items.into_iter().map(|app| behaviour.listed(app)).collect(),
     };
     Ok(json!({"metadata": {"resourceVersion": store.list_version()}, "items": items}))
 }
@@ -362,7 +363,7 @@ fn sync(shared: &Arc<Shared>, call: &Call, name: &str) -> Result<Value, ApiError
     let object = rbac::rbac_name(&project, namespace, name);
     let policies = &shared.config.policies;
 
-    let blocked = shared.config.sync_windows.iter().any(|w| w.project == project && !w.manual_sync);
+    let blocked = shared.sync_windows.lock().iter().any(|w| w.project == project && !w.manual_sync);
     if blocked {
         return Err(ApiError::new(GrpcCode::PermissionDenied, "cannot sync: blocked by sync window"));
     }
@@ -403,6 +404,8 @@ fn sync(shared: &Arc<Shared>, call: &Call, name: &str) -> Result<Value, ApiError
     if let Value::Object(map) = app {
         map.insert("operation".into(), operation);
     }
+    // A retry strategy field this release's types lack is gone from the stored operation.
+    shared.behaviour.stored(app);
     store.touch(&key);
     let answer = store.get(&key).cloned().unwrap_or(Value::Null);
     if store.take_lost_sync(name) {
@@ -424,7 +427,7 @@ fn sync(shared: &Arc<Shared>, call: &Call, name: &str) -> Result<Value, ApiError
     let owner = store.claim(&key);
     drop(store);
 
-    Shared::later(shared, shared.config.operation_duration, key, owner, move |app| controller::finish_sync(app, &outcome, Utc::now()));
+    Shared::run_sync(shared, key, owner, outcome);
     Ok(answer)
 }
 
@@ -524,9 +527,18 @@ fn sync_windows(shared: &Shared, call: &Call, name: &str) -> Result<Value, ApiEr
     let store = shared.store.lock();
     enforce_app(shared, &store, &session, "get", project, &key)?;
     let app = store.get(&key).ok_or_else(|| ApiError::app_not_found(name))?;
-    let rules: Vec<_> = shared.config.sync_windows.iter().filter(|w| w.project == app_project(app)).collect();
-    let windows: Vec<Value> =
-        rules.iter().map(|w| json!({"kind": "deny", "schedule": "* * * * *", "duration": "24h", "manualSync": w.manual_sync})).collect();
+    let rules: Vec<_> = shared.sync_windows.lock().iter().filter(|w| w.project == app_project(app)).cloned().collect();
+    let windows: Vec<Value> = rules
+        .iter()
+        .map(|w| {
+            let mut window = json!({"kind": "deny", "schedule": "* * * * *", "duration": "24h", "manualSync": w.manual_sync});
+            // `syncOverrun` is a field from 3.5.0 (`omitempty`).
+            if w.sync_overrun && shared.behaviour.sync_overrun() {
+                window["syncOverrun"] = json!(true);
+            }
+            window
+        })
+        .collect();
     let mut answer = Map::new();
     if !windows.is_empty() {
         answer.insert("activeWindows".into(), Value::Array(windows.clone()));

@@ -13,7 +13,9 @@ pub const DEFAULT_SUBJECT: &str = "argo-medic";
 
 /// The Argo CD versions the simulator serves as Argo Medic's profiles
 /// (`medic_core::versions::PROFILES`), as `GET /api/version` reports each: the release and its
-/// commit. What differs between them here: List's `fields` whitelist (crate::fields).
+/// commit. What differs between them here: List's `fields` whitelist (crate::fields) and the
+/// behaviours of `crate::release::Behaviour` (retries and their messages, `retry.refresh`,
+/// resource health on List, the invalid-tasks message, `syncOverrun`, the informer's resync).
 pub const PROFILE_VERSIONS: &[&str] = &["v2.14.21+206a6ee", "v3.1.16+5d001b8", "v3.3.7+035e855", "v3.3.8+7ae7d2c", "v3.5.1+109ca7c"];
 
 /// How a simulated Argo CD instance behaves.
@@ -25,7 +27,7 @@ pub struct SimConfig {
     pub tokens: Vec<TokenGrant>,
     /// RBAC: which subject may do which action on which project glob.
     pub policies: Vec<Policy>,
-    /// Deny windows currently active, per project.
+    /// Deny windows active at start, per project ([`crate::ArgoSim::set_sync_windows`] changes them).
     pub sync_windows: Vec<SyncWindowRule>,
     /// How long a sync operation runs before it finishes.
     pub operation_duration: Duration,
@@ -130,11 +132,14 @@ impl Policy {
 }
 
 /// A deny sync window that is active now for `project`. `manual_sync: true` lets manual (API)
-/// syncs through, as the AppProject field `manualSync` does.
+/// syncs through, as the AppProject field `manualSync` does; `sync_overrun: true` lets a sync
+/// that was running when the window opened go on, from Argo CD 3.5 (the field `syncOverrun`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncWindowRule {
     /// The AppProject the window belongs to.
     pub project: String,
     /// Whether manual syncs may run while the window is active.
     pub manual_sync: bool,
+    /// Whether a sync already running when the window opened may go on (served from 3.5.0).
+    pub sync_overrun: bool,
 }

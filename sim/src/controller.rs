@@ -6,7 +6,8 @@ use serde_json::{Map, Value, json};
 
 use crate::ids;
 use crate::json::{lookup, object_at, str_at, timestamp};
-use crate::outcomes::{RefreshOutcome, SyncOutcome};
+use crate::outcomes::{InvalidTask, RefreshOutcome, SyncOutcome};
+use crate::release::Behaviour;
 use crate::sync_request::SyncRequest;
 
 /// Argo CD's refresh annotation, removed by the controller once the refresh is done.
@@ -170,29 +171,81 @@ pub(crate) fn begin_operation(app: &mut Value, now: DateTime<Utc>) {
         .insert("operationState".into(), json!({"operation": operation, "phase": "Running", "message": "", "startedAt": timestamp(now)}));
 }
 
-/// Ends the running sync per the app's scripted outcome. `Hang` leaves it running.
-pub(crate) fn finish_sync(app: &mut Value, outcome: &SyncOutcome, now: DateTime<Utc>) -> bool {
-    let (phase, message) = match outcome {
-        SyncOutcome::Hang => return false,
-        SyncOutcome::Succeed => ("Succeeded", "successfully synced (all tasks run)".to_string()),
-        SyncOutcome::Fail { message } => ("Failed", message.clone()),
+/// What became of a sync attempt when it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attempt {
+    /// Still running (`Hang`): nothing was written.
+    Running,
+    /// The operation ended, Succeeded or Failed.
+    Ended,
+    /// The attempt failed and the operation's `retry` schedules another: the phase stays
+    /// Running, `retryCount` is one more, and the message says when the retry is due.
+    RetryScheduled,
+}
+
+/// Ends the running attempt per the app's scripted outcome, as the controller's
+/// `processRequestedAppOperation` does (controller/appcontroller.go:1600-1680 at v3.5.1): a failed
+/// attempt with retries left schedules the next one, due at `retry_at`.
+pub(crate) fn finish_sync(
+    app: &mut Value,
+    outcome: &SyncOutcome,
+    behaviour: Behaviour,
+    now: DateTime<Utc>,
+    retry_at: DateTime<Utc>,
+) -> Attempt {
+    let revision = str_at(app, "operation.sync.revision").or_else(|| str_at(app, "status.sync.revision")).unwrap_or_default().to_string();
+    let succeeded = || ("Succeeded", "successfully synced (all tasks run)".to_string(), None);
+    let (phase, message, failed_tasks) = match outcome {
+        SyncOutcome::Hang => return Attempt::Running,
+        SyncOutcome::Succeed => succeeded(),
+        SyncOutcome::Fail { message } => ("Failed", message.clone(), None),
+        SyncOutcome::FailRevision { revision: bad, message } if *bad == revision => ("Failed", message.clone(), None),
+        SyncOutcome::FailRevision { .. } => succeeded(),
+        SyncOutcome::InvalidTasks { tasks } => {
+            ("Failed", invalid_tasks_message(tasks, behaviour), Some(tasks.iter().map(invalid_task_result).collect()))
+        }
     };
     let dry_run = lookup(app, "operation.sync.dryRun").and_then(Value::as_bool) == Some(true);
-    let revision = str_at(app, "operation.sync.revision").or_else(|| str_at(app, "status.sync.revision")).unwrap_or_default().to_string();
     let mut sync_result = Map::new();
     sync_result.insert("revision".into(), json!(revision));
     if let Some(source) = lookup(app, "operation.sync.source") {
         sync_result.insert("source".into(), source.clone());
     }
-    if phase == "Succeeded" {
-        sync_result.insert("resources".into(), Value::Array(resource_results(app)));
+    match failed_tasks {
+        Some(tasks) => {
+            sync_result.insert("resources".into(), Value::Array(tasks));
+        }
+        None if phase == "Succeeded" => {
+            sync_result.insert("resources".into(), Value::Array(resource_results(app)));
+        }
+        None => {}
     }
+    let retries = lookup(app, "status.operationState.retryCount").and_then(Value::as_i64).unwrap_or(0);
+    let limit = lookup(app, "operation.retry.limit").and_then(Value::as_i64).unwrap_or(0);
+    let terminating = str_at(app, "status.operationState.phase") == Some("Terminating");
+    let retry = phase == "Failed" && !terminating && (limit < 0 || retries < limit);
     let started = lookup(app, "status.operationState.startedAt").cloned();
     let state = object_at(app, &["status", "operationState"]);
-    state.insert("phase".into(), json!(phase));
-    state.insert("message".into(), json!(message));
     state.insert("finishedAt".into(), timestamp(now));
     state.insert("syncResult".into(), Value::Object(sync_result));
+    if retry {
+        let attempt = retries + 1;
+        let due = retry_at.format("%-I:%M%p");
+        let message = match behaviour.names_the_retry() {
+            true => format!("{message}. Retrying attempt #{attempt} at {due}."),
+            false => format!("{message} due to application controller sync timeout. Retrying attempt #{attempt} at {due}."),
+        };
+        state.insert("phase".into(), json!("Running"));
+        state.insert("message".into(), json!(message));
+        state.insert("retryCount".into(), json!(attempt));
+        return Attempt::RetryScheduled;
+    }
+    let message = match (phase, retries) {
+        ("Failed", n) if n > 0 => format!("{message} (retried {n} times)."),
+        _ => message,
+    };
+    state.insert("phase".into(), json!(phase));
+    state.insert("message".into(), json!(message));
     if phase == "Succeeded" && !dry_run {
         make_synced_and_healthy(app, now);
         record_history(app, &revision, started, now);
@@ -200,7 +253,58 @@ pub(crate) fn finish_sync(app: &mut Value, outcome: &SyncOutcome, now: DateTime<
     // Completion is followed by a refresh of the app, which moves reconciledAt.
     object_at(app, &["status"]).insert("reconciledAt".into(), timestamp(now));
     remove_operation(app);
-    true
+    Attempt::Ended
+}
+
+/// A deny window holds the running operation: it stays Running, and says so
+/// (controller/sync.go:126 at v3.5.1, :180 at v2.14.21).
+/// Returns whether the app changed.
+pub(crate) fn hold_for_window(app: &mut Value) -> bool {
+    const HELD: &str = "Sync operation blocked by sync window";
+    let state = object_at(app, &["status", "operationState"]);
+    let changed = state.get("message").and_then(Value::as_str) != Some(HELD);
+    state.insert("message".into(), json!(HELD));
+    changed
+}
+
+/// The retry a failed attempt scheduled starts (controller/appcontroller.go:1570-1580 at
+/// v3.5.1): `finishedAt` cleared and, from 3.2, the message names the attempt; with
+/// `retry.refresh` the revision is dropped, so the retry resolves the latest one.
+pub(crate) fn begin_retry(app: &mut Value, behaviour: Behaviour) {
+    let attempt = lookup(app, "status.operationState.retryCount").and_then(Value::as_i64).unwrap_or(0);
+    let refresh = behaviour.retry_refresh() && lookup(app, "operation.retry.refresh").and_then(Value::as_bool) == Some(true);
+    if refresh {
+        for path in [&["operation", "sync"][..], &["status", "operationState", "operation", "sync"][..]] {
+            let sync = object_at(app, path);
+            sync.remove("revision");
+            sync.remove("revisions");
+        }
+    }
+    let state = object_at(app, &["status", "operationState"]);
+    state.remove("finishedAt");
+    if behaviour.names_the_retry() {
+        let latest = if refresh { " with latest revisions" } else { "" };
+        state.insert("message".into(), json!(format!("Retrying operation{latest}. Attempt #{attempt}")));
+    }
+}
+
+/// `one or more synchronization tasks are not valid`, with the tasks' messages sorted and
+/// de-duplicated from 3.5.0 (gitops-engine pkg/sync/sync_context.go:494-499 at v3.5.1).
+fn invalid_tasks_message(tasks: &[InvalidTask], behaviour: Behaviour) -> String {
+    let mut messages: Vec<&str> = tasks.iter().map(|t| t.message.as_str()).filter(|m| !m.is_empty()).collect();
+    messages.sort_unstable();
+    messages.dedup();
+    match behaviour.lists_invalid_tasks() && !messages.is_empty() {
+        true => format!("one or more synchronization tasks are not valid: {}", messages.join("; ")),
+        false => "one or more synchronization tasks are not valid".to_string(),
+    }
+}
+
+fn invalid_task_result(task: &InvalidTask) -> Value {
+    json!({
+        "group": task.group, "version": task.version, "kind": task.kind, "namespace": task.namespace, "name": task.name,
+        "status": "SyncFailed", "message": task.message, "syncPhase": "Sync"
+    })
 }
 
 fn resource_results(app: &Value) -> Vec<Value> {

@@ -20,6 +20,7 @@
 use serde_json::{Map, Value};
 
 use crate::json::lookup;
+use crate::release::{Release, release_of};
 
 /// When Go's accessor returns a nil interface (field skipped) instead of a zero value.
 #[derive(Clone, Copy)]
@@ -47,9 +48,6 @@ struct AppField {
     /// The first Argo CD version whose whitelist knows it; older ones drop it without a word.
     since: Release,
 }
-
-/// `(major, minor, patch)` of an Argo CD release.
-pub(crate) type Release = (u64, u64, u64);
 
 /// The oldest version the simulator serves: every field without a `since` of its own.
 const ALWAYS: Release = (0, 0, 0);
@@ -110,17 +108,6 @@ pub(crate) struct FieldSelection {
     exclude: bool,
     /// The Argo CD release served: its whitelist.
     release: Release,
-}
-
-/// `(major, minor, patch)` of a version string such as `v3.5.1+109ca7c` (the newest when it is
-/// none).
-pub(crate) fn release_of(version: &str) -> Release {
-    let core = version.trim().trim_start_matches('v').split(['+', '-']).next().unwrap_or_default();
-    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
-    match (parts.next().flatten(), parts.next().flatten(), parts.next().flatten()) {
-        (Some(major), Some(minor), patch) => (major, minor, patch.unwrap_or(0)),
-        _ => (u64::MAX, 0, 0),
-    }
 }
 
 impl FieldSelection {

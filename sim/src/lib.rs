@@ -1,12 +1,14 @@
-//! An Argo CD API simulator: a real HTTP server on 127.0.0.1 that answers like Argo CD v3.5's
-//! API server for everything Argo Medic's client uses, plus a validator of the traffic against
+//! An Argo CD API simulator: a real HTTP server on 127.0.0.1 that answers like Argo CD's API
+//! server (v3.5.1 by default; each release of [`PROFILE_VERSIONS`] where releases differ, as
+//! `SimConfig::version` says) for everything Argo Medic's client uses, plus a validator of the traffic against
 //! Argo CD's own Swagger spec ([`swagger`]).
 //!
 //! It speaks raw JSON, as the wire does, and depends on nothing of Argo Medic's own: the client
 //! is tested against the protocol, not against shared types. Behaviour follows
 //! docs/argo-cd-behaviour.md: grpc-gateway v1 error bodies and status mapping, RBAC and the
 //! project rules that decide 403 versus 404, refresh and sync semantics, the `fields` whitelist of
-//! List, the 415 on a wrong content type. The controller is scripted per app ([`Outcomes`]), and
+//! List, the 415 on a wrong content type. The controller runs operations with their retries and
+//! the informer's resync ([`ArgoSim::resync`]); what it finds is scripted per app ([`Outcomes`]), and
 //! faults an ingress or network could cause are injected on demand ([`Fault`]).
 //!
 //! ```no_run
@@ -36,6 +38,7 @@ mod outcomes;
 mod paths;
 mod rbac;
 mod rebase;
+mod release;
 mod selector;
 mod server;
 mod sim;
@@ -50,9 +53,9 @@ pub use faults::{Fault, FaultKind};
 pub use fleet::synthetic_fleet;
 pub use jwt::token_for;
 pub use log::{CallCounts, LoggedRequest};
-pub use outcomes::{Outcomes, RefreshOutcome, SyncOutcome};
+pub use outcomes::{InvalidTask, Outcomes, RefreshOutcome, SyncOutcome};
 pub use rebase::{Rebase, SAMPLES_CAPTURED_AT};
-pub use sim::ArgoSim;
+pub use sim::{ArgoSim, RECONCILIATION_TIMEOUT};
 pub use slack::{
     DEFAULT_BOT_TOKEN as SLACK_BOT_TOKEN, DEFAULT_CHANNEL as SLACK_CHANNEL, PostRate, SimMessage, SlackFault, SlackFaultKind, SlackSim,
     SlackSimConfig,

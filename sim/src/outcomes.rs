@@ -50,8 +50,40 @@ pub enum SyncOutcome {
         /// `status.operationState.message`.
         message: String,
     },
+    /// Phase Failed with `message` when the attempt syncs `revision`, Succeeded on any other: a
+    /// bad commit a later one fixes. A retry that resolves the latest revision (`retry.refresh`,
+    /// Argo CD 3.2 and later) gets past it; one that repeats the revision does not.
+    FailRevision {
+        /// The bad commit.
+        revision: String,
+        /// `status.operationState.message` of a failed attempt.
+        message: String,
+    },
+    /// gitops-engine finds tasks it cannot run (a kind the cluster does not serve yet: a custom
+    /// resource racing its CRD): phase Failed with `one or more synchronization tasks are not
+    /// valid` (from Argo CD 3.5.0 followed by the tasks' messages), each task a `SyncFailed`
+    /// resource of `syncResult` with its message.
+    InvalidTasks {
+        /// The tasks gitops-engine refused.
+        tasks: Vec<InvalidTask>,
+    },
     /// Stays Running with `operation` set until terminated.
     Hang,
+}
+
+/// A resource gitops-engine could not sync, and why.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InvalidTask {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    /// e.g. `The Kubernetes API could not find monitoring.coreos.com/ServiceMonitor for requested
+    /// resource observability/api-metrics. Make sure the "ServiceMonitor" CRD is installed on the
+    /// destination cluster.`
+    pub message: String,
 }
 
 #[cfg(test)]
@@ -71,5 +103,13 @@ mod tests {
         assert_eq!(partial.sync, SyncOutcome::Hang);
 
         assert!(serde_json::from_str::<Outcomes>(r#"{"refersh":"heal"}"#).is_err());
+
+        let bad_commit: Outcomes =
+            serde_json::from_str(r#"{"sync":{"fail_revision":{"revision":"abc","message":"boom"}}}"#).expect("a bad commit");
+        assert_eq!(bad_commit.sync, SyncOutcome::FailRevision { revision: "abc".into(), message: "boom".into() });
+        let invalid: Outcomes =
+            serde_json::from_str(r#"{"sync":{"invalid_tasks":{"tasks":[{"kind":"ServiceMonitor","name":"m","message":"no CRD"}]}}}"#)
+                .expect("invalid tasks");
+        assert!(matches!(invalid.sync, SyncOutcome::InvalidTasks { ref tasks } if tasks[0].kind == "ServiceMonitor"));
     }
 }

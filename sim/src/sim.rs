@@ -16,16 +16,25 @@ use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::config::SimConfig;
+use crate::controller::{self, Attempt};
 use crate::faults::{Fault, FaultQueue};
 use crate::log::{CallCounts, LoggedRequest};
-use crate::outcomes::Outcomes;
+use crate::outcomes::{Outcomes, RefreshOutcome, SyncOutcome};
+
+/// The default `timeout.reconciliation` (argocd-cm, 120 s): an app compared longer ago is due for
+/// a comparison on the informer's resync (controller/appcontroller.go `needRefreshAppStatus`,
+/// "comparison expired").
+pub const RECONCILIATION_TIMEOUT: Duration = Duration::from_secs(120);
 use crate::rebase::Rebase;
+use crate::release::Behaviour;
 use crate::server;
 use crate::state::{AppKey, Store};
 
 /// State shared by the server's tasks and the [`ArgoSim`] handle.
 pub(crate) struct Shared {
     pub(crate) config: SimConfig,
+    /// What the served release (`config.version`) does where releases differ.
+    pub(crate) behaviour: Behaviour,
     pub(crate) store: Mutex<Store>,
     pub(crate) faults: Mutex<FaultQueue>,
     pub(crate) log: Mutex<Vec<LoggedRequest>>,
@@ -33,6 +42,8 @@ pub(crate) struct Shared {
     /// harness waits on it to kill a client while its request is held open.
     pub(crate) arrivals: Mutex<Vec<(String, String)>>,
     pub(crate) counts: Mutex<CallCounts>,
+    /// The deny windows active now (`config.sync_windows` at start).
+    pub(crate) sync_windows: Mutex<Vec<crate::config::SyncWindowRule>>,
     /// The bearer tokens accepted now (`config.tokens` at start; [`ArgoSim::set_tokens`] rotates them).
     pub(crate) tokens: Mutex<Vec<crate::config::TokenGrant>>,
     /// Stands in for a token's `iat` when the token carries none.
@@ -62,6 +73,71 @@ impl Shared {
             if store.get_mut(&key).is_some_and(work) {
                 store.touch(&key);
                 store.release(&key, owner);
+            }
+        });
+    }
+
+    /// Whether an active deny window holds the running operation of `app` (controller/sync.go
+    /// `syncWindowPreventsSync`, :624-640 at v3.5.1): a manual sync passes windows that allow
+    /// manual syncs and, from 3.5, a sync passes when every window holding it allows the overrun.
+    pub(crate) fn window_holds(&self, app: &Value) -> bool {
+        let project = crate::json::str_at(app, "spec.project").unwrap_or("default");
+        let manual =
+            crate::json::lookup(app, "status.operationState.operation.initiatedBy.automated").and_then(Value::as_bool) != Some(true);
+        let windows = self.sync_windows.lock();
+        let holding: Vec<_> = windows.iter().filter(|w| w.project == project && !(manual && w.manual_sync)).collect();
+        let overrun = self.behaviour.sync_overrun() && holding.iter().all(|w| w.sync_overrun);
+        !holding.is_empty() && !overrun
+    }
+
+    /// Runs the sync operation just begun on `key` as the controller would: each attempt takes
+    /// `operation_duration` and ends per `outcome`; a failed attempt with retries left waits as
+    /// long again (the simulator's back-off: one operation's time, not `retry.backoff`) and the
+    /// retry starts. Stops when the operation ends, hangs, or `owner` loses the app's operation
+    /// slot (a termination takes it over).
+    pub(crate) fn run_sync(shared: &Arc<Shared>, key: AppKey, owner: u64, outcome: SyncOutcome) {
+        let task_shared = Arc::clone(shared);
+        let pause = shared.config.operation_duration;
+        let behaviour = shared.behaviour;
+        shared.spawn(async move {
+            loop {
+                tokio::time::sleep(pause).await;
+                {
+                    let mut store = task_shared.store.lock();
+                    if !store.owns(&key, owner) {
+                        return;
+                    }
+                    if store.get(&key).is_some_and(|app| task_shared.window_holds(app)) {
+                        // Held, not ended: the controller says why and tries again on its next pass.
+                        if store.get_mut(&key).is_some_and(controller::hold_for_window) {
+                            store.touch(&key);
+                        }
+                        continue;
+                    }
+                    let now = Utc::now();
+                    let retry_at = now + chrono::TimeDelta::from_std(pause).unwrap_or_default();
+                    let attempt = match store.get_mut(&key) {
+                        Some(app) => controller::finish_sync(app, &outcome, behaviour, now, retry_at),
+                        None => return,
+                    };
+                    match attempt {
+                        Attempt::Running => return,
+                        Attempt::Ended => {
+                            store.touch(&key);
+                            store.release(&key, owner);
+                            return;
+                        }
+                        Attempt::RetryScheduled => store.touch(&key),
+                    }
+                }
+                tokio::time::sleep(pause).await;
+                let mut store = task_shared.store.lock();
+                if !store.owns(&key, owner) {
+                    return;
+                }
+                let Some(app) = store.get_mut(&key) else { return };
+                controller::begin_retry(app, behaviour);
+                store.touch(&key);
             }
         });
     }
@@ -98,6 +174,8 @@ impl ArgoSim {
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             tokens: Mutex::new(config.tokens.clone()),
+            behaviour: Behaviour::of(&config.version),
+            sync_windows: Mutex::new(config.sync_windows.clone()),
             config,
             store: Mutex::new(Store::default()),
             faults: Mutex::new(FaultQueue::default()),
@@ -133,7 +211,8 @@ impl ArgoSim {
     /// # Panics
     ///
     /// When the object has no `metadata.name`: that is a broken fixture, not a wire condition.
-    pub fn insert_app(&self, app: Value) {
+    pub fn insert_app(&self, mut app: Value) {
+        self.shared.behaviour.stored(&mut app);
         if let Err(e) = self.shared.store.lock().insert(app) {
             panic!("ArgoSim::insert_app: {e}");
         }
@@ -182,6 +261,7 @@ impl ArgoSim {
             if let Some(rebase) = rebase {
                 rebase.apply(&mut app);
             }
+            self.shared.behaviour.stored(&mut app);
             store.insert(app).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         }
         Ok(count)
@@ -253,6 +333,51 @@ impl ArgoSim {
     pub fn clear_requests(&self) {
         self.shared.log.lock().clear();
         *self.shared.counts.lock() = CallCounts::default();
+    }
+
+    /// Replaces the deny windows active now: a window opening holds the syncs running in its
+    /// project (see [`crate::SyncWindowRule`]), and new syncs are refused.
+    pub fn set_sync_windows(&self, windows: Vec<crate::config::SyncWindowRule>) {
+        *self.shared.sync_windows.lock() = windows;
+    }
+
+    /// The application informer's resync, which the controller gets every
+    /// `timeout.reconciliation`: each app compared longer ago than [`RECONCILIATION_TIMEOUT`] and
+    /// with no operation is compared again, as its scripted `refresh` says (a `drop` is the refresh
+    /// annotation's loss, so here it is a compare that finds nothing new). The releases that
+    /// skipped resync events (v3.3.7 among the profiles, argoproj/argo-cd#27344) compare nothing.
+    /// Returns the names of the apps compared.
+    pub fn resync(&self) -> Vec<String> {
+        if !self.shared.behaviour.resync_compares() {
+            return Vec::new();
+        }
+        let now = Utc::now();
+        let expired = now - chrono::TimeDelta::from_std(RECONCILIATION_TIMEOUT).unwrap_or_default();
+        let mut store = self.shared.store.lock();
+        let due: Vec<(AppKey, String)> = store
+            .apps()
+            .filter(|app| app.get("operation").is_none_or(Value::is_null))
+            .filter(|app| {
+                crate::json::str_at(app, "status.reconciledAt")
+                    .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                    .is_none_or(|t| t.with_timezone(&Utc) < expired)
+            })
+            .filter_map(|app| {
+                let name = crate::json::str_at(app, "metadata.name")?.to_string();
+                let namespace = crate::json::str_at(app, "metadata.namespace").unwrap_or("argocd");
+                Some((AppKey::new(namespace, &name), name))
+            })
+            .collect();
+        for (key, name) in &due {
+            let outcome = match store.outcomes(name).refresh {
+                RefreshOutcome::Drop => RefreshOutcome::Noop,
+                other => other,
+            };
+            if store.get_mut(key).is_some_and(|app| controller::refresh(app, outcome, now)) {
+                store.touch(key);
+            }
+        }
+        due.into_iter().map(|(_, name)| name).collect()
     }
 
     /// Replaces the accepted tokens, as rotating the account's token does: requests with a token

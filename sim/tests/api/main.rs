@@ -9,3 +9,4 @@ mod loading;
 mod refresh;
 mod swagger;
 mod sync;
+mod versions;

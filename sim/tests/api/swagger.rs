@@ -40,7 +40,7 @@ fn the_reference_spec_is_argo_cds_unmodified_v3_5_1_swagger() {
 async fn representative_traffic_passes_the_swagger_checks() {
     let Some(spec) = medic_sim::swagger::reference_spec("representative_traffic_passes_the_swagger_checks") else { return };
     let mut config = SimConfig::default();
-    config.sync_windows.push(SyncWindowRule { project: "team-w".into(), manual_sync: false });
+    config.sync_windows.push(SyncWindowRule { project: "team-w".into(), manual_sync: false, sync_overrun: false });
     let api = Api::with_apps(config, vec![broken_app("web", "team-a"), app("hang", "team-a"), app("blocked", "team-w")]).await;
     let loaded = api.sim.load_dir(&sample_apps(), None).expect("the sample apps load");
     assert!(loaded >= 20, "{loaded} sample apps");

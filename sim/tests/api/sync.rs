@@ -138,8 +138,8 @@ async fn a_subject_with_get_but_not_sync_gets_the_detailed_denial() {
 async fn a_sync_window_without_manual_sync_blocks_before_the_sync_permission_is_checked() {
     let mut config = SimConfig {
         sync_windows: vec![
-            SyncWindowRule { project: "team-a".into(), manual_sync: false },
-            SyncWindowRule { project: "team-b".into(), manual_sync: true },
+            SyncWindowRule { project: "team-a".into(), manual_sync: false, sync_overrun: false },
+            SyncWindowRule { project: "team-b".into(), manual_sync: true, sync_overrun: false },
         ],
         ..SimConfig::default()
     };
