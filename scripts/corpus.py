@@ -1245,6 +1245,24 @@ def versions():
          trigger="on-sync-running", mode="operation-running-too-long",
          by_profile={"v2.14.21": ["escalate"], "v3.1.16": ["escalate"], "v3.3.7": ["wait"], "v3.3.8": ["wait"], "v3.5.1": ["wait"]})
 
+    # A commit the API server rejects, retried forever while Git already holds the fix. From 3.2 `retry.refresh` makes the
+    # next retry resolve the latest revision (controller/appcontroller.go:1575@v3.5.1): the failure does not repeat.
+    rejected = 'one or more objects failed to apply, reason: Deployment.apps "web" is invalid: spec.template.spec.containers[0].image: Required value'
+
+    def retrying_rejected(name, retry):
+        a = retrying(name, "", retry)
+        a["status"]["operationState"]["message"] = f"{rejected}. Retrying attempt #4 at 3:04PM."
+        return a
+
+    a = retrying_rejected("web-rejected-refresh", {"limit": -1, "refresh": True, "backoff": {"duration": "5s", "factor": 2, "maxDuration": "3m"}})
+    case("version", "retry-refresh-past-a-rejected-commit", a, ["wait"], f"Argo CD 3.3 retries a rejected commit with `retry.refresh: true` while the comparison holds a newer one: the next retry resolves the latest revision ({AC} controller/appcontroller.go:1575), so the rejection does not repeat: wait, do not tell a person that every retry fails the same way.",
+         trigger="on-sync-running", mode="operation-in-progress", version="v3.3.8+7ae7d2c", pair="rejected-commit-retried-without-refresh",
+         known_failing="the repeating-failure rule escalates before asking whether the next retry resolves a newer revision")
+
+    a = retrying_rejected("web-rejected-norefresh", {"limit": -1, "backoff": {"duration": "5s", "factor": 2, "maxDuration": "3m"}})
+    case("version", "rejected-commit-retried-without-refresh", a, ["escalate"], "The same rejected commit on Argo CD 3.5 without `retry.refresh`: every retry repeats it and fails the same way: tell a person now.",
+         trigger="on-sync-running", mode="resource-rejected", version="v3.5.1+109ca7c", pair="retry-refresh-past-a-rejected-commit")
+
     a = app("web-exhausted-old-format", dest_ns="web", sync="OutOfSync")
     op(a, "Failed", f"{TASKS_FAILED}, reason: etcdserver: request timed out", 20, 12, [result("Deployment", "web-exhausted-old-format", group="apps", ns="web", status="SyncFailed", message="etcdserver: request timed out")], retry_count=5)
     cond(a, "SyncError", f"Failed sync attempt to {a['status']['sync']['revision']}: {TASKS_FAILED}, reason: etcdserver: request timed out (retried 5 times).", 11)
