@@ -1256,8 +1256,7 @@ def versions():
 
     a = retrying_rejected("web-rejected-refresh", {"limit": -1, "refresh": True, "backoff": {"duration": "5s", "factor": 2, "maxDuration": "3m"}})
     case("version", "retry-refresh-past-a-rejected-commit", a, ["wait"], f"Argo CD 3.3 retries a rejected commit with `retry.refresh: true` while the comparison holds a newer one: the next retry resolves the latest revision ({AC} controller/appcontroller.go:1575), so the rejection does not repeat: wait, do not tell a person that every retry fails the same way.",
-         trigger="on-sync-running", mode="operation-in-progress", version="v3.3.8+7ae7d2c", pair="rejected-commit-retried-without-refresh",
-         known_failing="the repeating-failure rule escalates before asking whether the next retry resolves a newer revision")
+         trigger="on-sync-running", mode="operation-in-progress", version="v3.3.8+7ae7d2c", pair="rejected-commit-retried-without-refresh")
 
     a = retrying_rejected("web-rejected-norefresh", {"limit": -1, "backoff": {"duration": "5s", "factor": 2, "maxDuration": "3m"}})
     case("version", "rejected-commit-retried-without-refresh", a, ["escalate"], "The same rejected commit on Argo CD 3.5 without `retry.refresh`: every retry repeats it and fails the same way: tell a person now.",

@@ -717,3 +717,106 @@ async fn a_sync_to_a_commit_weeks_older_than_the_deployed_one_is_withheld_and_es
         assert_spec_conformance(&sim);
     }
 }
+
+/// The policy configuration as a function runs it: the version read from Argo CD (`GET
+/// /api/version`, as the worker's `WorkerPolicy` and `medic` do) decides the version's rules.
+async fn policy_for(c: &HttpArgoClient) -> PolicyConfig {
+    let version = c.version().await.expect("Argo CD says its version").version;
+    PolicyConfig { argocd_version: Some(version), ..test_policy() }
+}
+
+/// Waits (real time) until the app's running operation has scheduled a retry.
+async fn retrying(c: &HttpArgoClient, name: &str, project: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = c.get_app(&app(name, project)).await.unwrap();
+        if now.status.operation_state.as_ref().is_some_and(|s| s.phase == "Running" && s.retry_count.unwrap_or(0) > 0) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{name} never retried");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Issue 24: a sync of a bad commit retries forever (`retry.limit: -1`) although Git has moved on.
+/// From Argo CD 3.2 `retry.refresh` makes each retry resolve the latest revision, and the served
+/// simulator gets past the bad commit: Argo Medic waits, whatever failed. Before 3.2 Argo CD has no
+/// such field (the API server drops it) and every retry repeats the bad commit: a person is told
+/// at once, with the reason that holds on that version. A rejection repeats, and says so; any other
+/// cause is a loop on an old revision, never "retry.refresh is off" of a spec that sets it.
+#[tokio::test]
+async fn a_retry_loop_on_an_old_revision_waits_where_argo_cd_refreshes_it_and_is_escalated_where_it_cannot() {
+    let bad = "badbadbadbadbadbadbadbadbadbadbadbadbad0";
+    let rejected = "one or more objects failed to apply, reason: Deployment.apps \"catalog\" is invalid: spec.template.spec.containers[0].image: Required value";
+    let unhealthy = "one or more synchronization tasks completed unsuccessfully, reason: Job catalog-smoke-test failed";
+    for (message, escalated_as) in [(rejected, "every retry fails the same way"), (unhealthy, "retry.refresh needs Argo CD 3.2")] {
+        let sim = sim_with_samples(SimConfig::default()).await;
+        let mut catalog = sim.app("argocd", "catalog").expect("a sample app");
+        catalog["spec"]["syncPolicy"] = serde_json::json!({"retry": {"limit": -1, "refresh": true}});
+        let latest = catalog["status"]["sync"]["revision"].as_str().expect("the compared revision").to_owned();
+        sim.insert_app(catalog);
+        let fails = SyncOutcome::FailRevision { revision: bad.into(), message: message.into() };
+        sim.set_outcomes("catalog", Outcomes { sync: fails, ..Default::default() });
+        let c = client(&sim);
+        let policy = policy_for(&c).await;
+        let refreshes = policy.argocd_at_least(3, 2);
+
+        // Argo CD syncs the bad commit (as auto-sync pins the revision it compared) and retries.
+        let pinned = ApplicationSyncRequest { revision: bad.into(), ..sync_request("catalog", "payments") };
+        c.sync(medic_core::ports::Permit::for_tests(), &app("catalog", "payments"), &pinned).await.expect("the sync is accepted");
+        retrying(&c, "catalog", "payments").await;
+
+        let parts = Parts::new(MemoryIncidentStore::default(), policy);
+        let step = parts.step(&c, false, Duration::from_secs(600));
+        let r = step.run(&app("catalog", "payments"), &Trigger::sweep(), None).await.unwrap();
+        assert_eq!(sync_keys(&sim, "catalog").iter().filter(|k| !k.is_empty()).count(), 0, "Argo Medic sends no sync of its own");
+        if refreshes {
+            assert_ne!(r.result, StepResult::Escalated, "{}", r.detail);
+            operation_ended(&c, "catalog", "payments").await;
+            let done = c.get_app(&app("catalog", "payments")).await.unwrap();
+            let state = done.status.operation_state.expect("the operation's state");
+            let synced = state.sync_result.map(|s| s.revision);
+            assert_eq!((state.phase.as_str(), synced), ("Succeeded", Some(latest)), "the retry synced the fix");
+            assert!(parts.escalator.escalations().is_empty());
+        } else {
+            assert_eq!((r.action, r.result), (Some(Action::Escalate), StepResult::Escalated), "{}", r.detail);
+            assert!(r.detail.contains(escalated_as), "{}", r.detail);
+            assert_eq!(parts.escalator.escalations().len(), 1);
+        }
+        assert_spec_conformance(&sim);
+    }
+}
+
+/// Issue 24: a custom resource racing its CRD fails the sync with `one or more synchronization
+/// tasks are not valid`: bare before Argo CD 3.5, followed by the tasks' messages from 3.5. The
+/// cause is read from the failed resources of the result, so every profile gets the same
+/// decision.
+#[tokio::test]
+async fn a_custom_resource_racing_its_crd_is_told_by_its_resources_on_every_profile() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let missing = "The Kubernetes API could not find monitoring.coreos.com/ServiceMonitor for requested resource observability/api-metrics. Make sure the \"ServiceMonitor\" CRD is installed on the destination cluster.";
+    let task = medic_sim::InvalidTask {
+        group: "monitoring.coreos.com".into(),
+        version: "v1".into(),
+        kind: "ServiceMonitor".into(),
+        namespace: "observability".into(),
+        name: "api-metrics".into(),
+        message: missing.into(),
+    };
+    sim.set_outcomes("observability", Outcomes { sync: SyncOutcome::InvalidTasks { tasks: vec![task] }, ..Default::default() });
+    let c = client(&sim);
+    let policy = policy_for(&c).await;
+    let lists_tasks = policy.argocd_at_least(3, 5);
+    c.sync(medic_core::ports::Permit::for_tests(), &app("observability", "platform"), &sync_request("observability", "platform"))
+        .await
+        .expect("the sync is accepted");
+    operation_ended(&c, "observability", "platform").await;
+    let failed = c.get_app(&app("observability", "platform")).await.unwrap();
+    let message = failed.status.operation_state.as_ref().map(|s| s.message.clone()).unwrap_or_default();
+    assert_eq!(message.contains(missing), lists_tasks, "{message}");
+
+    let decided =
+        medic_core::DecisionPolicy::new(policy).decide(&failed, &Trigger::sweep(), &Default::default(), chrono::Utc::now()).unwrap();
+    assert_eq!(decided.failure_mode, medic_core::FailureMode::CrdNotEstablished, "{}: {}", decided.rule, decided.reason);
+    assert_eq!(decided.action, Action::Sync, "{}: {}", decided.rule, decided.reason);
+}

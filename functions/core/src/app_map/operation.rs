@@ -234,12 +234,23 @@ pub(super) const ROWS: &[MapRow] = &[
         controller: "When a retry starts, clears `operation.sync.revision` and `revisions` and says `with latest revisions` (`controller/appcontroller.go:1565`-`1571`); the field does not exist before v3.2.0.",
         modelled: "status.operation_state.operation.retry.refresh",
         used: Use::Rule {
-            rules: &["running-operation/retry-picks-latest-revision", "running-operation/retries-pinned-to-old-revision"],
+            rules: &[
+                "running-operation/retry-picks-latest-revision",
+                "running-operation/retries-pinned-to-old-revision",
+                "running-operation/retries-of-a-repeating-failure",
+            ],
             flips: &[
                 // why it changes: without refresh, unlimited retries keep syncing the old revision
                 // and only terminating the operation ends them.
                 Flip {
                     case: "version/retry-refresh-on-3-2-picks-new-commit",
+                    pointer: "/status/operationState/operation/retry/refresh",
+                    to: "false",
+                },
+                // why it changes: without refresh the rejected commit is retried again and fails
+                // the same way; with it, the next retry resolves the newer revision.
+                Flip {
+                    case: "version/retry-refresh-past-a-rejected-commit",
                     pointer: "/status/operationState/operation/retry/refresh",
                     to: "false",
                 },

@@ -183,8 +183,11 @@ pub(super) fn classify_running_operation(app: &Application, now: DateTime<Utc>, 
     }
     // Retries of an attempt that failed for a cause that repeats fail the same way: tell a person
     // now, not at the operation timeout (`controller/appcontroller.go:1631` appends the retry).
+    // Not when the next retry resolves a newer revision (`retry.refresh`, 3.2 and later): the
+    // failure was the old commit's.
     if let Some(state) = state.filter(|s| s.phase == phase::RUNNING)
         && (state.retry_count.is_some_and(|n| n > 0) || state.message.contains(". Retrying attempt #"))
+        && !next_retry_resolves_a_newer_revision(app, state, cfg)
     {
         let cause = cause_of(&state.message);
         let mode = match cause.class {
@@ -213,6 +216,17 @@ pub(super) fn classify_running_operation(app: &Application, now: DateTime<Utc>, 
         return Some(base(FailureMode::OperationRunningTooLong, format!("the operation has been running for {minutes} minutes")));
     }
     Some(base(FailureMode::OperationInProgress, "an operation is running".into()))
+}
+
+/// The running operation's retries resolve the latest revision (`retry.refresh` on Argo CD 3.2 and
+/// later: controller/appcontroller.go:1575 at v3.5.1 drops the pinned revision before each retry),
+/// and the revision it pinned is not the one the comparison holds now.
+fn next_retry_resolves_a_newer_revision(app: &Application, state: &crate::app::OperationState, cfg: &PolicyConfig) -> bool {
+    let Some(op) = state.operation.as_ref() else { return false };
+    let refreshes = op.retry.as_ref().and_then(|r| r.refresh) == Some(true) && cfg.argocd_at_least(3, 2);
+    let pinned = op.sync.as_ref().and_then(|s| crate::app::revision_of(&s.revision, &s.revisions));
+    let target = app.revision();
+    refreshes && pinned.is_some_and(|p| !target.is_empty() && p != target)
 }
 
 /// An automated operation retrying a revision that is no longer the target. Argo CD ≥3.2 with
@@ -250,8 +264,11 @@ pub(super) fn retries_of_an_old_revision(
         ));
     }
     if retry.and_then(|r| r.limit).is_some_and(|l| l < 0) {
-        let why = match retry.and_then(|r| r.refresh) {
-            Some(true) => {
+        // A known version before 3.2 has no `retry.refresh` to turn on: its API server drops the
+        // field (types.go:1462 at v3.1.16), so its absence here says nothing of the spec in Git.
+        let known_too_old = cfg.argocd_version.is_some() && !cfg.argocd_at_least(3, 2);
+        let why = match (known_too_old, retry.and_then(|r| r.refresh)) {
+            (true, _) | (false, Some(true)) => {
                 format!("retry.refresh needs Argo CD 3.2 (this is {})", cfg.argocd_version.as_deref().unwrap_or("an unknown version"))
             }
             _ => "retry.refresh is off".to_owned(),
