@@ -820,3 +820,46 @@ async fn a_custom_resource_racing_its_crd_is_told_by_its_resources_on_every_prof
     assert_eq!(decided.failure_mode, medic_core::FailureMode::CrdNotEstablished, "{}: {}", decided.rule, decided.reason);
     assert_eq!(decided.action, Action::Sync, "{}: {}", decided.rule, decided.reason);
 }
+
+/// Issue 24: while Git cannot be read, a refresh moves `reconciledAt` but leaves health and the
+/// ComparisonError's `lastTransitionTime` as they were while its message holds (the same on
+/// every profile: `SetConditions`, and health assessed from the live objects). Argo Medic's
+/// refresh, and the escalation that follows it, belong to the one incident the first look opened.
+#[tokio::test]
+async fn a_comparison_error_that_outlives_a_refresh_stays_one_incident_on_every_profile() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let mut stored = sim.app("argocd", "payments-worker").expect("a sample app");
+    let message = stored["status"]["conditions"][0]["message"].as_str().expect("its ComparisonError").to_owned();
+    // Down for two hours, last compared half an hour ago: Argo Medic refreshes before it tells anyone.
+    let ago = |minutes| (chrono::Utc::now() - chrono::TimeDelta::minutes(minutes)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    stored["status"]["conditions"][0]["lastTransitionTime"] = ago(120).into();
+    stored["status"]["reconciledAt"] = ago(30).into();
+    sim.insert_app(stored);
+    sim.set_outcomes("payments-worker", Outcomes { comparison_error: Some(message), ..Default::default() });
+    let c = client(&sim);
+    let policy = policy_for(&c).await;
+    let target = app("payments-worker", "payments");
+    let before = c.get_app(&target).await.unwrap();
+    let first = medic_core::DecisionPolicy::new(policy.clone())
+        .decide(&before, &Trigger::sweep(), &Default::default(), chrono::Utc::now())
+        .unwrap();
+    assert_eq!(first.action, Action::Refresh, "{}: {}", first.rule, first.reason);
+
+    let parts = Parts::new(MemoryIncidentStore::default(), policy);
+    let clock = TestClock::now_real();
+    let step = parts.step_with_clock(&c, clock.as_ref(), false, Duration::from_secs(600));
+    let r = step.run(&target, &Trigger::sweep(), None).await.unwrap();
+    assert_eq!((r.action, r.result), (Some(Action::Refresh), StepResult::Refreshed), "{}", r.detail);
+    clock.advance(chrono::TimeDelta::seconds(60));
+    let r = step.run(&target, &Trigger::sweep(), None).await.unwrap();
+    assert_eq!((r.action, r.result), (Some(Action::Escalate), StepResult::Escalated), "{}", r.detail);
+    let after = c.get_app(&target).await.unwrap();
+    assert_ne!(after.status.reconciled_at, before.status.reconciled_at, "the refresh was done");
+    let condition = |app: &medic_core::Application| app.condition("ComparisonError").map(|c| c.last_transition_time);
+    assert_eq!(condition(&after), condition(&before), "the same error keeps its time");
+    assert_eq!((after.health_status(), after.sync_status()), ("Healthy", "Unknown"));
+    let history = parts.store.history(&medic_core::AppId::new("argocd", "payments-worker")).await.unwrap();
+    assert_eq!(history.incident, first.incident, "the refresh and the escalation are one incident's");
+    let rungs: Vec<_> = history.attempts.iter().map(|a| a.rung.as_str()).collect();
+    assert_eq!(rungs, ["refresh", "escalate"], "{history:?}");
+}

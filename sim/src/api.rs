@@ -338,7 +338,8 @@ fn get(shared: &Shared, call: &Call, name: &str) -> Result<Value, ApiError> {
         _ => None,
     };
     if let Some(outcome) = refresh {
-        let changed = store.get_mut(&key).is_some_and(|app| controller::refresh(app, outcome, Utc::now()));
+        let error = store.outcomes(name).comparison_error;
+        let changed = store.get_mut(&key).is_some_and(|app| controller::refresh(app, outcome, error.as_deref(), Utc::now()));
         if changed {
             store.touch(&key);
         }

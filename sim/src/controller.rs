@@ -13,10 +13,15 @@ use crate::sync_request::SyncRequest;
 /// Argo CD's refresh annotation, removed by the controller once the refresh is done.
 const REFRESH_ANNOTATION: &str = "argocd.argoproj.io/refresh";
 
-/// Applies a refresh. Returns whether the app was written (and so needs a new resourceVersion).
-pub(crate) fn refresh(app: &mut Value, outcome: RefreshOutcome, now: DateTime<Utc>) -> bool {
+/// Applies a refresh: `outcome`, or when the source cannot be compared (`comparison_error`), that
+/// error. Returns whether the app was written (and so needs a new resourceVersion).
+pub(crate) fn refresh(app: &mut Value, outcome: RefreshOutcome, comparison_error: Option<&str>, now: DateTime<Utc>) -> bool {
     match outcome {
         RefreshOutcome::Drop => false,
+        _ if let Some(message) = comparison_error => {
+            compare_failed(app, message, now);
+            true
+        }
         RefreshOutcome::Noop => {
             reconciled(app, now);
             true
@@ -25,6 +30,40 @@ pub(crate) fn refresh(app: &mut Value, outcome: RefreshOutcome, now: DateTime<Ut
             reconciled(app, now);
             make_synced_and_healthy(app, now);
             true
+        }
+    }
+}
+
+/// A compare that could not load the target state, as every profile's controller records it
+/// once past the repo error grace (a refresh asked for skips the grace; controller/state.go:698-712
+/// and :1011/:1034 at v3.5.1, :539-553 and :848/:871 at v2.14.21):
+/// - `status.sync.status` and every resource's status become Unknown;
+/// - health is assessed from the live objects, which have not changed: status and its
+///   `lastTransitionTime` stay (appcontroller.go:2249-2255 at v3.5.1 moves the time only when the
+///   status changes);
+/// - the ComparisonError condition keeps its `lastTransitionTime` when its message is the same
+///   (`SetConditions`, types.go:3730 at v3.5.1, :3151 at v2.14.21), and gets now when it changed;
+/// - `reconciledAt` moves, and the refresh annotation is removed.
+pub(crate) fn compare_failed(app: &mut Value, message: &str, now: DateTime<Utc>) {
+    reconciled(app, now);
+    object_at(app, &["status", "sync"]).insert("status".into(), json!("Unknown"));
+    let status = object_at(app, &["status"]);
+    if let Some(Value::Array(resources)) = status.get_mut("resources") {
+        for resource in resources.iter_mut().filter_map(Value::as_object_mut) {
+            resource.insert("status".into(), json!("Unknown"));
+        }
+    }
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    if let Value::Array(conditions) = conditions {
+        let same = |c: &Value| {
+            c.get("type").and_then(Value::as_str) == Some("ComparisonError") && c.get("message").and_then(Value::as_str) == Some(message)
+        };
+        if !conditions.iter().any(same) {
+            conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some("ComparisonError"));
+            conditions.push(json!({"type": "ComparisonError", "message": message, "lastTransitionTime": timestamp(now)}));
         }
     }
 }
@@ -411,7 +450,7 @@ mod tests {
     #[test]
     fn heal_clears_errors_and_makes_the_app_synced_and_healthy() {
         let mut app = broken_app();
-        assert!(refresh(&mut app, RefreshOutcome::Heal, now()));
+        assert!(refresh(&mut app, RefreshOutcome::Heal, None, now()));
         assert_eq!(app["status"]["sync"]["status"], "Synced");
         assert_eq!(app["status"]["health"], json!({"status": "Healthy", "lastTransitionTime": "2026-11-01T12:00:00Z"}));
         assert_eq!(app["status"]["conditions"], json!([{"type": "OrphanedResourceWarning", "message": "y"}]));
@@ -422,8 +461,30 @@ mod tests {
     #[test]
     fn a_dropped_refresh_changes_nothing() {
         let mut app = broken_app();
-        assert!(!refresh(&mut app, RefreshOutcome::Drop, now()));
+        assert!(!refresh(&mut app, RefreshOutcome::Drop, None, now()));
+        assert!(!refresh(&mut app, RefreshOutcome::Drop, Some("down"), now()), "a dropped refresh compares nothing");
         assert_eq!(app, broken_app());
+    }
+
+    #[test]
+    fn a_failed_compare_keeps_health_and_the_condition_s_time_while_its_message_holds() {
+        let mut app = broken_app();
+        app["status"]["resources"] = json!([{"kind": "Deployment", "name": "web", "status": "Synced"}]);
+        assert!(refresh(&mut app, RefreshOutcome::Heal, Some("x"), now()), "the error wins over the script");
+        assert_eq!(app["status"]["sync"]["status"], "Unknown");
+        assert_eq!(app["status"]["resources"][0]["status"], "Unknown");
+        assert_eq!(app["status"]["health"], broken_app()["status"]["health"], "health is the live objects'");
+        assert_eq!(app["status"]["reconciledAt"], "2026-11-01T12:00:00Z");
+        let comparison =
+            |app: &Value| app["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "ComparisonError").cloned();
+        assert_eq!(comparison(&app), Some(json!({"type": "ComparisonError", "message": "x"})), "same message: its time kept");
+
+        assert!(refresh(&mut app, RefreshOutcome::Noop, Some("y"), now()));
+        assert_eq!(
+            comparison(&app),
+            Some(json!({"type": "ComparisonError", "message": "y", "lastTransitionTime": "2026-11-01T12:00:00Z"}))
+        );
+        assert_eq!(app["status"]["conditions"].as_array().map(Vec::len), Some(2), "the warning stays");
     }
 
     #[test]

@@ -21,6 +21,11 @@ pub struct Outcomes {
     /// `operationState` ever carries it. Under API-server pressure Argo CD drops syncs so
     /// (argoproj/argo-cd#27133).
     pub lost_syncs: u32,
+    /// The source cannot be compared (Git or the repo-server down): each refresh that is not
+    /// dropped ends in a `ComparisonError` with this message, as the controller writes it
+    /// (`Failed to load target state: …`), instead of `refresh`'s outcome. See
+    /// `controller::compare_failed` for what it changes and what it leaves.
+    pub comparison_error: Option<String>,
 }
 
 /// What the controller does with a refresh.

@@ -346,6 +346,8 @@ impl ArgoSim {
     /// with no operation is compared again, as its scripted `refresh` says (a `drop` is the refresh
     /// annotation's loss, so here it is a compare that finds nothing new). The releases that
     /// skipped resync events (v3.3.7 among the profiles, argoproj/argo-cd#27344) compare nothing.
+    /// A source that cannot be compared (`Outcomes::comparison_error`) is recorded at once, as a
+    /// compare past the repo error grace (180 s by default) records it.
     /// Returns the names of the apps compared.
     pub fn resync(&self) -> Vec<String> {
         if !self.shared.behaviour.resync_compares() {
@@ -369,11 +371,13 @@ impl ArgoSim {
             })
             .collect();
         for (key, name) in &due {
-            let outcome = match store.outcomes(name).refresh {
+            let outcomes = store.outcomes(name);
+            let outcome = match outcomes.refresh {
                 RefreshOutcome::Drop => RefreshOutcome::Noop,
                 other => other,
             };
-            if store.get_mut(key).is_some_and(|app| controller::refresh(app, outcome, now)) {
+            let error = outcomes.comparison_error.as_deref();
+            if store.get_mut(key).is_some_and(|app| controller::refresh(app, outcome, error, now)) {
                 store.touch(key);
             }
         }

@@ -506,7 +506,13 @@ mod tests {
             }));
             argo.set_outcomes(
                 APP,
-                Outcomes { refresh: RefreshOutcome::Noop, hard_refresh: RefreshOutcome::Noop, sync: SyncOutcome::Succeed, lost_syncs: 0 },
+                Outcomes {
+                    refresh: RefreshOutcome::Noop,
+                    hard_refresh: RefreshOutcome::Noop,
+                    sync: SyncOutcome::Succeed,
+                    lost_syncs: 0,
+                    comparison_error: None,
+                },
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
             let t = Tiny { argo, slack, http: reqwest::Client::new(), table: Vec::new(), before_sync: Utc::now() };

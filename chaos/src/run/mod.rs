@@ -189,7 +189,7 @@ struct Template {
 }
 
 fn templates() -> Vec<Template> {
-    let o = |refresh, hard_refresh, sync| Outcomes { refresh, hard_refresh, sync, lost_syncs: 0 };
+    let o = |refresh, hard_refresh, sync| Outcomes { refresh, hard_refresh, sync, lost_syncs: 0, comparison_error: None };
     vec![
         // A sync fixes it (a transient apply failure of a person's sync).
         Template {

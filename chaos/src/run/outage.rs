@@ -114,6 +114,7 @@ pub(super) async fn begin_outage(
                 hard_refresh: RefreshOutcome::Noop,
                 sync: SyncOutcome::Fail { message: message.clone() },
                 lost_syncs: 0,
+                comparison_error: None,
             },
         );
         let mut body = webhook.clone();
@@ -159,7 +160,13 @@ pub(super) fn end_outage(argo: &ArgoSim, plan: &OutagePlan, tally: &Shared, span
         }
         argo.set_outcomes(
             name,
-            Outcomes { refresh: RefreshOutcome::Heal, hard_refresh: RefreshOutcome::Heal, sync: SyncOutcome::Succeed, lost_syncs: 0 },
+            Outcomes {
+                refresh: RefreshOutcome::Heal,
+                hard_refresh: RefreshOutcome::Heal,
+                sync: SyncOutcome::Succeed,
+                lost_syncs: 0,
+                comparison_error: None,
+            },
         );
     }
     let mut t = tally.lock().unwrap();
