@@ -863,3 +863,27 @@ async fn a_comparison_error_that_outlives_a_refresh_stays_one_incident_on_every_
     let rungs: Vec<_> = history.attempts.iter().map(|a| a.rung.as_str()).collect();
     assert_eq!(rungs, ["refresh", "escalate"], "{history:?}");
 }
+
+/// Issue 24: Argo CD v3.3.7 (and v3.1.14, v3.2.9) skipped the informer's resync (#25290, reverted
+/// for #27344): an app nothing else touches is never compared again. On the other profiles the
+/// resync heals the stale app before Argo Medic looks, and Argo Medic does nothing; on v3.3.7 the
+/// app is still stale, and Argo Medic's refresh is what heals it.
+#[tokio::test]
+async fn a_stale_app_is_refreshed_by_argo_medic_where_the_controller_s_resync_does_not_compare_it() {
+    let sim = sim_with_samples(SimConfig::default()).await;
+    let target = app("inventory", "payments");
+    let c = client(&sim);
+    let compared = sim.resync();
+    let skips_resync = c.version().await.unwrap().version.starts_with("v3.3.7");
+    assert_eq!(compared.is_empty(), skips_resync, "{compared:?}");
+    let parts = Parts::new(MemoryIncidentStore::default(), policy_for(&c).await);
+    let r = parts.step(&c, false, Duration::from_secs(600)).run(&target, &Trigger::sweep(), None).await.unwrap();
+    let refreshes = sim.requests().iter().filter(|q| q.query.iter().any(|(k, _)| k == "refresh")).count();
+    if skips_resync {
+        assert_eq!((r.action, r.result), (Some(Action::Refresh), StepResult::Refreshed), "{}", r.detail);
+        assert_eq!(refreshes, 1);
+    } else {
+        assert_eq!(refreshes, 0, "the controller's resync already healed it: {}", r.detail);
+    }
+    assert!(c.get_app(&target).await.unwrap().is_calm(), "healed on every profile");
+}
