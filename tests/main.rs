@@ -21,3 +21,5 @@ mod slack;
 mod support;
 mod sweep;
 mod template;
+/// Trust levels (observe, propose, act) through the worker and both simulators.
+mod trust;

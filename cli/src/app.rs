@@ -719,6 +719,9 @@ async fn serve(args: ServeArgs, argo: &crate::argocd_flags::ArgoFlags) -> Result
         medic_adapters::slack::AnyEscalator::Log(_) => (None, None),
     };
     let clicks = slack_actions.is_some();
+    if let Some(note) = policy.trust.unapprovable_note(clicks) {
+        crate::note!("medic: {note}");
+    }
     let served = crate::serve::start(
         client,
         crate::serve::ServeOptions {

@@ -439,6 +439,9 @@ pub fn details(v: &IncidentView, now: DateTime<Utc>) -> String {
             let at = n.decided_at.map(time).unwrap_or_else(|| "?".into());
             out.push_str(&format!("  last decision {} at {at} (trigger {})\n", n.action, n.trigger));
             out.push_str(&format!("    reason: {}\n", n.reason));
+            if !n.trust.is_empty() {
+                out.push_str(&format!("    trust: {}\n", n.trust));
+            }
             if let Some(secs) = n.retry_after_secs {
                 out.push_str(&format!("    retry after: {secs}s\n"));
             }

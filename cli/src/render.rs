@@ -64,6 +64,14 @@ pub fn decision_text(d: &Decision) -> String {
             out.push_str(&format!("  read: {}\n", read.join(", ")));
         }
     }
+    if let Some(trust) = &d.trust {
+        let what = match trust.level {
+            medic_core::trust::TrustLevel::Act => "performed",
+            medic_core::trust::TrustLevel::Propose => "offered to a person in Slack, performed when they press it",
+            medic_core::trust::TrustLevel::Observe => "recorded, not performed",
+        };
+        out.push_str(&format!("  trust: {} ({what}; set by {})\n", trust.level, trust.why));
+    }
     if let Some(after) = d.retry_after_secs {
         out.push_str(&format!("  look again in: {after}s\n"));
     }

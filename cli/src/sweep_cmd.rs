@@ -186,6 +186,9 @@ pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
     let budget = Paced::new(LocalBudget::new(cmd.rates), stop.clone());
     // The table shows each escalation; the log line is for MEDIC_LOG=info.
     let escalator = LogEscalator::reported();
+    if let Some(note) = policy.trust.unapprovable_note(false) {
+        crate::note!("medic: {note}");
+    }
     let policy = DecisionPolicy::new(policy);
     // Markers for this process's run (alerts told once, a person's performed action).
     let dedupe = medic_adapters::memory::MemoryDedupe::default();

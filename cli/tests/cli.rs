@@ -1067,3 +1067,57 @@ fn version_prints_medic_s_and_the_argo_cd_server_s() {
     let client = Command::new(env!("CARGO_BIN_EXE_medic")).args(["version", "--client", "--server", "127.0.0.1:1"]).output().unwrap();
     assert!(client.status.success() && stdout(&client).lines().count() == 1, "{}", stdout(&client));
 }
+
+/// Issue 29: `medic decide` says which trust level applies to the action and what set it; an
+/// app's annotation makes it stricter, never looser.
+#[test]
+fn decide_says_which_trust_level_applies_and_what_set_it() {
+    let dir = std::env::temp_dir().join(format!("medic-cli-trust-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("policy.json");
+    std::fs::write(
+        &config,
+        r#"{"trust": {"default": "act", "rules": [{"projects": ["payments"], "actions": ["refresh"], "level": "propose"}]}}"#,
+    )
+    .unwrap();
+    let args = ["decide", "--app", "events/apps/stale-reconcile.json", "--now", NOW, "--trigger", "on-sync-running", "--config"];
+    let o = medic(&[&args[..], &[config.to_str().unwrap()]].concat(), None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let d = &json_lines(&o)[0];
+    assert_eq!(d["action"], "refresh");
+    assert_eq!(d["trust"]["level"], "propose");
+    assert_eq!(d["trust"]["why"], "trust rule 1 of the policy");
+
+    let text = medic(&[&args[..], &[config.to_str().unwrap(), "-o", "text"]].concat(), None);
+    assert!(stdout(&text).contains("trust: propose (offered to a person in Slack"), "{}", stdout(&text));
+
+    let mut app: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("events/apps/stale-reconcile.json")).unwrap()).unwrap();
+    app["metadata"]["annotations"]["argo-medic.io/trust"] = "observe".into();
+    let o = medic(&["decide", "--app", "-", "--now", NOW, "--config", config.to_str().unwrap()], Some(&app.to_string()));
+    let d = &json_lines(&o)[0];
+    assert_eq!((d["trust"]["level"].as_str(), d["action"].as_str()), (Some("observe"), Some("refresh")), "{d}");
+    assert!(d["trust"]["why"].as_str().unwrap().contains("argo-medic.io/trust"));
+}
+
+/// Issue 29: `medic sweep` has no Slack, so nobody can approve a proposal: it says so at start,
+/// and what the policy would propose is observed (recorded, not performed) while the refreshes a
+/// rule lets act are made.
+#[test]
+fn sweep_without_slack_observes_what_it_would_propose_and_says_so() {
+    let dir = std::env::temp_dir().join(format!("medic-cli-propose-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("policy.json");
+    std::fs::write(&config, r#"{"trust": {"default": "propose", "rules": [{"actions": ["refresh"], "level": "act"}]}}"#).unwrap();
+    let o = medic(&["sweep", "--simulate", "-o", "jsonl", "--config", config.to_str().unwrap()], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("`propose` needs Slack"), "{err}");
+    let calls = err.lines().find(|l| l.contains("Argo CD calls")).unwrap().to_owned();
+    assert!(calls.contains("sync 0"), "no sync without an approval: {calls}");
+    assert!(!calls.contains(", refresh 0,"), "the refreshes act: {calls}");
+    let reports = json_lines(&o);
+    let result = |app: &str| reports.iter().find(|r| r["app"] == format!("argocd/{app}")).map(|r| r["result"].as_str().unwrap().to_owned());
+    assert_eq!(result("inventory").as_deref(), Some("refreshed"));
+    assert_eq!(result("observability").as_deref(), Some("dry_run"), "the sync is observed");
+}

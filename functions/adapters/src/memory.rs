@@ -181,6 +181,11 @@ impl LogEscalator {
 }
 
 impl Escalator for LogEscalator {
+    /// Log lines have no buttons: nobody can approve a proposal.
+    fn takes_approvals(&self) -> bool {
+        false
+    }
+
     async fn escalate(&self, _: &Permit, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
         let key = decision.idempotency_key.as_ref().map(ToString::to_string).unwrap_or_default();
         if self.reported {

@@ -5,7 +5,7 @@
 //! gate ([`crate::gate`]) answers from the row's [`Effect`]; button labels, Slack verbs and audit
 //! names read the row. Adding a kind is one row here and its call in [`crate::actuator`].
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::ladder::{BudgetKind, HumanAction, Rung};
 
@@ -40,7 +40,7 @@ pub struct Button {
 }
 
 /// One kind of action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {
     Refresh,
@@ -89,7 +89,9 @@ pub const ACTIONS: [ActionRow; 13] = [
         kind: ActionKind::Refresh,
         wire: "refresh",
         rung: Some(Rung::Refresh),
-        button: None,
+        // Offered only as a proposal (trust level `propose`): an escalation's own buttons do not
+        // include it, since the ladder refreshes before it escalates.
+        button: Some(Button { label: "Refresh", style: None, confirm: None }),
         budget: Some(BudgetKind::Refresh),
         effect: Effect::ChangesArgo,
         done: "refresh verified",
@@ -240,6 +242,7 @@ impl ActionKind {
     pub fn of_button(action: HumanAction) -> ActionKind {
         match action {
             HumanAction::Sync => ActionKind::Sync,
+            HumanAction::Refresh => ActionKind::Refresh,
             HumanAction::HardRefresh => ActionKind::HardRefresh,
             HumanAction::TerminateOperation => ActionKind::TerminateOperation,
             HumanAction::Snooze => ActionKind::Snooze,
@@ -270,9 +273,14 @@ mod tests {
             assert_eq!(ActionKind::of_rung(rung).row().rung, Some(rung));
             assert_eq!(ActionKind::of_rung(rung).row().budget, rung.budget(), "the ladder and the table agree on {rung:?}'s budget");
         }
-        for a in
-            [HumanAction::Sync, HumanAction::HardRefresh, HumanAction::TerminateOperation, HumanAction::Snooze, HumanAction::Acknowledge]
-        {
+        for a in [
+            HumanAction::Sync,
+            HumanAction::Refresh,
+            HumanAction::HardRefresh,
+            HumanAction::TerminateOperation,
+            HumanAction::Snooze,
+            HumanAction::Acknowledge,
+        ] {
             assert_eq!(ActionKind::of_button(a).as_str(), a.as_str(), "a button's wire name is its action's");
             assert!(!a.button().label.is_empty());
         }

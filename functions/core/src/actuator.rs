@@ -29,6 +29,7 @@ use crate::permit::Permit;
 use crate::ports::{ArgoApi, ArgoError, Budget, BudgetExhausted, Claim, Clock, DedupeStore, Escalator, IncidentStore, Seen};
 use crate::step::{StepError, StepReport, StepResult, sync_request};
 use crate::switch::Switch;
+use crate::trust::TrustLevel;
 
 /// How long a person's performed action is remembered, so a redelivery reports it instead of
 /// performing it again: longer than a button lives.
@@ -79,6 +80,35 @@ pub struct Once<'r> {
     pub key: &'r str,
     pub ttl: Duration,
     pub unsure: WhenUnsure,
+}
+
+/// The escalation that proposes `rung`'s action to a person: the action's button first and
+/// recommended (a sync keeps its plan, so the button syncs what the ladder would have), the reason
+/// saying it was proposed and why. `None` for a rung no person can press (none today).
+fn proposal_of(decision: &Decision, rung: Rung) -> Option<Decision> {
+    let button = match rung {
+        Rung::Refresh => HumanAction::Refresh,
+        Rung::HardRefresh => HumanAction::HardRefresh,
+        Rung::Sync => HumanAction::Sync,
+        Rung::Escalate => return None,
+    };
+    let incident = decision.incident.as_ref()?;
+    let mut proposal = decision.clone();
+    proposal.action = crate::decision::Action::Escalate;
+    proposal.idempotency_key = Some(incident.key_for(Rung::Escalate));
+    proposal.human_actions.retain(|a| *a != button);
+    proposal.human_actions.insert(0, button);
+    for more in [HumanAction::Snooze, HumanAction::Acknowledge] {
+        if !proposal.human_actions.contains(&more) {
+            proposal.human_actions.push(more);
+        }
+    }
+    proposal.recommended = Some(button);
+    let label = ActionKind::of_button(button).row().button.map_or(rung.as_str(), |b| b.label);
+    let why = decision.trust.as_ref().map_or_else(|| "the trust level".to_owned(), |t| t.why.clone());
+    proposal.reason = format!("Proposed: {label}. {} (trust level propose, set by {why}; press {label} to do it)", decision.reason);
+    proposal.evidence.push(Evidence::new("trust", format!("propose ({why})")));
+    Some(proposal)
 }
 
 /// How much older than the commit deployed last a target commit may be before a sync to it is
@@ -209,7 +239,19 @@ where
     }
 
     async fn check(&self, kind: ActionKind, caller: Caller, app: Option<&AppId>, project: Option<&str>) -> Answer {
-        self.gate.check(&GateRequest { kind, caller, app, project }).await
+        self.check_trusted(kind, caller, app, project, TrustLevel::Act).await
+    }
+
+    async fn check_trusted(
+        &self,
+        kind: ActionKind,
+        caller: Caller,
+        app: Option<&AppId>,
+        project: Option<&str>,
+        trust: TrustLevel,
+    ) -> Answer {
+        let approvable = self.escalator.takes_approvals();
+        self.gate.check(&GateRequest { kind, caller, app, project, trust, approvable }).await
     }
 
     /// A canary probe: one refresh within the refresh budget; a hard one, within its budget, when
@@ -255,8 +297,16 @@ where
             out.result = StepResult::NoAction;
             return Ok(RungDone { report: out, answer: passes, outcome: None, refreshed: None });
         };
-        let answer = self.check(ActionKind::of_rung(rung), Caller::Ladder, Some(name), Some(&app.spec.project)).await;
-        if !answer.acts() {
+        let trust = decision.trust.as_ref().map_or(TrustLevel::Act, |t| t.level);
+        let answer = self.check_trusted(ActionKind::of_rung(rung), Caller::Ladder, Some(name), Some(&app.spec.project), trust).await;
+        // Proposed: the incident is escalated instead, the rung's action its recommended button,
+        // under the escalation's key (a later escalation of the incident is this one).
+        let proposal = (answer.verdict == Verdict::Propose).then(|| proposal_of(decision, rung)).flatten();
+        let (decision, key, rung) = match &proposal {
+            Some(p) => (p, p.idempotency_key.clone().unwrap_or(key), Rung::Escalate),
+            None => (decision, key, rung),
+        };
+        if !answer.acts() && proposal.is_none() {
             out.result = StepResult::DryRun;
             // A claim under this key that a dead run left unfinished is not ended by a hold:
             // the item must come back when the gate lets it act (an unperformed action is lost).
@@ -605,11 +655,15 @@ where
                     snoozed_until: Some(until),
                 }));
             }
-            HumanAction::HardRefresh => {
-                if let Err(e) = self.budget.acquire(BudgetKind::HardRefresh).await {
+            HumanAction::Refresh | HumanAction::HardRefresh => {
+                let (budget, refresh) = match request.action {
+                    HumanAction::Refresh => (BudgetKind::Refresh, RefreshKind::Normal),
+                    _ => (BudgetKind::HardRefresh, RefreshKind::Hard),
+                };
+                if let Err(e) = self.budget.acquire(budget).await {
                     return Ok(Performed::Deferred(e));
                 }
-                match self.argo.refresh(permit, app, RefreshKind::Hard).await {
+                match self.argo.refresh(permit, app, refresh).await {
                     Ok(after) => done(
                         IncidentState::Remediating,
                         format!(

@@ -808,6 +808,22 @@ pub struct SyncOptions {
     pub items: Vec<String>,
 }
 
+/// Evaluates the equality-based subset of Kubernetes label selectors: `k=v`, `k==v`, `k!=v`, `k`,
+/// `!k`, joined by commas (all must hold). Set-based terms (`in`, `notin`) are not supported here.
+pub fn selector_matches(selector: &str, labels: &std::collections::BTreeMap<String, String>) -> bool {
+    selector.split(',').map(str::trim).filter(|t| !t.is_empty()).all(|term| {
+        if let Some((k, v)) = term.split_once("!=") {
+            labels.get(k.trim()).is_none_or(|have| have != v.trim())
+        } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+            labels.get(k.trim()).is_some_and(|have| have == v.trim())
+        } else if let Some(k) = term.strip_prefix('!') {
+            !labels.contains_key(k.trim())
+        } else {
+            labels.contains_key(term)
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

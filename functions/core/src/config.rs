@@ -79,6 +79,9 @@ pub struct PolicyConfig {
     /// Retries of an operation that did not see a missing kind appear; after that many the kind's
     /// API is not served by the cluster, whatever a further retry would do.
     pub kind_not_found_retries: i64,
+    /// How far Argo Medic may go on its own, per scope and failure mode or action kind
+    /// ([`crate::trust`]): `act` everywhere unless configured.
+    pub trust: crate::trust::TrustConfig,
 }
 
 impl PolicyConfig {
@@ -155,6 +158,7 @@ impl Default for PolicyConfig {
             custom_health_bounds: BTreeMap::new(),
             self_heal_loop_attempts: 5,
             kind_not_found_retries: 2,
+            trust: crate::trust::TrustConfig::default(),
         }
     }
 }
@@ -185,21 +189,8 @@ pub fn parse_version(v: &str) -> Option<(u64, u64)> {
     Some((major, minor))
 }
 
-/// Evaluates the equality-based subset of Kubernetes label selectors: `k=v`, `k==v`, `k!=v`, `k`,
-/// `!k`, joined by commas (all must hold). Set-based terms (`in`, `notin`) are not supported here.
-pub fn selector_matches(selector: &str, labels: &std::collections::BTreeMap<String, String>) -> bool {
-    selector.split(',').map(str::trim).filter(|t| !t.is_empty()).all(|term| {
-        if let Some((k, v)) = term.split_once("!=") {
-            labels.get(k.trim()).is_none_or(|have| have != v.trim())
-        } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
-            labels.get(k.trim()).is_some_and(|have| have == v.trim())
-        } else if let Some(k) = term.strip_prefix('!') {
-            !labels.contains_key(k.trim())
-        } else {
-            labels.contains_key(term)
-        }
-    })
-}
+/// Label selectors are matched where the labels are ([`crate::app`]); the scope reads them here.
+pub use crate::app::selector_matches;
 
 #[cfg(test)]
 mod tests {

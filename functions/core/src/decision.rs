@@ -68,6 +68,10 @@ pub struct Decision {
     /// escalation styles it as the recommended button), judged on this app and incident.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recommended: Option<HumanAction>,
+    /// For an action that changes Argo CD: how far Argo Medic may go with it here, and why
+    /// ([`crate::trust`]): `act` performs it, `propose` offers it to a person, `observe` records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<crate::trust::AppliedTrust>,
     /// True when this observation closes an open incident (the app is Synced and Healthy again).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub resolves_incident: bool,
@@ -103,6 +107,7 @@ impl Decision {
             sync: None,
             human_actions: Vec::new(),
             recommended: None,
+            trust: None,
             resolves_incident: false,
             decided_at: now,
         }

@@ -12,8 +12,11 @@
 //!
 //! In every mode a service alert about Argo Medic itself goes out, logged as such.
 //!
-//! The request carries the app, its project, the action kind and who asked, so per-scope trust
-//! levels can join the verdict here without another path to the actuator.
+//! The request carries the trust level of the action's scope ([`crate::trust`]), so no path to
+//! Argo CD passes the gate with a looser one: where the mode would act, an action that changes
+//! Argo CD is acted on at `act`, proposed to a person at `propose` (observed when no person can
+//! approve it: no Slack), and reported as dry-run reports it at `observe`. `dry-run` is `observe`
+//! for everything; a level never loosens the mode.
 
 use std::fmt;
 
@@ -22,6 +25,7 @@ use serde::Serialize;
 use crate::actions::{ActionKind, Effect};
 use crate::app::AppId;
 use crate::switch::{Mode, Switch};
+use crate::trust::TrustLevel;
 
 /// Who asks for an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -48,6 +52,11 @@ pub struct GateRequest<'r> {
     pub caller: Caller,
     pub app: Option<&'r AppId>,
     pub project: Option<&'r str>,
+    /// The trust level of the action's scope (`act` where none applies: a person's button, an
+    /// alert).
+    pub trust: TrustLevel,
+    /// Whether a person can approve a proposal (the escalator takes button presses).
+    pub approvable: bool,
 }
 
 /// The gate's answer.
@@ -61,6 +70,8 @@ pub enum Verdict {
     Report,
     /// Do not make it and post nothing about it; only the audit line says it was held.
     Silent,
+    /// Do not make it: offer it to a person, in the incident's thread, with a button that makes it.
+    Propose,
 }
 
 impl Verdict {
@@ -69,6 +80,7 @@ impl Verdict {
             Verdict::Act => "act",
             Verdict::Report => "report",
             Verdict::Silent => "silent",
+            Verdict::Propose => "propose",
         }
     }
 }
@@ -87,6 +99,20 @@ pub fn verdict(mode: Mode, kind: ActionKind) -> Verdict {
         (Mode::DryRun, Effect::AnswersThread | Effect::RecordsOnly) => Verdict::Act,
         (Mode::DryRun, Effect::ChangesArgo | Effect::OpensThread) => Verdict::Report,
         (Mode::Off, _) => Verdict::Silent,
+    }
+}
+
+/// The verdict for an action of `kind` in `mode` at trust level `trust`: the mode's verdict, and
+/// where that acts on an action that changes Argo CD, the level's.
+pub fn trusted_verdict(mode: Mode, kind: ActionKind, trust: TrustLevel, approvable: bool) -> Verdict {
+    let by_mode = verdict(mode, kind);
+    if by_mode != Verdict::Act || kind.effect() != Effect::ChangesArgo {
+        return by_mode;
+    }
+    match trust {
+        TrustLevel::Act => Verdict::Act,
+        TrustLevel::Propose if approvable => Verdict::Propose,
+        TrustLevel::Propose | TrustLevel::Observe => Verdict::Report,
     }
 }
 
@@ -135,7 +161,16 @@ impl<W: Switch> Gate<'_, W> {
             return Answer { verdict: Verdict::Act, mode: Mode::Act, why: "a service alert about Argo Medic itself" };
         }
         let (mode, why) = self.mode().await;
-        Answer { verdict: verdict(mode, request.kind), mode, why }
+        let verdict = trusted_verdict(mode, request.kind, request.trust, request.approvable);
+        let why = match (verdict, request.trust) {
+            (Verdict::Report, TrustLevel::Observe) if mode == Mode::Act => "the trust level here is observe",
+            (Verdict::Report, TrustLevel::Propose) if mode == Mode::Act => {
+                "the trust level here is propose, and without Slack nobody can approve a proposal: observed"
+            }
+            (Verdict::Propose, _) => "the trust level here is propose: offered to a person",
+            _ => why,
+        };
+        Answer { verdict, mode, why }
     }
 }
 
@@ -157,6 +192,29 @@ mod tests {
                 Effect::AnswersThread | Effect::RecordsOnly => assert_eq!((dry, off), (Verdict::Act, Verdict::Silent)),
             }
         }
+    }
+
+    #[test]
+    fn a_trust_level_only_ever_holds_back_what_the_mode_would_act_on() {
+        let levels = [TrustLevel::Act, TrustLevel::Propose, TrustLevel::Observe];
+        for row in ACTIONS {
+            for mode in [Mode::Act, Mode::DryRun, Mode::Off] {
+                for trust in levels {
+                    for approvable in [true, false] {
+                        let by_mode = verdict(mode, row.kind);
+                        let got = trusted_verdict(mode, row.kind, trust, approvable);
+                        let expected = match (by_mode, row.effect, trust, approvable) {
+                            (Verdict::Act, Effect::ChangesArgo, TrustLevel::Propose, true) => Verdict::Propose,
+                            (Verdict::Act, Effect::ChangesArgo, TrustLevel::Propose | TrustLevel::Observe, _) => Verdict::Report,
+                            _ => by_mode,
+                        };
+                        assert_eq!(got, expected, "{:?} {mode} {trust} {approvable}", row.kind);
+                    }
+                }
+            }
+        }
+        // Escalations reach people at every level.
+        assert_eq!(trusted_verdict(Mode::Act, ActionKind::Escalate, TrustLevel::Observe, false), Verdict::Act);
     }
 
     fn mode_of(dry_run: bool, kill_switch: bool, switch: Mode) -> Mode {

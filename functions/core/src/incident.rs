@@ -180,6 +180,11 @@ pub struct DecisionNote {
     /// What prompted the look (`on-sync-failed`, `sweep`, `slack-action`, ...).
     pub trigger: String,
     pub decided_at: Option<DateTime<Utc>>,
+    /// For an action that changes Argo CD: the trust level that applied and what set it
+    /// (`propose: trust rule 2 of the policy`); empty otherwise, and in notes written before
+    /// levels existed.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub trust: String,
 }
 
 impl DecisionNote {
@@ -209,6 +214,7 @@ impl DecisionNote {
             retry_after_secs: decision.retry_after_secs,
             trigger: trigger.to_owned(),
             decided_at: Some(decision.decided_at),
+            trust: decision.trust.as_ref().map(|t| format!("{}: {}", t.level, t.why)).unwrap_or_default(),
         }
     }
 }

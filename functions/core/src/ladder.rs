@@ -172,6 +172,8 @@ impl FleetControl {
 #[serde(rename_all = "snake_case")]
 pub enum HumanAction {
     Sync,
+    /// Ask Argo CD to compare again; offered only when a trust level proposes a refresh.
+    Refresh,
     HardRefresh,
     TerminateOperation,
     Snooze,
@@ -183,6 +185,7 @@ impl HumanAction {
     pub fn as_str(self) -> &'static str {
         match self {
             HumanAction::Sync => "sync",
+            HumanAction::Refresh => "refresh",
             HumanAction::HardRefresh => "hard_refresh",
             HumanAction::TerminateOperation => "terminate_operation",
             HumanAction::Snooze => "snooze",
@@ -252,9 +255,14 @@ mod tests {
         }
         assert_eq!(Rung::of(Action::None), None);
         assert_eq!(Rung::of(Action::Wait), None);
-        for a in
-            [HumanAction::Sync, HumanAction::HardRefresh, HumanAction::TerminateOperation, HumanAction::Snooze, HumanAction::Acknowledge]
-        {
+        for a in [
+            HumanAction::Sync,
+            HumanAction::Refresh,
+            HumanAction::HardRefresh,
+            HumanAction::TerminateOperation,
+            HumanAction::Snooze,
+            HumanAction::Acknowledge,
+        ] {
             assert_eq!(serde_json::to_value(a).unwrap(), a.as_str());
         }
     }

@@ -46,6 +46,7 @@ pub mod sweep;
 pub mod switch;
 pub mod timeouts;
 pub mod trigger;
+pub mod trust;
 pub mod versions;
 
 pub use app::{AppId, Application, ApplicationList};

@@ -212,6 +212,9 @@ pub trait Escalator: Send + Sync {
         by: &str,
         outcome: &HumanActionOutcome,
     ) -> impl Future<Output = Result<(), EscalationError>> + Send;
+    /// Whether a person can answer what is posted with a button (Slack can; log lines cannot): a
+    /// proposal ([`crate::trust::TrustLevel::Propose`]) needs one to be approved.
+    fn takes_approvals(&self) -> bool;
 }
 
 /// A record of an [`EscalationStore`], with the version its next write must name.
@@ -452,6 +455,9 @@ impl<T: EscalationStore> EscalationStore for Arc<T> {
 }
 
 impl<T: Escalator> Escalator for Arc<T> {
+    fn takes_approvals(&self) -> bool {
+        (**self).takes_approvals()
+    }
     fn escalate(
         &self,
         permit: &Permit,
@@ -573,6 +579,9 @@ mod tests {
     }
 
     impl Escalator for Counting {
+        fn takes_approvals(&self) -> bool {
+            false
+        }
         async fn escalate(&self, _: &Permit, _: &Application, _: &Decision) -> Result<(), EscalationError> {
             Ok(())
         }

@@ -58,6 +58,7 @@ fn escalation_in(app: &Application, mode: FailureMode, history: &History) -> Dec
         sync: None,
         human_actions: offer.actions,
         recommended: Some(offer.recommended),
+        trust: None,
         resolves_incident: false,
         decided_at: now(),
     }
@@ -132,6 +133,7 @@ const GOLDEN: &[(&str, &[&str], &str)] = &[
 fn label(a: HumanAction) -> &'static str {
     match a {
         HumanAction::Sync => "Sync",
+        HumanAction::Refresh => "Refresh",
         HumanAction::HardRefresh => "Hard refresh",
         HumanAction::TerminateOperation => "Terminate operation",
         HumanAction::Snooze => "Snooze 4h",

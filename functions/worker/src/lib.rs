@@ -209,6 +209,9 @@ impl LambdaWorker {
         // it is asked for on the first batch, not here: init is paid on every cold start and
         // makes no other call to Argo CD.
         let config = env.policy()?;
+        if let Some(note) = config.trust.unapprovable_note(medic_core::ports::Escalator::takes_approvals(&escalator)) {
+            tracing::warn!("{note}");
+        }
         let policy = match config.argocd_version {
             Some(_) => WorkerPolicy::fixed(DecisionPolicy::new(config)),
             None => {
@@ -799,7 +802,12 @@ where
             "human action handled"
         );
         self.metrics.count("HumanActions", Some(("Action", action)), 1.0);
-        if outcome.performed && matches!(request.action, HumanAction::Sync | HumanAction::HardRefresh | HumanAction::TerminateOperation) {
+        if outcome.performed
+            && matches!(
+                request.action,
+                HumanAction::Sync | HumanAction::Refresh | HumanAction::HardRefresh | HumanAction::TerminateOperation
+            )
+        {
             // Look at the app again soon, so its recovery (or not) shows in the thread.
             let trigger: Trigger = "slack-action".parse().expect("constant is a valid trigger");
             let recheck = WorkItem::for_app(WorkKind::Recheck, item.app.clone(), trigger, id, self.clock.now());

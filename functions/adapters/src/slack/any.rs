@@ -17,6 +17,10 @@ pub enum AnyEscalator<S> {
 }
 
 impl<S: EscalationStore> Escalator for AnyEscalator<S> {
+    fn takes_approvals(&self) -> bool {
+        matches!(self, AnyEscalator::Slack(_))
+    }
+
     async fn escalate(&self, permit: &Permit, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
         match self {
             AnyEscalator::Log(e) => e.escalate(permit, app, decision).await,

@@ -321,6 +321,10 @@ impl<S: EscalationStore> SlackEscalator<S> {
 }
 
 impl<S: EscalationStore> Escalator for SlackEscalator<S> {
+    fn takes_approvals(&self) -> bool {
+        true
+    }
+
     async fn escalate(&self, _: &Permit, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
         let Some(incident) = decision.incident.as_ref() else {
             return Err(EscalationError(format!("{}: an escalation without an incident", decision.app)));
@@ -606,6 +610,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         let who = escalation::mention(user);
         let verb = match request.action {
             HumanAction::Sync => "sync",
+            HumanAction::Refresh => "refresh",
             HumanAction::HardRefresh => "hard refresh",
             HumanAction::TerminateOperation => "terminate operation",
             HumanAction::Snooze => "snooze",

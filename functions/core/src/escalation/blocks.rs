@@ -133,6 +133,7 @@ fn button(facts: &IncidentFacts, b: &Button, recommended: Option<HumanAction>, s
                 )),
             )
         }
+        HumanAction::Refresh => (HumanAction::Refresh.button().label.into(), HumanAction::Refresh.button().style, None),
         HumanAction::HardRefresh => (
             HumanAction::HardRefresh.button().label.into(),
             HumanAction::HardRefresh.button().style,
@@ -922,6 +923,7 @@ mod tests {
             sync: None,
             human_actions: vec![HumanAction::Sync],
             recommended: None,
+            trust: None,
             resolves_incident: false,
             decided_at: t0(),
         };

@@ -238,8 +238,18 @@ impl DecisionPolicy {
         Self { config }
     }
 
-    /// Decides one action for a full Application. Errors only when the input cannot be judged.
+    /// Decides one action for a full Application, with the trust level that applies to it when it
+    /// changes Argo CD (the actuator's gate holds or proposes it accordingly). Errors only when the
+    /// input cannot be judged.
     pub fn decide(&self, app: &Application, trigger: &Trigger, history: &History, now: DateTime<Utc>) -> Result<Decision, PolicyError> {
+        let mut d = self.decide_action(app, trigger, history, now)?;
+        if let Some(rung) = Rung::of(d.action).filter(|r| *r != Rung::Escalate) {
+            d.trust = Some(self.config.trust.applied(app, d.failure_mode, crate::actions::ActionKind::of_rung(rung)));
+        }
+        Ok(d)
+    }
+
+    fn decide_action(&self, app: &Application, trigger: &Trigger, history: &History, now: DateTime<Utc>) -> Result<Decision, PolicyError> {
         if let Some(why) = app.incompleteness() {
             return Err(PolicyError::IncompleteApplication { app: app.id(), why });
         }

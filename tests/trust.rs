@@ -1,0 +1,111 @@
+//! Trust levels end to end (issue 29): the worker over the Argo CD and Slack simulators, with the
+//! policy's `trust` at `observe`, `propose` or `act`, counted where it lands: the simulator's
+//! mutating calls and the Slack simulator's posts.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use medic_core::event::{AppRef, WorkItem, WorkKind};
+use medic_core::ports::WorkQueue;
+use medic_core::trust::{TrustConfig, TrustLevel, TrustRule};
+use medic_core::{DecisionPolicy, Trigger};
+use medic_sim::ArgoSim;
+use medic_worker::{Worker, WorkerPolicy};
+
+use crate::support::slack::{ALICE, SIGNING_SECRET, SlackWorker, Stack, button, click, parents, stack, text_of};
+
+/// Bob is on the allow-list of `platform` (tests/support/slack.rs); Alice only on `payments`'.
+const BOB: &str = "U0BOB00001";
+
+fn mutations(sim: &ArgoSim) -> usize {
+    let c = sim.counts();
+    c.refresh + c.hard_refresh + c.sync + c.terminate
+}
+
+/// The stack's worker deciding with `trust`.
+fn worker_trusting(stack: &Stack, trust: TrustConfig) -> SlackWorker {
+    let w = stack.worker();
+    let mut config = w.policy.base().config.clone();
+    config.trust = trust;
+    Worker { policy: WorkerPolicy::fixed(DecisionPolicy::new(config)), ..w }
+}
+
+async fn look(stack: &Stack, name: &str, project: &str, window: &str) {
+    let app = AppRef { name: name.into(), namespace: "argocd".into(), project: Some(project.into()) };
+    stack.queue().enqueue(&WorkItem::for_app(WorkKind::Sweep, app, Trigger::sweep(), window, Utc::now()), Duration::ZERO).await.unwrap();
+}
+
+/// `observe`: the ladder decides what it would do and records it, nothing changes in Argo CD and
+/// no proposal is posted; an escalation still reaches people.
+#[tokio::test]
+async fn observe_changes_nothing_in_argo_cd_and_proposes_nothing_but_still_escalates() {
+    let stack = stack().await;
+    let w = worker_trusting(&stack, TrustConfig { default: TrustLevel::Observe, rules: Vec::new() });
+    look(&stack, "inventory", "payments", "w1").await; // a refresh
+    look(&stack, "observability", "platform", "w1").await; // a sync
+    look(&stack, "storefront", "payments", "w1").await; // an escalation
+    stack.poll(&w).await;
+    assert_eq!(mutations(&stack.argo), 0, "observe makes no call that changes Argo CD");
+    let told = parents(&stack.slack);
+    assert_eq!(told.len(), 1, "only the escalation: {:?}", told.iter().map(text_of).collect::<Vec<_>>());
+    assert!(text_of(&told[0]).contains("storefront"));
+}
+
+/// `propose`: the sync the ladder chose is posted to the incident's thread with Sync as its
+/// primary button, and performed only when a person on the project's allow-list presses it.
+/// The proposal is the incident's escalation: a later look posts nothing more.
+#[tokio::test]
+async fn propose_offers_the_action_as_the_primary_button_and_acts_only_on_an_allowed_click() {
+    let stack = stack().await;
+    let w = worker_trusting(&stack, TrustConfig { default: TrustLevel::Propose, rules: Vec::new() });
+    look(&stack, "observability", "platform", "w1").await;
+    stack.poll(&w).await;
+    assert_eq!(mutations(&stack.argo), 0, "proposed, not performed");
+    let proposals = parents(&stack.slack);
+    assert_eq!(proposals.len(), 1);
+    let text = text_of(&proposals[0]);
+    assert!(text.contains("Proposed: Sync"), "{text}");
+    let actions = proposals[0].blocks.as_array().unwrap().iter().find(|b| b["type"] == "actions").cloned().expect("buttons");
+    let first = &actions["elements"][0];
+    assert_eq!((first["text"]["text"].as_str(), first["style"].as_str()), (Some("Sync"), Some("primary")), "{actions}");
+
+    // Alice may press buttons of payments, not of platform: refused, nothing performed.
+    let sync = button(&proposals[0], "Sync");
+    assert_eq!(stack.actions().handle(click(&sync, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 403);
+    stack.poll(&w).await;
+    assert_eq!(mutations(&stack.argo), 0, "a user off the allow-list approves nothing");
+
+    // Bob may: the sync is performed, once.
+    assert_eq!(stack.actions().handle(click(&sync, BOB, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
+    stack.poll(&w).await;
+    assert_eq!(stack.argo.counts().sync, 1, "the approved sync");
+
+    // The incident is in people's hands: the next look posts no second proposal and syncs nothing.
+    look(&stack, "observability", "platform", "w2").await;
+    stack.poll(&w).await;
+    assert_eq!(parents(&stack.slack).len(), 1);
+    assert_eq!(stack.argo.counts().sync, 1);
+}
+
+/// Rules by action kind: refreshes `act`, syncs `propose`. The refresh is made; the sync that
+/// would follow it on another app is proposed.
+#[tokio::test]
+async fn a_rule_per_action_kind_lets_refreshes_act_while_syncs_are_proposed() {
+    let stack = stack().await;
+    let trust = TrustConfig {
+        default: TrustLevel::Observe,
+        rules: vec![
+            TrustRule { actions: vec![medic_core::actions::ActionKind::Refresh], level: TrustLevel::Act, ..Default::default() },
+            TrustRule { projects: vec!["platform".into()], level: TrustLevel::Propose, ..Default::default() },
+        ],
+    };
+    let w = worker_trusting(&stack, trust);
+    look(&stack, "inventory", "payments", "w1").await;
+    look(&stack, "observability", "platform", "w1").await;
+    stack.poll(&w).await;
+    let counts = stack.argo.counts();
+    assert_eq!((counts.refresh, counts.sync), (1, 0), "{counts:?}");
+    let told = parents(&stack.slack);
+    assert_eq!(told.len(), 1);
+    assert!(text_of(&told[0]).contains("observability") && text_of(&told[0]).contains("Proposed: Sync"));
+}
