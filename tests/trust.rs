@@ -109,3 +109,38 @@ async fn a_rule_per_action_kind_lets_refreshes_act_while_syncs_are_proposed() {
     assert_eq!(told.len(), 1);
     assert!(text_of(&told[0]).contains("observability") && text_of(&told[0]).contains("Proposed: Sync"));
 }
+
+/// The sweeper's canary probes of a fleet outage are refreshes of apps that cannot be compared
+/// (`comparison-error-transient`): made at `act`, held at `observe` and at `propose` (a probe is
+/// not proposed to people, who are told of the outage as a whole), while the outage is still told.
+#[tokio::test]
+async fn the_sweeper_probes_canaries_only_where_refreshes_of_unreachable_sources_may_act() {
+    for (level, probes) in [(TrustLevel::Act, 3), (TrustLevel::Propose, 0), (TrustLevel::Observe, 0)] {
+        let stack = stack().await;
+        let sim = crate::support::outage_fleet(30, 20, "git.down.example.com", 20, None, |_, _| None).await;
+        let mut sweeper = stack.sweeper(&sim, Duration::from_secs(300));
+        sweeper.config.trust = TrustConfig {
+            default: TrustLevel::Act,
+            rules: vec![TrustRule { failure_modes: vec![medic_core::FailureMode::ComparisonErrorTransient], level, ..Default::default() }],
+        };
+        let run = sweeper.run().await.unwrap();
+        assert_eq!(run.outages, 1, "{level}: {run:?}");
+        assert_eq!((mutations(&sim), run.probed), (probes, probes), "{level}");
+        assert!(!stack.slack.parents(crate::support::slack::CH).is_empty(), "{level}: the outage is told");
+    }
+}
+
+/// `medic sweep` (no Slack): the same rule holds its canaries.
+#[tokio::test]
+async fn medic_sweep_probes_canaries_only_at_act() {
+    for (level, probed) in [(TrustLevel::Act, true), (TrustLevel::Observe, false)] {
+        let sim = crate::support::outage_fleet(30, 20, "git.down.example.com", 20, None, |_, _| None).await;
+        let c = crate::support::client(&sim);
+        let policy = medic_core::PolicyConfig { trust: TrustConfig { default: level, rules: Vec::new() }, ..Default::default() };
+        let parts = crate::support::Parts::new(medic::store::SqliteIncidentStore::in_memory().unwrap(), policy);
+        let r = parts.step(&c, false, Duration::from_secs(600));
+        let summary = medic::sweep::sweep(&r, &medic::sweep::SweepOptions::default(), &(), &|| false).await.unwrap();
+        assert_eq!(summary.outages.len(), 1, "{level}");
+        assert_eq!(mutations(&sim) > 0, probed, "{level}: {} mutating calls", mutations(&sim));
+    }
+}

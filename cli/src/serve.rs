@@ -289,6 +289,7 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
             // `--dry-run` holds the canaries' refreshes and the outage's new posts too.
             dry_run: opts.dry_run,
             work_item_key: work_item_key.clone(),
+            trust: opts.policy.trust.clone(),
             ..SweeperConfig::default()
         },
         argo: Arc::clone(&argo),

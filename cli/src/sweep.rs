@@ -269,12 +269,16 @@ where
     C: Clock,
     W: Switch,
 {
-    let refs: Vec<AppRef> = listed.iter().filter(|a| cause.canaries().contains(&a.id())).map(AppRef::from).collect();
+    let refs: Vec<(AppRef, medic_core::trust::TrustLevel)> = listed
+        .iter()
+        .filter(|a| cause.canaries().contains(&a.id()))
+        .map(|a| (AppRef::from(a), medic_core::trust::canary_trust(&r.policy.config.trust, a)))
+        .collect();
     let act = r.actuator();
-    let probes = futures::future::join_all(refs.into_iter().map(|app| {
+    let probes = futures::future::join_all(refs.into_iter().map(|(app, trust)| {
         let act = &act;
         async move {
-            let probed = act.perform(Request::Canary { app: &app }).await;
+            let probed = act.perform(Request::Canary { app: &app, trust }).await;
             (app, probed)
         }
     }))

@@ -59,8 +59,9 @@ pub enum Request<'r> {
     /// A refresh asked for through the signed refresh endpoint.
     SignedRefresh { app: &'r AppRef, kind: RefreshKind },
     /// A fleet outage's canary: refreshed, and hard-refreshed when Argo CD answers with a cached
-    /// generation failure ([`crate::fleet::needs_hard_probe`]).
-    Canary { app: &'r AppRef },
+    /// generation failure ([`crate::fleet::needs_hard_probe`]); held where `trust` is not `act`
+    /// ([`crate::trust::canary_trust`]).
+    Canary { app: &'r AppRef, trust: TrustLevel },
     /// A button's outcome told in its thread.
     Reply { request: &'r HumanActionRequest, by: &'r str, outcome: &'r HumanActionOutcome },
     /// The app is out of trouble: its open escalations are marked resolved.
@@ -175,7 +176,7 @@ where
                 }
                 Ok(Performed::Refreshed(Box::new(Box::pin(self.argo.refresh(&permit, app, kind)).await?)))
             }
-            Request::Canary { app } => Box::pin(self.canary(&permit, app)).await,
+            Request::Canary { app, trust } => Box::pin(self.canary(&permit, app, trust)).await,
             Request::Reply { request, by, outcome } => {
                 let answer = self.check(ActionKind::Reply, Caller::Person, Some(&request.app.id()), request.app.project.as_deref()).await;
                 if !answer.acts() {
@@ -256,9 +257,11 @@ where
 
     /// A canary probe: one refresh within the refresh budget; a hard one, within its budget, when
     /// the answer shows a cached generation failure. Held whole when the gate holds refreshes.
-    async fn canary(&self, permit: &Permit, app: &AppRef) -> Result<Performed, StepError> {
+    async fn canary(&self, permit: &Permit, app: &AppRef, trust: TrustLevel) -> Result<Performed, StepError> {
         let id = app.id();
-        let answer = self.check(ActionKind::Refresh, Caller::Canary, Some(&id), app.project.as_deref()).await;
+        // A proposal of a probe would ask a person to press Refresh on one app of an outage they
+        // are told of as a whole: a probe is made at `act` only.
+        let answer = self.check_trusted(ActionKind::Refresh, Caller::Canary, Some(&id), app.project.as_deref(), trust).await;
         if !answer.acts() {
             return Ok(Performed::Held(answer));
         }
@@ -269,7 +272,7 @@ where
         if !crate::fleet::needs_hard_probe(&read) {
             return Ok(Performed::Refreshed(Box::new(read)));
         }
-        let hard = self.check(ActionKind::HardRefresh, Caller::Canary, Some(&id), app.project.as_deref()).await;
+        let hard = self.check_trusted(ActionKind::HardRefresh, Caller::Canary, Some(&id), app.project.as_deref(), trust).await;
         if !hard.acts() || self.budget.acquire(BudgetKind::HardRefresh).await.is_err() {
             return Ok(Performed::Refreshed(Box::new(read)));
         }

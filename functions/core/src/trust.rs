@@ -114,6 +114,13 @@ fn glob(pattern: &str, name: &str) -> bool {
     }
 }
 
+/// The level of a fleet outage's canary probe of `app` (a refresh): the app cannot be compared, so
+/// its failure mode is `comparison-error-transient`. The app is a listed item, whose labels,
+/// annotations and project the sweep's list keeps.
+pub fn canary_trust(config: &TrustConfig, app: &Application) -> TrustLevel {
+    config.applied(app, FailureMode::ComparisonErrorTransient, ActionKind::Refresh).level
+}
+
 /// The policy configuration's `trust`: a default and rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]

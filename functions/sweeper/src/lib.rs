@@ -43,6 +43,8 @@ pub struct SweeperConfig {
     /// How long before the Argo CD token expires the sweep warns (in Slack once a day, and the
     /// `ArgoTokenDaysLeft` metric its alarm watches is published every sweep anyway).
     pub token_expiry_warning: Duration,
+    /// The policy's trust levels: a canary's refresh is held where the level is not `act`.
+    pub trust: medic_core::trust::TrustConfig,
 }
 
 impl Default for SweeperConfig {
@@ -55,6 +57,7 @@ impl Default for SweeperConfig {
             refresh_per_minute: medic_adapters::budget::BudgetRates::default().refresh_per_minute,
             work_item_key: None,
             token_expiry_warning: Duration::from_secs(7 * 86_400),
+            trust: medic_core::trust::TrustConfig::default(),
         }
     }
 }
@@ -102,6 +105,7 @@ impl LambdaSweeper {
                 refresh_per_minute: env.rates()?.refresh_per_minute,
                 work_item_key: Some(work_item_key),
                 token_expiry_warning: env.token_expiry_warning()?,
+                trust: policy.trust,
             },
             argo,
             store: env.store()?,
@@ -467,9 +471,14 @@ where
         listed: &[medic_core::Application],
         cause: &medic_core::fleet::FleetCause,
     ) -> (usize, usize, Vec<medic_core::Application>) {
-        let refs: Vec<AppRef> = listed.iter().filter(|a| cause.canaries().contains(&a.id())).map(AppRef::from).collect();
+        let canaries: Vec<(AppRef, medic_core::trust::TrustLevel)> = listed
+            .iter()
+            .filter(|a| cause.canaries().contains(&a.id()))
+            .map(|a| (AppRef::from(a), medic_core::trust::canary_trust(&self.config.trust, a)))
+            .collect();
         let act = self.actuator();
-        let probes = futures::future::join_all(refs.iter().map(|app| act.perform(Request::Canary { app }))).await;
+        let probes =
+            futures::future::join_all(canaries.iter().map(|(app, trust)| act.perform(Request::Canary { app, trust: *trust }))).await;
         // A probe the gate held or the budget deferred is no probe: the next sweep tries again.
         let reads: Vec<Result<medic_core::Application, medic_core::remediate::StepError>> = probes
             .into_iter()
