@@ -1,6 +1,7 @@
-//! Trust levels end to end (issue 29): the worker over the Argo CD and Slack simulators, with the
-//! policy's `trust` at `observe`, `propose` or `act`, counted where it lands: the simulator's
-//! mutating calls and the Slack simulator's posts.
+//! Earned autonomy end to end (issue 29): the worker and the sweeper over the Argo CD and Slack
+//! simulators, with the policy's `trust` at `observe`, `propose` or `act`, counted where it lands
+//! (the simulator's mutating calls, the Slack simulator's posts), and its `routing` sending an
+//! incident's thread to its team's channel.
 
 use std::time::Duration;
 
@@ -143,4 +144,47 @@ async fn medic_sweep_probes_canaries_only_at_act() {
         assert_eq!(summary.outages.len(), 1, "{level}");
         assert_eq!(mutations(&sim) > 0, probed, "{level}: {} mutating calls", mutations(&sim));
     }
+}
+
+/// The stack with a Slack simulator that has the payments team's channel too.
+async fn stack_with_team_channel(channel: &str) -> Stack {
+    let slack = medic_sim::SlackSim::start(medic_sim::SlackSimConfig {
+        channels: vec![crate::support::slack::CH.into(), channel.into()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let aws = crate::support::stack::AwsStack::new("slack-work", 1, 1000).await;
+    let argo = crate::support::sim_with_samples(medic_sim::SimConfig::default()).await;
+    Stack { aws, slack, argo }
+}
+
+/// Routing: an app whose project names a channel gets its thread there, its team mentioned; the
+/// reply to a button in it is told in that thread; an app of another project stays in the
+/// deployment's channel.
+#[tokio::test]
+async fn an_incident_of_a_routed_project_gets_its_thread_in_the_team_s_channel() {
+    const PAYMENTS: &str = "C0PAYMENTS1";
+    let stack = stack_with_team_channel(PAYMENTS).await;
+    let w = stack.worker();
+    let mut config = w.policy.base().config.clone();
+    config.routing =
+        serde_json::from_value(serde_json::json!({"projects": {"payments": {"channel": PAYMENTS, "mention": "S0PAYONCALL"}}})).unwrap();
+    let w = Worker { policy: WorkerPolicy::fixed(DecisionPolicy::new(config)), ..w };
+    look(&stack, "storefront", "payments", "w1").await; // escalated
+    look(&stack, "legacy-batch", "sandbox", "w1").await; // escalated too (a deletion stuck on finalizers)
+    stack.poll(&w).await;
+
+    let team = stack.slack.parents(PAYMENTS);
+    assert_eq!(team.len(), 1, "storefront's thread is in the team's channel");
+    assert!(text_of(&team[0]).contains("storefront") && text_of(&team[0]).contains("<!subteam^S0PAYONCALL>"), "{}", text_of(&team[0]));
+    let shared = parents(&stack.slack);
+    assert!(shared.iter().all(|m| !text_of(m).contains("storefront")), "not in the deployment's channel too");
+    assert!(shared.iter().any(|m| text_of(m).contains("legacy-batch")), "the other project's incident stays in the deployment's channel");
+
+    // A person's button in the team's thread is answered there.
+    let ack = button(&team[0], "Acknowledge");
+    assert_eq!(stack.actions().handle(click(&ack, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
+    stack.poll(&w).await;
+    assert_eq!(stack.slack.replies(PAYMENTS, &team[0].ts).len(), 1, "the reply is in the team's thread");
 }

@@ -72,6 +72,11 @@ pub fn decision_text(d: &Decision) -> String {
         };
         out.push_str(&format!("  trust: {} ({what}; set by {})\n", trust.level, trust.why));
     }
+    if let Some(route) = &d.route {
+        let channel = if route.channel.is_empty() { "the deployment's channel" } else { route.channel.as_str() };
+        let mention = if route.mention.is_empty() { String::new() } else { format!(", mentioning {}", route.mention) };
+        out.push_str(&format!("  told in: {channel}{mention}\n"));
+    }
     if let Some(after) = d.retry_after_secs {
         out.push_str(&format!("  look again in: {after}s\n"));
     }

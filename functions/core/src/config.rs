@@ -82,6 +82,9 @@ pub struct PolicyConfig {
     /// How far Argo Medic may go on its own, per scope and failure mode or action kind
     /// ([`crate::trust`]): `act` everywhere unless configured.
     pub trust: crate::trust::TrustConfig,
+    /// Where each project's incidents are told ([`crate::route`]): its team's Slack channel and
+    /// whom to mention; the deployment's channel for the rest.
+    pub routing: crate::route::RoutingConfig,
 }
 
 impl PolicyConfig {
@@ -159,6 +162,7 @@ impl Default for PolicyConfig {
             self_heal_loop_attempts: 5,
             kind_not_found_retries: 2,
             trust: crate::trust::TrustConfig::default(),
+            routing: crate::route::RoutingConfig::default(),
         }
     }
 }

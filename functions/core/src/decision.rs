@@ -72,6 +72,9 @@ pub struct Decision {
     /// ([`crate::trust`]): `act` performs it, `propose` offers it to a person, `observe` records it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<crate::trust::AppliedTrust>,
+    /// Where the incident is told, when not in the deployment's channel ([`crate::route`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<crate::route::Route>,
     /// True when this observation closes an open incident (the app is Synced and Healthy again).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub resolves_incident: bool,
@@ -108,6 +111,7 @@ impl Decision {
             human_actions: Vec::new(),
             recommended: None,
             trust: None,
+            route: None,
             resolves_incident: false,
             decided_at: now,
         }

@@ -41,6 +41,7 @@ pub mod permit;
 pub mod policy;
 pub mod ports;
 pub mod remediate;
+pub mod route;
 pub mod step;
 pub mod sweep;
 pub mod switch;

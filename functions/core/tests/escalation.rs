@@ -59,6 +59,7 @@ fn escalation_in(app: &Application, mode: FailureMode, history: &History) -> Dec
         human_actions: offer.actions,
         recommended: Some(offer.recommended),
         trust: None,
+        route: None,
         resolves_incident: false,
         decided_at: now(),
     }

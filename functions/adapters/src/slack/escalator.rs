@@ -163,11 +163,26 @@ impl<S: EscalationStore> SlackEscalator<S> {
     /// Posts `message` once for `key` (in the thread of message `thread_key`, if any); returns
     /// its `ts`. See the module documentation for how a crash at any point posts no second copy.
     pub async fn post_once(&self, key: &str, thread_key: Option<&str>, message: &Rendered) -> Result<String, EscalationError> {
-        let thread_ts = match thread_key {
-            Some(k) => Some(self.wait_ts(k).await?),
-            None => None,
+        self.post_once_in(key, None, thread_key, message).await
+    }
+
+    /// [`Self::post_once`] in `channel` (empty or `None`: the deployment's). A reply goes to its
+    /// thread's channel, wherever that is.
+    pub async fn post_once_in(
+        &self,
+        key: &str,
+        channel: Option<&str>,
+        thread_key: Option<&str>,
+        message: &Rendered,
+    ) -> Result<String, EscalationError> {
+        let (channel, thread_ts) = match thread_key {
+            Some(k) => {
+                let ts = self.wait_ts(k).await?;
+                let parent = self.load::<MessageRec>("msg", k).await?.map(|(_, r)| r.channel);
+                (parent.unwrap_or_else(|| self.settings.channel.clone()), Some(ts))
+            }
+            None => (channel.filter(|c| !c.is_empty()).unwrap_or(&self.settings.channel).to_owned(), None),
         };
-        let channel = self.settings.channel.clone();
         let deadline = Instant::now() + self.settings.busy_wait;
         let lease = TimeDelta::from_std(self.settings.lease).unwrap_or(TimeDelta::seconds(60));
         let (version, rec) = loop {
@@ -338,7 +353,10 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             Some((_, rec)) => rec,
             None => {
                 let snooze = self.snoozed(&name).await?;
-                let (window_fleet, position) = if self.settings.fleet_threshold > 0 && snooze.is_none() {
+                let channel = decision.route.as_ref().map(|r| r.channel.clone()).unwrap_or_default();
+                // Incidents grouped by failure mode live in the deployment's channel; one routed
+                // to its team's channel stays there, on its own.
+                let (window_fleet, position) = if self.settings.fleet_threshold > 0 && snooze.is_none() && channel.is_empty() {
                     let (fleet, position) = self.join_window(decision.failure_mode, &incident_id).await?;
                     (Some(fleet), position)
                 } else {
@@ -361,6 +379,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                     resolved: false,
                     reported: vec![],
                     snoozed_until: snooze.as_ref().map(|s| s.until),
+                    channel,
                 };
                 self.save("incident", &incident_id, &name, None, self.ttl()).await?;
                 if !self.save(&group, &incident_id, &rec, None, self.ttl()).await? {
@@ -424,7 +443,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                 self.join_fleet(&fleet_id, &rec.facts).await?;
             }
             None => {
-                self.post_once(&rec.message_key, None, &self.render_incident(&rec)).await?;
+                self.post_once_in(&rec.message_key, Some(&rec.channel), None, &self.render_incident(&rec)).await?;
             }
         }
         tracing::info!(app = %name, incident = %incident_id, failure_mode = %decision.failure_mode, "escalated to Slack");

@@ -75,6 +75,10 @@ pub(super) struct IncidentRec {
     pub(super) reported: Vec<String>,
     #[serde(default)]
     pub(super) snoozed_until: Option<DateTime<Utc>>,
+    /// The channel its thread is in, when routed to its team's ([`medic_core::route`]); empty:
+    /// the deployment's channel (and every record written before routing).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub(super) channel: String,
 }
 
 impl IncidentRec {

@@ -386,7 +386,12 @@ pub fn incident_parent(facts: &IncidentFacts, status: &Status, buttons: &[Button
     let runbook = runbook_text(facts.failure_mode, Some(facts));
     let block_id = format!("am-actions-{}-r{revision}", facts.incident_id);
     let shown: &[Button] = if status.state == IncidentState::Resolved { &[] } else { buttons };
-    let head = [header(&head_text), section(status_line(status, facts)), incident_fields(facts)];
+    let mut head = vec![header(&head_text), section(status_line(status, facts)), incident_fields(facts)];
+    // The owning team's mention, markup as Slack writes it (made by `Route::mention_markup`
+    // from an id, never from free text, so it cannot be `@channel`).
+    if !facts.mention.is_empty() && status.state != IncidentState::Resolved {
+        head.insert(1, section(format!("cc {}", facts.mention)));
+    }
     let optional: Vec<Optional<'_>> = vec![
         Box::new(|s| capped_section("Why", &facts.reason, scaled(1200, s))),
         Box::new(|s| capped_section("Diagnosis", facts.failure_mode.entry().diagnosis, scaled(1200, s))),
@@ -748,6 +753,7 @@ mod tests {
             sync_prune: false,
             recommended: Some(HumanAction::Acknowledge),
             failed_hooks: vec![FailedHook { kind: "Job".into(), namespace: "payments".into(), name: "db-migrate".into() }],
+            mention: String::new(),
         }
     }
 
@@ -924,6 +930,7 @@ mod tests {
             human_actions: vec![HumanAction::Sync],
             recommended: None,
             trust: None,
+            route: None,
             resolves_incident: false,
             decided_at: t0(),
         };

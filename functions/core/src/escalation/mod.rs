@@ -185,6 +185,10 @@ pub struct IncidentFacts {
     /// The hooks that failed in the last operation, for the runbook's commands.
     #[serde(default)]
     pub failed_hooks: Vec<FailedHook>,
+    /// Who to tell in the incident's first message, as Slack writes it (`<!subteam^S0123>`):
+    /// the owning team's, from the policy's routing or the app's annotation ([`crate::route`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mention: String,
 }
 
 /// A hook of the last operation that failed: what the runbook's `<hook-job>` and
@@ -263,6 +267,7 @@ impl IncidentFacts {
             sync_prune: plan.prune,
             recommended: decision.recommended,
             failed_hooks,
+            mention: decision.route.as_ref().map(|r| r.mention_markup()).unwrap_or_default(),
         }
     }
 

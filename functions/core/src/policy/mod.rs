@@ -246,6 +246,9 @@ impl DecisionPolicy {
         if let Some(rung) = Rung::of(d.action).filter(|r| *r != Rung::Escalate) {
             d.trust = Some(self.config.trust.applied(app, d.failure_mode, crate::actions::ActionKind::of_rung(rung)));
         }
+        if d.incident.is_some() {
+            d.route = self.config.routing.route_for(app);
+        }
         Ok(d)
     }
 
