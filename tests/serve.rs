@@ -39,6 +39,12 @@ async fn serve(http: HttpLimits) -> Local {
 
 /// [`serve`] on the state file of `store`.
 async fn serve_on(http: HttpLimits, store: Arc<SqliteIncidentStore>) -> Local {
+    let policy = PolicyConfig { instance_id: "test".into(), ..PolicyConfig::default() };
+    serve_with(http, store, policy, &format!(r#"{{"payments": ["{ALICE}"]}}"#)).await
+}
+
+/// [`serve_on`] deciding with `policy`, its Slack buttons allowed as `allow` (project → users) says.
+async fn serve_with(http: HttpLimits, store: Arc<SqliteIncidentStore>, policy: PolicyConfig, allow: &str) -> Local {
     let argo = sim_with_samples(SimConfig::default()).await;
     let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
     let mut settings = SlackSettings::new(CH, "test");
@@ -55,13 +61,13 @@ async fn serve_on(http: HttpLimits, store: Arc<SqliteIncidentStore>) -> Local {
             refresh_secret: None,
             sweep_every: Duration::from_secs(600),
             dry_run: false,
-            policy: PolicyConfig { instance_id: "test".into(), ..PolicyConfig::default() },
+            policy,
             rates: generous_rates(),
             store: Arc::clone(&store),
             escalator: Arc::new(AnyEscalator::Slack(Box::new(escalator))),
             slack_actions: Some(SlackActionsOptions {
                 secret: SigningSecret::new(SIGNING_SECRET, None),
-                allow: AllowList::from_json(&format!(r#"{{"payments": ["{ALICE}"]}}"#)).unwrap(),
+                allow: AllowList::from_json(allow).unwrap(),
             }),
             http,
         },
@@ -363,4 +369,32 @@ async fn a_request_accepted_before_serve_stops_is_performed_by_the_next_serve_on
     second.served.shutdown().await;
     second.slack.shutdown().await;
     second.argo.shutdown().await;
+}
+
+/// Issue 29: `medic serve` at trust level `propose` for syncs (refreshes act): its first sweep
+/// posts observability's sync as a proposal and sends no sync; the allowed user's click on the
+/// proposal's Sync button, posted to serve's `/slack/actions`, performs it.
+#[tokio::test]
+async fn serve_proposes_a_sync_and_performs_it_when_an_allowed_user_presses_it() {
+    let trust = serde_json::json!({"default": "propose", "rules": [{"actions": ["refresh"], "level": "act"}]});
+    let policy = PolicyConfig { instance_id: "test".into(), trust: serde_json::from_value(trust).unwrap(), ..PolicyConfig::default() };
+    let store = Arc::new(SqliteIncidentStore::in_memory().unwrap());
+    let local = serve_with(HttpLimits::default(), store, policy, &format!(r#"{{"platform": ["{ALICE}"]}}"#)).await;
+    let proposal = eventually("observability's proposal", || {
+        parent_of(&local.slack, "observability").filter(|m| m.blocks.to_string().contains("Proposed: Sync"))
+    })
+    .await;
+    let syncs = |argo: &medic_sim::ArgoSim| argo.requests().iter().filter(|r| r.path.ends_with("/applications/observability/sync")).count();
+    assert_eq!(syncs(&local.argo), 0, "proposed, not performed");
+    let refreshed = local.argo.requests().iter().any(|r| r.query.iter().any(|(k, _)| k == "refresh"));
+    assert!(refreshed, "refreshes act");
+
+    let sync = button(&proposal, "Sync").expect("the proposal's Sync button");
+    let (status, body) = exchange(local.served.addr, &click(&sync, ALICE, Utc::now().timestamp())).await;
+    assert_eq!(status, 200, "{body}");
+    eventually("the approved sync in Argo CD", || (syncs(&local.argo) == 1).then_some(())).await;
+
+    local.served.shutdown().await;
+    local.slack.shutdown().await;
+    local.argo.shutdown().await;
 }
