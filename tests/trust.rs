@@ -188,3 +188,87 @@ async fn an_incident_of_a_routed_project_gets_its_thread_in_the_team_s_channel()
     stack.poll(&w).await;
     assert_eq!(stack.slack.replies(PAYMENTS, &team[0].ts).len(), 1, "the reply is in the team's thread");
 }
+
+/// A freeze of project payments for 4 hours, set now, in a switch store read as the functions
+/// read it (`CachedSwitch`, on the test's clock).
+async fn frozen_payments(
+    clock: &std::sync::Arc<crate::support::TestClock>,
+    hours: i64,
+) -> (std::sync::Arc<medic_adapters::switch::MemorySwitchStore>, medic_core::freeze::Freeze) {
+    use medic_core::ports::Clock;
+    use medic_core::switch::SwitchStore;
+    let store = std::sync::Arc::new(medic_adapters::switch::MemorySwitchStore::default());
+    let freeze = medic_core::freeze::Freeze::new(
+        medic_core::freeze::FreezeScope::Project("payments".into()),
+        clock.now(),
+        chrono::TimeDelta::hours(hours),
+        "ledger migration",
+        "medic freeze (alice)",
+    );
+    store.write_freeze(&freeze).await.unwrap();
+    (store, freeze)
+}
+
+/// A freeze holds every automatic action on its scope (decided, recorded, not performed, and
+/// the step says which freeze held it), leaves other projects alone, and lifts itself at its end:
+/// the clock moved past it, the same look acts.
+#[tokio::test]
+async fn a_freeze_holds_automatic_actions_on_its_scope_and_lifts_itself_at_its_end() {
+    let sim = crate::support::sim_with_samples(medic_sim::SimConfig::default()).await;
+    let c = crate::support::client(&sim);
+    let clock = crate::support::TestClock::now_real();
+    let (store, _) = frozen_payments(&clock, 4).await;
+    let switch = medic_adapters::switch::CachedSwitch::new(std::sync::Arc::clone(&store), std::sync::Arc::clone(&clock));
+    let parts = crate::support::Parts::new(
+        medic_adapters::memory::MemoryIncidentStore::default(),
+        medic_core::PolicyConfig { instance_id: "test".into(), settle_secs: 0, ..Default::default() },
+    );
+    let step = parts.step_switched(&c, clock.as_ref(), &switch, Duration::from_secs(600));
+    let inventory = crate::support::app("inventory", "payments"); // stale: the ladder refreshes it
+
+    let held = step.run(&inventory, &Trigger::sweep(), None).await.unwrap();
+    assert_eq!(held.result, medic_core::remediate::StepResult::DryRun, "{}", held.detail);
+    assert!(held.detail.contains("project payments is frozen until") && held.detail.contains("ledger migration"), "{}", held.detail);
+    assert_eq!(mutations(&sim), 0);
+
+    let other = step.run(&crate::support::app("observability", "platform"), &Trigger::sweep(), None).await.unwrap();
+    assert_eq!(other.result, medic_core::remediate::StepResult::Synced, "another project is not frozen: {}", other.detail);
+
+    clock.advance(chrono::TimeDelta::hours(4) + chrono::TimeDelta::minutes(1));
+    let after = step.run(&inventory, &Trigger::sweep(), None).await.unwrap();
+    assert_eq!(after.result, medic_core::remediate::StepResult::Refreshed, "lifted by itself: {}", after.detail);
+}
+
+/// Half an hour before a freeze ends, the sweeper reminds the channel, once, whatever how many
+/// sweeps run in that half hour; it ends on its own.
+#[tokio::test]
+async fn the_sweeper_reminds_of_a_freeze_ending_once() {
+    let stack = stack().await;
+    let clock = crate::support::TestClock::now_real();
+    let (store, freeze) = frozen_payments(&clock, 1).await;
+    let escalator = std::sync::Arc::new(medic_adapters::memory::LogEscalator::default());
+    let sweeper = medic_sweeper::Sweeper {
+        config: medic_sweeper::SweeperConfig {
+            work_item_key: Some(crate::support::work_item_key()),
+            ..medic_sweeper::SweeperConfig::default()
+        },
+        argo: crate::support::client(&stack.argo),
+        store: stack.store(),
+        dedupe: stack.store(),
+        queue: stack.queue(),
+        escalator: std::sync::Arc::clone(&escalator),
+        budget: crate::support::generous_budget(),
+        clock: std::sync::Arc::clone(&clock),
+        metrics: medic_adapters::telemetry::Metrics::quiet("test"),
+        switch: medic_adapters::switch::CachedSwitch::new(std::sync::Arc::clone(&store), std::sync::Arc::clone(&clock)),
+    };
+    let reminders = |e: &medic_adapters::memory::LogEscalator| e.alerts().iter().filter(|a| a.contains("is frozen until")).count();
+    sweeper.run().await.unwrap();
+    assert_eq!(reminders(&escalator), 0, "an hour left: not yet");
+    clock.advance(chrono::TimeDelta::minutes(35));
+    sweeper.run().await.unwrap();
+    clock.advance(chrono::TimeDelta::minutes(10));
+    sweeper.run().await.unwrap();
+    assert_eq!(reminders(&escalator), 1, "told once: {:?}", escalator.alerts());
+    assert!(escalator.alerts().iter().any(|a| a.contains(&freeze.reason) && a.contains("resumes its automatic actions")));
+}

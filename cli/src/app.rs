@@ -80,6 +80,12 @@ enum Command {
     /// DryRun and KillSwitch parameters still apply: the switch can only make Argo Medic more
     /// careful than they say.
     Switch(SwitchArgs),
+    /// Freeze an app, a project or a label selector for a while, with a reason: Argo Medic takes
+    /// no automatic action there until it ends, then resumes by itself (a reminder is posted
+    /// before). It stops Argo Medic, not Argo CD's auto-sync. `list` shows the freezes, `lift`
+    /// ends one early. Kept in a deployed stack's table, with its switch.
+    #[command(args_conflicts_with_subcommands = true)]
+    Freeze(FreezeArgs),
     /// Decide every sample scenario under events/ and print the decisions as a table.
     Demo {
         /// The events directory holding apps/ and scenarios/.
@@ -288,6 +294,63 @@ struct IncidentsArgs {
 
 #[derive(clap::Args)]
 struct SwitchArgs {
+    #[command(flatten)]
+    stack: StackTable,
+    /// The new mode: `act`, `dry-run` or `off`. Without it, the current one is shown.
+    mode: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct FreezeArgs {
+    #[command(subcommand)]
+    command: Option<FreezeCommand>,
+    /// The app to freeze, `name` or `namespace/name` (the namespace `argocd` when omitted).
+    app: Option<String>,
+    /// Freeze every app of this project instead.
+    #[arg(long, conflicts_with_all = ["app", "selector"])]
+    project: Option<String>,
+    /// Freeze every app whose labels match (`k=v`, `k!=v`, `k`, `!k`, comma = and) instead.
+    #[arg(long, conflicts_with = "app")]
+    selector: Option<String>,
+    /// How long: `4h`, `90m`, `2d`.
+    #[arg(long = "for", value_name = "DURATION")]
+    length: Option<String>,
+    /// Why, for the people who will wonder (shown in Slack and `medic freeze list`).
+    #[arg(long)]
+    reason: Option<String>,
+    /// The stack's DynamoDB state table (its StateTableName output); AWS credentials and region
+    /// as the AWS CLI finds them.
+    #[arg(long, global = true)]
+    table: Option<String>,
+    /// The stack's InstanceId.
+    #[arg(long, global = true, default_value = "default")]
+    instance: String,
+    /// Another DynamoDB endpoint (moto, DynamoDB Local).
+    #[arg(long, global = true)]
+    endpoint_url: Option<String>,
+}
+
+impl FreezeArgs {
+    fn stack(&self) -> Result<StackTable> {
+        let table = self.table.clone().context("name the stack's state table: --table <StateTableName>")?;
+        Ok(StackTable { table, instance: self.instance.clone(), endpoint_url: self.endpoint_url.clone() })
+    }
+}
+
+#[derive(Subcommand)]
+enum FreezeCommand {
+    /// The freezes in force and those ended in the last day.
+    List,
+    /// End a freeze before its time.
+    Lift {
+        /// Its id (`frz-…`, as `medic freeze list` shows it).
+        id: String,
+    },
+}
+
+/// A deployed stack's state table, as `medic switch` names it.
+#[derive(clap::Args)]
+struct StackTable {
     /// The stack's DynamoDB state table (its StateTableName output); AWS credentials and region
     /// as the AWS CLI finds them.
     #[arg(long)]
@@ -298,8 +361,13 @@ struct SwitchArgs {
     /// Another DynamoDB endpoint (moto, DynamoDB Local).
     #[arg(long)]
     endpoint_url: Option<String>,
-    /// The new mode: `act`, `dry-run` or `off`. Without it, the current one is shown.
-    mode: Option<String>,
+}
+
+impl StackTable {
+    async fn store(&self) -> medic_adapters::dynamodb::DynamoDbStore {
+        let sdk = medic_adapters::aws::sdk_config(self.endpoint_url.as_deref()).await;
+        medic_adapters::dynamodb::DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &self.table, &self.instance)
+    }
 }
 
 #[derive(Subcommand)]
@@ -559,6 +627,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Switch(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
             runtime.block_on(switch(args))
+        }
+        Command::Freeze(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            runtime.block_on(freeze(args))
         }
         Command::Incidents(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
@@ -837,14 +909,9 @@ async fn check(args: CheckArgs, argo: &crate::argocd_flags::ArgoFlags) -> Result
 async fn switch(args: SwitchArgs) -> Result<ExitCode> {
     use medic_core::switch::{Mode, SwitchStore};
     let mode = args.mode.as_deref().map(str::parse::<Mode>).transpose()?;
-    let sdk = medic_adapters::aws::sdk_config(args.endpoint_url.as_deref()).await;
-    let store = medic_adapters::dynamodb::DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), &args.table, &args.instance);
+    let store = args.stack.store().await;
     if let Some(mode) = mode {
-        let by = std::env::var("USER")
-            .ok()
-            .filter(|u| !u.is_empty())
-            .map_or_else(|| "medic switch".to_owned(), |u| format!("medic switch ({u})"));
-        store.write_mode(mode, &by).await?;
+        store.write_mode(mode, &operator("switch")).await?;
         crate::note!("switched to {mode}; workers see it within 30 seconds");
     }
     match store.switch_record().await? {
@@ -852,6 +919,54 @@ async fn switch(args: SwitchArgs) -> Result<ExitCode> {
         None => println!("act (never set: the stack's DryRun and KillSwitch parameters decide)"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Who is acting, for the audit: `medic <what> (<$USER>)`.
+fn operator(what: &str) -> String {
+    std::env::var("USER").ok().filter(|u| !u.is_empty()).map_or_else(|| format!("medic {what}"), |u| format!("medic {what} ({u})"))
+}
+
+async fn freeze(args: FreezeArgs) -> Result<ExitCode> {
+    use medic_core::freeze::{Freeze, FreezeScope};
+    use medic_core::switch::SwitchStore;
+    let now = chrono::Utc::now();
+    let stack = args.stack()?;
+    match args.command {
+        Some(FreezeCommand::List) => {
+            let freezes = stack.store().await.read_freezes().await?;
+            print!("{}", crate::render::freezes_table(&freezes, now));
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(FreezeCommand::Lift { id }) => {
+            if !stack.store().await.lift_freeze(&id).await? {
+                anyhow::bail!("no freeze {id} (`medic freeze list` shows them)");
+            }
+            crate::note!("lifted {id}; workers see it within 30 seconds");
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            let scope = match (args.app, args.project, args.selector) {
+                (Some(app), None, None) => {
+                    let (namespace, name) = app.split_once('/').unwrap_or(("argocd", app.as_str()));
+                    FreezeScope::App(medic_core::AppId::new(namespace, name))
+                }
+                (None, Some(project), None) => FreezeScope::Project(project),
+                (None, None, Some(selector)) => FreezeScope::Selector(selector),
+                _ => anyhow::bail!("name what to freeze: an APP, --project P or --selector S"),
+            };
+            let length = args.length.as_deref().context("say how long: --for 4h")?;
+            let length = chrono::TimeDelta::from_std(crate::incidents::parse_duration(length)?).context("a duration that long")?;
+            if length <= chrono::TimeDelta::zero() || length > chrono::TimeDelta::days(14) {
+                anyhow::bail!("a freeze lasts more than nothing and at most 14 days; set a new one to keep it longer");
+            }
+            let reason = args.reason.filter(|r| !r.trim().is_empty()).context("say why: --reason \"…\" (people will ask)")?;
+            let freeze = Freeze::new(scope, now, length, &reason, &operator("freeze"));
+            stack.store().await.write_freeze(&freeze).await?;
+            crate::note!("{}; workers see it within 30 seconds. It stops Argo Medic, not Argo CD's auto-sync.", freeze.describe());
+            println!("{}", freeze.id);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }
 
 async fn incidents(args: IncidentsArgs) -> Result<ExitCode> {

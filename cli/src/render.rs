@@ -55,6 +55,30 @@ pub fn decisions_table(rows: &[(String, &Decision)]) -> String {
     table(&["APP", "FAILURE MODE", "ACTION", "REASON"], &rows)
 }
 
+/// `medic freeze list`: one row per freeze, in force first.
+pub fn freezes_table(freezes: &[medic_core::freeze::Freeze], now: chrono::DateTime<chrono::Utc>) -> String {
+    let mut sorted: Vec<_> = freezes.iter().collect();
+    sorted.sort_by_key(|f| (!f.active(now), f.until));
+    let secs = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let rows: Vec<Vec<String>> = sorted
+        .iter()
+        .map(|f| {
+            let state = if f.active(now) {
+                "frozen"
+            } else if now < f.at {
+                "later"
+            } else {
+                "ended"
+            };
+            vec![f.id.clone(), f.scope.to_string(), state.to_owned(), secs(f.until), f.by.clone(), truncate(&f.reason, 80)]
+        })
+        .collect();
+    if rows.is_empty() {
+        return "no freezes\n".to_owned();
+    }
+    table(&["ID", "SCOPE", "STATE", "UNTIL", "BY", "REASON"], &rows)
+}
+
 pub fn decision_text(d: &Decision) -> String {
     let mut out = format!("{}: {} ({})\n  reason: {}\n", d.app, d.action, d.failure_mode, d.reason);
     if !d.rule.is_empty() {

@@ -269,10 +269,11 @@ where
     C: Clock,
     W: Switch,
 {
+    let (freezes, now) = (r.switch.freezes().await, r.clock.now());
     let refs: Vec<(AppRef, medic_core::trust::TrustLevel)> = listed
         .iter()
         .filter(|a| cause.canaries().contains(&a.id()))
-        .map(|a| (AppRef::from(a), medic_core::trust::canary_trust(&r.policy.config.trust, a)))
+        .map(|a| (AppRef::from(a), medic_core::freeze::canary_level(&r.policy.config.trust, &freezes, a, now)))
         .collect();
     let act = r.actuator();
     let probes = futures::future::join_all(refs.into_iter().map(|(app, trust)| {

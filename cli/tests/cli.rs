@@ -1121,3 +1121,78 @@ fn sweep_without_slack_observes_what_it_would_propose_and_says_so() {
     assert_eq!(result("inventory").as_deref(), Some("refreshed"));
     assert_eq!(result("observability").as_deref(), Some("dry_run"), "the sync is observed");
 }
+
+/// Issue 29: docs/operations.md's freeze block, run as written against a stack table in moto:
+/// the freezes it sets are the ones the functions read (`SwitchStore::read_freezes`), `list`
+/// shows them, and `lift` ends the one it names.
+#[test]
+fn the_freeze_commands_of_the_operations_guide_set_list_and_lift_freezes() {
+    use medic_core::freeze::FreezeScope;
+    use medic_core::switch::SwitchStore;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let moto = medic_sim::moto::moto();
+    let table = medic_sim::moto::unique("cli-freeze");
+    let store = runtime.block_on(async {
+        let sdk = medic_adapters::aws::sdk_config(Some(&moto.url)).await;
+        let ddb = aws_sdk_dynamodb::Client::new(&sdk);
+        medic_adapters::dynamodb::create_table(&ddb, &table).await.unwrap();
+        medic_adapters::dynamodb::DynamoDbStore::new(ddb, table.clone(), "default")
+    });
+
+    let doc = std::fs::read_to_string(root().join("docs/operations.md")).unwrap();
+    let start = doc.find("<!-- executed: cli/tests/cli.rs").expect("the freeze block's marker");
+    let block: Vec<&str> =
+        doc[start..].lines().skip_while(|l| !l.starts_with("```sh")).skip(1).take_while(|l| !l.starts_with("```")).collect();
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_medic"));
+    let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let script = format!("set -euo pipefail\nout() {{ [[ \"$1\" == StateTableName ]] && echo {table}; }}\n{}", block.join("\n"));
+    let ran = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(root())
+        .env("PATH", path)
+        .env("AWS_ENDPOINT_URL", &moto.url)
+        .env("AWS_DEFAULT_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("USER", "ops-alice")
+        .output()
+        .unwrap();
+    let (out, err) = (String::from_utf8_lossy(&ran.stdout).to_string(), String::from_utf8_lossy(&ran.stderr).to_string());
+    assert!(ran.status.success(), "the guide's freeze block failed:\n{out}\n{err}");
+    assert!(err.contains("stops Argo Medic, not Argo CD's auto-sync"), "{err}");
+
+    let freezes = runtime.block_on(store.read_freezes()).unwrap();
+    let scopes: Vec<_> = freezes.iter().map(|f| f.scope.clone()).collect();
+    assert_eq!(freezes.len(), 2, "two set, a third set and lifted: {freezes:?}");
+    assert!(scopes.contains(&FreezeScope::Project("payments".into())), "{scopes:?}");
+    assert!(scopes.contains(&FreezeScope::App(medic_core::AppId::new("argocd", "checkout"))), "{scopes:?}");
+    let payments = freezes.iter().find(|f| f.scope == FreezeScope::Project("payments".into())).unwrap();
+    assert_eq!((payments.by.as_str(), payments.reason.as_str()), ("medic freeze (ops-alice)", "ledger migration, ask #payments"));
+    assert_eq!((payments.until - payments.at).num_minutes(), 240);
+    assert!(out.contains("project payments") && out.contains("frozen") && out.contains("watching the canary by hand"), "the list:\n{out}");
+
+    // Refused: no scope, no reason, too long.
+    let medic_on = |args: &[&str]| {
+        Command::new(&bin)
+            .args(args)
+            .args(["--table", &table, "--endpoint-url", &moto.url])
+            .env("AWS_DEFAULT_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .output()
+            .unwrap()
+    };
+    for (args, why) in [
+        (&["freeze", "--for", "1h", "--reason", "x"][..], "name what to freeze"),
+        (&["freeze", "web", "--for", "1h"][..], "say why"),
+        (&["freeze", "web", "--for", "30d", "--reason", "x"][..], "at most 14 days"),
+    ] {
+        let o = medic_on(args);
+        assert!(
+            !o.status.success() && String::from_utf8_lossy(&o.stderr).contains(why),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}

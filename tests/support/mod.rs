@@ -153,6 +153,29 @@ impl<S: IncidentStore> Parts<S> {
     }
 
     /// [`Self::step`] on a clock of the test's choosing (a function whose clock is off).
+    /// [`Self::step_with_clock`] reading the instant switch (and its freezes) from `switch`.
+    pub fn step_switched<'a, A: ArgoApi, C: medic_core::ports::Clock, W: medic_core::switch::Switch>(
+        &'a self,
+        argo: &'a A,
+        clock: &'a C,
+        switch: &'a W,
+        claim_timeout: Duration,
+    ) -> Remediator<'a, A, S, MemoryDedupe, LogEscalator, LocalBudget, C, W> {
+        Remediator {
+            argo,
+            store: &self.store,
+            dedupe: &self.dedupe,
+            escalator: &self.escalator,
+            budget: &self.budget,
+            clock,
+            policy: &self.policy,
+            dry_run: false,
+            kill_switch: false,
+            switch,
+            claim_timeout,
+        }
+    }
+
     pub fn step_with_clock<'a, A: ArgoApi, C: medic_core::ports::Clock>(
         &'a self,
         argo: &'a A,

@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use medic_core::freeze::Freeze;
 use medic_core::ports::{Clock, StoreError};
 use medic_core::switch::{Mode, Switch, SwitchStore};
 
@@ -45,6 +46,8 @@ impl Default for SwitchSettings {
 struct State {
     /// The last value read, and when.
     known: Option<(Mode, DateTime<Utc>)>,
+    /// The freezes of that read.
+    freezes: Vec<Freeze>,
     /// When reads began failing (none since the last good read).
     failing_since: Option<DateTime<Utc>>,
     last_attempt: Option<DateTime<Utc>>,
@@ -122,13 +125,18 @@ impl<R: SwitchStore, C: Clock> CachedSwitch<R, C> {
         if let Some(mode) = self.cached(self.clock.now()) {
             return mode;
         }
-        let read = self.store.read_mode().await;
+        // The freezes come with the mode: one read of the switch is both, or neither.
+        let read = match tokio::join!(self.store.read_mode(), self.store.read_freezes()) {
+            (Ok(mode), Ok(freezes)) => Ok((mode, freezes)),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
         let now = self.clock.now();
         let mut state = self.state.lock().expect("switch state");
         state.last_attempt = Some(now);
         match read {
-            Ok(mode) => {
+            Ok((mode, freezes)) => {
                 let mode = mode.unwrap_or_default();
+                state.freezes = freezes;
                 if state.failing_since.take().is_some() {
                     tracing::info!(%mode, "the switch is readable again");
                 }
@@ -156,12 +164,20 @@ impl<R: SwitchStore, C: Clock> Switch for CachedSwitch<R, C> {
     fn take_alert(&self) -> Option<String> {
         self.state.lock().expect("switch state").alert.take()
     }
+
+    /// Those of the last good read. While reads fail, the last known ones stay in force (and
+    /// past the failing allowance the mode is `off`, which holds everything anyway).
+    async fn freezes(&self) -> Vec<Freeze> {
+        self.current().await;
+        self.state.lock().expect("switch state").freezes.clone()
+    }
 }
 
 /// The switch's store in memory: settable, breakable, counting its reads.
 #[derive(Debug, Default)]
 pub struct MemorySwitchStore {
     mode: Mutex<Option<Mode>>,
+    freezes: Mutex<Vec<Freeze>>,
     broken: Mutex<Option<String>>,
     reads: std::sync::atomic::AtomicUsize,
 }
@@ -195,6 +211,27 @@ impl SwitchStore for MemorySwitchStore {
     async fn write_mode(&self, mode: Mode, _by: &str) -> Result<(), StoreError> {
         self.set(mode);
         Ok(())
+    }
+
+    async fn read_freezes(&self) -> Result<Vec<Freeze>, StoreError> {
+        if let Some(problem) = self.broken.lock().expect("switch").clone() {
+            return Err(StoreError(problem));
+        }
+        Ok(self.freezes.lock().expect("switch").clone())
+    }
+
+    async fn write_freeze(&self, freeze: &Freeze) -> Result<(), StoreError> {
+        let mut freezes = self.freezes.lock().expect("switch");
+        freezes.retain(|f| f.id != freeze.id);
+        freezes.push(freeze.clone());
+        Ok(())
+    }
+
+    async fn lift_freeze(&self, id: &str) -> Result<bool, StoreError> {
+        let mut freezes = self.freezes.lock().expect("switch");
+        let before = freezes.len();
+        freezes.retain(|f| f.id != id);
+        Ok(freezes.len() < before)
     }
 }
 

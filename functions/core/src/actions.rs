@@ -60,6 +60,8 @@ pub enum ActionKind {
     OutageOver,
     /// A fleet outage past its time bound, escalated.
     OutageOverdue,
+    /// A freeze about to end, told once before it does.
+    FreezeReminder,
     /// An alert about Argo Medic itself.
     ServiceAlert,
 }
@@ -84,7 +86,7 @@ pub struct ActionRow {
 }
 
 /// Every action kind, one row each.
-pub const ACTIONS: [ActionRow; 13] = [
+pub const ACTIONS: [ActionRow; 14] = [
     ActionRow {
         kind: ActionKind::Refresh,
         wire: "refresh",
@@ -196,6 +198,16 @@ pub const ACTIONS: [ActionRow; 13] = [
         effect: Effect::AnswersThread,
         done: "told over",
         verified_by: "the escalator's record of the parent's last view",
+    },
+    ActionRow {
+        kind: ActionKind::FreezeReminder,
+        wire: "freeze_reminder",
+        rung: None,
+        button: None,
+        budget: None,
+        effect: Effect::OpensThread,
+        done: "reminded",
+        verified_by: "a marker per freeze, written once the reminder is told",
     },
     ActionRow {
         kind: ActionKind::OutageOverdue,

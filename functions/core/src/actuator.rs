@@ -315,7 +315,10 @@ where
             // the item must come back when the gate lets it act (an unperformed action is lost).
             out.claim_held_back = history.unfinished(&key).is_some();
             if !(self.gate.dry_run && answer.mode == crate::switch::Mode::DryRun && answer.why.contains("runs in dry-run")) {
-                out.detail = format!("{} (not acted on: {})", out.detail, answer.why);
+                // What set a level that held it (a rule, an annotation, a freeze) says why.
+                let set_by =
+                    decision.trust.as_ref().filter(|t| t.level != TrustLevel::Act).map(|t| format!(": {}", t.why)).unwrap_or_default();
+                out.detail = format!("{} (not acted on: {}{set_by})", out.detail, answer.why);
             }
             return Ok(RungDone { report: out, answer, outcome: None, refreshed: None });
         }

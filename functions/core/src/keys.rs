@@ -244,6 +244,17 @@ impl fmt::Display for IdempotencyKey {
     }
 }
 
+/// A freeze's id: `frz-` and 12 hex digits over its scope (as `FreezeScope` displays it) and
+/// when it was set.
+pub fn freeze_id(scope: &str, at: DateTime<Utc>) -> String {
+    format!("frz-{}", &digest(&["argo-medic/freeze/v1", scope, &at.to_rfc3339_opts(SecondsFormat::Millis, true)])[..12])
+}
+
+/// The marker of a freeze's reminder: told once while it lives.
+pub fn freeze_reminder_marker(freeze_id: &str) -> String {
+    format!("freeze-reminder-{freeze_id}")
+}
+
 /// Lower-case hex SHA-256 over NUL-terminated parts (so `("ab","c")` and `("a","bc")` differ).
 fn digest(parts: &[&str]) -> String {
     let mut h = Sha256::new();

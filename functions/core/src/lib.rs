@@ -33,6 +33,7 @@ pub mod error;
 pub mod escalation;
 pub mod event;
 pub mod fleet;
+pub mod freeze;
 pub mod gate;
 pub mod incident;
 pub mod keys;

@@ -94,7 +94,8 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
         };
         let name = app.id();
         let (history, settled) = self.settle_sends(&app, trigger).await?;
-        let decision = self.policy.decide(&app, trigger, &history, self.clock.now())?;
+        let mut decision = self.policy.decide(&app, trigger, &history, self.clock.now())?;
+        self.apply_freezes(&app, &mut decision).await;
         let mut out = report(name.clone(), Some(&decision), StepResult::NoAction, decision.reason.clone(), calls);
         if let Some(settled) = settled {
             out.detail = format!("{settled}; {}", out.detail);
@@ -114,6 +115,15 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
             let _ = self.store.note_decision(&name, incident, &note).await;
         }
         done.map(|(report, _)| report)
+    }
+
+    /// A freeze over the app ([`crate::freeze`]) makes the decision's action `observe` until it
+    /// ends; the switch's cache reads the freezes with the mode (no read for a decision that
+    /// changes nothing in Argo CD).
+    async fn apply_freezes(&self, app: &Application, decision: &mut Decision) {
+        let Some(applied) = decision.trust.take() else { return };
+        let freezes = self.switch.freezes().await;
+        decision.trust = Some(crate::freeze::with_freezes(applied, &freezes, app, self.clock.now()));
     }
 
     /// Judges the syncs of the open incident that Argo CD accepted and nobody has seen start
@@ -213,7 +223,8 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
             }
             _ => {}
         }
-        Ok((report, answer.acts()))
+        // A proposal is the incident's escalation: its note is kept as an action's is.
+        Ok((report, matches!(answer.verdict, crate::gate::Verdict::Act | crate::gate::Verdict::Propose)))
     }
 
     /// After a verified refresh: the app as Argo CD just compared it, decided on again with the

@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::freeze::Freeze;
 use crate::ports::StoreError;
 
 /// How soon every function sees a flip of the switch: how long a container keeps the value it
@@ -96,6 +97,9 @@ pub trait Switch: Send + Sync {
     /// been unreadable long enough that Argo Medic fails closed). No default: a wrapper that forgot
     /// to forward it would swallow the alert.
     fn take_alert(&self) -> Option<String>;
+    /// The freezes set now ([`crate::freeze`]), read with the mode (and as fresh): ended ones
+    /// may be among them, and are ignored by whoever reads them.
+    fn freezes(&self) -> impl Future<Output = Vec<Freeze>> + Send;
 }
 
 /// A switch that never moves (the stack's parameters alone; tests; `medic sweep`).
@@ -110,6 +114,10 @@ impl Switch for FixedSwitch {
     fn take_alert(&self) -> Option<String> {
         None
     }
+    /// Nothing is frozen where nothing can be set.
+    fn freezes(&self) -> impl Future<Output = Vec<Freeze>> + Send {
+        std::future::ready(Vec::new())
+    }
 }
 
 impl<T: Switch> Switch for std::sync::Arc<T> {
@@ -119,6 +127,9 @@ impl<T: Switch> Switch for std::sync::Arc<T> {
     fn take_alert(&self) -> Option<String> {
         (**self).take_alert()
     }
+    fn freezes(&self) -> impl Future<Output = Vec<Freeze>> + Send {
+        (**self).freezes()
+    }
 }
 
 /// Where the switch is kept (the state table on AWS, memory in tests). `None`: never set, which
@@ -127,6 +138,11 @@ pub trait SwitchStore: Send + Sync {
     fn read_mode(&self) -> impl Future<Output = Result<Option<Mode>, StoreError>> + Send;
     /// Sets the mode; `by` (who flipped it) is kept for the audit.
     fn write_mode(&self, mode: Mode, by: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Every freeze kept (ended ones too, until the store lets them go).
+    fn read_freezes(&self) -> impl Future<Output = Result<Vec<Freeze>, StoreError>> + Send;
+    fn write_freeze(&self, freeze: &Freeze) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Lifts the freeze `id` before its time; false when there was none.
+    fn lift_freeze(&self, id: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
 impl<T: SwitchStore> SwitchStore for std::sync::Arc<T> {
@@ -135,6 +151,15 @@ impl<T: SwitchStore> SwitchStore for std::sync::Arc<T> {
     }
     fn write_mode(&self, mode: Mode, by: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).write_mode(mode, by)
+    }
+    fn read_freezes(&self) -> impl Future<Output = Result<Vec<Freeze>, StoreError>> + Send {
+        (**self).read_freezes()
+    }
+    fn write_freeze(&self, freeze: &Freeze) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).write_freeze(freeze)
+    }
+    fn lift_freeze(&self, id: &str) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).lift_freeze(id)
     }
 }
 

@@ -218,6 +218,7 @@ where
             Err(e) => return Err(e.into()),
         };
         self.watch_token(now).await;
+        self.remind_freezes(now).await;
         let open: BTreeSet<AppId> = self.store.open_incidents().await?.into_iter().collect();
         let plan = plan(&listed, &open, &self.config.scope);
         let trigger = Trigger::sweep();
@@ -462,6 +463,22 @@ where
         }
     }
 
+    /// Tells the channel, once, of each freeze that ends within
+    /// [`medic_core::freeze::REMINDER_LEAD`]: Argo Medic resumes on its scope then, by itself.
+    async fn remind_freezes(&self, now: chrono::DateTime<chrono::Utc>) {
+        let freezes = self.switch.freezes().await;
+        for freeze in medic_core::freeze::ending_soon(&freezes, now, medic_core::freeze::REMINDER_LEAD) {
+            let key = medic_core::keys::freeze_reminder_marker(&freeze.id);
+            let text = medic_core::freeze::reminder(freeze);
+            let once = Once { key: &key, ttl: Duration::from_secs(2 * 86_400), unsure: WhenUnsure::Skip };
+            if let Err(e) =
+                self.actuator().perform(Request::Alert { kind: ActionKind::FreezeReminder, text: &text, once: Some(once) }).await
+            {
+                tracing::warn!(error = %e, freeze = %freeze.id, "could not remind of a freeze ending; the next sweep tries again");
+            }
+        }
+    }
+
     /// Refreshes the canaries of `cause` (hard, after a normal refresh answered with a cached
     /// generation failure); a canary Argo CD can compare again has healed. A failed
     /// read counts as not healed (the next sweep probes again). Returns (probed, healed, the
@@ -471,10 +488,11 @@ where
         listed: &[medic_core::Application],
         cause: &medic_core::fleet::FleetCause,
     ) -> (usize, usize, Vec<medic_core::Application>) {
+        let (freezes, now) = (self.switch.freezes().await, self.clock.now());
         let canaries: Vec<(AppRef, medic_core::trust::TrustLevel)> = listed
             .iter()
             .filter(|a| cause.canaries().contains(&a.id()))
-            .map(|a| (AppRef::from(a), medic_core::trust::canary_trust(&self.config.trust, a)))
+            .map(|a| (AppRef::from(a), medic_core::freeze::canary_level(&self.config.trust, &freezes, a, now)))
             .collect();
         let act = self.actuator();
         let probes =

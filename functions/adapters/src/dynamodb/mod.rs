@@ -16,6 +16,7 @@
 //! | app lock | `LOCK#<instance>#<app>` | `-` | `owner`, `locked_at` (RFC 3339), `expires_at` |
 //! | a shared budget | `BUDGET#<instance>#<kind>` (`refresh`, `hard_refresh`, `sync`) | `-` | `milli_tokens`, `at_ms` (epoch milliseconds), `version` (bumped by every write; each write is conditional on the version read). The token bucket the workers draw from (`medic_core::budget`). No expiry |
 //! | the switch | `SWITCH#<instance>` | `-` | `mode` (`act`, `dry-run` or `off`), `set_by`, `set_at` (RFC 3339). Written by `medic switch`, read by the worker (cached 30 s per container). No expiry |
+//! | a freeze | `FREEZE#<instance>` | `<freeze id>` (`frz-…`) | `doc` (the freeze as JSON: scope, until, reason, by, at), `expires_at` (`until` + 1 day). Written and lifted by `medic freeze`, read with the switch (cached 30 s per container); ended ones are ignored |
 //!
 //! An app's incident and its actions share a partition, so `history` is one `GetItem` and one
 //! `Query` (`begins_with(sk, "ACTION#<incident id>#")`).

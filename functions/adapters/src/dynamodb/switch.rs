@@ -27,7 +27,59 @@ impl DynamoDbStore {
     }
 }
 
+/// How long an ended freeze stays in the table (DynamoDB's TTL lets it go then): `medic freeze
+/// list` shows what ended today.
+const FREEZE_KEPT_AFTER_END: chrono::TimeDelta = chrono::TimeDelta::days(1);
+
+impl DynamoDbStore {
+    fn freeze_pk(&self) -> String {
+        format!("FREEZE#{}", self.instance)
+    }
+}
+
 impl medic_core::switch::SwitchStore for DynamoDbStore {
+    async fn read_freezes(&self) -> Result<Vec<medic_core::freeze::Freeze>, StoreError> {
+        // Every freeze id starts `frz-` (DynamoDB refuses an empty prefix).
+        let items = self.query(&self.freeze_pk(), "frz-", None).await?;
+        items
+            .iter()
+            .map(|item| {
+                let doc = get_s(item, "doc")?;
+                serde_json::from_str(doc).map_err(|e| StoreError(format!("a freeze item of {}: {e}", self.table)))
+            })
+            .collect()
+    }
+
+    async fn write_freeze(&self, freeze: &medic_core::freeze::Freeze) -> Result<(), StoreError> {
+        let doc = serde_json::to_string(freeze).map_err(|e| StoreError(e.to_string()))?;
+        let expires = (freeze.until + FREEZE_KEPT_AFTER_END).timestamp();
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(self.freeze_pk()))
+            .item("sk", s(&freeze.id))
+            .item("doc", s(doc))
+            .item("expires_at", AttributeValue::N(expires.to_string()))
+            .send()
+            .await
+            .map_err(|e| StoreError(describe(&self.op("PutItem"), &e)))?;
+        Ok(())
+    }
+
+    async fn lift_freeze(&self, id: &str) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(self.freeze_pk()))
+            .key("sk", s(id))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| StoreError(describe(&self.op("DeleteItem"), &e)))?;
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+    }
+
     async fn read_mode(&self) -> Result<Option<medic_core::switch::Mode>, StoreError> {
         Ok(self.switch_record().await?.map(|r| r.mode))
     }
