@@ -272,3 +272,26 @@ async fn the_sweeper_reminds_of_a_freeze_ending_once() {
     assert_eq!(reminders(&escalator), 1, "told once: {:?}", escalator.alerts());
     assert!(escalator.alerts().iter().any(|a| a.contains(&freeze.reason) && a.contains("resumes its automatic actions")));
 }
+
+/// A person's button still works in a frozen scope, and its reply in the thread says the scope is
+/// frozen and until when.
+#[tokio::test]
+async fn a_button_works_in_a_frozen_scope_and_its_reply_says_so() {
+    let stack = stack().await;
+    let clock = crate::support::TestClock::now_real();
+    let (store, _) = frozen_payments(&clock, 4).await;
+    let w = stack.aws.worker_with(
+        &stack.argo,
+        stack.store(),
+        crate::support::slack::slack_escalator(&stack.slack, crate::support::slack::settings(&stack.slack), stack.escalations()),
+        medic_adapters::switch::CachedSwitch::new(store, medic_adapters::memory::SystemClock),
+    );
+    let parent = stack.escalated(&w, "storefront").await;
+    let sync = button(&parent, "Sync");
+    assert_eq!(stack.actions().handle(click(&sync, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
+    stack.poll(&w).await;
+    assert_eq!(stack.argo.counts().sync, 1, "the person's sync is performed");
+    let replies = stack.slack.replies(crate::support::slack::CH, &parent.ts);
+    assert_eq!(replies.len(), 1);
+    assert!(text_of(&replies[0]).contains("project payments is frozen until"), "{}", text_of(&replies[0]));
+}

@@ -132,7 +132,9 @@ pub(crate) type SlackSweeper = medic_sweeper::Sweeper<
     medic_adapters::memory::SystemClock,
 >;
 
-pub(crate) type SlackWorker = TestWorker<DynamoDbStore, SlackEscalator<DynamoDbEscalationStore>, FixedSwitch>;
+pub(crate) type SlackWorker = SwitchedWorker<FixedSwitch>;
+/// The stack's worker reading the instant switch (and its freezes) from `W`.
+pub(crate) type SwitchedWorker<W> = TestWorker<DynamoDbStore, SlackEscalator<DynamoDbEscalationStore>, W>;
 pub(crate) type Actions = SlackActions<SqsWorkQueue, DynamoDbStore, DynamoDbEscalationStore>;
 
 /// No message of these tests is meant to reach the DLQ: a failing one panics the poll first.
@@ -192,14 +194,14 @@ impl Stack {
     }
 
     /// The parent message of `app`'s escalation: a sweep look at it, handled by `worker`.
-    pub(crate) async fn escalated(&self, worker: &SlackWorker, app: &str) -> SimMessage {
+    pub(crate) async fn escalated<W: medic_core::switch::Switch>(&self, worker: &SwitchedWorker<W>, app: &str) -> SimMessage {
         self.enqueue_look(app, "w1").await;
         self.poll(worker).await;
         parents(&self.slack).remove(0)
     }
 
     /// One poll of the event source mapping: receive, invoke, delete what did not fail.
-    pub(crate) async fn poll(&self, worker: &SlackWorker) -> Vec<Handled> {
+    pub(crate) async fn poll<W: medic_core::switch::Switch>(&self, worker: &SwitchedWorker<W>) -> Vec<Handled> {
         let messages = self.receive().await;
         let mut handled = Vec::new();
         for m in &messages {

@@ -751,7 +751,20 @@ where
         // A marker that could not be written leaves the state checks above (the sync's key, the
         // operation's start) as the guard against acting twice.
         self.dedupe.mark(&marker, PERFORMED_MEMORY).await.ok();
-        Ok(performed)
+        Ok(self.told_of_freeze(performed, request).await)
+    }
+
+    /// A person's button works in a frozen scope (it is the person's decision); its reply says the
+    /// scope is frozen, so nobody takes the silence that follows for Argo Medic at work.
+    async fn told_of_freeze(&self, performed: Performed, request: &HumanActionRequest) -> Performed {
+        let Performed::Button(mut outcome) = performed else { return performed };
+        let (id, project, now) = (request.app.id(), request.app.project.as_deref(), self.clock.now());
+        let freezes = self.gate.switch.freezes().await;
+        if let Some(freeze) = freezes.iter().filter(|f| f.active(now) && f.scope.covers_ref(&id, project)).max_by_key(|f| f.until) {
+            outcome.summary =
+                format!("{}. Note: {}; Argo Medic takes no automatic action there until then", outcome.summary, freeze.describe());
+        }
+        Performed::Button(outcome)
     }
 }
 
