@@ -152,7 +152,6 @@ impl<S: IncidentStore> Parts<S> {
         self.step_with_clock(argo, &SystemClock, dry_run, claim_timeout)
     }
 
-    /// [`Self::step`] on a clock of the test's choosing (a function whose clock is off).
     /// [`Self::step_with_clock`] reading the instant switch (and its freezes) from `switch`.
     pub fn step_switched<'a, A: ArgoApi, C: medic_core::ports::Clock, W: medic_core::switch::Switch>(
         &'a self,
@@ -176,6 +175,7 @@ impl<S: IncidentStore> Parts<S> {
         }
     }
 
+    /// [`Self::step`] on a clock of the test's choosing (a function whose clock is off).
     pub fn step_with_clock<'a, A: ArgoApi, C: medic_core::ports::Clock>(
         &'a self,
         argo: &'a A,
@@ -183,19 +183,7 @@ impl<S: IncidentStore> Parts<S> {
         dry_run: bool,
         claim_timeout: Duration,
     ) -> Remediator<'a, A, S, MemoryDedupe, LogEscalator, LocalBudget, C, FixedSwitch> {
-        Remediator {
-            argo,
-            store: &self.store,
-            dedupe: &self.dedupe,
-            escalator: &self.escalator,
-            budget: &self.budget,
-            clock,
-            policy: &self.policy,
-            dry_run,
-            kill_switch: false,
-            switch: &FixedSwitch(Mode::Act),
-            claim_timeout,
-        }
+        Remediator { dry_run, ..self.step_switched(argo, clock, &FixedSwitch(Mode::Act), claim_timeout) }
     }
 }
 

@@ -285,14 +285,7 @@ mod tests {
             assert_eq!(ActionKind::of_rung(rung).row().rung, Some(rung));
             assert_eq!(ActionKind::of_rung(rung).row().budget, rung.budget(), "the ladder and the table agree on {rung:?}'s budget");
         }
-        for a in [
-            HumanAction::Sync,
-            HumanAction::Refresh,
-            HumanAction::HardRefresh,
-            HumanAction::TerminateOperation,
-            HumanAction::Snooze,
-            HumanAction::Acknowledge,
-        ] {
+        for a in HumanAction::ALL {
             assert_eq!(ActionKind::of_button(a).as_str(), a.as_str(), "a button's wire name is its action's");
             assert!(!a.button().label.is_empty());
         }

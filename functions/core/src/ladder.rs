@@ -181,6 +181,16 @@ pub enum HumanAction {
 }
 
 impl HumanAction {
+    /// Every button, in the order an escalation shows them.
+    pub const ALL: [HumanAction; 6] = [
+        HumanAction::Sync,
+        HumanAction::Refresh,
+        HumanAction::HardRefresh,
+        HumanAction::TerminateOperation,
+        HumanAction::Snooze,
+        HumanAction::Acknowledge,
+    ];
+
     /// The serde name (`hard_refresh`, ...), also part of a button's id.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -255,14 +265,7 @@ mod tests {
         }
         assert_eq!(Rung::of(Action::None), None);
         assert_eq!(Rung::of(Action::Wait), None);
-        for a in [
-            HumanAction::Sync,
-            HumanAction::Refresh,
-            HumanAction::HardRefresh,
-            HumanAction::TerminateOperation,
-            HumanAction::Snooze,
-            HumanAction::Acknowledge,
-        ] {
+        for a in HumanAction::ALL {
             assert_eq!(serde_json::to_value(a).unwrap(), a.as_str());
         }
     }
