@@ -295,3 +295,39 @@ async fn a_button_works_in_a_frozen_scope_and_its_reply_says_so() {
     assert_eq!(replies.len(), 1);
     assert!(text_of(&replies[0]).contains("project payments is frozen until"), "{}", text_of(&replies[0]));
 }
+
+/// "Freeze 4h" in an incident's thread: the app is frozen for four hours, by the person who
+/// pressed it (the project's allow-list applies, as to every button), where `medic freeze list`
+/// and every worker read freezes; the reply says until when, and that Argo CD's auto-sync runs on.
+#[tokio::test]
+async fn the_freeze_button_freezes_the_app_for_four_hours_by_whoever_pressed_it() {
+    use medic_core::switch::SwitchStore;
+    let stack = stack().await;
+    let store = std::sync::Arc::new(medic_adapters::switch::MemorySwitchStore::default());
+    let w = stack.aws.worker_with(
+        &stack.argo,
+        stack.store(),
+        crate::support::slack::slack_escalator(&stack.slack, crate::support::slack::settings(&stack.slack), stack.escalations()),
+        medic_adapters::switch::CachedSwitch::new(std::sync::Arc::clone(&store), medic_adapters::memory::SystemClock),
+    );
+    let parent = stack.escalated(&w, "storefront").await;
+    let freeze = button(&parent, "Freeze 4h");
+    assert_eq!(
+        stack.actions().handle(click(&freeze, crate::support::slack::MALLORY, Utc::now().timestamp(), SIGNING_SECRET)).await.status(),
+        403
+    );
+    assert_eq!(stack.actions().handle(click(&freeze, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);
+    stack.poll(&w).await;
+
+    let freezes = store.read_freezes().await.unwrap();
+    assert_eq!(freezes.len(), 1, "{freezes:?}");
+    let f = &freezes[0];
+    assert_eq!(f.scope, medic_core::freeze::FreezeScope::App(medic_core::AppId::new("argocd", "storefront")));
+    assert!(f.by.contains(ALICE), "{}", f.by);
+    assert_eq!((f.until - f.at).num_hours(), 4);
+    let replies = stack.slack.replies(crate::support::slack::CH, &parent.ts);
+    assert_eq!(replies.len(), 1);
+    let reply = text_of(&replies[0]);
+    assert!(reply.contains("no automatic action on argocd/storefront until") && reply.contains("auto-sync is not stopped"), "{reply}");
+    assert_eq!(mutations(&stack.argo), 0);
+}

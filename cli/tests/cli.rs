@@ -114,7 +114,7 @@ fn text_output_explains_the_decision_for_humans() {
     let out = stdout(&o);
     assert!(out.starts_with("argocd/accounts: escalate (hook-failed)"), "{out}");
     assert!(
-        out.contains("a human may: hard_refresh, snooze, acknowledge (recommended: acknowledge)"),
+        out.contains("a human may: hard_refresh, snooze, acknowledge, freeze (recommended: acknowledge)"),
         "no Sync after a hook failed: {out}"
     );
     assert!(out.contains("status.operationState.syncResult.resources[0]: PreSync hook Job/accounts-db-migrate"), "{out}");

@@ -171,6 +171,16 @@ impl<R: SwitchStore, C: Clock> Switch for CachedSwitch<R, C> {
         self.current().await;
         self.state.lock().expect("switch state").freezes.clone()
     }
+
+    /// Written to the store, and into this container's cache at once (others read it within
+    /// [`SwitchSettings::fresh_for`]).
+    async fn freeze(&self, freeze: &Freeze) -> Result<(), StoreError> {
+        self.store.write_freeze(freeze).await?;
+        let mut state = self.state.lock().expect("switch state");
+        state.freezes.retain(|f| f.id != freeze.id);
+        state.freezes.push(freeze.clone());
+        Ok(())
+    }
 }
 
 /// The switch's store in memory: settable, breakable, counting its reads.

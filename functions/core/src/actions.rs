@@ -62,6 +62,8 @@ pub enum ActionKind {
     OutageOverdue,
     /// A freeze about to end, told once before it does.
     FreezeReminder,
+    /// A person's "Freeze 4h": the app frozen from its thread.
+    Freeze,
     /// An alert about Argo Medic itself.
     ServiceAlert,
 }
@@ -86,7 +88,7 @@ pub struct ActionRow {
 }
 
 /// Every action kind, one row each.
-pub const ACTIONS: [ActionRow; 14] = [
+pub const ACTIONS: [ActionRow; 15] = [
     ActionRow {
         kind: ActionKind::Refresh,
         wire: "refresh",
@@ -200,6 +202,16 @@ pub const ACTIONS: [ActionRow; 14] = [
         verified_by: "the escalator's record of the parent's last view",
     },
     ActionRow {
+        kind: ActionKind::Freeze,
+        wire: "freeze",
+        rung: None,
+        button: Some(Button { label: "Freeze 4h", style: None, confirm: Some("Freeze this app for 4 hours?") }),
+        budget: None,
+        effect: Effect::RecordsOnly,
+        done: "frozen",
+        verified_by: "the freeze written where the switch is kept, under the click's time (a redelivery writes the same one)",
+    },
+    ActionRow {
         kind: ActionKind::FreezeReminder,
         wire: "freeze_reminder",
         rung: None,
@@ -259,6 +271,7 @@ impl ActionKind {
             HumanAction::TerminateOperation => ActionKind::TerminateOperation,
             HumanAction::Snooze => ActionKind::Snooze,
             HumanAction::Acknowledge => ActionKind::Acknowledge,
+            HumanAction::Freeze => ActionKind::Freeze,
         }
     }
 }

@@ -54,8 +54,8 @@ pub enum Request<'r> {
     /// The ladder's rung for `decision` (the app as read, and the incident's history as read
     /// before deciding): keyed and claimed.
     Rung { app_ref: &'r AppRef, app: &'r Application, decision: &'r Decision, history: &'r History, report: Box<StepReport> },
-    /// A person's Slack button, pressed at `clicked_at`.
-    Button { request: &'r HumanActionRequest, clicked_at: DateTime<Utc>, snooze: Duration },
+    /// A person's Slack button, pressed at `clicked_at` by `by`.
+    Button { request: &'r HumanActionRequest, clicked_at: DateTime<Utc>, snooze: Duration, by: &'r str },
     /// A refresh asked for through the signed refresh endpoint.
     SignedRefresh { app: &'r AppRef, kind: RefreshKind },
     /// A fleet outage's canary: refreshed, and hard-refreshed when Argo CD answers with a cached
@@ -99,7 +99,7 @@ fn proposal_of(decision: &Decision, rung: Rung) -> Option<Decision> {
     proposal.idempotency_key = Some(incident.key_for(Rung::Escalate));
     proposal.human_actions.retain(|a| *a != button);
     proposal.human_actions.insert(0, button);
-    for more in [HumanAction::Snooze, HumanAction::Acknowledge] {
+    for more in [HumanAction::Snooze, HumanAction::Acknowledge, HumanAction::Freeze] {
         if !proposal.human_actions.contains(&more) {
             proposal.human_actions.push(more);
         }
@@ -164,7 +164,7 @@ where
                 // their sizes to every caller's (debug builds overflowed a test thread's stack).
                 Ok(Performed::Rung(Box::new(Box::pin(self.rung(&permit, app_ref, app, decision, history, *report)).await?)))
             }
-            Request::Button { request, clicked_at, snooze } => Box::pin(self.button(&permit, request, clicked_at, snooze)).await,
+            Request::Button { request, clicked_at, snooze, by } => Box::pin(self.button(&permit, request, clicked_at, snooze, by)).await,
             Request::SignedRefresh { app, kind } => {
                 let kind_of = if kind == RefreshKind::Hard { ActionKind::HardRefresh } else { ActionKind::Refresh };
                 let answer = self.check(kind_of, Caller::SignedRefresh, Some(&app.id()), app.project.as_deref()).await;
@@ -623,6 +623,7 @@ where
         request: &HumanActionRequest,
         clicked_at: DateTime<Utc>,
         snooze: Duration,
+        by: &str,
     ) -> Result<Performed, StepError> {
         let kind = ActionKind::of_button(request.action);
         let id = request.app.id();
@@ -645,6 +646,24 @@ where
             ));
         }
         let performed = match request.action {
+            HumanAction::Freeze => {
+                // Under the click's time, so a redelivered click writes the same freeze.
+                let length = chrono::TimeDelta::hours(crate::freeze::BUTTON_FREEZE_HOURS);
+                let reason = format!("frozen from Slack on incident {}", request.incident_id);
+                let freeze = crate::freeze::Freeze::new(crate::freeze::FreezeScope::App(app.id()), clicked_at, length, &reason, by);
+                return Ok(match self.gate.switch.freeze(&freeze).await {
+                    Ok(()) => done(
+                        IncidentState::Investigating,
+                        format!(
+                            "{}: Argo Medic takes no automatic action on {} until {}, then resumes by itself (Argo CD's own auto-sync is not stopped)",
+                            kind.row().done,
+                            app.id(),
+                            secs(freeze.until)
+                        ),
+                    ),
+                    Err(e) => refused(format!("not frozen: {e}")),
+                });
+            }
             HumanAction::Acknowledge => {
                 return Ok(done(IncidentState::Investigating, format!("{}; the incident is being looked at", kind.row().done)));
             }

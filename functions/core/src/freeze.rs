@@ -130,6 +130,9 @@ pub fn reminder(freeze: &Freeze) -> String {
     )
 }
 
+/// How long the "Freeze 4h" button of an incident's thread freezes its app.
+pub const BUTTON_FREEZE_HOURS: i64 = 4;
+
 /// How long before a freeze ends the sweeper reminds the channel.
 pub const REMINDER_LEAD: chrono::TimeDelta = chrono::TimeDelta::minutes(30);
 

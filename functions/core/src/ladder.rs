@@ -178,17 +178,21 @@ pub enum HumanAction {
     TerminateOperation,
     Snooze,
     Acknowledge,
+    /// Freeze the app for [`crate::freeze::BUTTON_FREEZE_HOURS`] hours: Argo Medic takes no
+    /// automatic action on it until then.
+    Freeze,
 }
 
 impl HumanAction {
     /// Every button, in the order an escalation shows them.
-    pub const ALL: [HumanAction; 6] = [
+    pub const ALL: [HumanAction; 7] = [
         HumanAction::Sync,
         HumanAction::Refresh,
         HumanAction::HardRefresh,
         HumanAction::TerminateOperation,
         HumanAction::Snooze,
         HumanAction::Acknowledge,
+        HumanAction::Freeze,
     ];
 
     /// The serde name (`hard_refresh`, ...), also part of a button's id.
@@ -200,6 +204,7 @@ impl HumanAction {
             HumanAction::TerminateOperation => "terminate_operation",
             HumanAction::Snooze => "snooze",
             HumanAction::Acknowledge => "acknowledge",
+            HumanAction::Freeze => "freeze",
         }
     }
 }

@@ -100,6 +100,8 @@ pub trait Switch: Send + Sync {
     /// The freezes set now ([`crate::freeze`]), read with the mode (and as fresh): ended ones
     /// may be among them, and are ignored by whoever reads them.
     fn freezes(&self) -> impl Future<Output = Vec<Freeze>> + Send;
+    /// Sets `freeze` where the switch is kept (a person's "Freeze 4h"); it holds from the next read.
+    fn freeze(&self, freeze: &Freeze) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// A switch that never moves (the stack's parameters alone; tests; `medic sweep`).
@@ -118,6 +120,9 @@ impl Switch for FixedSwitch {
     fn freezes(&self) -> impl Future<Output = Vec<Freeze>> + Send {
         std::future::ready(Vec::new())
     }
+    fn freeze(&self, _: &Freeze) -> impl Future<Output = Result<(), StoreError>> + Send {
+        std::future::ready(Err(StoreError("a freeze needs the stack's switch table; this switch is fixed".into())))
+    }
 }
 
 impl<T: Switch> Switch for std::sync::Arc<T> {
@@ -129,6 +134,9 @@ impl<T: Switch> Switch for std::sync::Arc<T> {
     }
     fn freezes(&self) -> impl Future<Output = Vec<Freeze>> + Send {
         (**self).freezes()
+    }
+    fn freeze(&self, freeze: &Freeze) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).freeze(freeze)
     }
 }
 

@@ -763,8 +763,10 @@ where
             return Err(MessageError::Poison(format!("action {id} is for {}, not this app", request.app.id())));
         }
         let action = request.action.as_str();
-        let performed =
-            self.actuator().perform(Request::Button { request: &request, clicked_at: item.enqueued_at, snooze: self.config.snooze }).await;
+        let performed = self
+            .actuator()
+            .perform(Request::Button { request: &request, clicked_at: item.enqueued_at, snooze: self.config.snooze, by: &by })
+            .await;
         let outcome = match performed {
             Ok(Performed::Button(outcome)) => outcome,
             Ok(Performed::Held(answer)) if answer.verdict == Verdict::Silent => {

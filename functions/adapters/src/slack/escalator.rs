@@ -634,6 +634,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             HumanAction::TerminateOperation => "terminate operation",
             HumanAction::Snooze => "snooze",
             HumanAction::Acknowledge => "acknowledge",
+            HumanAction::Freeze => "freeze",
         };
         let mut next = rec.clone();
         if let Some(state) = outcome.state.filter(|_| !rec.resolved) {

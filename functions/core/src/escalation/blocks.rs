@@ -152,6 +152,14 @@ fn button(facts: &IncidentFacts, b: &Button, recommended: Option<HumanAction>, s
         ),
         HumanAction::Snooze => (format!("{} {snooze_hours}h", HumanAction::Snooze.button().label), None, None),
         HumanAction::Acknowledge => (HumanAction::Acknowledge.button().label.into(), None, None),
+        HumanAction::Freeze => (
+            HumanAction::Freeze.button().label.into(),
+            None,
+            Some((
+                HumanAction::Freeze.button().confirm.unwrap_or_default().into(),
+                "Argo Medic takes no automatic action on this app for 4 hours, then resumes by itself. It does not stop Argo CD's own auto-sync.".into(),
+            )),
+        ),
     };
     let mut v = json!({
         "type": "button",

@@ -519,7 +519,7 @@ pub fn human_offer(app: &Application, mode: FailureMode, cfg: &PolicyConfig, his
     if running {
         actions.push(HumanAction::TerminateOperation);
     }
-    actions.extend([HumanAction::Snooze, HumanAction::Acknowledge]);
+    actions.extend([HumanAction::Snooze, HumanAction::Acknowledge, HumanAction::Freeze]);
     let recommended = match entry.recommends {
         HumanAction::Sync if history.has_taken(Rung::Sync) || (app.has_hooks() && !hooks_marked_idempotent(app, cfg)) => {
             HumanAction::Acknowledge
