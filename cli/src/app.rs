@@ -992,6 +992,11 @@ async fn incidents(args: IncidentsArgs) -> Result<ExitCode> {
             let client = aws_sdk_dynamodb::Client::new(&sdk);
             let store = medic_adapters::dynamodb::DynamoDbStore::new(client.clone(), table, &args.instance);
             let slack = medic_adapters::slack::DynamoDbEscalationStore::new(client, table, &args.instance);
+            // The scopes frozen now, said first (stderr: the listing's own format stays as it was).
+            let freezes = medic_core::switch::SwitchStore::read_freezes(&store).await?;
+            for freeze in freezes.iter().filter(|f| f.active(now)) {
+                crate::note!("medic: {} ({})", freeze.describe(), freeze.id);
+            }
             incidents::collect(&store, &slack, &query, now).await?
         }
         None => {

@@ -1172,6 +1172,17 @@ fn the_freeze_commands_of_the_operations_guide_set_list_and_lift_freezes() {
     assert_eq!((payments.until - payments.at).num_minutes(), 240);
     assert!(out.contains("project payments") && out.contains("frozen") && out.contains("watching the canary by hand"), "the list:\n{out}");
 
+    // `medic incidents` of the stack says what is frozen.
+    let listed = Command::new(&bin)
+        .args(["incidents", "--table", &table, "--endpoint-url", &moto.url])
+        .env("AWS_DEFAULT_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&listed.stderr);
+    assert!(listed.status.success() && said.contains("project payments is frozen until"), "{said}");
+
     // Refused: no scope, no reason, too long.
     let medic_on = |args: &[&str]| {
         Command::new(&bin)
