@@ -467,6 +467,9 @@ where
     /// [`medic_core::freeze::REMINDER_LEAD`]: Argo Medic resumes on its scope then, by itself.
     async fn remind_freezes(&self, now: chrono::DateTime<chrono::Utc>) {
         let freezes = self.switch.freezes().await;
+        // The dashboard shows how much is frozen; a freeze forgotten is autonomy silently lost.
+        let frozen = freezes.iter().filter(|f| f.active(now)).count();
+        self.metrics.gauge("FrozenScopes", None, frozen as f64);
         for freeze in medic_core::freeze::ending_soon(&freezes, now, medic_core::freeze::REMINDER_LEAD) {
             let key = medic_core::keys::freeze_reminder_marker(&freeze.id);
             let text = medic_core::freeze::reminder(freeze);
