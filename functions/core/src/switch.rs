@@ -74,7 +74,7 @@ impl fmt::Display for Mode {
 
 /// Not `act`, `dry-run` or `off`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not a switch mode (act, dry-run or off)")]
+#[error("`{0}` is not a switch mode (act, dry-run, which is observe everywhere, or off)")]
 pub struct UnknownMode(pub String);
 
 impl FromStr for Mode {
@@ -82,7 +82,8 @@ impl FromStr for Mode {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim() {
             "act" => Ok(Mode::Act),
-            "dry-run" | "dry_run" | "dryrun" => Ok(Mode::DryRun),
+            // `observe` is the trust level dry-run is for every scope at once: one concept.
+            "dry-run" | "dry_run" | "dryrun" | "observe" => Ok(Mode::DryRun),
             "off" => Ok(Mode::Off),
             other => Err(UnknownMode(other.to_owned())),
         }
@@ -188,6 +189,7 @@ mod tests {
             assert_eq!(serde_json::to_value(m).unwrap(), serde_json::json!(m.as_str()));
         }
         assert!("stop".parse::<Mode>().is_err());
+        assert_eq!("observe".parse::<Mode>(), Ok(Mode::DryRun), "the trust level's name");
         assert!(Mode::Act.acts() && !Mode::DryRun.acts() && !Mode::Off.acts());
         assert!(Mode::DryRun.posts() && !Mode::Off.posts());
     }
