@@ -334,3 +334,74 @@ fn the_generator_reaches_every_action() {
     }
     assert!(risky_but_escalated >= 10, "the prune gate was exercised only {risky_but_escalated} times");
 }
+
+fn trust_level() -> impl Strategy<Value = medic_core::trust::TrustLevel> {
+    use medic_core::trust::TrustLevel;
+    prop_oneof![Just(TrustLevel::Act), Just(TrustLevel::Propose), Just(TrustLevel::Observe)]
+}
+
+prop_compose! {
+    /// A trust configuration: a default and up to four rules by project and action kind, the
+    /// scope of the policy (every project, or one the app is not in), and the app's project and
+    /// trust annotation.
+    fn trusted()(
+        default in trust_level(),
+        rules in prop::collection::vec((trust_level(), prop::option::of(pick(&["default", "payments"])),
+                                        prop::option::of(pick(&["refresh", "hard_refresh", "sync"]))), 0..4),
+        scoped_out in prop::bool::weighted(0.2),
+        project in pick(&["default", "payments"]),
+        annotation in prop::option::of(pick(&["act", "propose", "observe", "typo"])),
+    ) -> (medic_core::trust::TrustConfig, bool, &'static str, Option<&'static str>) {
+        let rules = rules
+            .into_iter()
+            .map(|(level, p, k)| medic_core::trust::TrustRule {
+                projects: p.map(|p| vec![p.to_owned()]).unwrap_or_default(),
+                actions: k.map(|k| vec![serde_json::from_value(serde_json::json!(k)).expect("an action kind")]).unwrap_or_default(),
+                level,
+                ..Default::default()
+            })
+            .collect();
+        (medic_core::trust::TrustConfig { default, rules }, scoped_out, project, annotation)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// Issue 29: whatever the scope, the failure mode, the opt-out, the app's annotation and the
+    /// switch's mode, what the gate lets through is never looser than the level the configuration
+    /// gives the action: no call at `observe`, none but a proposal at `propose`, and nothing at
+    /// all for an app out of scope or opted out.
+    #[test]
+    fn no_combination_acts_beyond_the_configured_trust_level(
+        mut app in application(), cfg in config(), past in attempts(), (trust, scoped_out, project, annotation) in trusted(),
+        mode in pick(&[medic_core::switch::Mode::Act, medic_core::switch::Mode::DryRun, medic_core::switch::Mode::Off]),
+        approvable in any::<bool>(),
+    ) {
+        use medic_core::gate::{Verdict, trusted_verdict};
+        use medic_core::trust::TrustLevel;
+        app.spec.project = project.into();
+        if let Some(a) = annotation {
+            app.metadata.annotations.insert(medic_core::trust::TRUST_ANNOTATION.into(), a.into());
+        }
+        let cfg = PolicyConfig { trust: trust.clone(), projects: if scoped_out { vec!["elsewhere".into()] } else { vec![] }, ..cfg };
+        let (fresh, _, later) = decide_twice(&app, &cfg, past);
+        for d in [fresh, later] {
+            let Some(rung) = Rung::of(d.action).filter(|r| *r != Rung::Escalate) else {
+                prop_assert!(d.trust.is_none(), "a decision that changes nothing carries no level");
+                continue;
+            };
+            prop_assert!(!scoped_out && !app.opted_out(), "no action out of scope or opted out: {}", d.reason);
+            let kind = medic_core::actions::ActionKind::of_rung(rung);
+            let configured = trust.configured(&app, d.failure_mode, kind).level;
+            let applied = d.trust.as_ref().expect("an action that changes Argo CD carries its level").level;
+            prop_assert!(applied >= configured, "{applied} looser than the configured {configured}");
+            let verdict = trusted_verdict(mode, kind, applied, approvable);
+            match verdict {
+                Verdict::Act => prop_assert!(configured == TrustLevel::Act && mode == medic_core::switch::Mode::Act),
+                Verdict::Propose => prop_assert!(configured <= TrustLevel::Propose && mode == medic_core::switch::Mode::Act && approvable),
+                Verdict::Report | Verdict::Silent => {}
+            }
+        }
+    }
+}
