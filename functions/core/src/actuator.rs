@@ -60,7 +60,7 @@ pub enum Request<'r> {
     SignedRefresh { app: &'r AppRef, kind: RefreshKind },
     /// A fleet outage's canary: refreshed, and hard-refreshed when Argo CD answers with a cached
     /// generation failure ([`crate::fleet::needs_hard_probe`]); held where `trust` is not `act`
-    /// ([`crate::trust::canary_trust`]).
+    /// ([`crate::freeze::canary_level`]).
     Canary { app: &'r AppRef, trust: TrustLevel },
     /// A button's outcome told in its thread.
     Reply { request: &'r HumanActionRequest, by: &'r str, outcome: &'r HumanActionOutcome },

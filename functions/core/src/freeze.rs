@@ -107,12 +107,14 @@ pub fn with_freezes(applied: AppliedTrust, freezes: &[Freeze], app: &Application
     }
 }
 
-/// The level of a fleet outage's canary probe of `app` ([`crate::trust::canary_trust`]), with
-/// the freezes in force: `observe` while one covers it.
+/// The level of a fleet outage's canary probe of `app` (a refresh), with the freezes in force:
+/// `observe` while one covers it. The app cannot be compared, so its failure mode is
+/// `comparison-error-transient`; it is a listed item, whose labels, annotations and project the
+/// sweep's list keeps.
 pub fn canary_level(config: &crate::trust::TrustConfig, freezes: &[Freeze], app: &Application, now: DateTime<Utc>) -> TrustLevel {
     match covering(freezes, app, now) {
         Some(_) => TrustLevel::Observe,
-        None => crate::trust::canary_trust(config, app),
+        None => config.applied(app, crate::catalogue::FailureMode::ComparisonErrorTransient, crate::actions::ActionKind::Refresh).level,
     }
 }
 

@@ -114,13 +114,6 @@ fn glob(pattern: &str, name: &str) -> bool {
     }
 }
 
-/// The level of a fleet outage's canary probe of `app` (a refresh): the app cannot be compared, so
-/// its failure mode is `comparison-error-transient`. The app is a listed item, whose labels,
-/// annotations and project the sweep's list keeps.
-pub fn canary_trust(config: &TrustConfig, app: &Application) -> TrustLevel {
-    config.applied(app, FailureMode::ComparisonErrorTransient, ActionKind::Refresh).level
-}
-
 /// The policy configuration's `trust`: a default and rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -172,21 +165,6 @@ impl TrustConfig {
         (proposes && !approvable).then(|| {
             "the trust level `propose` needs Slack for a person to approve a proposal; without it, what would be proposed is observed (recorded, not performed)".to_owned()
         })
-    }
-
-    /// Rules that can never match (a level the default already is, when nothing stricter
-    /// overlaps) are harmless; a rule with no level is impossible by type. What is checked: every
-    /// project glob has at most one `*`, at its end.
-    pub fn problems(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for (i, rule) in self.rules.iter().enumerate() {
-            for p in &rule.projects {
-                if p.trim_end_matches('*').contains('*') {
-                    out.push(format!("trust rule {}: project pattern `{p}` may end with one `*`, nowhere else", i + 1));
-                }
-            }
-        }
-        out
     }
 }
 
@@ -264,15 +242,6 @@ mod tests {
         assert!(proposing.unapprovable_note(false).is_some_and(|n| n.contains("observed")));
         assert_eq!(proposing.unapprovable_note(true), None);
         assert_eq!(TrustConfig::default().unapprovable_note(false), None);
-    }
-
-    #[test]
-    fn a_glob_with_a_star_inside_is_a_problem() {
-        let c = TrustConfig {
-            rules: vec![TrustRule { projects: vec!["te*m".into(), "team-*".into()], ..Default::default() }],
-            ..Default::default()
-        };
-        assert_eq!(c.problems().len(), 1);
     }
 
     fn level() -> impl Strategy<Value = TrustLevel> {
