@@ -72,7 +72,7 @@ async fn reads_lists_and_syncs_as_argo_cd_expects() {
 #[tokio::test]
 async fn each_argo_cd_error_maps_to_its_variant() {
     let config = SimConfig {
-        sync_windows: vec![SyncWindowRule { project: "platform".into(), manual_sync: false, sync_overrun: false }],
+        sync_windows: vec![SyncWindowRule { project: "platform".into(), manual_sync: false, sync_overrun: false, active: true }],
         tokens: vec![
             TokenGrant { token: default_token(), subject: "argo-medic".into(), expired: false },
             TokenGrant { expired: true, ..TokenGrant::for_subject("old") },

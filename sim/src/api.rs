@@ -98,6 +98,10 @@ enum Route<'a> {
     Operation(&'a str),
     ResourceTree(&'a str),
     SyncWindows(&'a str),
+    /// `GET /api/v1/projects`.
+    Projects,
+    /// `GET /api/v1/projects/{name}/syncwindows`.
+    ProjectSyncWindows(&'a str),
     /// `GET /api/v1/applications/{name}/revisions/{revision}/metadata`.
     RevisionMetadata(&'a str, &'a str),
     /// `GET /api/v1/account/can-i/{resource}/{action}/{subresource}`; the subresource may hold
@@ -128,7 +132,12 @@ fn route(path: &str) -> Option<Route<'_>> {
     match path {
         "/api/v1/notifications/services" => return Some(Route::NotificationServices),
         "/api/v1/notifications/triggers" => return Some(Route::NotificationTriggers),
+        "/api/v1/projects" => return Some(Route::Projects),
         _ => {}
+    }
+    if let Some(rest) = path.strip_prefix("/api/v1/projects/") {
+        let (name, tail) = rest.split_once('/')?;
+        return (!name.is_empty() && tail == "syncwindows").then_some(Route::ProjectSyncWindows(name));
     }
     if let Some(rest) = path.strip_prefix("/api/v1/account/can-i/") {
         let mut parts = rest.splitn(3, '/');
@@ -175,7 +184,12 @@ pub(crate) fn endpoint(call: &Call) -> Endpoint {
         Route::Operation(_) => Endpoint::Terminate,
         Route::ResourceTree(_) => Endpoint::ResourceTree,
         Route::SyncWindows(_) => Endpoint::SyncWindows,
-        Route::RevisionMetadata(..) | Route::CanI { .. } | Route::NotificationServices | Route::NotificationTriggers => Endpoint::Other,
+        Route::RevisionMetadata(..)
+        | Route::CanI { .. }
+        | Route::NotificationServices
+        | Route::NotificationTriggers
+        | Route::Projects
+        | Route::ProjectSyncWindows(_) => Endpoint::Other,
     }
 }
 
@@ -200,6 +214,8 @@ pub(crate) fn handle(shared: &Arc<Shared>, call: &Call) -> Reply {
         Route::Operation(name) => terminate(shared, call, name),
         Route::ResourceTree(name) => resource_tree(shared, call, name),
         Route::SyncWindows(name) => sync_windows(shared, call, name),
+        Route::Projects => projects(shared, call),
+        Route::ProjectSyncWindows(name) => project_sync_windows(shared, call, name),
         Route::RevisionMetadata(name, revision) => revision_metadata(shared, call, name, revision),
         Route::CanI { resource, action, object } => can_i(shared, call, resource, action, object),
         Route::NotificationServices => notification_names(shared, call, |n| &n.services),
@@ -364,7 +380,7 @@ fn sync(shared: &Arc<Shared>, call: &Call, name: &str) -> Result<Value, ApiError
     let object = rbac::rbac_name(&project, namespace, name);
     let policies = &shared.config.policies;
 
-    let blocked = shared.sync_windows.lock().iter().any(|w| w.project == project && !w.manual_sync);
+    let blocked = shared.sync_windows.lock().iter().any(|w| w.active && w.project == project && !w.manual_sync);
     if blocked {
         return Err(ApiError::new(GrpcCode::PermissionDenied, "cannot sync: blocked by sync window"));
     }
@@ -528,18 +544,8 @@ fn sync_windows(shared: &Shared, call: &Call, name: &str) -> Result<Value, ApiEr
     let store = shared.store.lock();
     enforce_app(shared, &store, &session, "get", project, &key)?;
     let app = store.get(&key).ok_or_else(|| ApiError::app_not_found(name))?;
-    let rules: Vec<_> = shared.sync_windows.lock().iter().filter(|w| w.project == app_project(app)).cloned().collect();
-    let windows: Vec<Value> = rules
-        .iter()
-        .map(|w| {
-            let mut window = json!({"kind": "deny", "schedule": "* * * * *", "duration": "24h", "manualSync": w.manual_sync});
-            // `syncOverrun` is a field from 3.5.0 (`omitempty`).
-            if w.sync_overrun && shared.behaviour.sync_overrun() {
-                window["syncOverrun"] = json!(true);
-            }
-            window
-        })
-        .collect();
+    let rules: Vec<_> = shared.sync_windows.lock().iter().filter(|w| w.active && w.project == app_project(app)).cloned().collect();
+    let windows: Vec<Value> = rules.iter().map(|w| w.to_json(&shared.behaviour)).collect();
     let mut answer = Map::new();
     if !windows.is_empty() {
         answer.insert("activeWindows".into(), Value::Array(windows.clone()));
@@ -547,6 +553,59 @@ fn sync_windows(shared: &Shared, call: &Call, name: &str) -> Result<Value, ApiEr
     }
     answer.insert("canSync".into(), json!(rules.iter().all(|w| w.manual_sync)));
     Ok(Value::Object(answer))
+}
+
+/// The AppProjects there are: every project an app names or a window belongs to, and `default`.
+fn project_names(shared: &Shared) -> std::collections::BTreeSet<String> {
+    let mut names: std::collections::BTreeSet<String> = shared.store.lock().apps().map(|app| app_project(app).to_owned()).collect();
+    names.extend(shared.sync_windows.lock().iter().map(|w| w.project.clone()));
+    names.insert("default".into());
+    names.remove("");
+    names
+}
+
+/// `GET /api/v1/projects` (server/project/project.go `List`, :287 at v3.2.0): the AppProjects the
+/// caller may `get` (`projects, get, <name>`), the others silently left out. Beyond the name only
+/// `spec.syncWindows` is modelled (`omitempty`).
+fn projects(shared: &Shared, call: &Call) -> Result<Value, ApiError> {
+    let session = authenticate(shared, call)?;
+    let windows = shared.sync_windows.lock().clone();
+    let items: Vec<Value> = project_names(shared)
+        .into_iter()
+        .filter(|name| rbac::allowed_on(&shared.config.policies, &session.subject, "projects", "get", name))
+        .map(|name| {
+            let mut spec = json!({"sourceRepos": ["*"], "destinations": [{"server": "*", "namespace": "*"}]});
+            let own: Vec<Value> = windows.iter().filter(|w| w.project == name).map(|w| w.to_json(&shared.behaviour)).collect();
+            if !own.is_empty() {
+                spec["syncWindows"] = Value::Array(own);
+            }
+            json!({"metadata": {"name": name, "namespace": CONTROL_PLANE_NAMESPACE}, "spec": spec})
+        })
+        .collect();
+    Ok(json!({"metadata": {}, "items": items}))
+}
+
+/// `GET /api/v1/projects/{name}/syncwindows` (server/project/project.go `GetSyncWindowsState`,
+/// :520 at v3.2.0): the project's windows active now, `[]` when none. `projects, get` is
+/// enforced first, with the detailed denial; then a missing project is a 404.
+fn project_sync_windows(shared: &Shared, call: &Call, name: &str) -> Result<Value, ApiError> {
+    let session = authenticate(shared, call)?;
+    if !rbac::allowed_on(&shared.config.policies, &session.subject, "projects", "get", name) {
+        return Err(ApiError::new(
+            GrpcCode::PermissionDenied,
+            format!(
+                "permission denied: projects, get, {name}, sub: {}, iat: {}",
+                session.subject,
+                session.issued_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            ),
+        ));
+    }
+    if !project_names(shared).contains(name) {
+        return Err(ApiError::new(GrpcCode::NotFound, format!("appprojects.argoproj.io \"{name}\" not found")));
+    }
+    let active: Vec<Value> =
+        shared.sync_windows.lock().iter().filter(|w| w.active && w.project == name).map(|w| w.to_json(&shared.behaviour)).collect();
+    Ok(json!({ "windows": active }))
 }
 
 /// `GET /api/v1/applications/{name}/revisions/{revision}/metadata`: the commit's metadata as the
@@ -578,6 +637,10 @@ mod tests {
         assert_eq!(route("/api/v1/applications/web/operation"), Some(Route::Operation("web")));
         assert_eq!(route("/api/v1/applications/web/resource-tree"), Some(Route::ResourceTree("web")));
         assert_eq!(route("/api/v1/applications/web/syncwindows"), Some(Route::SyncWindows("web")));
+        assert_eq!(route("/api/v1/projects"), Some(Route::Projects));
+        assert_eq!(route("/api/v1/projects/team-a/syncwindows"), Some(Route::ProjectSyncWindows("team-a")));
+        assert_eq!(route("/api/v1/projects/team-a/events"), None);
+        assert_eq!(route("/api/v1/projects//syncwindows"), None);
         assert_eq!(route("/api/v1/applications/"), None);
         assert_eq!(route("/api/v1/applications/web/sync/x"), None);
         assert_eq!(route("/api/v1/applicationsets"), None);

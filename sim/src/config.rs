@@ -27,7 +27,7 @@ pub struct SimConfig {
     pub tokens: Vec<TokenGrant>,
     /// RBAC: which subject may do which action on which project glob.
     pub policies: Vec<Policy>,
-    /// Deny windows active at start, per project ([`crate::ArgoSim::set_sync_windows`] changes them).
+    /// AppProjects' deny windows at start ([`crate::ArgoSim::set_sync_windows`] changes them).
     pub sync_windows: Vec<SyncWindowRule>,
     /// How long a sync operation runs before it finishes.
     pub operation_duration: Duration,
@@ -113,11 +113,14 @@ impl TokenGrant {
     }
 }
 
-/// One `p, <subject>, applications, <action>, <project>/*, allow` line of `policy.csv`.
+/// One `p, <subject>, <resource>, <action>, <project>/*, allow` line of `policy.csv`: on
+/// `applications` the object is the apps of a project glob, on `projects` the project glob itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     /// Who: the token's subject.
     pub subject: String,
+    /// `applications` or `projects`.
+    pub resource: String,
     /// `get`, `sync` (or `override`, or `*`).
     pub action: String,
     /// Project glob; `*` matches every project.
@@ -125,15 +128,24 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// Shorthand for the struct literal.
+    /// A line on `applications` (`<project>/*`).
     pub fn new(subject: &str, action: &str, project: &str) -> Self {
-        Policy { subject: subject.into(), action: action.into(), project: project.into() }
+        Policy { subject: subject.into(), resource: "applications".into(), action: action.into(), project: project.into() }
+    }
+
+    /// A line on `projects` (`p, <subject>, projects, get, *, allow` is in `role:readonly`).
+    pub fn projects(subject: &str, action: &str, project: &str) -> Self {
+        Policy { resource: "projects".into(), ..Policy::new(subject, action, project) }
     }
 }
 
-/// A deny sync window that is active now for `project`. `manual_sync: true` lets manual (API)
-/// syncs through, as the AppProject field `manualSync` does; `sync_overrun: true` lets a sync
-/// that was running when the window opened go on, from Argo CD 3.5 (the field `syncOverrun`).
+/// A deny sync window of `project`'s AppProject. `manual_sync: true` lets manual (API) syncs
+/// through, as the AppProject field `manualSync` does; `sync_overrun: true` lets a sync that was
+/// running when the window opened go on, from Argo CD 3.5 (the field `syncOverrun`).
+///
+/// The simulator evaluates no cron: the test says whether the window is `active` now. An active
+/// one is served with schedule `* * * * *`, an inactive one with `0 22 * * *` (and 8h), and
+/// only an active one holds syncs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncWindowRule {
     /// The AppProject the window belongs to.
@@ -142,4 +154,24 @@ pub struct SyncWindowRule {
     pub manual_sync: bool,
     /// Whether a sync already running when the window opened may go on (served from 3.5.0).
     pub sync_overrun: bool,
+    /// Whether the window is active now.
+    pub active: bool,
+}
+
+impl SyncWindowRule {
+    /// An active deny window of `project` that holds manual syncs too, without overrun.
+    pub fn deny(project: &str) -> Self {
+        SyncWindowRule { project: project.into(), manual_sync: false, sync_overrun: false, active: true }
+    }
+
+    /// The window as the AppProject's `spec.syncWindows[]` holds it.
+    pub(crate) fn to_json(&self, behaviour: &crate::release::Behaviour) -> serde_json::Value {
+        let (schedule, duration) = if self.active { ("* * * * *", "24h") } else { ("0 22 * * *", "8h") };
+        let mut window = serde_json::json!({"kind": "deny", "schedule": schedule, "duration": duration, "manualSync": self.manual_sync});
+        // `syncOverrun` is a field from 3.5.0 (`omitempty`).
+        if self.sync_overrun && behaviour.sync_overrun() {
+            window["syncOverrun"] = serde_json::json!(true);
+        }
+        window
+    }
 }

@@ -30,7 +30,14 @@ pub(crate) fn authenticate(header: Option<&str>, tokens: &[TokenGrant], fallback
 
 /// Whether `subject` may do `action` on apps of `project`.
 pub(crate) fn allowed(policies: &[Policy], subject: &str, action: &str, project: &str) -> bool {
-    policies.iter().any(|p| p.subject == subject && (p.action == action || p.action == "*") && glob_match(&p.project, project))
+    allowed_on(policies, subject, "applications", action, project)
+}
+
+/// Whether `subject` may do `action` on `resource` (`applications`, `projects`) of `project`.
+pub(crate) fn allowed_on(policies: &[Policy], subject: &str, resource: &str, action: &str, project: &str) -> bool {
+    policies.iter().any(|p| {
+        p.subject == subject && p.resource == resource && (p.action == action || p.action == "*") && glob_match(&p.project, project)
+    })
 }
 
 /// The RBAC object of an app: `<project>/<app>`, or `<project>/<namespace>/<app>` outside the

@@ -42,7 +42,7 @@ pub(crate) struct Shared {
     /// harness waits on it to kill a client while its request is held open.
     pub(crate) arrivals: Mutex<Vec<(String, String)>>,
     pub(crate) counts: Mutex<CallCounts>,
-    /// The deny windows active now (`config.sync_windows` at start).
+    /// The AppProjects' deny windows (`config.sync_windows` at start).
     pub(crate) sync_windows: Mutex<Vec<crate::config::SyncWindowRule>>,
     /// The bearer tokens accepted now (`config.tokens` at start; [`ArgoSim::set_tokens`] rotates them).
     pub(crate) tokens: Mutex<Vec<crate::config::TokenGrant>>,
@@ -85,7 +85,7 @@ impl Shared {
         let manual =
             crate::json::lookup(app, "status.operationState.operation.initiatedBy.automated").and_then(Value::as_bool) != Some(true);
         let windows = self.sync_windows.lock();
-        let holding: Vec<_> = windows.iter().filter(|w| w.project == project && !(manual && w.manual_sync)).collect();
+        let holding: Vec<_> = windows.iter().filter(|w| w.active && w.project == project && !(manual && w.manual_sync)).collect();
         let overrun = self.behaviour.sync_overrun() && holding.iter().all(|w| w.sync_overrun);
         !holding.is_empty() && !overrun
     }

@@ -40,7 +40,9 @@ fn the_reference_spec_is_argo_cds_unmodified_v3_5_1_swagger() {
 async fn representative_traffic_passes_the_swagger_checks() {
     let Some(spec) = medic_sim::swagger::reference_spec("representative_traffic_passes_the_swagger_checks") else { return };
     let mut config = SimConfig::default();
-    config.sync_windows.push(SyncWindowRule { project: "team-w".into(), manual_sync: false, sync_overrun: false });
+    config.sync_windows.push(SyncWindowRule { project: "team-w".into(), manual_sync: false, sync_overrun: false, active: true });
+    config.sync_windows.push(SyncWindowRule { project: "team-w".into(), manual_sync: true, sync_overrun: true, active: false });
+    config.policies.push(medic_sim::Policy::projects(medic_sim::DEFAULT_SUBJECT, "get", "*"));
     let api = Api::with_apps(config, vec![broken_app("web", "team-a"), app("hang", "team-a"), app("blocked", "team-w")]).await;
     let loaded = api.sim.load_dir(&sample_apps(), None).expect("the sample apps load");
     assert!(loaded >= 20, "{loaded} sample apps");
@@ -51,6 +53,8 @@ async fn representative_traffic_passes_the_swagger_checks() {
     api.get_as("/api/version", None).await;
     api.get("/api/version").await;
     api.get("/api/v1/applications").await;
+    api.get("/api/v1/projects").await;
+    api.get("/api/v1/projects/team-w/syncwindows").await;
     api.get("/api/v1/applications?projects=team-a&projects=payments&selector=env%3Dprod,!argo-medic.io%2Fopt-out").await;
     api.get("/api/v1/applications?fields=items.metadata.name,items.metadata.namespace,items.spec.project,items.status.sync.status,items.status.health,items.status.operationState.phase,items.status.operationState.finishedAt,items.metadata.annotations,items.status.resources").await;
     api.get("/api/v1/applications?fields=-items.spec").await;

@@ -138,8 +138,8 @@ async fn a_subject_with_get_but_not_sync_gets_the_detailed_denial() {
 async fn a_sync_window_without_manual_sync_blocks_before_the_sync_permission_is_checked() {
     let mut config = SimConfig {
         sync_windows: vec![
-            SyncWindowRule { project: "team-a".into(), manual_sync: false, sync_overrun: false },
-            SyncWindowRule { project: "team-b".into(), manual_sync: true, sync_overrun: false },
+            SyncWindowRule { project: "team-a".into(), manual_sync: false, sync_overrun: false, active: true },
+            SyncWindowRule { project: "team-b".into(), manual_sync: true, sync_overrun: false, active: true },
         ],
         ..SimConfig::default()
     };
@@ -163,6 +163,49 @@ async fn a_sync_window_without_manual_sync_blocks_before_the_sync_permission_is_
     let open = api.get("/api/v1/applications/db/syncwindows").await;
     assert_eq!(open.body, json!({"canSync": true}));
     assert_eq!(api.sim.counts().sync_windows, 3);
+}
+
+/// `GET /api/v1/projects` and `/api/v1/projects/{name}/syncwindows`, as `medic freeze list`
+/// reads them: every window of a visible project, the active ones apart; an inactive window holds
+/// no sync; `projects, get` decides what a token sees.
+#[tokio::test]
+async fn projects_list_their_sync_windows_and_say_which_are_active_to_whoever_may_get_them() {
+    let mut config = SimConfig {
+        sync_windows: vec![
+            SyncWindowRule::deny("team-a"),
+            SyncWindowRule { project: "team-a".into(), manual_sync: true, sync_overrun: false, active: false },
+            SyncWindowRule { project: "team-b".into(), manual_sync: false, sync_overrun: false, active: false },
+        ],
+        ..SimConfig::default()
+    };
+    config.tokens.push(TokenGrant::for_subject("alice"));
+    config.policies.push(Policy::projects("alice", "get", "team-*"));
+    let api = Api::with_apps(config, vec![app("web", "team-a"), app("api", "team-b"), app("db", "team-c")]).await;
+
+    let alice = token_for("alice");
+    let listed = api.get_as("/api/v1/projects", Some(&alice)).await;
+    assert_eq!(listed.status, 200);
+    let names: Vec<&str> = listed.body["items"].as_array().unwrap().iter().map(|p| p["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["team-a", "team-b", "team-c"], "`default` is not granted to alice");
+    let team_a = &listed.body["items"][0]["spec"]["syncWindows"];
+    assert_eq!(team_a.as_array().unwrap().len(), 2);
+    assert_eq!(team_a[0]["schedule"], "* * * * *");
+    assert_eq!(team_a[1]["schedule"], "0 22 * * *");
+    assert!(listed.body["items"][2]["spec"].get("syncWindows").is_none(), "omitempty");
+
+    let active = api.get_as("/api/v1/projects/team-a/syncwindows", Some(&alice)).await;
+    assert_eq!(active.body["windows"], json!([team_a[0].clone()]));
+    let none = api.get_as("/api/v1/projects/team-b/syncwindows", Some(&alice)).await;
+    assert_eq!(none.body, json!({"windows": []}));
+    assert_eq!(api.sync("api", json!({})).await.status, 200, "an inactive window holds nothing");
+
+    // Argo Medic's own token may get applications, not projects: it sees none.
+    assert_eq!(api.get("/api/v1/projects").await.body["items"], json!([]));
+    let denied = api.get("/api/v1/projects/team-a/syncwindows").await;
+    assert_eq!(denied.status, 403);
+    assert!(denied.body["message"].as_str().unwrap().starts_with("permission denied: projects, get, team-a, sub: "), "{}", denied.body);
+    let missing = api.get_as("/api/v1/projects/team-z/syncwindows", Some(&alice)).await;
+    assert_eq!(missing.status, 404);
 }
 
 #[tokio::test]

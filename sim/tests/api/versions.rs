@@ -153,7 +153,7 @@ async fn a_deny_window_opening_holds_a_running_sync_unless_it_allows_the_overrun
     for version in PROFILE_VERSIONS {
         let api = serving(version, vec![manual_app("web", json!({}))]).await;
         assert_eq!(api.sync("web", json!({})).await.status, 200);
-        api.sim.set_sync_windows(vec![SyncWindowRule { project: "team-a".into(), manual_sync: false, sync_overrun: true }]);
+        api.sim.set_sync_windows(vec![SyncWindowRule { project: "team-a".into(), manual_sync: false, sync_overrun: true, active: true }]);
         let windows = api.get("/api/v1/applications/web/syncwindows").await.body;
         let overrun = minor_of(version) >= (3, 5);
         assert_eq!(windows["activeWindows"][0].get("syncOverrun").is_some(), overrun, "{version}: {windows}");
@@ -175,7 +175,7 @@ async fn a_deny_window_opening_holds_a_running_sync_unless_it_allows_the_overrun
 async fn a_window_without_the_overrun_holds_a_running_sync_on_every_release() {
     let api = serving("v3.5.1+109ca7c", vec![manual_app("web", json!({}))]).await;
     assert_eq!(api.sync("web", json!({})).await.status, 200);
-    api.sim.set_sync_windows(vec![SyncWindowRule { project: "team-a".into(), manual_sync: false, sync_overrun: false }]);
+    api.sim.set_sync_windows(vec![SyncWindowRule { project: "team-a".into(), manual_sync: false, sync_overrun: false, active: true }]);
     let held = api.wait_for("web", "the window to hold it", |a| state(a)["message"] == "Sync operation blocked by sync window").await;
     assert_eq!(state(&held)["phase"], "Running");
     let refused = api.sync("web", json!({})).await;
