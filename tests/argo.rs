@@ -69,6 +69,48 @@ async fn reads_lists_and_syncs_as_argo_cd_expects() {
     assert_spec_conformance(&sim);
 }
 
+/// `medic freeze list`'s read of Argo CD's own sync windows: every project the token may `get`
+/// that has windows, each window with whether Argo CD says it is active; Argo Medic's own token
+/// (no access to projects) sees none, and says so by counting no visible project.
+#[tokio::test]
+async fn the_sync_windows_of_projects_are_read_with_which_are_active() {
+    use medic_adapters::argocd::{ProjectSyncWindows, SyncWindow};
+    let mut config = SimConfig {
+        sync_windows: vec![
+            SyncWindowRule::deny("payments"),
+            SyncWindowRule { project: "payments".into(), manual_sync: true, sync_overrun: false, active: false },
+            SyncWindowRule { project: "platform".into(), manual_sync: true, sync_overrun: false, active: false },
+        ],
+        ..SimConfig::default()
+    };
+    config.tokens.push(TokenGrant::for_subject("alice"));
+    config.policies.push(Policy::projects("alice", "get", "*"));
+    let sim = sim_with_samples(config).await;
+    let operator = HttpArgoClient::new(settings(&sim, &TokenGrant::for_subject("alice").token)).unwrap();
+    let found = operator.project_sync_windows().await.unwrap();
+    assert!(found.visible_projects >= 3, "{found:?}");
+    let window = |schedule: &str, duration: &str, manual_sync| SyncWindow {
+        kind: "deny".into(),
+        schedule: schedule.into(),
+        duration: duration.into(),
+        manual_sync,
+        ..SyncWindow::default()
+    };
+    assert_eq!(
+        found.projects,
+        [
+            ProjectSyncWindows {
+                project: "payments".into(),
+                windows: vec![(window("* * * * *", "24h", false), true), (window("0 22 * * *", "8h", true), false)],
+            },
+            ProjectSyncWindows { project: "platform".into(), windows: vec![(window("0 22 * * *", "8h", true), false)] },
+        ]
+    );
+    let own = client(&sim).project_sync_windows().await.unwrap();
+    assert_eq!((own.visible_projects, own.projects.len()), (0, 0));
+    assert_spec_conformance(&sim);
+}
+
 #[tokio::test]
 async fn each_argo_cd_error_maps_to_its_variant() {
     let config = SimConfig {

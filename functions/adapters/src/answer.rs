@@ -39,6 +39,8 @@ whole_answers!(
     crate::argocd::ArgoVersion,
     crate::argocd::ResourceTree,
     crate::argocd::SyncWindows,
+    crate::argocd::ProjectList,
+    crate::argocd::ActiveSyncWindows,
     medic_core::app::RevisionMetadata,
 );
 

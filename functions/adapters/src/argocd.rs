@@ -64,6 +64,76 @@ pub struct SyncWindows {
     pub can_sync: bool,
 }
 
+/// One sync window of an AppProject (`v1alpha1SyncWindow`), as `medic freeze list` shows it.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SyncWindow {
+    /// `allow` or `deny`.
+    pub kind: String,
+    /// When it opens, in cron format.
+    pub schedule: String,
+    /// How long it stays open (`1h`).
+    pub duration: String,
+    pub time_zone: String,
+    pub applications: Vec<String>,
+    pub namespaces: Vec<String>,
+    pub clusters: Vec<String>,
+    /// Manual syncs, Argo Medic's included, pass it.
+    pub manual_sync: bool,
+    pub sync_overrun: bool,
+    pub and_operator: bool,
+    pub description: String,
+}
+
+/// An AppProject's sync windows, each with whether Argo CD says it is active now.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ProjectSyncWindows {
+    pub project: String,
+    pub windows: Vec<(SyncWindow, bool)>,
+}
+
+/// What [`HttpArgoClient::project_sync_windows`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SyncWindowsOfProjects {
+    /// How many AppProjects the token may `get` (Argo CD leaves the others out of its list).
+    pub visible_projects: usize,
+    /// Those with sync windows, by name.
+    pub projects: Vec<ProjectSyncWindows>,
+}
+
+/// `GET /api/v1/projects`, as far as sync windows go.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ProjectList {
+    items: Vec<ProjectItem>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ProjectItem {
+    metadata: ProjectMeta,
+    spec: ProjectSpec,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ProjectMeta {
+    name: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ProjectSpec {
+    sync_windows: Vec<SyncWindow>,
+}
+
+/// `GET /api/v1/projects/{name}/syncwindows`: the windows active now.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ActiveSyncWindows {
+    windows: Vec<SyncWindow>,
+}
+
 /// Client construction errors.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -174,6 +244,24 @@ impl HttpArgoClient {
     pub async fn sync_windows(&self, app: &AppRef) -> Result<SyncWindows, ArgoError> {
         let path = format!("api/v1/applications/{}/syncwindows", seg(&app.name));
         self.call(Method::GET, &path, &scope_query(app), None).await
+    }
+
+    /// Argo CD's own sync windows: `GET /api/v1/projects` (the projects this token may `get`),
+    /// then `GET /api/v1/projects/{name}/syncwindows` for each one that has windows, which says
+    /// which are active now (Argo CD evaluates the cron, in each window's time zone). Read-only;
+    /// Argo Medic's functions never call it: their token needs no access to projects.
+    pub async fn project_sync_windows(&self) -> Result<SyncWindowsOfProjects, ArgoError> {
+        let list: ProjectList = self.call(Method::GET, "api/v1/projects", &[], None).await?;
+        let visible_projects = list.items.len();
+        let mut projects = Vec::new();
+        for item in list.items.into_iter().filter(|p| !p.spec.sync_windows.is_empty()) {
+            let path = format!("api/v1/projects/{}/syncwindows", seg(&item.metadata.name));
+            let active: ActiveSyncWindows = self.call(Method::GET, &path, &[], None).await?;
+            let windows = item.spec.sync_windows.into_iter().map(|w| { let on = active.windows.contains(&w); (w, on) }).collect();
+            projects.push(ProjectSyncWindows { project: item.metadata.name, windows });
+        }
+        projects.sort_by(|a, b| a.project.cmp(&b.project));
+        Ok(SyncWindowsOfProjects { visible_projects, projects })
     }
 
     /// `GET /api/v1/account/can-i/{resource}/{action}/{subresource}`: whether this token may,
