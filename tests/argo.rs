@@ -93,6 +93,7 @@ async fn the_sync_windows_of_projects_are_read_with_which_are_active() {
         kind: "deny".into(),
         schedule: schedule.into(),
         duration: duration.into(),
+        applications: vec!["*".into()],
         manual_sync,
         ..SyncWindow::default()
     };

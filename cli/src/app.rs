@@ -630,7 +630,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Freeze(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
-            runtime.block_on(freeze(args))
+            runtime.block_on(freeze(args, &argo))
         }
         Command::Incidents(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
@@ -926,7 +926,7 @@ fn operator(what: &str) -> String {
     std::env::var("USER").ok().filter(|u| !u.is_empty()).map_or_else(|| format!("medic {what}"), |u| format!("medic {what} ({u})"))
 }
 
-async fn freeze(args: FreezeArgs) -> Result<ExitCode> {
+async fn freeze(args: FreezeArgs, argo: &crate::argocd_flags::ArgoFlags) -> Result<ExitCode> {
     use medic_core::freeze::{Freeze, FreezeScope};
     use medic_core::switch::SwitchStore;
     let now = chrono::Utc::now();
@@ -935,7 +935,7 @@ async fn freeze(args: FreezeArgs) -> Result<ExitCode> {
         Some(FreezeCommand::List) => {
             let freezes = stack.store().await.read_freezes().await?;
             print!("{}", crate::render::freezes_table(&freezes, now));
-            Ok(ExitCode::SUCCESS)
+            argo_cd_sync_windows(argo).await
         }
         Some(FreezeCommand::Lift { id }) => {
             if !stack.store().await.lift_freeze(&id).await? {
@@ -965,6 +965,39 @@ async fn freeze(args: FreezeArgs) -> Result<ExitCode> {
             crate::note!("{}; workers see it within 30 seconds. It stops Argo Medic, not Argo CD's auto-sync.", freeze.describe());
             println!("{}", freeze.id);
             Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `medic freeze list`'s second half: Argo CD's own sync windows, which hold Argo CD's syncs
+/// (and, without `manualSync`, Argo Medic's too). Read with the operator's Argo CD token when
+/// one is given: Argo Medic's own token may not read projects, by design. The freezes are printed
+/// first whatever happens here; a failed read of the windows exits as a failed sweep would
+/// (3: Argo CD unreachable, 4: the token refused).
+async fn argo_cd_sync_windows(argo: &crate::argocd_flags::ArgoFlags) -> Result<ExitCode> {
+    if !argo.server_given() {
+        crate::note!(
+            "Argo CD's own sync windows are not shown: give --server and --auth-token (or ARGOCD_SERVER and ARGOCD_AUTH_TOKEN), with a token that may get projects (role:readonly may)"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let settings =
+        argo.settings().context("reading the Argo CD settings (--server and --auth-token, or ARGOCD_SERVER and ARGOCD_AUTH_TOKEN)")?;
+    let client = medic_adapters::argocd::HttpArgoClient::new(settings).context("building the Argo CD client")?;
+    match client.project_sync_windows().await {
+        Ok(found) => {
+            println!();
+            print!("{}", crate::render::sync_windows_table(&found.projects));
+            if found.visible_projects == 0 {
+                crate::note!(
+                    "this token may get no AppProject, so Argo CD's sync windows are unknown: use a token with `projects, get` (role:readonly has it)"
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            crate::note!("medic: could not read Argo CD's sync windows: {e}");
+            Ok(ExitCode::from(crate::exit::of(&anyhow::Error::from(e))))
         }
     }
 }

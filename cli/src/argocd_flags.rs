@@ -124,6 +124,11 @@ impl ArgoFlags {
         }
     }
 
+    /// Whether an Argo CD server is named, by `--server` (or ARGOCD_OPTS) or ARGOCD_SERVER.
+    pub fn server_given(&self) -> bool {
+        self.value_for("ARGOCD_SERVER").or_else(|| std::env::var("ARGOCD_SERVER").ok()).is_some_and(|s| !s.trim().is_empty())
+    }
+
     /// Argo CD's settings: each flag given over its environment variable, the rest from the
     /// environment, validated as the functions validate theirs.
     pub fn settings(&self) -> Result<ArgoSettings, SettingsError> {

@@ -79,6 +79,48 @@ pub fn freezes_table(freezes: &[medic_core::freeze::Freeze], now: chrono::DateTi
     table(&["ID", "SCOPE", "STATE", "UNTIL", "BY", "REASON"], &rows)
 }
 
+/// `medic freeze list`'s second table: Argo CD's own sync windows, one row per window.
+pub fn sync_windows_table(projects: &[medic_adapters::argocd::ProjectSyncWindows]) -> String {
+    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_owned();
+    let rows: Vec<Vec<String>> = projects
+        .iter()
+        .flat_map(|p| p.windows.iter().map(move |(w, active)| (p, w, *active)))
+        .map(|(p, w, active)| {
+            let zone = if w.time_zone.is_empty() { "UTC" } else { w.time_zone.as_str() };
+            vec![
+                p.project.clone(),
+                w.kind.clone(),
+                w.schedule.clone(),
+                w.duration.clone(),
+                zone.to_owned(),
+                truncate(&window_targets(w), 60),
+                yes_no(w.manual_sync),
+                yes_no(active),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return "Argo CD: no sync windows in the projects this token may see\n".to_owned();
+    }
+    let mut out = String::from("Argo CD's own sync windows (a deny window holds Argo Medic's syncs too, unless it allows manual syncs):\n");
+    out.push_str(&table(&["PROJECT", "KIND", "SCHEDULE", "DURATION", "TIME ZONE", "APPLIES TO", "MANUAL SYNC", "ACTIVE NOW"], &rows));
+    out
+}
+
+/// What a window applies to, as argocd's `proj windows list` names it: applications, namespaces
+/// and clusters, matched with `or` (or `and` with `andOperator`).
+fn window_targets(w: &medic_adapters::argocd::SyncWindow) -> String {
+    let parts: Vec<String> = [("apps", &w.applications), ("namespaces", &w.namespaces), ("clusters", &w.clusters)]
+        .into_iter()
+        .filter(|(_, list)| !list.is_empty())
+        .map(|(what, list)| format!("{what} {}", list.join(",")))
+        .collect();
+    if parts.is_empty() {
+        return "nothing".to_owned();
+    }
+    parts.join(if w.and_operator { " and " } else { " or " })
+}
+
 pub fn decision_text(d: &Decision) -> String {
     let mut out = format!("{}: {} ({})\n  reason: {}\n", d.app, d.action, d.failure_mode, d.reason);
     if !d.rule.is_empty() {

@@ -1122,6 +1122,49 @@ fn sweep_without_slack_observes_what_it_would_propose_and_says_so() {
     assert_eq!(result("observability").as_deref(), Some("dry_run"), "the sync is observed");
 }
 
+/// Issue 29: `medic freeze list` says why Argo CD's sync windows are missing, and a failed read
+/// of them still prints the freezes, with the exit code of an unreachable Argo CD: no server named; Argo Medic's own token
+/// (which may not get projects); an Argo CD that does not answer.
+#[test]
+fn freeze_list_says_why_argo_cds_sync_windows_are_missing() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let moto = medic_sim::moto::moto();
+    let table = medic_sim::moto::unique("cli-freeze-windows");
+    runtime.block_on(async {
+        let sdk = medic_adapters::aws::sdk_config(Some(&moto.url)).await;
+        medic_adapters::dynamodb::create_table(&aws_sdk_dynamodb::Client::new(&sdk), &table).await.unwrap();
+    });
+    let mut config = medic_sim::SimConfig::default();
+    config.sync_windows = vec![medic_sim::SyncWindowRule::deny("payments")];
+    let argo = runtime.block_on(medic_sim::ArgoSim::start(config)).unwrap();
+    let list = |env: &[(&str, &str)]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_medic"));
+        command
+            .args(["freeze", "list", "--table", &table, "--endpoint-url", &moto.url, "--retry-for", "0"])
+            .env("AWS_DEFAULT_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test");
+        for var in ["ARGOCD_SERVER", "ARGOCD_AUTH_TOKEN", "ARGOCD_OPTS"] {
+            command.env_remove(var);
+        }
+        command.envs(env.iter().copied()).output().unwrap()
+    };
+
+    let unnamed = list(&[]);
+    assert!(unnamed.status.success(), "{}", stderr(&unnamed));
+    assert_eq!(String::from_utf8_lossy(&unnamed.stdout), "no freezes\n");
+    assert!(stderr(&unnamed).contains("Argo CD's own sync windows are not shown: give --server"), "{}", stderr(&unnamed));
+
+    let own_token = list(&[("ARGOCD_SERVER", &argo.base_url()), ("ARGOCD_AUTH_TOKEN", medic_sim::DEFAULT_TOKEN)]);
+    assert!(own_token.status.success(), "{}", stderr(&own_token));
+    assert!(stderr(&own_token).contains("this token may get no AppProject"), "{}", stderr(&own_token));
+
+    let down = list(&[("ARGOCD_SERVER", "127.0.0.1:1"), ("ARGOCD_AUTH_TOKEN", medic_sim::DEFAULT_TOKEN), ("ARGOCD_PLAINTEXT", "true")]);
+    assert_eq!(down.status.code(), Some(3), "unreachable, as `medic sweep` says it: {}", stderr(&down));
+    assert_eq!(String::from_utf8_lossy(&down.stdout), "no freezes\n", "the freezes first, whatever Argo CD does");
+    assert!(stderr(&down).contains("could not read Argo CD's sync windows"), "{}", stderr(&down));
+}
+
 /// Issue 29: docs/operations.md's freeze block, run as written against a stack table in moto:
 /// the freezes it sets are the ones the functions read (`SwitchStore::read_freezes`), `list`
 /// shows them, and `lift` ends the one it names.
@@ -1138,6 +1181,17 @@ fn the_freeze_commands_of_the_operations_guide_set_list_and_lift_freezes() {
         medic_adapters::dynamodb::create_table(&ddb, &table).await.unwrap();
         medic_adapters::dynamodb::DynamoDbStore::new(ddb, table.clone(), "default")
     });
+    // Argo CD, with a window of the payments project active now and one later; the operator's
+    // token may get projects.
+    let mut config = medic_sim::SimConfig::default();
+    config.sync_windows = vec![
+        medic_sim::SyncWindowRule::deny("payments"),
+        medic_sim::SyncWindowRule { project: "payments".into(), manual_sync: true, sync_overrun: false, active: false },
+    ];
+    let operator = medic_sim::TokenGrant::for_subject("ops-alice");
+    config.tokens.push(operator.clone());
+    config.policies.push(medic_sim::Policy::projects("ops-alice", "get", "*"));
+    let argo = runtime.block_on(medic_sim::ArgoSim::start(config)).unwrap();
 
     let doc = std::fs::read_to_string(root().join("docs/operations.md")).unwrap();
     let start = doc.find("<!-- executed: cli/tests/cli.rs").expect("the freeze block's marker");
@@ -1156,10 +1210,24 @@ fn the_freeze_commands_of_the_operations_guide_set_list_and_lift_freezes() {
         .env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .env("USER", "ops-alice")
+        .env("ARGOCD_SERVER", argo.base_url())
+        .env("ARGOCD_AUTH_TOKEN", &operator.token)
+        .env_remove("ARGOCD_OPTS")
         .output()
         .unwrap();
     let (out, err) = (String::from_utf8_lossy(&ran.stdout).to_string(), String::from_utf8_lossy(&ran.stderr).to_string());
     assert!(ran.status.success(), "the guide's freeze block failed:\n{out}\n{err}");
+    // Beside the freezes, Argo CD's own windows, with which is active now.
+    let windows = out.split("Argo CD's own sync windows").nth(1).unwrap_or_else(|| panic!("no sync windows in the list:\n{out}"));
+    let rows: Vec<Vec<&str>> = windows.lines().skip(2).map(|l| l.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect()).collect();
+    assert_eq!(
+        rows,
+        [
+            vec!["payments", "deny", "* * * * *", "24h", "UTC", "apps *", "no", "yes"],
+            vec!["payments", "deny", "0 22 * * *", "8h", "UTC", "apps *", "yes", "no"],
+        ],
+        "{out}"
+    );
     assert!(err.contains("stops Argo Medic, not Argo CD's auto-sync"), "{err}");
 
     let freezes = runtime.block_on(store.read_freezes()).unwrap();

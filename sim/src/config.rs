@@ -167,7 +167,7 @@ impl SyncWindowRule {
     /// The window as the AppProject's `spec.syncWindows[]` holds it.
     pub(crate) fn to_json(&self, behaviour: &crate::release::Behaviour) -> serde_json::Value {
         let (schedule, duration) = if self.active { ("* * * * *", "24h") } else { ("0 22 * * *", "8h") };
-        let mut window = serde_json::json!({"kind": "deny", "schedule": schedule, "duration": duration, "manualSync": self.manual_sync});
+        let mut window = serde_json::json!({"kind": "deny", "schedule": schedule, "duration": duration, "applications": ["*"], "manualSync": self.manual_sync});
         // `syncOverrun` is a field from 3.5.0 (`omitempty`).
         if self.sync_overrun && behaviour.sync_overrun() {
             window["syncOverrun"] = serde_json::json!(true);

@@ -257,7 +257,15 @@ impl HttpArgoClient {
         for item in list.items.into_iter().filter(|p| !p.spec.sync_windows.is_empty()) {
             let path = format!("api/v1/projects/{}/syncwindows", seg(&item.metadata.name));
             let active: ActiveSyncWindows = self.call(Method::GET, &path, &[], None).await?;
-            let windows = item.spec.sync_windows.into_iter().map(|w| { let on = active.windows.contains(&w); (w, on) }).collect();
+            let windows = item
+                .spec
+                .sync_windows
+                .into_iter()
+                .map(|w| {
+                    let on = active.windows.contains(&w);
+                    (w, on)
+                })
+                .collect();
             projects.push(ProjectSyncWindows { project: item.metadata.name, windows });
         }
         projects.sort_by(|a, b| a.project.cmp(&b.project));
