@@ -1134,8 +1134,7 @@ fn freeze_list_says_why_argo_cds_sync_windows_are_missing() {
         let sdk = medic_adapters::aws::sdk_config(Some(&moto.url)).await;
         medic_adapters::dynamodb::create_table(&aws_sdk_dynamodb::Client::new(&sdk), &table).await.unwrap();
     });
-    let mut config = medic_sim::SimConfig::default();
-    config.sync_windows = vec![medic_sim::SyncWindowRule::deny("payments")];
+    let config = medic_sim::SimConfig { sync_windows: vec![medic_sim::SyncWindowRule::deny("payments")], ..Default::default() };
     let argo = runtime.block_on(medic_sim::ArgoSim::start(config)).unwrap();
     let list = |env: &[(&str, &str)]| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_medic"));
@@ -1183,11 +1182,13 @@ fn the_freeze_commands_of_the_operations_guide_set_list_and_lift_freezes() {
     });
     // Argo CD, with a window of the payments project active now and one later; the operator's
     // token may get projects.
-    let mut config = medic_sim::SimConfig::default();
-    config.sync_windows = vec![
-        medic_sim::SyncWindowRule::deny("payments"),
-        medic_sim::SyncWindowRule { project: "payments".into(), manual_sync: true, sync_overrun: false, active: false },
-    ];
+    let mut config = medic_sim::SimConfig {
+        sync_windows: vec![
+            medic_sim::SyncWindowRule::deny("payments"),
+            medic_sim::SyncWindowRule { project: "payments".into(), manual_sync: true, sync_overrun: false, active: false },
+        ],
+        ..Default::default()
+    };
     let operator = medic_sim::TokenGrant::for_subject("ops-alice");
     config.tokens.push(operator.clone());
     config.policies.push(medic_sim::Policy::projects("ops-alice", "get", "*"));
