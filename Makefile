@@ -52,7 +52,7 @@ test-profiles:
 ## keys, layering), no Python, moto or simulator processes; make test runs all of it and more
 test-unit:
 	$(CARGO) test --workspace --lib --locked
-	$(CARGO) test -p medic-core --locked
+	$(CARGO) test -p medic-core -p medic-service --locked
 	$(CARGO) test -p ingest -p worker --test handler --locked
 
 ## lint: formatting and clippy, warnings are errors; the core checked alone, because workspace
@@ -61,6 +61,8 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) check -p medic-core --locked
+	@# The application alone too: it must build without the runtime the handlers bring.
+	$(CARGO) check -p medic-service --locked
 	@# One actuator: the product crates alone, without the tests' `test-permit` feature, so no
 	@# product code compiles a mutating Argo CD call or a Slack post outside the actuator.
 	$(CARGO) check -p ingest -p worker -p sweeper -p slack-actions -p medic --locked

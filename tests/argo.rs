@@ -11,7 +11,7 @@ use medic_adapters::memory::MemoryIncidentStore;
 use medic_core::app::{ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, Info};
 use medic_core::incident::Outcome;
 use medic_core::ports::{ArgoApi, ArgoError, IncidentStore, ListQuery, Permit};
-use medic_core::remediate::{StepError, StepResult};
+use medic_core::step::{StepError, StepResult};
 use medic_core::sweep::LIST_FIELDS;
 use medic_core::{Action, PolicyConfig, Trigger};
 use medic_sim::{ArgoSim, Fault, FaultKind, Outcomes, Policy, RefreshOutcome, SimConfig, SyncOutcome, SyncWindowRule, TokenGrant};

@@ -12,7 +12,7 @@ use medic_adapters::dynamodb::{DynamoDbStore, create_table};
 use medic_adapters::slack::DynamoDbEscalationStore;
 use medic_core::incident::IncidentKey;
 use medic_core::ports::IncidentLedger;
-use medic_core::remediate::StepResult;
+use medic_core::step::StepResult;
 use medic_core::{PolicyConfig, Trigger};
 use medic_sim::SimConfig;
 use medic_sim::moto::{moto, unique};
@@ -31,7 +31,7 @@ async fn incidents_in_dynamodb_list_open_and_closed_with_notes_filters_and_both_
     let c = client(&argo);
     let parts = Parts::new(store.clone(), PolicyConfig { instance_id: "test".into(), settle_secs: 0, ..PolicyConfig::default() });
     let step = parts.step(&c, false, Duration::from_secs(60));
-    let result = |r: medic_core::remediate::StepReport| r.result;
+    let result = |r: medic_core::step::StepReport| r.result;
     // A hook failure escalates; a stale app is refreshed and heals (the simulator's outcome): the
     // verified refresh's own read closes its incident, kept as a closed record; a CRD race is synced.
     assert_eq!(result(step.run(&app("accounts", "payments"), &Trigger::sweep(), None).await.unwrap()), StepResult::Escalated);

@@ -598,7 +598,7 @@ fn every_lambda_sample_parses_as_its_functions_input() {
 async fn the_switch_in_the_state_table_stops_argo_cd_mutations_at_once_and_flipping_it_back_resumes_them() {
     use medic_adapters::switch::{CachedSwitch, SwitchSettings};
     use medic_core::event::{AppRef, WorkItem, WorkKind};
-    use medic_core::remediate::StepResult;
+    use medic_core::step::StepResult;
 
     let (stack, sim) = (stack().await, sim_with_samples(SimConfig::default()).await);
     // What `medic switch --table T --instance test off` writes.

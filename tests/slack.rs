@@ -32,7 +32,7 @@ async fn an_escalation_posts_one_parent_and_every_later_step_as_a_reply_in_its_t
     let stack = stack().await;
     let worker = stack.worker();
     stack.enqueue_look("accounts", "w1").await;
-    assert_eq!(stack.poll(&worker).await, vec![Handled::Stepped(medic_core::remediate::StepResult::Escalated)]);
+    assert_eq!(stack.poll(&worker).await, vec![Handled::Stepped(medic_core::step::StepResult::Escalated)]);
     let ps = parents(&stack.slack);
     assert_eq!(ps.len(), 1, "one parent");
     let parent = &ps[0];
@@ -70,7 +70,7 @@ async fn an_escalation_posts_one_parent_and_every_later_step_as_a_reply_in_its_t
     healthy["spec"]["project"] = "payments".into();
     stack.argo.insert_app(healthy);
     stack.enqueue_look("accounts", "w2").await;
-    assert_eq!(stack.poll(&worker).await, vec![Handled::Stepped(medic_core::remediate::StepResult::Resolved)]);
+    assert_eq!(stack.poll(&worker).await, vec![Handled::Stepped(medic_core::step::StepResult::Resolved)]);
     let parent = stack.slack.message(CH, &parent.ts).unwrap();
     assert!(text_of(&parent).contains("✅") && text_of(&parent).contains("Resolved"), "{}", text_of(&parent));
     assert!(parent.blocks.as_array().unwrap().iter().all(|b| b["type"] != "actions"), "no buttons on a resolved incident");
@@ -183,7 +183,7 @@ async fn an_open_incident_s_slack_records_outlive_the_record_ttl_and_resolving_g
     let stack = stack().await;
     let worker = stack.worker();
     stack.enqueue_look("accounts", "w1").await;
-    assert_eq!(stack.poll(&worker).await, vec![Handled::Stepped(medic_core::remediate::StepResult::Escalated)]);
+    assert_eq!(stack.poll(&worker).await, vec![Handled::Stepped(medic_core::step::StepResult::Escalated)]);
     let year = 365 * 24 * 3600;
     let now = Utc::now().timestamp();
     let open = escalation_records(&stack.ddb, &stack.table).await;
@@ -525,7 +525,7 @@ async fn a_terminate_click_leaves_alone_an_operation_that_started_after_it() {
 
 #[tokio::test]
 async fn switched_off_the_worker_posts_no_escalation_and_neither_acts_on_nor_answers_a_click() {
-    use medic_core::remediate::StepResult;
+    use medic_core::step::StepResult;
     use medic_core::switch::{FixedSwitch, Mode};
 
     let stack = stack().await;

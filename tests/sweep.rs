@@ -10,7 +10,7 @@ use medic::store::SqliteIncidentStore;
 use medic::sweep::{SweepOptions, sweep};
 use medic_core::PolicyConfig;
 use medic_core::ports::IncidentStore;
-use medic_core::remediate::StepResult;
+use medic_core::step::StepResult;
 use medic_sim::{ArgoSim, SimConfig, synthetic_fleet};
 
 use crate::support::{Parts, client, sim_with_samples};

@@ -227,16 +227,16 @@ async fn a_freeze_holds_automatic_actions_on_its_scope_and_lifts_itself_at_its_e
     let inventory = crate::support::app("inventory", "payments"); // stale: the ladder refreshes it
 
     let held = step.run(&inventory, &Trigger::sweep(), None).await.unwrap();
-    assert_eq!(held.result, medic_core::remediate::StepResult::DryRun, "{}", held.detail);
+    assert_eq!(held.result, medic_core::step::StepResult::DryRun, "{}", held.detail);
     assert!(held.detail.contains("project payments is frozen until") && held.detail.contains("ledger migration"), "{}", held.detail);
     assert_eq!(mutations(&sim), 0);
 
     let other = step.run(&crate::support::app("observability", "platform"), &Trigger::sweep(), None).await.unwrap();
-    assert_eq!(other.result, medic_core::remediate::StepResult::Synced, "another project is not frozen: {}", other.detail);
+    assert_eq!(other.result, medic_core::step::StepResult::Synced, "another project is not frozen: {}", other.detail);
 
     clock.advance(chrono::TimeDelta::hours(4) + chrono::TimeDelta::minutes(1));
     let after = step.run(&inventory, &Trigger::sweep(), None).await.unwrap();
-    assert_eq!(after.result, medic_core::remediate::StepResult::Refreshed, "lifted by itself: {}", after.detail);
+    assert_eq!(after.result, medic_core::step::StepResult::Refreshed, "lifted by itself: {}", after.detail);
 }
 
 /// Half an hour before a freeze ends, the sweeper reminds the channel, once, whatever how many

@@ -13,9 +13,10 @@ use medic_core::alerts;
 use medic_core::event::AppRef;
 use medic_core::fleet::{FleetCause, WaveOutcome, is_down, should_pause};
 use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, DedupeStore, Escalator, IncidentStore};
-use medic_core::remediate::{Remediator, StepError, StepReport, StepResult};
+use medic_core::step::{StepError, StepReport, StepResult};
 use medic_core::sweep::{SweepScope, plan, wave};
 use medic_core::switch::Switch;
+use medic_service::remediate::Remediator;
 use serde::Serialize;
 
 /// What to sweep and how.
@@ -211,12 +212,11 @@ where
                 break;
             }
             let batch_results = run_all(batch.to_vec(), recovery.clone()).await;
-            let (healed, failed) =
-                batch_results.iter().fold((0, 0), |(h, f), (_, result)| match medic_core::remediate::wave_outcome(result) {
-                    WaveOutcome::Healed => (h + 1, f),
-                    WaveOutcome::Failed => (h, f + 1),
-                    WaveOutcome::Neither => (h, f),
-                });
+            let (healed, failed) = batch_results.iter().fold((0, 0), |(h, f), (_, result)| match medic_core::step::wave_outcome(result) {
+                WaveOutcome::Healed => (h + 1, f),
+                WaveOutcome::Failed => (h, f + 1),
+                WaveOutcome::Neither => (h, f),
+            });
             outages[outage].released += batch.len();
             results.extend(batch_results);
             if should_pause(&opts.scope.fleet, healed + failed, healed) {

@@ -10,9 +10,10 @@ use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget};
 use medic_adapters::config::ArgoSettings;
 use medic_adapters::memory::{LogEscalator, SystemClock};
-use medic_core::remediate::{Remediator, StepResult};
+use medic_core::step::StepResult;
 use medic_core::sweep::SweepScope;
 use medic_core::{DecisionPolicy, PolicyConfig};
+use medic_service::remediate::Remediator;
 use medic_sim::{ArgoSim, CallCounts, Rebase, SimConfig};
 
 use crate::samples;

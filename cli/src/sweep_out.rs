@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use medic_adapters::budget::BudgetRates;
 use medic_core::event::AppRef;
 use medic_core::ports::{Budget, BudgetExhausted, BudgetKind};
-use medic_core::remediate::{StepError, StepReport, StepResult};
+use medic_core::step::{StepError, StepReport, StepResult};
 use serde::Serialize;
 use serde_json::Value;
 

@@ -18,9 +18,9 @@ use medic_core::event::AppRef;
 use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
 use medic_core::keys::IdempotencyKey;
 use medic_core::ports::{ArgoApi, Claim, IncidentStore, StoreError};
-use medic_core::remediate::Remediator;
 use medic_core::switch::{FixedSwitch, Mode};
 use medic_core::{DecisionPolicy, PolicyConfig};
+use medic_service::remediate::Remediator;
 use medic_sim::{ArgoSim, SimConfig};
 
 pub fn events_dir() -> PathBuf {

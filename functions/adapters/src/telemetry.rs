@@ -148,6 +148,25 @@ impl Metrics {
     }
 }
 
+/// The port the application counts through; the inherent methods above do the work.
+impl medic_core::ports::Telemetry for Metrics {
+    fn count(&self, name: &str, extra: Option<(&str, &str)>, value: f64) {
+        Metrics::count(self, name, extra, value)
+    }
+    fn count_with(&self, name: &str, properties: &[(&str, &str)], value: f64) {
+        Metrics::count_with(self, name, properties, value)
+    }
+    fn millis(&self, name: &str, extra: Option<(&str, &str)>, value: f64) {
+        Metrics::millis(self, name, extra, value)
+    }
+    fn millis_with(&self, name: &str, properties: &[(&str, &str)], value: f64) {
+        Metrics::millis_with(self, name, properties, value)
+    }
+    fn gauge(&self, name: &str, extra: Option<(&str, &str)>, value: f64) {
+        Metrics::gauge(self, name, extra, value)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,7 +41,6 @@ pub mod ladder;
 pub mod permit;
 pub mod policy;
 pub mod ports;
-pub mod remediate;
 pub mod route;
 pub mod step;
 pub mod sweep;

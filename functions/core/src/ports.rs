@@ -280,6 +280,19 @@ pub trait Clock: Send + Sync {
     fn now(&self) -> DateTime<Utc>;
 }
 
+/// Where the application's counts and latencies go: CloudWatch's embedded metric format on
+/// Lambda (`medic_adapters::telemetry::Metrics`, which also keeps them for tests). `extra` is
+/// one more dimension; `properties` are searchable properties of the line, not dimensions (each
+/// dimension set is one more billed metric, docs/cost.md).
+pub trait Telemetry: Send + Sync {
+    fn count(&self, name: &str, extra: Option<(&str, &str)>, value: f64);
+    fn count_with(&self, name: &str, properties: &[(&str, &str)], value: f64);
+    fn millis(&self, name: &str, extra: Option<(&str, &str)>, value: f64);
+    fn millis_with(&self, name: &str, properties: &[(&str, &str)], value: f64);
+    /// A level, not a count: the latest value is kept.
+    fn gauge(&self, name: &str, extra: Option<(&str, &str)>, value: f64);
+}
+
 /// Queue failures.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
 #[error("work queue: {0}")]
@@ -553,6 +566,24 @@ impl<T: AppLock> AppLock for Arc<T> {
     }
     fn unlock(&self, app: &AppId, owner: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).unlock(app, owner)
+    }
+}
+
+impl<T: Telemetry> Telemetry for Arc<T> {
+    fn count(&self, name: &str, extra: Option<(&str, &str)>, value: f64) {
+        (**self).count(name, extra, value)
+    }
+    fn count_with(&self, name: &str, properties: &[(&str, &str)], value: f64) {
+        (**self).count_with(name, properties, value)
+    }
+    fn millis(&self, name: &str, extra: Option<(&str, &str)>, value: f64) {
+        (**self).millis(name, extra, value)
+    }
+    fn millis_with(&self, name: &str, properties: &[(&str, &str)], value: f64) {
+        (**self).millis_with(name, properties, value)
+    }
+    fn gauge(&self, name: &str, extra: Option<(&str, &str)>, value: f64) {
+        (**self).gauge(name, extra, value)
     }
 }
 

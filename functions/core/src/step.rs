@@ -1,5 +1,5 @@
 //! What a step did (its result and report), why it could not finish, and the one builder of a
-//! sync request: the vocabulary the per-app step ([`crate::remediate`]) and the actuator
+//! sync request: the vocabulary the per-app step (`medic_service::remediate`) and the actuator
 //! ([`crate::actuator`]) share.
 
 use serde::Serialize;
@@ -121,7 +121,8 @@ pub fn sync_request(
     }
 }
 
-pub(crate) fn report(app: AppId, d: Option<&Decision>, result: StepResult, detail: String, calls: u32) -> StepReport {
+/// A step's report with nothing done yet: what the per-app step fills in.
+pub fn report(app: AppId, d: Option<&Decision>, result: StepResult, detail: String, calls: u32) -> StepReport {
     StepReport {
         app,
         failure_mode: d.map(|d| d.failure_mode),
@@ -134,5 +135,54 @@ pub(crate) fn report(app: AppId, d: Option<&Decision>, result: StepResult, detai
         resolution: None,
         down_after: None,
         claim_held_back: false,
+    }
+}
+
+/// How one step of a fleet outage's recovery wave came out: what a wave's batch verdict counts
+/// (`crate::fleet::batch_verdict`). The one reading of a step both `medic sweep`'s batches and the
+/// workers' use.
+///
+/// Judged by the cause's own signature, as the canaries are: an app that can be compared after
+/// its step has healed from the outage (whatever else it needs now: an `OutOfSync` app after
+/// commits pushed during the outage is its own ladder's business); an app the step acted on that
+/// still cannot be compared failed again. A step that failed (an Argo CD 503, a throttled store)
+/// or did not act yet (a wait, a deferral) says nothing about the cause: `Neither`, and the
+/// worker leaves such an item untallied until it really steps (M3).
+pub fn wave_outcome<E>(step: &Result<StepReport, E>) -> crate::fleet::WaveOutcome {
+    use crate::fleet::WaveOutcome;
+    match step {
+        Ok(r) if r.result == StepResult::Resolved || r.resolution.is_some() || r.down_after == Some(false) => WaveOutcome::Healed,
+        Ok(r) if matches!(r.result, StepResult::Refreshed | StepResult::RefreshUnverified | StepResult::Failed | StepResult::Escalated) => {
+            WaveOutcome::Failed
+        }
+        Ok(_) | Err(_) => WaveOutcome::Neither,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::WaveOutcome;
+    use crate::ports::ArgoError;
+
+    fn step(result: StepResult, down_after: Option<bool>) -> Result<StepReport, StepError> {
+        let mut r = report(AppId::new("argocd", "a"), None, result, String::new(), 1);
+        r.down_after = down_after;
+        Ok(r)
+    }
+
+    /// M3 (reliability review of 0a3f9d5): a wave's relapse was counted from any step error and
+    /// from any refresh that left the app not calm, such as comparable again but `OutOfSync`
+    /// after commits pushed during the outage. It is the cause's own signature now: still not
+    /// comparable after a step that acted. Fails on 4b8d4db (the first two are `Failed`).
+    #[test]
+    fn a_wave_step_is_judged_by_the_outage_s_signature_not_by_calm_or_by_errors() {
+        assert_eq!(wave_outcome(&step(StepResult::Refreshed, Some(false))), WaveOutcome::Healed, "comparable again, OutOfSync");
+        let failed: Result<StepReport, StepError> = Err(StepError::Argo(ArgoError::Transient("503".into())));
+        assert_eq!(wave_outcome(&failed), WaveOutcome::Neither, "an Argo CD 503 says nothing about the cause");
+        assert_eq!(wave_outcome(&step(StepResult::Refreshed, Some(true))), WaveOutcome::Failed, "refreshed and still Unknown");
+        assert_eq!(wave_outcome(&step(StepResult::Escalated, Some(true))), WaveOutcome::Failed);
+        assert_eq!(wave_outcome(&step(StepResult::Deferred, Some(true))), WaveOutcome::Neither, "not stepped yet");
+        assert_eq!(wave_outcome(&step(StepResult::Resolved, None)), WaveOutcome::Healed);
     }
 }

@@ -501,7 +501,7 @@ where
         let probes =
             futures::future::join_all(canaries.iter().map(|(app, trust)| act.perform(Request::Canary { app, trust: *trust }))).await;
         // A probe the gate held or the budget deferred is no probe: the next sweep tries again.
-        let reads: Vec<Result<medic_core::Application, medic_core::remediate::StepError>> = probes
+        let reads: Vec<Result<medic_core::Application, medic_core::step::StepError>> = probes
             .into_iter()
             .filter_map(|p| match p {
                 Ok(Performed::Refreshed(app)) => Some(Ok(*app)),

@@ -26,9 +26,10 @@ use medic_core::escalation::HumanActionOutcome;
 use medic_core::event::{Request as ItemRequest, WorkItem, WorkKind};
 use medic_core::gate::{Gate, Verdict};
 use medic_core::ports::{AppLock, ArgoApi, ArgoError, Begun, Budget, Clock, DedupeStore, Escalator, IncidentStore, WorkQueue};
-use medic_core::remediate::{Remediator, StepError, StepResult};
+use medic_core::step::{StepError, StepResult};
 use medic_core::switch::{FixedSwitch, Switch};
 use medic_core::{DecisionPolicy, FailureMode, Trigger};
+use medic_service::remediate::Remediator;
 use tracing::Instrument;
 
 /// Worker settings.
@@ -603,7 +604,7 @@ where
             Err(e) => Err(StepError::Argo(e)),
         };
         if let Some(slot) = &item.wave {
-            self.tally_wave(slot, medic_core::remediate::wave_outcome(&stepped)).await;
+            self.tally_wave(slot, medic_core::step::wave_outcome(&stepped)).await;
         }
         let report = match stepped {
             Ok(report) => report,

@@ -1,22 +1,21 @@
 //! The per-app step: observe → decide → act → record, behind ports. `medic sweep`, the serverless
 //! worker and the local pipeline all run this same code. It acts only through the actuator
-//! ([`crate::actuator`]), which holds the gate, the budgets, the claims and the calls.
+//! ([`medic_core::actuator`]), which holds the gate, the budgets, the claims and the calls.
 
 use std::time::Duration;
 
-use crate::actuator::{Actuator, Performed, Request, RungDone};
-use crate::app::{AppId, Application};
-use crate::decision::{Action, Decision};
-use crate::event::AppRef;
-use crate::gate::Gate;
-use crate::incident::{DecisionNote, History, Outcome};
-use crate::policy::DecisionPolicy;
-use crate::ports::{ArgoApi, ArgoError, Budget, Clock, DedupeStore, Escalator, IncidentStore, ListQuery};
-use crate::switch::Switch;
-use crate::trigger::Trigger;
+use medic_core::actuator::{Actuator, Performed, Request, RungDone};
+use medic_core::app::{AppId, Application};
+use medic_core::decision::{Action, Decision};
+use medic_core::event::AppRef;
+use medic_core::gate::Gate;
+use medic_core::incident::{DecisionNote, History, Outcome};
+use medic_core::policy::DecisionPolicy;
+use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, DedupeStore, Escalator, IncidentStore, ListQuery};
+use medic_core::switch::Switch;
+use medic_core::trigger::Trigger;
 
-use crate::step::report;
-pub use crate::step::{INCIDENT_INFO_NAME, REASON_INFO_NAME, StepError, StepReport, StepResult, sync_request};
+use medic_core::step::{StepError, StepReport, StepResult, report};
 
 /// The step's collaborators. Its calls that change Argo CD or post go through the actuator it
 /// builds from them ([`Remediator::actuator`]).
@@ -74,7 +73,7 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
                         let query = ListQuery {
                             name: app_ref.name.clone(),
                             app_namespace: app_ref.namespace.clone(),
-                            fields: crate::sweep::LIST_FIELDS.iter().map(|f| f.to_string()).collect(),
+                            fields: medic_core::sweep::LIST_FIELDS.iter().map(|f| f.to_string()).collect(),
                             ..ListQuery::default()
                         };
                         let listed = self.argo.list_apps(&query).await?;
@@ -100,7 +99,7 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
         if let Some(settled) = settled {
             out.detail = format!("{settled}; {}", out.detail);
         }
-        out.down_after = Some(crate::fleet::is_down(&app));
+        out.down_after = Some(medic_core::fleet::is_down(&app));
         if decision.resolves_incident {
             self.store.close(&name, decision.decided_at).await?;
             return Ok(StepReport { result: StepResult::Resolved, ..out });
@@ -117,13 +116,13 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
         done.map(|(report, _)| report)
     }
 
-    /// A freeze over the app ([`crate::freeze`]) makes the decision's action `observe` until it
+    /// A freeze over the app ([`medic_core::freeze`]) makes the decision's action `observe` until it
     /// ends; the switch's cache reads the freezes with the mode (no read for a decision that
     /// changes nothing in Argo CD).
     async fn apply_freezes(&self, app: &Application, decision: &mut Decision) {
         let Some(applied) = decision.trust.take() else { return };
         let freezes = self.switch.freezes().await;
-        decision.trust = Some(crate::freeze::with_freezes(applied, &freezes, app, self.clock.now()));
+        decision.trust = Some(medic_core::freeze::with_freezes(applied, &freezes, app, self.clock.now()));
     }
 
     /// Judges the syncs of the open incident that Argo CD accepted and nobody has seen start
@@ -207,8 +206,13 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
                 let history = self.store.history(&report.app).await?;
                 let next = self.policy.decide(app, trigger, &history, self.clock.now())?;
                 if next.action == Action::Escalate && next.idempotency_key.is_some() {
-                    let mut told =
-                        crate::step::report(report.app.clone(), Some(&next), StepResult::NoAction, next.reason.clone(), report.argo_calls);
+                    let mut told = medic_core::step::report(
+                        report.app.clone(),
+                        Some(&next),
+                        StepResult::NoAction,
+                        next.reason.clone(),
+                        report.argo_calls,
+                    );
                     told.detail = format!("{}; {}", report.detail, told.detail);
                     let performed = self
                         .actuator()
@@ -224,7 +228,7 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
             _ => {}
         }
         // A proposal is the incident's escalation: its note is kept as an action's is.
-        Ok((report, matches!(answer.verdict, crate::gate::Verdict::Act | crate::gate::Verdict::Propose)))
+        Ok((report, matches!(answer.verdict, medic_core::gate::Verdict::Act | medic_core::gate::Verdict::Propose)))
     }
 
     /// After a verified refresh: the app as Argo CD just compared it, decided on again with the
@@ -255,51 +259,3 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
 /// sync counting as dropped: the API server answers reads from its informer cache, which may not
 /// have the operation it just wrote yet.
 pub const SYNC_START_GRACE: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// How one step of a fleet outage's recovery wave came out: what a wave's batch verdict counts
-/// (`crate::fleet::batch_verdict`). The one reading of a step both `medic sweep`'s batches and the
-/// workers' use.
-///
-/// Judged by the cause's own signature, as the canaries are: an app that can be compared after
-/// its step has healed from the outage (whatever else it needs now: an `OutOfSync` app after
-/// commits pushed during the outage is its own ladder's business); an app the step acted on that
-/// still cannot be compared failed again. A step that failed (an Argo CD 503, a throttled store)
-/// or did not act yet (a wait, a deferral) says nothing about the cause: `Neither`, and the
-/// worker leaves such an item untallied until it really steps (M3).
-pub fn wave_outcome<E>(step: &Result<StepReport, E>) -> crate::fleet::WaveOutcome {
-    use crate::fleet::WaveOutcome;
-    match step {
-        Ok(r) if r.result == StepResult::Resolved || r.resolution.is_some() || r.down_after == Some(false) => WaveOutcome::Healed,
-        Ok(r) if matches!(r.result, StepResult::Refreshed | StepResult::RefreshUnverified | StepResult::Failed | StepResult::Escalated) => {
-            WaveOutcome::Failed
-        }
-        Ok(_) | Err(_) => WaveOutcome::Neither,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fleet::WaveOutcome;
-
-    fn step(result: StepResult, down_after: Option<bool>) -> Result<StepReport, StepError> {
-        let mut r = crate::step::report(AppId::new("argocd", "a"), None, result, String::new(), 1);
-        r.down_after = down_after;
-        Ok(r)
-    }
-
-    /// M3 (reliability review of 0a3f9d5): a wave's relapse was counted from any step error and
-    /// from any refresh that left the app not calm, such as comparable again but `OutOfSync`
-    /// after commits pushed during the outage. It is the cause's own signature now: still not
-    /// comparable after a step that acted. Fails on 4b8d4db (the first two are `Failed`).
-    #[test]
-    fn a_wave_step_is_judged_by_the_outage_s_signature_not_by_calm_or_by_errors() {
-        assert_eq!(wave_outcome(&step(StepResult::Refreshed, Some(false))), WaveOutcome::Healed, "comparable again, OutOfSync");
-        let failed: Result<StepReport, StepError> = Err(StepError::Argo(ArgoError::Transient("503".into())));
-        assert_eq!(wave_outcome(&failed), WaveOutcome::Neither, "an Argo CD 503 says nothing about the cause");
-        assert_eq!(wave_outcome(&step(StepResult::Refreshed, Some(true))), WaveOutcome::Failed, "refreshed and still Unknown");
-        assert_eq!(wave_outcome(&step(StepResult::Escalated, Some(true))), WaveOutcome::Failed);
-        assert_eq!(wave_outcome(&step(StepResult::Deferred, Some(true))), WaveOutcome::Neither, "not stepped yet");
-        assert_eq!(wave_outcome(&step(StepResult::Resolved, None)), WaveOutcome::Healed);
-    }
-}

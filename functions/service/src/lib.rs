@@ -1,0 +1,27 @@
+//! Argo Medic's application, between the pure core (vocabulary, policy, plans) and the handlers
+//! (event plumbing, batch failures, spans): the per-app step ([`remediate`]), async over the
+//! core's ports and generic over one set of them ([`Ports`]). The handlers of the Lambda
+//! functions and of `medic` run this same code; none of it knows which adapters it runs on.
+
+pub mod remediate;
+
+use medic_core::ports::{AppLock, ArgoApi, Budget, Clock, DedupeStore, Escalator, IncidentStore, Telemetry, WorkQueue};
+use medic_core::switch::Switch;
+
+/// One set of adapters, named once: what the application is generic over. A composition root
+/// defines one per environment (Lambda, `medic serve`, the tests' twins), instead of every
+/// handler naming nine type parameters.
+pub trait Ports: 'static {
+    type Argo: ArgoApi;
+    type Incidents: IncidentStore;
+    /// Markers, delivery leases and once-only notes ([`DedupeStore`]).
+    type Markers: DedupeStore;
+    type Lock: AppLock;
+    type Queue: WorkQueue;
+    type Escalator: Escalator;
+    type Budget: Budget;
+    type Clock: Clock;
+    /// The instant switch (`medic switch`).
+    type Switch: Switch;
+    type Telemetry: Telemetry;
+}
