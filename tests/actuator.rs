@@ -76,8 +76,27 @@ fn worker(stack: &Stack, setting: Setting) -> GatedWorker {
         slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
         setting.switch(),
     );
-    Worker { config: medic_worker::WorkerConfig { dry_run: setting.dry_run(), kill_switch: setting.kill_switch(), ..w.config }, ..w }
+    Worker::from(medic_worker::Work {
+        config: medic_worker::WorkerConfig { dry_run: setting.dry_run(), kill_switch: setting.kill_switch(), ..w.config.clone() },
+        ..w.work
+    })
 }
+
+/// A sweeper over the stack's queue and table, with escalator `E` and budget `B`.
+type GatedSweeper<E, B> = medic_sweeper::Sweeper<
+    medic_stack::adapters::Adapters<
+        medic_adapters::argocd::HttpArgoClient,
+        medic_adapters::dynamodb::DynamoDbStore,
+        medic_adapters::dynamodb::DynamoDbStore,
+        medic_adapters::dynamodb::DynamoDbStore,
+        medic_adapters::sqs::SqsWorkQueue,
+        E,
+        B,
+        medic_adapters::memory::SystemClock,
+        medic_core::switch::FixedSwitch,
+        medic_adapters::telemetry::Metrics,
+    >,
+>;
 
 /// The sweeper over `sim` and the stack's queue and table, set as `setting` says.
 fn sweeper<E: medic_core::ports::Escalator, B: medic_core::ports::Budget>(
@@ -86,32 +105,16 @@ fn sweeper<E: medic_core::ports::Escalator, B: medic_core::ports::Budget>(
     setting: Setting,
     escalator: E,
     budget: B,
-) -> medic_sweeper::Sweeper<
-    medic_adapters::argocd::HttpArgoClient,
-    medic_adapters::dynamodb::DynamoDbStore,
-    medic_adapters::dynamodb::DynamoDbStore,
-    medic_adapters::sqs::SqsWorkQueue,
-    E,
-    B,
-    medic_adapters::memory::SystemClock,
-> {
-    medic_sweeper::Sweeper {
-        config: medic_sweeper::SweeperConfig {
-            dry_run: setting.dry_run(),
-            kill_switch: setting.kill_switch(),
-            work_item_key: Some(crate::support::work_item_key()),
-            ..medic_sweeper::SweeperConfig::default()
-        },
-        argo: client(sim),
-        store: stack.store(),
-        dedupe: stack.store(),
-        queue: stack.queue(),
-        escalator,
-        budget,
-        clock: medic_adapters::memory::SystemClock,
-        metrics: medic_adapters::telemetry::Metrics::quiet("test"),
-        switch: setting.switch(),
-    }
+) -> GatedSweeper<E, B> {
+    let config = medic_sweeper::SweeperConfig {
+        dry_run: setting.dry_run(),
+        kill_switch: setting.kill_switch(),
+        work_item_key: Some(crate::support::work_item_key()),
+        ..medic_sweeper::SweeperConfig::default()
+    };
+    medic_sweeper::Sweeper::from(
+        stack.on_table(sim).with_escalator(escalator).with_budget(budget).with_switch(setting.switch()).sweep(config),
+    )
 }
 
 /// The ladder step: a refresh (inventory), a sync (observability) and an escalation (storefront).
@@ -389,8 +392,12 @@ async fn a_claim_the_switch_holds_is_kept_and_resumed_after_act() {
     use medic_core::incident::{Attempt, Outcome};
     use medic_core::ports::{ArgoApi, IncidentStore};
     let stack = stack().await;
-    let quick =
-        |w: GatedWorker| Worker { config: medic_worker::WorkerConfig { held_claim_delay: Duration::ZERO, ..w.config.clone() }, ..w };
+    let quick = |w: GatedWorker| {
+        Worker::from(medic_worker::Work {
+            config: medic_worker::WorkerConfig { held_claim_delay: Duration::ZERO, ..w.config.clone() },
+            ..w.work
+        })
+    };
     let off = quick(worker(&stack, Setting::SwitchOff));
     let target = AppRef { name: "inventory".into(), namespace: "argocd".into(), project: Some("payments".into()) };
     let id = target.id();
@@ -435,8 +442,12 @@ async fn a_claim_the_switch_holds_is_kept_and_resumed_after_act() {
 #[tokio::test]
 async fn a_person_s_requests_made_while_off_wait_for_the_switch_and_are_performed_after_act() {
     let stack = stack().await;
-    let quick =
-        |w: GatedWorker| Worker { config: medic_worker::WorkerConfig { held_claim_delay: Duration::ZERO, ..w.config.clone() }, ..w };
+    let quick = |w: GatedWorker| {
+        Worker::from(medic_worker::Work {
+            config: medic_worker::WorkerConfig { held_claim_delay: Duration::ZERO, ..w.config.clone() },
+            ..w.work
+        })
+    };
     let parent = stack.escalated(&worker(&stack, Setting::Act), "storefront").await;
     let sync = button(&parent, "Sync");
     assert_eq!(stack.actions().handle(click(&sync, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);

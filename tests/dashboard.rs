@@ -86,12 +86,16 @@ fn dashboard_body(t: &Yaml) -> Json {
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("the substituted dashboard body is not JSON: {e}\n{out}"))
 }
 
-/// `(metric name, extra dimension)` of every `ArgoMedic` metric the functions emit: every
+/// `(metric name, extra dimension)` of every `ArgoMedic` metric the functions emit (their handlers
+/// and the application they run): every
 /// `.count("Name", …)` / `.millis("Name", …)` call in their sources, with the dimension of its
 /// `Some(("Dim", …))` (each is published per `Instance` and per `Instance` and that dimension).
 fn emitted_metrics() -> BTreeSet<(String, Option<String>)> {
     let mut found = BTreeSet::new();
-    for crate_dir in ["functions/ingest/src", "functions/worker/src", "functions/sweeper/src", "functions/slack-actions/src"] {
+    // The handlers and the application they run (medic-service).
+    for crate_dir in
+        ["functions/ingest/src", "functions/worker/src", "functions/sweeper/src", "functions/slack-actions/src", "functions/service/src"]
+    {
         for entry in fs::read_dir(repo_path(crate_dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_none_or(|e| e != "rs") {
@@ -312,8 +316,10 @@ fn every_log_breakdown_reads_a_metric_and_a_property_the_code_emits() {
     let emitted = emitted_metrics();
     let breakdowns = log_breakdowns(&body);
     assert!(breakdowns.len() >= 4, "{breakdowns:?}");
-    let sources: String =
-        ["functions/ingest/src/lib.rs", "functions/worker/src/lib.rs"].iter().map(|f| fs::read_to_string(repo_path(f)).unwrap()).collect();
+    let sources: String = ["functions/ingest/src/lib.rs", "functions/worker/src/lib.rs", "functions/service/src/work.rs"]
+        .iter()
+        .map(|f| fs::read_to_string(repo_path(f)).unwrap())
+        .collect();
     for (metric, field) in breakdowns {
         assert!(emitted.contains(&(metric.clone(), None)), "a log widget reads {metric}, which is not emitted per Instance alone");
         // The property is named as a literal beside its value, e.g. `("Result", result_name)`.

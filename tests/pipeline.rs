@@ -39,20 +39,9 @@ impl AwsStack {
     fn sweeper(
         &self,
         sim: &ArgoSim,
-    ) -> Sweeper<HttpArgoClient, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, medic_adapters::budget::LocalBudget, SystemClock>
-    {
-        Sweeper {
-            config: SweeperConfig { work_item_key: Some(crate::support::work_item_key()), ..SweeperConfig::default() },
-            argo: client(sim),
-            store: self.store(),
-            dedupe: self.store(),
-            queue: self.queue(),
-            escalator: LogEscalator::default(),
-            budget: crate::support::generous_budget(),
-            clock: SystemClock,
-            metrics: Metrics::quiet("test"),
-            switch: medic_core::switch::FixedSwitch::default(),
-        }
+    ) -> Sweeper<crate::support::stack::TestPorts<DynamoDbStore, LogEscalator, medic_core::switch::FixedSwitch>> {
+        let config = SweeperConfig { work_item_key: Some(crate::support::work_item_key()), ..SweeperConfig::default() };
+        Sweeper::from(self.on_table(sim).sweep(config))
     }
 
     fn ingest(&self, sim: &ArgoSim) -> Ingest<SqsWorkQueue, HttpArgoClient> {

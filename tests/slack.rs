@@ -529,7 +529,7 @@ async fn switched_off_the_worker_posts_no_escalation_and_neither_acts_on_nor_ans
     use medic_core::switch::{FixedSwitch, Mode};
 
     let stack = stack().await;
-    let off = Worker { switch: FixedSwitch(Mode::Off), ..stack.worker() };
+    let off = Worker::from(medic_worker::Work { switch: FixedSwitch(Mode::Off), ..stack.worker().work });
     stack.enqueue_look("storefront", "w0").await;
     assert_eq!(stack.poll(&off).await, vec![Handled::Stepped(StepResult::DryRun)]);
     assert!(parents(&stack.slack).is_empty(), "no escalation posted while off");
@@ -705,7 +705,8 @@ async fn a_snooze_from_slack_mutes_new_incidents_of_the_app_until_it_ends() {
     // The escalator judges the snooze by its clock (the `Clock` port), so the test moves time
     // past the snooze instead of waiting four hours.
     let clock = crate::support::TestClock::now_real();
-    let worker = Worker { escalator: stack.worker().escalator.with_clock(clock.clone()), ..stack.worker() };
+    let worker =
+        Worker::from(medic_worker::Work { escalator: stack.worker().work.escalator.with_clock(clock.clone()), ..stack.worker().work });
     let parent = stack.escalated(&worker, "accounts").await;
     let snooze = button(&parent, "Snooze");
     assert_eq!(stack.actions().handle(click(&snooze, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);

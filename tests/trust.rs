@@ -28,7 +28,7 @@ fn worker_trusting(stack: &Stack, trust: TrustConfig) -> SlackWorker {
     let w = stack.worker();
     let mut config = w.policy.base().config.clone();
     config.trust = trust;
-    Worker { policy: WorkerPolicy::fixed(DecisionPolicy::new(config)), ..w }
+    Worker::from(medic_worker::Work { policy: WorkerPolicy::fixed(DecisionPolicy::new(config)), ..w.work })
 }
 
 async fn look(stack: &Stack, name: &str, project: &str, window: &str) {
@@ -170,7 +170,7 @@ async fn an_incident_of_a_routed_project_gets_its_thread_in_the_team_s_channel()
     let mut config = w.policy.base().config.clone();
     config.routing =
         serde_json::from_value(serde_json::json!({"projects": {"payments": {"channel": PAYMENTS, "mention": "S0PAYONCALL"}}})).unwrap();
-    let w = Worker { policy: WorkerPolicy::fixed(DecisionPolicy::new(config)), ..w };
+    let w = Worker::from(medic_worker::Work { policy: WorkerPolicy::fixed(DecisionPolicy::new(config)), ..w.work });
     look(&stack, "storefront", "payments", "w1").await; // escalated
     look(&stack, "legacy-batch", "sandbox", "w1").await; // escalated too (a deletion stuck on finalizers)
     stack.poll(&w).await;
@@ -247,21 +247,14 @@ async fn the_sweeper_reminds_of_a_freeze_ending_once() {
     let clock = crate::support::TestClock::now_real();
     let (store, freeze) = frozen_payments(&clock, 1).await;
     let escalator = std::sync::Arc::new(medic_adapters::memory::LogEscalator::default());
-    let sweeper = medic_sweeper::Sweeper {
-        config: medic_sweeper::SweeperConfig {
-            work_item_key: Some(crate::support::work_item_key()),
-            ..medic_sweeper::SweeperConfig::default()
-        },
-        argo: crate::support::client(&stack.argo),
-        store: stack.store(),
-        dedupe: stack.store(),
-        queue: stack.queue(),
-        escalator: std::sync::Arc::clone(&escalator),
-        budget: crate::support::generous_budget(),
-        clock: std::sync::Arc::clone(&clock),
-        metrics: medic_adapters::telemetry::Metrics::quiet("test"),
-        switch: medic_adapters::switch::CachedSwitch::new(std::sync::Arc::clone(&store), std::sync::Arc::clone(&clock)),
-    };
+    let config =
+        medic_sweeper::SweeperConfig { work_item_key: Some(crate::support::work_item_key()), ..medic_sweeper::SweeperConfig::default() };
+    let adapters = stack
+        .on_table(&stack.argo)
+        .with_escalator(std::sync::Arc::clone(&escalator))
+        .with_clock(std::sync::Arc::clone(&clock))
+        .with_switch(medic_adapters::switch::CachedSwitch::new(std::sync::Arc::clone(&store), std::sync::Arc::clone(&clock)));
+    let sweeper = medic_sweeper::Sweeper::from(adapters.sweep(config));
     let reminders = |e: &medic_adapters::memory::LogEscalator| e.alerts().iter().filter(|a| a.contains("is frozen until")).count();
     sweeper.run().await.unwrap();
     assert_eq!(reminders(&escalator), 0, "an hour left: not yet");

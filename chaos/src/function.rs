@@ -83,7 +83,8 @@ pub async fn run(kind: Kind) -> anyhow::Result<()> {
             ..medic_slack_actions::LambdaSlackActions::from_env(&env).await?
         })),
         Kind::Sweeper => {
-            Built::Sweeper(Box::new(medic_sweeper::Sweeper { metrics: quiet(), ..medic_sweeper::LambdaSweeper::from_env(&env).await? }))
+            let (adapters, config) = medic_stack::lambda::sweeper_parts(&env).await?;
+            Built::Sweeper(Box::new(medic_sweeper::Sweeper::from(adapters.with_metrics(quiet()).sweep(config))))
         }
     };
     let mut out = tokio::io::stdout();

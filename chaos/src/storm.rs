@@ -27,12 +27,12 @@ use chrono::Utc;
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget, SharedBudget};
 use medic_adapters::config::ArgoSettings;
-use medic_adapters::memory::{LogEscalator, MemoryBuckets, MemoryDedupe, MemoryIncidentStore, MemoryLock, MemoryQueue, SystemClock};
+use medic_adapters::memory::{LogEscalator, MemoryBuckets, MemoryQueue};
 use medic_adapters::telemetry::Metrics;
-use medic_core::switch::FixedSwitch;
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
 use medic_sim::{ArgoSim, LoggedRequest, SimConfig, synthetic_fleet};
+use medic_stack::twins::MemoryState;
 use medic_worker::{Worker, WorkerConfig};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -74,27 +74,10 @@ const OUTAGE_REPO: &str = "https://git.outage.example.com/platform/deployments.g
 
 pub(crate) const SECRET: &str = "storm-webhook-secret-not-for-production";
 
-type StormSweeper = medic_sweeper::Sweeper<
-    HttpArgoClient,
-    Arc<MemoryIncidentStore>,
-    Arc<MemoryDedupe>,
-    Arc<MemoryQueue>,
-    LogEscalator,
-    StormBudget,
-    SystemClock,
->;
-
-type StormWorker = Worker<
-    HttpArgoClient,
-    Arc<MemoryIncidentStore>,
-    Arc<MemoryDedupe>,
-    Arc<MemoryLock>,
-    Arc<MemoryQueue>,
-    LogEscalator,
-    StormBudget,
-    SystemClock,
-    FixedSwitch,
->;
+/// The storm's adapters: the twins, shared by the fleet's workers and its sweeper.
+type StormPorts = medic_stack::twins::MemoryPorts<HttpArgoClient, StormBudget>;
+type StormSweeper = medic_sweeper::Sweeper<StormPorts>;
+type StormWorker = Worker<StormPorts>;
 
 /// One fleet in its own simulator.
 pub(crate) async fn fleet_sim(o: &Options) -> anyhow::Result<(ArgoSim, Vec<serde_json::Value>)> {
@@ -185,28 +168,10 @@ fn work_item_key() -> medic_core::event::WorkItemKey {
     medic_core::event::WorkItemKey::new("storm-work-item-key-of-at-least-32-bytes").expect("long enough")
 }
 
-fn worker(
-    sim: &ArgoSim,
-    budget: StormBudget,
-    store: &Arc<MemoryIncidentStore>,
-    dedupe: &Arc<MemoryDedupe>,
-    lock: &Arc<MemoryLock>,
-    queue: &Arc<MemoryQueue>,
-) -> anyhow::Result<StormWorker> {
-    Ok(Worker {
-        config: WorkerConfig { work_item_key: Some(work_item_key()), ..WorkerConfig::default() },
-        argo: client(sim)?,
-        store: store.clone(),
-        dedupe: dedupe.clone(),
-        lock: lock.clone(),
-        queue: queue.clone(),
-        escalator: LogEscalator::forgetful(),
-        budget,
-        clock: SystemClock,
-        policy: DecisionPolicy::new(PolicyConfig::default()).into(),
-        metrics: Metrics::quiet("storm"),
-        switch: FixedSwitch::default(),
-    })
+fn worker(sim: &ArgoSim, budget: StormBudget, state: &MemoryState) -> anyhow::Result<StormWorker> {
+    let config = WorkerConfig { work_item_key: Some(work_item_key()), ..WorkerConfig::default() };
+    let policy = DecisionPolicy::new(PolicyConfig::default()).into();
+    Ok(Worker::from(state.adapters(client(sim)?, budget, "storm").with_escalator(LogEscalator::forgetful()).work(config, policy)))
 }
 
 pub async fn run(o: Options) -> anyhow::Result<bool> {
@@ -236,9 +201,8 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
 
     // Argo Medic: ingest every delivery, drain with the workers, then sweep.
     let (sim, _) = fleet_sim(&o).await?;
-    let queue = Arc::new(MemoryQueue::default());
-    let (store, dedupe, lock) =
-        (Arc::new(MemoryIncidentStore::default()), Arc::new(MemoryDedupe::default()), Arc::new(MemoryLock::default()));
+    let state = MemoryState::default();
+    let queue = Arc::clone(&state.queue);
     let ingest = Ingest {
         config: IngestConfig::default(),
         secrets: WebhookSecrets::new(SECRET, None),
@@ -248,21 +212,11 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         metrics: Metrics::quiet("storm"),
     };
     let buckets = Arc::new(MemoryBuckets::default());
-    let workers: Vec<StormWorker> = (0..o.running.unwrap_or(o.workers).max(1))
-        .map(|_| worker(&sim, budget(&o, &buckets), &store, &dedupe, &lock, &queue))
-        .collect::<anyhow::Result<_>>()?;
-    let sweeper: StormSweeper = medic_sweeper::Sweeper {
-        config: medic_sweeper::SweeperConfig { work_item_key: Some(work_item_key()), ..medic_sweeper::SweeperConfig::default() },
-        argo: client(&sim)?,
-        store: store.clone(),
-        dedupe: dedupe.clone(),
-        queue: queue.clone(),
-        escalator: LogEscalator::default(),
-        budget: budget(&o, &buckets),
-        clock: SystemClock,
-        metrics: Metrics::quiet("storm"),
-        switch: medic_core::switch::FixedSwitch::default(),
-    };
+    let workers: Vec<StormWorker> =
+        (0..o.running.unwrap_or(o.workers).max(1)).map(|_| worker(&sim, budget(&o, &buckets), &state)).collect::<anyhow::Result<_>>()?;
+    let sweeper_config = medic_sweeper::SweeperConfig { work_item_key: Some(work_item_key()), ..medic_sweeper::SweeperConfig::default() };
+    let sweeper: StormSweeper =
+        medic_sweeper::Sweeper::from(state.adapters(client(&sim)?, budget(&o, &buckets), "storm").sweep(sweeper_config));
 
     let outage = outage_phase(&o, &sim, &stale, &ingest, &workers, &queue, &sweeper).await?;
     // Git is back: Argo CD compares the apps again, and they stay Progressing until refreshed.

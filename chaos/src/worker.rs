@@ -1,4 +1,4 @@
-//! The worker process: the Lambda worker exactly as `LambdaWorker::from_env` builds it from its
+//! The worker process: the Lambda worker exactly as `medic_stack::lambda` builds it from its
 //! environment, with failpoints around its ports, fed SQS batches on stdin by the harness's event
 //! source (one JSON line per invocation) and answering each with its `SqsBatchResponse` on stdout.
 //! Logs go to stderr, where the harness also reads the failpoints' `CHAOS-PAUSED` lines.
@@ -6,7 +6,7 @@
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use medic_adapters::lambda_env::LambdaEnv;
 use medic_adapters::telemetry::Metrics;
-use medic_worker::{LambdaWorker, Worker};
+use medic_worker::Worker;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -23,7 +23,7 @@ pub struct Invocation {
 /// The time scale of the run, for the worker's own waits that no setting reaches.
 pub const SCALE_VAR: &str = "MEDIC_CHAOS_SCALE";
 
-/// The worker's waits that `LambdaWorker::from_env` takes from code, not from settings, divided
+/// The worker's waits that `medic_stack::lambda::worker_parts` takes from code, not from settings, divided
 /// by the run's scale like every other timing: the retry after "another worker is acting on this
 /// app" (30 s), how long a handled item is remembered (1 h) and a snooze (4 h).
 fn scaled(mut config: medic_worker::WorkerConfig, scale: u32) -> medic_worker::WorkerConfig {
@@ -43,23 +43,19 @@ pub async fn run() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("MEDIC_CHAOS_LOG").unwrap_or_else(|_| "error".into()))
         .init();
     let env = LambdaEnv::load(medic_adapters::settings::Reader::Worker).await?;
-    let built = LambdaWorker::from_env(&env).await?;
+    let (adapters, config, policy) = medic_stack::lambda::worker_parts(&env).await?;
     let scale = std::env::var(SCALE_VAR).ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-    let worker = Worker {
-        config: scaled(built.config, scale),
-        argo: Failpoint(built.argo),
-        store: Failpoint(built.store),
-        dedupe: Failpoint(built.dedupe),
-        lock: built.lock,
-        queue: built.queue,
-        escalator: env.escalator_with(Failpoint(env.escalation_store()?)).await?,
-        budget: built.budget,
-        clock: built.clock,
-        policy: built.policy,
-        // EMF lines go to stdout on Lambda; here stdout is the invocation channel.
-        metrics: Metrics::quiet(&env.instance_id),
-        switch: built.switch,
-    };
+    let escalator = env.escalator_with(Failpoint(env.escalation_store()?)).await?;
+    let worker = Worker::from(
+        adapters
+            .map_argo(Failpoint)
+            .map_store(Failpoint)
+            .map_dedupe(Failpoint)
+            .with_escalator(escalator)
+            // EMF lines go to stdout on Lambda; here stdout is the invocation channel.
+            .with_metrics(Metrics::quiet(&env.instance_id))
+            .work(scaled(config, scale), policy),
+    );
     let mut out = tokio::io::stdout();
     out.write_all(format!("{READY}\n").as_bytes()).await?;
     out.flush().await?;

@@ -34,6 +34,7 @@ use medic_core::sweep::SweepScope;
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
 use medic_slack_actions::{ActionsConfig, AllowList, SigningSecret, SlackActions};
+use medic_stack::adapters::Adapters;
 use medic_sweeper::{Sweeper, SweeperConfig};
 use medic_worker::{Worker, WorkerConfig};
 use tokio::net::TcpListener;
@@ -150,7 +151,8 @@ impl Health {
 }
 
 type LocalIngest = Ingest<Arc<SqliteQueue>, Arc<HttpArgoClient>>;
-type LocalWorker = Worker<
+/// The adapters `medic serve` runs on: the embedded SQLite state and queue.
+type LocalPorts = Adapters<
     Arc<HttpArgoClient>,
     Arc<SqliteIncidentStore>,
     Arc<SqliteDedupe>,
@@ -159,17 +161,12 @@ type LocalWorker = Worker<
     Arc<LocalEscalator>,
     Arc<LocalBudget>,
     SystemClock,
+    medic_core::switch::FixedSwitch,
+    Metrics,
 >;
 
-type LocalSweeper = Sweeper<
-    Arc<HttpArgoClient>,
-    Arc<SqliteIncidentStore>,
-    Arc<SqliteDedupe>,
-    Arc<SqliteQueue>,
-    Arc<LocalEscalator>,
-    Arc<LocalBudget>,
-    SystemClock,
->;
+type LocalWorker = Worker<LocalPorts>;
+type LocalSweeper = Sweeper<LocalPorts>;
 
 /// A running local pipeline.
 pub struct Served {
@@ -269,39 +266,32 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let routes = Arc::new(Routes { ingest, actions, http: opts.http, health });
     // One budget for the worker and the sweeper's canaries, as the stack's shared buckets.
     let budget = Arc::new(LocalBudget::new(opts.rates));
-    let worker: Arc<LocalWorker> = Arc::new(Worker {
-        config: WorkerConfig { dry_run: opts.dry_run, work_item_key: work_item_key.clone(), ..WorkerConfig::default() },
-        argo: Arc::clone(&argo),
-        store: Arc::clone(&store),
-        dedupe: Arc::clone(&dedupe),
-        lock: MemoryLock::default(),
-        queue: Arc::clone(&queue),
-        escalator: Arc::clone(&escalator),
-        budget: Arc::clone(&budget),
-        clock: SystemClock,
-        policy: DecisionPolicy::new(opts.policy.clone()).into(),
-        metrics: Metrics::quiet(&instance),
-        switch: medic_core::switch::FixedSwitch::default(),
-    });
-    let sweeper = Arc::new(Sweeper {
-        config: SweeperConfig {
-            scope: SweepScope { projects: opts.policy.projects.clone(), selector: opts.policy.selector.clone(), ..SweepScope::default() },
-            // `--dry-run` holds the canaries' refreshes and the outage's new posts too.
-            dry_run: opts.dry_run,
-            work_item_key: work_item_key.clone(),
-            trust: opts.policy.trust.clone(),
-            ..SweeperConfig::default()
-        },
-        argo: Arc::clone(&argo),
-        store: Arc::clone(&store),
-        dedupe: Arc::clone(&dedupe),
-        queue: Arc::clone(&queue),
-        escalator: Arc::clone(&escalator),
-        budget,
-        clock: SystemClock,
-        metrics: Metrics::quiet(&instance),
-        switch: medic_core::switch::FixedSwitch::default(),
-    });
+    // The worker's and the sweeper's adapters: one state file, queue, escalator and budget.
+    let local = || -> LocalPorts {
+        Adapters {
+            argo: Arc::clone(&argo),
+            store: Arc::clone(&store),
+            dedupe: Arc::clone(&dedupe),
+            lock: MemoryLock::default(),
+            queue: Arc::clone(&queue),
+            escalator: Arc::clone(&escalator),
+            budget: Arc::clone(&budget),
+            clock: SystemClock,
+            switch: medic_core::switch::FixedSwitch::default(),
+            metrics: Metrics::quiet(&instance),
+        }
+    };
+    let worker_config = WorkerConfig { dry_run: opts.dry_run, work_item_key: work_item_key.clone(), ..WorkerConfig::default() };
+    let worker: Arc<LocalWorker> = Arc::new(Worker::from(local().work(worker_config, DecisionPolicy::new(opts.policy.clone()).into())));
+    let sweeper_config = SweeperConfig {
+        scope: SweepScope { projects: opts.policy.projects.clone(), selector: opts.policy.selector.clone(), ..SweepScope::default() },
+        // `--dry-run` holds the canaries' refreshes and the outage's new posts too.
+        dry_run: opts.dry_run,
+        work_item_key: work_item_key.clone(),
+        trust: opts.policy.trust.clone(),
+        ..SweeperConfig::default()
+    };
+    let sweeper: Arc<LocalSweeper> = Arc::new(Sweeper::from(local().sweep(sweeper_config)));
 
     let listener = TcpListener::bind(opts.listen).await.with_context(|| format!("listening on {}", opts.listen))?;
     let addr = listener.local_addr()?;

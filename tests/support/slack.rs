@@ -122,15 +122,8 @@ impl std::ops::Deref for Stack {
 
 /// The sweeper of the Slack stack: the stack's table and queue, posting through the Slack
 /// escalator, with generous budgets; `recheck_interval` is its window (production: 300 s).
-pub(crate) type SlackSweeper = medic_sweeper::Sweeper<
-    medic_adapters::argocd::HttpArgoClient,
-    DynamoDbStore,
-    DynamoDbStore,
-    SqsWorkQueue,
-    SlackEscalator<DynamoDbEscalationStore>,
-    medic_adapters::budget::LocalBudget,
-    medic_adapters::memory::SystemClock,
->;
+pub(crate) type SlackSweeper =
+    medic_sweeper::Sweeper<crate::support::stack::TestPorts<DynamoDbStore, SlackEscalator<DynamoDbEscalationStore>, FixedSwitch>>;
 
 pub(crate) type SlackWorker = SwitchedWorker<FixedSwitch>;
 /// The stack's worker reading the instant switch (and its freezes) from `W`.
@@ -157,22 +150,13 @@ impl Stack {
 
     /// The sweeper over `sim`, this stack's table and queue, posting to its Slack simulator.
     pub(crate) fn sweeper(&self, sim: &ArgoSim, recheck_interval: Duration) -> SlackSweeper {
-        medic_sweeper::Sweeper {
-            config: medic_sweeper::SweeperConfig {
-                recheck_interval,
-                work_item_key: Some(crate::support::work_item_key()),
-                ..medic_sweeper::SweeperConfig::default()
-            },
-            argo: crate::support::client(sim),
-            store: self.store(),
-            dedupe: self.store(),
-            queue: self.queue(),
-            escalator: slack_escalator(&self.slack, settings(&self.slack), self.escalations()),
-            budget: crate::support::generous_budget(),
-            clock: medic_adapters::memory::SystemClock,
-            metrics: Metrics::quiet("test"),
-            switch: FixedSwitch::default(),
-        }
+        let config = medic_sweeper::SweeperConfig {
+            recheck_interval,
+            work_item_key: Some(crate::support::work_item_key()),
+            ..medic_sweeper::SweeperConfig::default()
+        };
+        let escalator = slack_escalator(&self.slack, settings(&self.slack), self.escalations());
+        medic_sweeper::Sweeper::from(self.on_table(sim).with_escalator(escalator).sweep(config))
     }
 
     pub(crate) fn actions(&self) -> Actions {

@@ -20,8 +20,13 @@ use medic_sim::ArgoSim;
 use medic_sim::moto::{moto, unique};
 use medic_worker::{Worker, WorkerConfig};
 
+/// The adapters of the tests' workers: the stack's queue and table, an incident store `S`, an
+/// escalator `E` and a switch `W` of each test's choosing.
+pub type TestPorts<S, E, W> =
+    medic_stack::adapters::Adapters<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, E, LocalBudget, SystemClock, W, Metrics>;
+
 /// The worker as the tests build it, over the stack's queue and table.
-pub type TestWorker<S, E, W> = Worker<HttpArgoClient, S, DynamoDbStore, DynamoDbStore, SqsWorkQueue, E, LocalBudget, SystemClock, W>;
+pub type TestWorker<S, E, W> = Worker<TestPorts<S, E, W>>;
 
 /// A work queue, its dead-letter queue and a state table, all in moto.
 pub struct AwsStack {
@@ -85,6 +90,12 @@ impl AwsStack {
         DynamoDbEscalationStore::new(self.ddb.clone(), self.table.clone(), "test")
     }
 
+    /// The Lambda's adapters over this stack's table and queue, reading `sim`, with generous
+    /// budgets.
+    pub fn on_table(&self, sim: &ArgoSim) -> medic_stack::lambda::OnTable<HttpArgoClient> {
+        medic_stack::lambda::on_table(super::client(sim), self.store(), self.queue()).with_budget(super::generous_budget())
+    }
+
     /// The worker over this stack: `store` for incidents, the table for dedupe and locks.
     pub fn worker_with<S: IncidentStore, E: Escalator, W: Switch>(
         &self,
@@ -93,25 +104,14 @@ impl AwsStack {
         escalator: E,
         switch: W,
     ) -> TestWorker<S, E, W> {
-        Worker {
-            config: WorkerConfig {
-                claim_timeout: Duration::ZERO,
-                busy_delay: Duration::from_secs(1),
-                work_item_key: Some(super::work_item_key()),
-                ..WorkerConfig::default()
-            },
-            argo: super::client(sim),
-            store,
-            dedupe: self.store(),
-            lock: self.store(),
-            queue: self.queue(),
-            escalator,
-            budget: super::generous_budget(),
-            clock: SystemClock,
-            policy: test_policy().into(),
-            metrics: Metrics::quiet("test"),
-            switch,
-        }
+        let config = WorkerConfig {
+            claim_timeout: Duration::ZERO,
+            busy_delay: Duration::from_secs(1),
+            work_item_key: Some(super::work_item_key()),
+            ..WorkerConfig::default()
+        };
+        let adapters = self.on_table(sim).with_store(store).with_escalator(escalator).with_switch(switch);
+        Worker::from(adapters.work(config, test_policy().into()))
     }
 
     /// Receives what is visible now on the work queue, as Lambda's event source mapping would.

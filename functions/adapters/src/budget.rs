@@ -29,7 +29,12 @@ pub struct BudgetRates {
 
 impl Default for BudgetRates {
     fn default() -> Self {
-        Self { refresh_per_minute: 300, hard_refresh_per_minute: 10, sync_per_minute: 30, max_wait: Duration::from_secs(5) }
+        Self {
+            refresh_per_minute: medic_core::budget::DEFAULT_REFRESH_PER_MINUTE,
+            hard_refresh_per_minute: 10,
+            sync_per_minute: 30,
+            max_wait: Duration::from_secs(5),
+        }
     }
 }
 

@@ -15,6 +15,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// Refreshes per minute an instance allows when not configured (`MEDIC_REFRESH_PER_MINUTE`):
+/// the budget's default, and the sweep's estimate of a recovery wave's length.
+pub const DEFAULT_REFRESH_PER_MINUTE: u32 = 300;
+
 /// A bucket as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BucketState {

@@ -1,9 +1,12 @@
 //! Argo Medic's application, between the pure core (vocabulary, policy, plans) and the handlers
-//! (event plumbing, batch failures, spans): the per-app step ([`remediate`]), async over the
+//! (event plumbing, batch failures): the per-app step ([`remediate`]), one work item ([`work`])
+//! and one sweep ([`sweep`]), async over the
 //! core's ports and generic over one set of them ([`Ports`]). The handlers of the Lambda
 //! functions and of `medic` run this same code; none of it knows which adapters it runs on.
 
 pub mod remediate;
+pub mod sweep;
+pub mod work;
 
 use medic_core::ports::{AppLock, ArgoApi, Budget, Clock, DedupeStore, Escalator, IncidentStore, Telemetry, WorkQueue};
 use medic_core::switch::Switch;
@@ -11,7 +14,7 @@ use medic_core::switch::Switch;
 /// One set of adapters, named once: what the application is generic over. A composition root
 /// defines one per environment (Lambda, `medic serve`, the tests' twins), instead of every
 /// handler naming nine type parameters.
-pub trait Ports: 'static {
+pub trait Ports {
     type Argo: ArgoApi;
     type Incidents: IncidentStore;
     /// Markers, delivery leases and once-only notes ([`DedupeStore`]).
@@ -25,3 +28,15 @@ pub trait Ports: 'static {
     type Switch: Switch;
     type Telemetry: Telemetry;
 }
+
+/// The one actuator ([`medic_core::actuator`]) over a set of ports.
+pub type ActuatorOf<'a, P> = medic_core::actuator::Actuator<
+    'a,
+    <P as Ports>::Argo,
+    <P as Ports>::Incidents,
+    <P as Ports>::Markers,
+    <P as Ports>::Escalator,
+    <P as Ports>::Budget,
+    <P as Ports>::Clock,
+    <P as Ports>::Switch,
+>;

@@ -10,17 +10,15 @@ use chrono::Utc;
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget};
 use medic_adapters::config::ArgoSettings;
-use medic_adapters::memory::{LogEscalator, MemoryDedupe, MemoryIncidentStore, MemoryLock, MemoryQueue, SystemClock};
-use medic_adapters::telemetry::Metrics;
 use medic_core::event::NotificationEvent;
 use medic_core::ports::IncidentStore;
-use medic_core::switch::FixedSwitch;
 use medic_core::{AppId, DecisionPolicy, PolicyConfig};
 use medic_sim::{ArgoSim, SimConfig};
 use medic_worker::{Worker, WorkerConfig};
 
-type TwinWorker =
-    Worker<HttpArgoClient, MemoryIncidentStore, MemoryDedupe, MemoryLock, MemoryQueue, LogEscalator, LocalBudget, SystemClock, FixedSwitch>;
+/// The handler on the in-memory twins.
+type Twins = medic_stack::twins::MemoryPorts<HttpArgoClient, LocalBudget>;
+type TwinWorker = Worker<Twins>;
 
 fn events_dir() -> PathBuf {
     PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).join("../../events")
@@ -34,20 +32,14 @@ async fn sim() -> ArgoSim {
 
 fn worker(sim: &ArgoSim) -> TwinWorker {
     let settings = ArgoSettings::new(sim.base_url(), SimConfig::default().tokens[0].token.clone());
-    Worker {
-        config: WorkerConfig { claim_timeout: Duration::ZERO, work_item_key: Some(work_item_key()), ..WorkerConfig::default() },
-        argo: HttpArgoClient::new(settings).unwrap(),
-        store: MemoryIncidentStore::default(),
-        dedupe: MemoryDedupe::default(),
-        lock: MemoryLock::default(),
-        queue: MemoryQueue::default(),
-        escalator: LogEscalator::default(),
-        budget: LocalBudget::new(BudgetRates::default()),
-        clock: SystemClock,
-        policy: DecisionPolicy::new(PolicyConfig { settle_secs: 0, ..PolicyConfig::default() }).into(),
-        metrics: Metrics::quiet("test"),
-        switch: FixedSwitch::default(),
-    }
+    let config = WorkerConfig { claim_timeout: Duration::ZERO, work_item_key: Some(work_item_key()), ..WorkerConfig::default() };
+    let policy = DecisionPolicy::new(PolicyConfig { settle_secs: 0, ..PolicyConfig::default() }).into();
+    let twins = medic_stack::twins::MemoryState::default().adapters(
+        HttpArgoClient::new(settings).unwrap(),
+        LocalBudget::new(BudgetRates::default()),
+        "test",
+    );
+    Worker::from(twins.work(config, policy))
 }
 
 /// The stack's work-item key, as the sweeper signs a recovery wave's items with it.

@@ -1,0 +1,536 @@
+//! One sweep: the safety net under argocd-notifications, which delivers at most once
+//! (docs/argo-cd-behaviour.md §4.1). It lists the fleet field-masked and enqueues every app that
+//! needs a look — stale, failed, stuck, or with an open incident — whether or not a notification
+//! reported it; it holds the apps of a shared-cause outage, probes the cause's canaries and
+//! releases a paced recovery wave. It enqueues an app at most once per re-check window, and an app
+//! whose message ended in the DLQ is simply enqueued again in the next window, because it still
+//! needs a look.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use medic_core::actions::ActionKind;
+use medic_core::actuator::{Actuator, Once, Performed, Request};
+use medic_core::alerts::{self, WhenUnsure};
+use medic_core::event::AppRef;
+use medic_core::event::{WorkItem, WorkKind};
+use medic_core::fleet::{FleetControl, OutageView, WaveSlot, WaveState};
+use medic_core::gate::Gate;
+use medic_core::keys::{fleet_control_marker, fleet_sighting_marker};
+use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, IncidentStore, Seen, Telemetry, WorkQueue};
+use medic_core::sweep::{SweepScope, plan};
+use medic_core::switch::Switch;
+use medic_core::{AppId, Trigger};
+use serde::Serialize;
+
+use crate::{ActuatorOf, Ports};
+
+/// Sweeper settings.
+#[derive(Debug, Clone)]
+pub struct SweeperConfig {
+    /// What the sweep covers (shared with `medic sweep`).
+    pub scope: SweepScope,
+    /// One app is enqueued at most once per window of this length.
+    pub recheck_interval: Duration,
+    /// The stack's dry run and kill switch, for the gate (with the instant switch): in a dry run
+    /// or with the switch not at `act` the canaries are not refreshed and a wave waits for the
+    /// outage to clear in the list; with the switch `off` nothing is posted either.
+    pub dry_run: bool,
+    pub kill_switch: bool,
+    /// The instance's refresh rate: the recovery wave's estimate in a cause's alert.
+    pub refresh_per_minute: u32,
+    /// The key a recovery wave's items are signed with, so the workers honour their slot and
+    /// trigger (L12). Without it the wave's items reach the workers as plain looks.
+    pub work_item_key: Option<medic_core::event::WorkItemKey>,
+    /// How long before the Argo CD token expires the sweep warns (in Slack once a day, and the
+    /// `ArgoTokenDaysLeft` metric its alarm watches is published every sweep anyway).
+    pub token_expiry_warning: Duration,
+    /// The policy's trust levels: a canary's refresh is held where the level is not `act`.
+    pub trust: medic_core::trust::TrustConfig,
+}
+
+impl Default for SweeperConfig {
+    fn default() -> Self {
+        Self {
+            scope: SweepScope::default(),
+            recheck_interval: Duration::from_secs(900),
+            dry_run: false,
+            kill_switch: false,
+            refresh_per_minute: medic_core::budget::DEFAULT_REFRESH_PER_MINUTE,
+            work_item_key: None,
+            token_expiry_warning: Duration::from_secs(7 * 86_400),
+            trust: medic_core::trust::TrustConfig::default(),
+        }
+    }
+}
+
+/// The sweeper's collaborators, built once per container (by a composition root).
+pub struct Sweep<P: Ports> {
+    pub config: SweeperConfig,
+    pub argo: P::Argo,
+    pub store: P::Incidents,
+    pub dedupe: P::Markers,
+    pub queue: P::Queue,
+    pub escalator: P::Escalator,
+    /// The budgets the workers share: the canaries' refreshes take their tokens too.
+    pub budget: P::Budget,
+    pub clock: P::Clock,
+    pub metrics: P::Telemetry,
+    /// The instant switch, read by the gate before every canary refresh and every post.
+    pub switch: P::Switch,
+}
+
+/// Marker writes in flight at once (one per app enqueued, one per app missed by notifications),
+/// a chunk at a time.
+const MARKER_WRITES: usize = 32;
+
+/// What one run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SweepRun {
+    pub listed: usize,
+    /// Apps the plan looks at ([`medic_core::sweep::SweepPlan::looks`]).
+    pub candidates: usize,
+    pub enqueued: usize,
+    /// Candidates already enqueued in this window.
+    pub skipped: usize,
+    /// Candidates that are open incidents of apps the list no longer shows (enqueued to be closed).
+    pub unlisted: usize,
+    /// Apps in trouble, with no open incident, that no notification reported in the last hour or
+    /// two: what the sweep exists to catch. Each app counts at most once a day.
+    pub missed_notifications: usize,
+    /// Shared causes found ([`medic_core::fleet`]), covered apps held back, canaries refreshed and
+    /// healed, and covered apps released as a recovery wave.
+    pub outages: usize,
+    pub held: usize,
+    pub probed: usize,
+    pub healed: usize,
+    pub released: usize,
+    /// Causes past their time bound, escalated ([`medic_core::fleet::FleetCause::overdue`]).
+    pub escalated: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SweeperError {
+    #[error("listing applications: {0}")]
+    Argo(#[from] ArgoError),
+    #[error(transparent)]
+    Store(#[from] medic_core::ports::StoreError),
+    #[error(transparent)]
+    Queue(#[from] medic_core::ports::QueueError),
+}
+
+/// The start of the window `now` falls in, as the dedupe key's window label.
+pub fn window(now: DateTime<Utc>, interval: Duration) -> String {
+    let secs = interval.as_secs().max(1) as i64;
+    let start = now.timestamp().div_euclid(secs) * secs;
+    DateTime::from_timestamp(start, 0).unwrap_or(now).to_rfc3339()
+}
+
+impl<P: Ports> Sweep<P> {
+    /// The one actuator over this sweeper's collaborators.
+    fn actuator(&self) -> ActuatorOf<'_, P> {
+        Actuator {
+            argo: &self.argo,
+            store: &self.store,
+            dedupe: &self.dedupe,
+            escalator: &self.escalator,
+            budget: &self.budget,
+            clock: &self.clock,
+            gate: Gate { dry_run: self.config.dry_run, kill_switch: self.config.kill_switch, switch: &self.switch },
+            // The sweeper claims nothing.
+            claim_timeout: Duration::ZERO,
+        }
+    }
+
+    /// [`DedupeStore::first_sighting`] of every key, [`MARKER_WRITES`] at a time, in order.
+    async fn first_sightings(&self, keys: &[String], ttl: Duration) -> Vec<Result<Seen, medic_core::ports::StoreError>> {
+        let mut seen = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(MARKER_WRITES) {
+            seen.extend(futures::future::join_all(chunk.iter().map(|k| self.dedupe.first_sighting(k, ttl))).await);
+        }
+        seen
+    }
+
+    pub async fn run(&self) -> Result<SweepRun, SweeperError> {
+        let now = self.clock.now();
+        let window = window(now, self.config.recheck_interval);
+        let listed = match self.argo.list_apps(&self.config.scope.list_query()).await {
+            Ok(items) => items,
+            Err(e @ ArgoError::Unauthenticated(_)) => {
+                self.metrics.count("ArgoUnauthenticated", None, 1.0);
+                let key = alerts::hourly("unauthenticated", now);
+                let text = alerts::unauthenticated(&e);
+                tracing::error!(service_alert = true, "{text}");
+                let once = Once { key: &key, ttl: Duration::from_secs(3600), unsure: WhenUnsure::Skip };
+                let _ = self.actuator().perform(Request::Alert { kind: ActionKind::ServiceAlert, text: &text, once: Some(once) }).await;
+                return Err(e.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.watch_token(now).await;
+        self.remind_freezes(now).await;
+        let open: BTreeSet<AppId> = self.store.open_incidents().await?.into_iter().collect();
+        let plan = plan(&listed, &open, &self.config.scope);
+        let trigger = Trigger::sweep();
+        let mut run = SweepRun {
+            listed: plan.listed,
+            candidates: plan.looks().count(),
+            unlisted: plan.unlisted.len(),
+            outages: plan.causes.len(),
+            held: plan.held,
+            ..SweepRun::default()
+        };
+        // The canaries are probed here, not enqueued.
+        let mut told: Vec<String> = Vec::new();
+        let mut looks: Vec<(AppRef, Trigger, Option<WaveSlot>)> =
+            plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).map(|a| (a.clone(), trigger.clone(), None)).collect();
+        // Released markers to write once the wave items are on the queue.
+        let mut releases: Vec<String> = Vec::new();
+        for cause in &plan.causes {
+            self.metrics.count("Outages", None, 1.0);
+            let scope = cause.scope.key();
+            let hold = medic_core::keys::fleet_hold_marker(&scope);
+            let (probed, healed, read) = self.probe(&listed, cause).await;
+            (run.probed, run.healed) = (run.probed + probed, run.healed + healed);
+            // The outage's identity and clock: the first sighting of its cause, kept while sweeps
+            // see it (two windows, so one missed sweep does not end it), never the list's health
+            // times, which a comparison error does not move (H3).
+            let sighted = match self.dedupe.sighted(&fleet_sighting_marker(&scope), self.config.recheck_interval * 2).await {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(cause = %cause.scope, error = %e, "could not keep the outage's sighting; its apps stay held, nothing is told or released this sweep");
+                    self.dedupe.mark(&hold, self.config.recheck_interval * 2).await.ok();
+                    continue;
+                }
+            };
+            let cause = cause.clone().timed(sighted, &read);
+            let since = cause.since().unwrap_or_default();
+            // A person's button (slack-actions) overrides the canaries: pause holds the wave even
+            // after one healed; release lets it go without one (once). A wave whose batch mostly
+            // failed again (the workers' relapse marker) is not released again while the marker
+            // lasts: the cause is probably back. All of them belong to this outage (M4); the
+            // previous release's markers, of the scope, still count for the outage going on.
+            let pause = fleet_control_marker(&scope, &since, FleetControl::Pause);
+            let release = fleet_control_marker(&scope, &since, FleetControl::Release);
+            let relapse = medic_core::keys::fleet_relapse_marker(&scope, &since);
+            let released_marker = medic_core::keys::fleet_released_marker(&scope, &since);
+            let recovering = medic_core::keys::fleet_recovering_marker(&scope);
+            let [old_pause, old_release, old_relapse] = medic_core::keys::legacy_fleet_markers(&scope);
+            let asked =
+                [&pause, &release, &relapse, &released_marker, &recovering, &old_pause, &old_release, &old_relapse].map(|k| k.clone());
+            let controls = self.dedupe.marked(&asked).await.unwrap_or_else(|e| {
+                tracing::warn!(cause = %cause.scope, error = %e, "could not read the fleet buttons' markers; the canaries decide");
+                Default::default()
+            });
+            let has = |k: &String| controls.contains(k);
+            let (paused, released_by_person) = (has(&pause) || has(&old_pause), has(&release) || has(&old_release));
+            let relapsed = (has(&relapse) || has(&old_relapse)) && !released_by_person;
+            let release_wave = !paused && (released_by_person || (healed > 0 && !relapsed));
+            // Past its own time bound: the fleet incident is escalated, once per outage, for
+            // every app it holds back (their own ladders would have escalated them by now).
+            let overdue = !release_wave && cause.overdue(&self.config.scope.fleet, now);
+            if overdue {
+                self.metrics.count("OutagesEscalated", None, 1.0);
+                let (key, text) = (alerts::outage_overdue_key(&cause), alerts::outage_overdue(&cause, now));
+                let once = Once { key: &key, ttl: Duration::from_secs(24 * 3600), unsure: WhenUnsure::Skip };
+                if let Err(e) =
+                    self.actuator().perform(Request::Alert { kind: ActionKind::OutageOverdue, text: &text, once: Some(once) }).await
+                {
+                    tracing::warn!(cause = %cause.scope, error = %e, "could not escalate the overdue outage; the next sweep tells it");
+                }
+                run.escalated += 1;
+            }
+            // The hold the workers read: every automatic item of a covered app is left to the
+            // cause while it lasts. Renewed by every sweep that sees the cause, for two windows.
+            let mut released = 0;
+            if !release_wave {
+                if let Err(e) = self.dedupe.mark(&hold, self.config.recheck_interval * 2).await {
+                    tracing::warn!(cause = %cause.scope, error = %e, "could not mark the fleet hold; workers will act on its apps");
+                }
+                // Held again: wave items met meanwhile were left to the cause, so the next
+                // release sends the whole wave anew.
+                for marker in [&released_marker, &recovering].into_iter().filter(|m| has(m)) {
+                    self.dedupe.forget(marker).await.ok();
+                }
+            } else {
+                // The cause is over: its apps go to the workers in priority order, paced by their budgets.
+                // The hold always (it is not read here); the rest only when set, so a wave already
+                // released costs no deletes on every later sweep.
+                self.dedupe.forget(&hold).await.ok();
+                // While the wave is stepped the workers leave the scope's other items of down
+                // apps to it, also after the cause drops under its threshold (the wave's time
+                // and two windows from the last sweep that saw it released).
+                let stepping = self.config.recheck_interval * 2 + Duration::from_secs(2 * cause.wave_secs(self.config.refresh_per_minute));
+                if let Err(e) = self.dedupe.mark(&recovering, stepping).await {
+                    tracing::warn!(cause = %cause.scope, error = %e, "could not mark the wave being stepped; looks may escalate apps before their wave step");
+                }
+                for marker in [&release, &relapse, &old_release, &old_relapse].into_iter().filter(|m| has(m)) {
+                    self.dedupe.forget(marker).await.ok();
+                }
+                if has(&released_marker) {
+                    // An earlier sweep released this wave and its items are with the workers:
+                    // released once, not again by every sweep that still sees the cause (M3).
+                    self.dedupe.mark(&released_marker, self.config.recheck_interval * 2).await.ok();
+                } else {
+                    let wave = medic_core::sweep::wave(&listed, &cause);
+                    released = wave.len();
+                    run.released += wave.len();
+                    let len = u32::try_from(wave.len()).unwrap_or(u32::MAX);
+                    looks.extend(wave.into_iter().enumerate().map(|(i, a)| {
+                        let index = u32::try_from(i).unwrap_or(u32::MAX);
+                        let slot = WaveSlot { scope: scope.clone(), since: since.clone(), wave: window.clone(), index, len };
+                        (a, Trigger::recovery(), Some(slot))
+                    }));
+                    releases.push(released_marker);
+                }
+            }
+            let view = OutageView {
+                scope: scope.clone(),
+                describe: cause.scope.describe(),
+                began: cause.began_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                since: Some(since.clone()),
+                covered: cause.apps.len(),
+                listed: cause.listed,
+                canaries: cause.canaries,
+                probed,
+                healed,
+                state: if paused {
+                    WaveState::Paused
+                } else if relapsed {
+                    WaveState::Relapsed
+                } else if release_wave {
+                    WaveState::Released
+                } else {
+                    WaveState::Held
+                },
+                released,
+                eta_secs: cause.wave_secs(self.config.refresh_per_minute),
+                by_person: paused || (released_by_person && healed == 0),
+                overdue,
+                projects: medic_core::fleet::cause_projects(&listed, &cause),
+            };
+            told.push(view.key());
+            if let Err(e) = self.actuator().perform(Request::Outage { view: &view }).await {
+                tracing::warn!(cause = %cause.scope, error = %e, "could not tell the fleet outage; the next sweep tells it again");
+            }
+        }
+        self.forget_stale_holds(&listed, &plan.causes).await;
+        // A cause told before and not seen now is over: its parent says so, once.
+        match self.actuator().perform(Request::OutagesEnded { current: &told }).await {
+            Ok(Performed::Posted(0) | Performed::Held(_)) => {}
+            Ok(Performed::Posted(n)) => {
+                self.metrics.count("OutagesEnded", None, n as f64);
+                tracing::info!(ended = n, "fleet outages over");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not tell which fleet outages are over; the next sweep tells them"),
+        }
+        // The sweeper's own marker per item (the worker dedupes on the item's key itself), written
+        // MARKER_WRITES at a time: one after another, 20,000 apps in trouble took longer than the
+        // function's timeout (measured under moto; about 100 s of round trips on DynamoDB).
+        let items: Vec<WorkItem> = looks
+            .into_iter()
+            .map(|(app, trigger, wave)| {
+                let mut item = WorkItem { wave, ..WorkItem::for_app(WorkKind::Sweep, app, trigger, &window, now) };
+                if let (true, Some(key)) = (item.fleet_privileged(), &self.config.work_item_key) {
+                    key.sign(&mut item);
+                }
+                item
+            })
+            .collect();
+        let keys: Vec<String> = items.iter().map(|item| format!("enqueued-{}", item.dedupe_key)).collect();
+        let sightings = items.into_iter().zip(self.first_sightings(&keys, self.config.recheck_interval).await);
+        let mut batch = Vec::new();
+        let mut failure = None;
+        for (item, seen) in sightings {
+            match seen {
+                Ok(Seen::New) => batch.push(item),
+                Ok(Seen::Duplicate) => run.skipped += 1,
+                Err(e) => failure = Some(e),
+            }
+        }
+        if let Some(e) = failure {
+            // Nothing is enqueued: the markers this run wrote are forgotten so the next run sends
+            // their items, instead of skipping them for the rest of the window.
+            for item in &batch {
+                self.dedupe.forget(&format!("enqueued-{}", item.dedupe_key)).await.ok();
+            }
+            return Err(e.into());
+        }
+        run.missed_notifications = self.missed_notifications(&plan, &open, now).await;
+        if let Err(e) = self.queue.enqueue_batch(&batch).await {
+            // Some items may be on the queue; forgetting all markers lets the next run re-send
+            // the rest, and the worker drops the duplicates.
+            for item in &batch {
+                self.dedupe.forget(&format!("enqueued-{}", item.dedupe_key)).await.ok();
+            }
+            return Err(e.into());
+        }
+        run.enqueued = batch.len();
+        for marker in &releases {
+            if let Err(e) = self.dedupe.mark(marker, self.config.recheck_interval * 2).await {
+                tracing::warn!(marker, error = %e, "could not mark the wave released; the next sweep may send it again (the workers' claims make that harmless)");
+            }
+        }
+        self.metrics.count("SweepEnqueued", None, run.enqueued as f64);
+        tracing::info!(
+            listed = run.listed,
+            candidates = run.candidates,
+            enqueued = run.enqueued,
+            skipped = run.skipped,
+            outages = run.outages,
+            held = run.held,
+            released = run.released,
+            missed_notifications = run.missed_notifications,
+            "sweep done"
+        );
+        Ok(run)
+    }
+
+    /// Publishes how many days the Argo CD token has left (`ArgoTokenDaysLeft`, the alarm's
+    /// metric) and, within [`SweeperConfig::token_expiry_warning`], tells a person once a day:
+    /// an automation token that expires during an outage leaves Argo Medic blind when it is
+    /// needed most. A token without `exp` publishes nothing. Best effort: a sweep never fails for it.
+    async fn watch_token(&self, now: chrono::DateTime<chrono::Utc>) {
+        let expires = match self.argo.credential_expiry().await {
+            Ok(Some(at)) => at,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read when the Argo CD token expires");
+                return;
+            }
+        };
+        let left = expires - now;
+        self.metrics.gauge("ArgoTokenDaysLeft", None, left.num_seconds() as f64 / 86_400.0);
+        if left.to_std().unwrap_or_default() >= self.config.token_expiry_warning {
+            return;
+        }
+        let (key, text) = (alerts::daily("token-expiring", now), alerts::token_expiring(expires, now));
+        tracing::warn!(service_alert = true, expires = %expires, "{text}");
+        let once = Once { key: &key, ttl: Duration::from_secs(24 * 3600), unsure: WhenUnsure::Skip };
+        if let Err(e) = self.actuator().perform(Request::Alert { kind: ActionKind::ServiceAlert, text: &text, once: Some(once) }).await {
+            tracing::warn!(error = %e, "could not tell that the Argo CD token expires soon; the next sweep tells it");
+        }
+    }
+
+    /// Tells the channel, once, of each freeze that ends within
+    /// [`medic_core::freeze::REMINDER_LEAD`]: Argo Medic resumes on its scope then, by itself.
+    async fn remind_freezes(&self, now: chrono::DateTime<chrono::Utc>) {
+        let freezes = self.switch.freezes().await;
+        // The dashboard shows how much is frozen; a freeze forgotten is autonomy silently lost.
+        let frozen = freezes.iter().filter(|f| f.active(now)).count();
+        self.metrics.gauge("FrozenScopes", None, frozen as f64);
+        for freeze in medic_core::freeze::ending_soon(&freezes, now, medic_core::freeze::REMINDER_LEAD) {
+            let key = medic_core::keys::freeze_reminder_marker(&freeze.id);
+            let text = medic_core::freeze::reminder(freeze);
+            let once = Once { key: &key, ttl: Duration::from_secs(2 * 86_400), unsure: WhenUnsure::Skip };
+            if let Err(e) =
+                self.actuator().perform(Request::Alert { kind: ActionKind::FreezeReminder, text: &text, once: Some(once) }).await
+            {
+                tracing::warn!(error = %e, freeze = %freeze.id, "could not remind of a freeze ending; the next sweep tries again");
+            }
+        }
+    }
+
+    /// Refreshes the canaries of `cause` (hard, after a normal refresh answered with a cached
+    /// generation failure); a canary Argo CD can compare again has healed. A failed
+    /// read counts as not healed (the next sweep probes again). Returns (probed, healed, the
+    /// canaries as read).
+    async fn probe(
+        &self,
+        listed: &[medic_core::Application],
+        cause: &medic_core::fleet::FleetCause,
+    ) -> (usize, usize, Vec<medic_core::Application>) {
+        let (freezes, now) = (self.switch.freezes().await, self.clock.now());
+        let canaries: Vec<(AppRef, medic_core::trust::TrustLevel)> = listed
+            .iter()
+            .filter(|a| cause.canaries().contains(&a.id()))
+            .map(|a| (AppRef::from(a), medic_core::freeze::canary_level(&self.config.trust, &freezes, a, now)))
+            .collect();
+        let act = self.actuator();
+        let probes =
+            futures::future::join_all(canaries.iter().map(|(app, trust)| act.perform(Request::Canary { app, trust: *trust }))).await;
+        // A probe the gate held or the budget deferred is no probe: the next sweep tries again.
+        let reads: Vec<Result<medic_core::Application, medic_core::step::StepError>> = probes
+            .into_iter()
+            .filter_map(|p| match p {
+                Ok(Performed::Refreshed(app)) => Some(Ok(*app)),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            })
+            .collect();
+        let healed = reads.iter().filter(|r| r.as_ref().is_ok_and(|app| !medic_core::fleet::is_down(app))).count();
+        self.metrics.count("CanariesHealed", None, healed as f64);
+        let probed = reads.len();
+        (probed, healed, reads.into_iter().filter_map(Result::ok).collect())
+    }
+
+    /// Forgets the hold of every scope of the listed apps that no cause holds now (L11): a cause
+    /// that disappears on its own (its apps healed, or too few are left down) held their
+    /// notifications for up to two more windows. Best effort: a hold left behind lapses by itself.
+    async fn forget_stale_holds(&self, listed: &[medic_core::Application], causes: &[medic_core::fleet::FleetCause]) {
+        let current: BTreeSet<String> = causes.iter().map(|c| c.scope.key()).collect();
+        let scopes: BTreeSet<String> = listed
+            .iter()
+            .flat_map(medic_core::fleet::scopes_of)
+            .map(|s| s.key())
+            .chain(std::iter::once(medic_core::fleet::CauseScope::Instance.key()))
+            .filter(|k| !current.contains(k))
+            .collect();
+        let holds: Vec<String> = scopes.iter().map(|k| medic_core::keys::fleet_hold_marker(k)).collect();
+        let Ok(held) = self.dedupe.marked(&holds).await else { return };
+        for hold in held {
+            tracing::info!(marker = %hold, "fleet outage over: its hold is lifted");
+            self.dedupe.forget(&hold).await.ok();
+        }
+    }
+
+    /// Counts the apps in trouble that notifications did not report: the plan's listed candidates
+    /// (so not calm, and not held back by an outage) without an open incident (an incident means
+    /// Argo Medic already knows), and without a notification marker from this hour or the last.
+    /// Each is counted once a day. Reading fails soft: the count is for people, the sweep's work
+    /// does not depend on it.
+    async fn missed_notifications(&self, plan: &medic_core::sweep::SweepPlan, open: &BTreeSet<AppId>, now: DateTime<Utc>) -> usize {
+        use medic_core::keys::{missed_marker, notified_marker};
+        let trouble: Vec<AppId> = plan.candidates.iter().map(AppRef::id).filter(|a| !open.contains(a)).collect();
+        if trouble.is_empty() {
+            return 0;
+        }
+        let hour_before = now - chrono::TimeDelta::hours(1);
+        let markers: Vec<[String; 2]> = trouble.iter().map(|a| [notified_marker(a, now), notified_marker(a, hour_before)]).collect();
+        let notified = match self.dedupe.marked(&markers.concat()).await {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the notification markers; MissedNotifications not counted");
+                return 0;
+            }
+        };
+        let unreported: Vec<&AppId> =
+            trouble.iter().zip(&markers).filter(|(_, m)| !m.iter().any(|k| notified.contains(k))).map(|(app, _)| app).collect();
+        let keys: Vec<String> = unreported.iter().map(|app| missed_marker(app, now)).collect();
+        let seen = self.first_sightings(&keys, Duration::from_secs(24 * 3600)).await;
+        let first: Vec<&AppId> = unreported.into_iter().zip(seen).filter(|(_, s)| matches!(s, Ok(Seen::New))).map(|(app, _)| app).collect();
+        for app in &first {
+            tracing::info!(app = %app, "in trouble and not reported by a notification");
+        }
+        let missed = first.len();
+        self.metrics.count("MissedNotifications", None, missed as f64);
+        missed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_start_on_interval_boundaries() {
+        let t: DateTime<Utc> = "2026-11-01T12:07:30Z".parse().unwrap();
+        assert_eq!(window(t, Duration::from_secs(900)), "2026-11-01T12:00:00+00:00");
+        let later: DateTime<Utc> = "2026-11-01T12:14:59Z".parse().unwrap();
+        assert_eq!(window(t, Duration::from_secs(900)), window(later, Duration::from_secs(900)));
+        let next: DateTime<Utc> = "2026-11-01T12:15:00Z".parse().unwrap();
+        assert_ne!(window(t, Duration::from_secs(900)), window(next, Duration::from_secs(900)));
+    }
+}

@@ -1,0 +1,140 @@
+//! The stack on AWS: every adapter built from the function's environment ([`LambdaEnv`]):
+//! DynamoDB for state, SQS for work, the Argo CD API with its token from Secrets Manager, Slack
+//! when configured, CloudWatch metrics.
+
+use std::time::Duration;
+
+use medic_adapters::argocd::HttpArgoClient;
+use medic_adapters::budget::{BudgetRates, LocalBudget, SharedBudget};
+use medic_adapters::dynamodb::DynamoDbStore;
+use medic_adapters::lambda_env::{EnvError, LambdaEnv};
+use medic_adapters::memory::{LogEscalator, SystemClock};
+use medic_adapters::slack::{AnyEscalator, DynamoDbEscalationStore};
+use medic_adapters::sqs::SqsWorkQueue;
+use medic_adapters::switch::CachedSwitch;
+use medic_adapters::telemetry::Metrics;
+use medic_core::DecisionPolicy;
+use medic_core::event::WorkItemKey;
+use medic_core::sweep::SweepScope;
+use medic_core::switch::FixedSwitch;
+use medic_service::sweep::{Sweep, SweeperConfig};
+use medic_service::work::{Work, WorkerConfig, WorkerPolicy};
+
+use crate::adapters::Adapters;
+
+/// The adapters the Lambda functions run on.
+pub type LambdaPorts = Adapters<
+    HttpArgoClient,
+    DynamoDbStore,
+    DynamoDbStore,
+    DynamoDbStore,
+    SqsWorkQueue,
+    AnyEscalator<DynamoDbEscalationStore>,
+    SharedBudget<DynamoDbStore>,
+    SystemClock,
+    CachedSwitch<DynamoDbStore, SystemClock>,
+    Metrics,
+>;
+
+/// The Lambda's adapters over a state table and a queue given instead of the environment's (a
+/// test stack in moto): the table for incidents, markers and locks; escalations logged, the
+/// default budget in process, the system clock, the switch at `act`, metrics kept quietly.
+pub type OnTable<A> =
+    Adapters<A, DynamoDbStore, DynamoDbStore, DynamoDbStore, SqsWorkQueue, LogEscalator, LocalBudget, SystemClock, FixedSwitch, Metrics>;
+
+/// See [`OnTable`].
+pub fn on_table<A>(argo: A, table: DynamoDbStore, queue: SqsWorkQueue) -> OnTable<A> {
+    Adapters {
+        argo,
+        store: table.clone(),
+        dedupe: table.clone(),
+        lock: table,
+        queue,
+        escalator: LogEscalator::default(),
+        budget: LocalBudget::new(BudgetRates::default()),
+        clock: SystemClock,
+        switch: FixedSwitch::default(),
+        metrics: Metrics::quiet("test"),
+    }
+}
+
+/// Every adapter, and the work-item key, from the environment. The secrets at once (the Argo CD
+/// token, the work-item key, the Slack token): each is a Secrets Manager round trip of the cold
+/// start.
+pub async fn adapters(env: &LambdaEnv) -> Result<(LambdaPorts, WorkItemKey), EnvError> {
+    let (argo, work_item_key, escalator) = tokio::try_join!(env.argo_client(), env.work_item_key(), env.escalator())?;
+    let adapters = Adapters {
+        argo,
+        store: env.store()?,
+        dedupe: env.store()?,
+        lock: env.store()?,
+        queue: env.queue(),
+        escalator,
+        budget: env.worker_budget()?,
+        clock: SystemClock,
+        switch: CachedSwitch::new(env.store()?, SystemClock),
+        metrics: Metrics::new(&env.instance_id),
+    };
+    Ok((adapters, work_item_key))
+}
+
+/// The worker's work, as the worker function runs it.
+pub async fn work(env: &LambdaEnv) -> Result<Work<LambdaPorts>, EnvError> {
+    let (adapters, config, policy) = worker_parts(env).await?;
+    Ok(adapters.work(config, policy))
+}
+
+/// What the worker's work is made of, apart: a harness wraps a port or scales a setting before
+/// it builds the work ([`Adapters::work`]).
+pub async fn worker_parts(env: &LambdaEnv) -> Result<(LambdaPorts, WorkerConfig, WorkerPolicy), EnvError> {
+    let (adapters, work_item_key) = adapters(env).await?;
+    // Rules that differ between Argo CD versions read it from the policy. Unless configured, it
+    // is asked for on the first batch, not here: init is paid on every cold start and makes no
+    // other call to Argo CD.
+    let config = env.policy()?;
+    if let Some(note) = config.trust.unapprovable_note(medic_core::ports::Escalator::takes_approvals(&adapters.escalator)) {
+        tracing::warn!("{note}");
+    }
+    let policy = match config.argocd_version {
+        Some(_) => WorkerPolicy::fixed(DecisionPolicy::new(config)),
+        None => {
+            let client = adapters.argo.clone();
+            WorkerPolicy::learning(DecisionPolicy::new(config), move || {
+                let client = client.clone();
+                Box::pin(async move { client.version().await.ok().map(|v| v.version) })
+            })
+        }
+    };
+    let config = WorkerConfig {
+        dry_run: env.dry_run()?,
+        kill_switch: env.kill_switch()?,
+        work_item_key: Some(work_item_key),
+        max_receive_count: env.max_receive_count()?,
+        relapse_hold: Duration::from_secs(2 * env.recheck_secs()?),
+        ..WorkerConfig::for_timeout(env.function_timeout)
+    };
+    Ok((adapters, config, policy))
+}
+
+/// The sweep, as the sweeper function runs it.
+pub async fn sweep(env: &LambdaEnv) -> Result<Sweep<LambdaPorts>, EnvError> {
+    let (adapters, config) = sweeper_parts(env).await?;
+    Ok(adapters.sweep(config))
+}
+
+/// What the sweep is made of, apart (see [`worker_parts`]).
+pub async fn sweeper_parts(env: &LambdaEnv) -> Result<(LambdaPorts, SweeperConfig), EnvError> {
+    let (adapters, work_item_key) = adapters(env).await?;
+    let policy = env.policy()?;
+    let config = SweeperConfig {
+        scope: SweepScope { projects: policy.projects, selector: policy.selector, ..SweepScope::default() },
+        recheck_interval: Duration::from_secs(env.recheck_secs()?),
+        dry_run: env.dry_run()?,
+        kill_switch: env.kill_switch()?,
+        refresh_per_minute: env.rates()?.refresh_per_minute,
+        work_item_key: Some(work_item_key),
+        token_expiry_warning: env.token_expiry_warning()?,
+        trust: policy.trust,
+    };
+    Ok((adapters, config))
+}
