@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::InvalidTrigger;
 
 /// The name of what prompted a decision. Notification triggers keep their argocd-notifications
-/// names (`on-sync-failed`, ...); Argo Medic's own sources are `sweep`, `manual` and
-/// `fleet-recovery`.
+/// names (`on-sync-failed`, ...); Argo Medic's own sources are `sweep`, `manual`,
+/// `fleet-recovery`, `slack-action` and `requested-refresh`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Trigger(String);
@@ -20,6 +20,10 @@ impl Trigger {
     /// The recovery wave of a fleet outage ([`crate::fleet`]): a canary showed the shared cause is
     /// over, and the app is looked at to be compared again.
     pub const RECOVERY: &'static str = "fleet-recovery";
+    /// A person's Slack button (the look that follows an action a person performed).
+    pub const SLACK_ACTION: &'static str = "slack-action";
+    /// A refresh asked for through ingest's signed refresh endpoint.
+    pub const REQUESTED_REFRESH: &'static str = "requested-refresh";
     /// The triggers Argo Medic's argocd-notifications templates name (the `trigger` field of
     /// infra/argocd-notifications/argocd-notifications-cm.yaml; tests/template.rs holds them
     /// together). Ingest refuses any other: a template that drifted or a sender that is not ours.
@@ -48,6 +52,14 @@ impl Trigger {
 
     pub fn recovery() -> Self {
         Self(Self::RECOVERY.to_owned())
+    }
+
+    pub fn slack_action() -> Self {
+        Self(Self::SLACK_ACTION.to_owned())
+    }
+
+    pub fn requested_refresh() -> Self {
+        Self(Self::REQUESTED_REFRESH.to_owned())
     }
 
     pub fn as_str(&self) -> &str {
@@ -93,5 +105,21 @@ mod tests {
         assert!("".parse::<Trigger>().is_err());
         assert!("On Sync".parse::<Trigger>().is_err());
         assert!("x".repeat(64).parse::<Trigger>().is_err());
+    }
+
+    /// The constructors of Argo Medic's own triggers skip `from_str`: each constant must be a name
+    /// `from_str` accepts, or a work item carrying it would not read back.
+    #[test]
+    fn argo_medic_s_own_triggers_are_valid_names() {
+        for (made, name) in [
+            (Trigger::sweep(), Trigger::SWEEP),
+            (Trigger::manual(), Trigger::MANUAL),
+            (Trigger::recovery(), Trigger::RECOVERY),
+            (Trigger::slack_action(), Trigger::SLACK_ACTION),
+            (Trigger::requested_refresh(), Trigger::REQUESTED_REFRESH),
+        ] {
+            assert_eq!(name.parse::<Trigger>().ok().as_ref(), Some(&made), "{name}");
+            assert!(!made.is_notification(), "{name}");
+        }
     }
 }

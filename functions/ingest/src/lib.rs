@@ -311,7 +311,7 @@ impl<Q: WorkQueue, A: ArgoApi> Ingest<Q, A> {
         let apps = self.resolve(&request).await?;
         let action = WorkItem::refresh_request(if request.hard { RefreshKind::Hard } else { RefreshKind::Normal });
         let window = request.requested_at.to_rfc3339();
-        let trigger: Trigger = "requested-refresh".parse().expect("constant is a valid trigger");
+        let trigger = Trigger::requested_refresh();
         for app in &apps {
             let mut item = WorkItem::for_app(WorkKind::Requested, app.clone(), trigger.clone(), &window, now);
             item.requested_action = Some(action.to_owned());

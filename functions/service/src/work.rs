@@ -716,7 +716,7 @@ impl<P: Ports> Work<P> {
             )
         {
             // Look at the app again soon, so its recovery (or not) shows in the thread.
-            let trigger: Trigger = "slack-action".parse().expect("constant is a valid trigger");
+            let trigger = Trigger::slack_action();
             let recheck = WorkItem::for_app(WorkKind::Recheck, item.app.clone(), trigger, id, self.clock.now());
             if let Err(e) = self.queue.enqueue(&recheck, HUMAN_ACTION_RECHECK).await {
                 tracing::warn!(error = %e, "could not enqueue the recheck after a human action; the sweeper will look");

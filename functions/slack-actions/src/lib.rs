@@ -407,7 +407,7 @@ fn unavailable(e: &dyn std::fmt::Display) -> Rejection {
 
 /// The work item that asks the worker to perform `request` for `user`.
 pub fn work_item(request: &HumanActionRequest, user: &str) -> WorkItem {
-    let trigger: Trigger = "slack-action".parse().expect("constant is a valid trigger");
+    let trigger = Trigger::slack_action();
     let mut item = WorkItem::for_app(WorkKind::Requested, request.app.clone(), trigger, &request.id, Utc::now());
     item.dedupe_key = work_dedupe_key(&request.id);
     item.requested_action = Some(request.id.clone());
