@@ -23,6 +23,33 @@ impl Clock for SystemClock {
     }
 }
 
+/// The clock a store reads: the wall clock, unless a test gives it its own (`with_clock`), so
+/// tests on the twins can pin time as they do the handlers'.
+#[derive(Clone)]
+pub struct SharedClock(std::sync::Arc<dyn Clock>);
+
+impl std::fmt::Debug for SharedClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SharedClock({})", self.0.now())
+    }
+}
+
+impl Default for SharedClock {
+    fn default() -> Self {
+        Self(std::sync::Arc::new(SystemClock))
+    }
+}
+
+impl SharedClock {
+    pub fn new(clock: impl Clock + 'static) -> Self {
+        Self(std::sync::Arc::new(clock))
+    }
+
+    pub(crate) fn now(&self) -> DateTime<Utc> {
+        self.0.now()
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Record {
     app: AppId,
@@ -49,6 +76,14 @@ struct Inner {
 #[derive(Default)]
 pub struct MemoryIncidentStore {
     inner: Mutex<Inner>,
+    clock: SharedClock,
+}
+
+impl MemoryIncidentStore {
+    /// A twin that reads `clock` instead of the wall clock.
+    pub fn with_clock(clock: impl Clock + 'static) -> Self {
+        Self { clock: SharedClock::new(clock), ..Self::default() }
+    }
 }
 
 impl MemoryIncidentStore {
@@ -61,7 +96,7 @@ impl IncidentStore for MemoryIncidentStore {
     async fn history(&self, app: &AppId) -> Result<History, StoreError> {
         let inner = self.lock();
         let Some(incident) = inner.open.get(app).cloned() else { return Ok(History::default()) };
-        let now = Utc::now();
+        let now = self.clock.now();
         let mut attempts: Vec<Attempt> = inner
             .records
             .values()
@@ -263,9 +298,17 @@ type Sighting = (DateTime<Utc>, DateTime<Utc>);
 #[derive(Default)]
 pub struct MemoryDedupe {
     seen: Mutex<HashMap<String, DateTime<Utc>>>,
+    clock: SharedClock,
     sightings: Mutex<HashMap<String, Sighting>>,
     /// Work items being handled: key → (owner, lease end).
     leases: Mutex<HashMap<String, (String, DateTime<Utc>)>>,
+}
+
+impl MemoryDedupe {
+    /// A twin that reads `clock` instead of the wall clock.
+    pub fn with_clock(clock: impl Clock + 'static) -> Self {
+        Self { clock: SharedClock::new(clock), ..Self::default() }
+    }
 }
 
 fn after(d: Duration) -> chrono::Duration {
@@ -274,7 +317,7 @@ fn after(d: Duration) -> chrono::Duration {
 
 impl medic_core::ports::DedupeStore for MemoryDedupe {
     async fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> Result<medic_core::ports::Seen, StoreError> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         match seen.get(dedupe_key) {
             Some(expires) if *expires > now => Ok(medic_core::ports::Seen::Duplicate),
@@ -292,7 +335,7 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
     }
 
     async fn sighted(&self, key: &str, ttl: Duration) -> Result<DateTime<Utc>, StoreError> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let mut sightings = self.sightings.lock().unwrap_or_else(|e| e.into_inner());
         let first = match sightings.get(key) {
             Some((first, expires)) if *expires > now => *first,
@@ -303,14 +346,14 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
     }
 
     async fn mark(&self, dedupe_key: &str, ttl: Duration) -> Result<(), StoreError> {
-        let until = Utc::now() + chrono::Duration::from_std(ttl).unwrap_or_default();
+        let until = self.clock.now() + chrono::Duration::from_std(ttl).unwrap_or_default();
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(dedupe_key.to_owned(), until);
         Ok(())
     }
 
     async fn begin(&self, dedupe_key: &str, owner: &str, lease: Duration) -> Result<medic_core::ports::Begun, StoreError> {
         use medic_core::ports::Begun;
-        let now = Utc::now();
+        let now = self.clock.now();
         // One lock order everywhere: leases, then seen.
         let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
         if self.seen.lock().unwrap_or_else(|e| e.into_inner()).get(dedupe_key).is_some_and(|expires| *expires > now) {
@@ -332,13 +375,13 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
         }
         leases.remove(dedupe_key);
         if handled {
-            self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(dedupe_key.to_owned(), Utc::now() + after(ttl));
+            self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(dedupe_key.to_owned(), self.clock.now() + after(ttl));
         }
         Ok(())
     }
 
     async fn marked(&self, keys: &[String]) -> Result<std::collections::BTreeSet<String>, StoreError> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         Ok(keys.iter().filter(|k| seen.get(k.as_str()).is_some_and(|expires| *expires > now)).cloned().collect())
     }
@@ -348,11 +391,19 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
 #[derive(Default)]
 pub struct MemoryLock {
     held: Mutex<HashMap<AppId, (String, DateTime<Utc>)>>,
+    clock: SharedClock,
+}
+
+impl MemoryLock {
+    /// A twin that reads `clock` instead of the wall clock.
+    pub fn with_clock(clock: impl Clock + 'static) -> Self {
+        Self { clock: SharedClock::new(clock), ..Self::default() }
+    }
 }
 
 impl medic_core::ports::AppLock for MemoryLock {
     async fn try_lock(&self, app: &AppId, owner: &str, ttl: Duration) -> Result<bool, StoreError> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         match held.get(app) {
             Some((holder, until)) if holder != owner && *until > now => Ok(false),
@@ -376,6 +427,14 @@ impl medic_core::ports::AppLock for MemoryLock {
 #[derive(Default)]
 pub struct MemoryQueue {
     items: Mutex<Vec<(DateTime<Utc>, medic_core::event::WorkItem)>>,
+    clock: SharedClock,
+}
+
+impl MemoryQueue {
+    /// A twin that reads `clock` instead of the wall clock.
+    pub fn with_clock(clock: impl Clock + 'static) -> Self {
+        Self { clock: SharedClock::new(clock), ..Self::default() }
+    }
 }
 
 impl MemoryQueue {
@@ -387,7 +446,7 @@ impl MemoryQueue {
 
     /// Takes up to `max` items whose delay has passed.
     pub fn take_ready(&self, max: usize) -> Vec<medic_core::event::WorkItem> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let mut items = self.items.lock().unwrap_or_else(|e| e.into_inner());
         items.sort_by_key(|(at, _)| *at);
         let ready = items.iter().take_while(|(at, _)| *at <= now).count().min(max);
@@ -408,13 +467,13 @@ impl medic_core::ports::WorkQueue for MemoryQueue {
         if delay > Duration::from_secs(900) {
             return Err(medic_core::ports::QueueError(format!("delay {}s exceeds the 900 s SQS allows", delay.as_secs())));
         }
-        let at = Utc::now() + chrono::Duration::from_std(delay).unwrap_or_default();
+        let at = self.clock.now() + chrono::Duration::from_std(delay).unwrap_or_default();
         self.items.lock().unwrap_or_else(|e| e.into_inner()).push((at, item.clone()));
         Ok(())
     }
 
     async fn enqueue_batch(&self, items: &[medic_core::event::WorkItem]) -> Result<(), medic_core::ports::QueueError> {
-        let now = Utc::now();
+        let now = self.clock.now();
         self.items.lock().unwrap_or_else(|e| e.into_inner()).extend(items.iter().map(|i| (now, i.clone())));
         Ok(())
     }
@@ -444,5 +503,43 @@ impl medic_core::ports::BucketStore for MemoryBuckets {
         }
         buckets.insert(kind, *next);
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use medic_core::ports::{AppLock, DedupeStore, WorkQueue};
+
+    use super::*;
+    use crate::switch::ManualClock;
+
+    /// The twins read the clock they are given, so a test moves time past a TTL, a lease or a
+    /// delay instead of waiting for it.
+    #[tokio::test]
+    async fn the_twins_read_the_clock_they_are_given() {
+        let clock = Arc::new(ManualClock::new("2026-12-07T12:00:00Z".parse().unwrap()));
+        let dedupe = MemoryDedupe::with_clock(Arc::clone(&clock));
+        dedupe.mark("k", Duration::from_secs(3600)).await.unwrap();
+        assert!(dedupe.marked(&["k".into()]).await.unwrap().contains("k"));
+        clock.advance(Duration::from_secs(7200));
+        assert!(dedupe.marked(&["k".into()]).await.unwrap().is_empty(), "past its TTL on the given clock");
+
+        let lock = MemoryLock::with_clock(Arc::clone(&clock));
+        let app = AppId::new("argocd", "web");
+        assert!(lock.try_lock(&app, "a", Duration::from_secs(60)).await.unwrap());
+        assert!(!lock.try_lock(&app, "b", Duration::from_secs(60)).await.unwrap());
+        clock.advance(Duration::from_secs(61));
+        assert!(lock.try_lock(&app, "b", Duration::from_secs(60)).await.unwrap(), "a dead holder's lock ran out");
+
+        let queue = MemoryQueue::with_clock(Arc::clone(&clock));
+        let app = medic_core::event::AppRef { name: "web".into(), namespace: "argocd".into(), project: None };
+        let item =
+            medic_core::event::WorkItem::for_app(medic_core::event::WorkKind::Recheck, app, medic_core::Trigger::sweep(), "w", clock.now());
+        queue.enqueue(&item, Duration::from_secs(60)).await.unwrap();
+        assert!(queue.take_ready(10).is_empty());
+        clock.advance(Duration::from_secs(61));
+        assert_eq!(queue.take_ready(10).len(), 1);
     }
 }

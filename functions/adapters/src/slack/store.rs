@@ -20,11 +20,18 @@ pub struct DynamoDbEscalationStore {
     pub(super) client: DynamoClient,
     pub(super) table: String,
     pub(super) instance: String,
+    /// What "expired" is measured against (the table's TTL deletes late, so reads check too).
+    clock: crate::memory::SharedClock,
 }
 
 impl DynamoDbEscalationStore {
     pub fn new(client: DynamoClient, table: impl Into<String>, instance: impl Into<String>) -> Self {
-        Self { client, table: table.into(), instance: instance.into() }
+        Self { client, table: table.into(), instance: instance.into(), clock: crate::memory::SharedClock::default() }
+    }
+
+    /// The same store, reading `clock` instead of the wall clock.
+    pub fn with_clock(self, clock: impl medic_core::ports::Clock + 'static) -> Self {
+        Self { clock: crate::memory::SharedClock::new(clock), ..self }
     }
 
     fn pk(&self, group: &str) -> String {
@@ -72,13 +79,13 @@ impl EscalationStore for DynamoDbEscalationStore {
             .await
             .map_err(|e| StoreError(describe(&self.err("GetItem"), &e)))?;
         match out.item {
-            Some(item) => versioned(&item, Utc::now().timestamp()),
+            Some(item) => versioned(&item, self.clock.now().timestamp()),
             None => Ok(None),
         }
     }
 
     async fn store(&self, group: &str, id: &str, doc: &Value, expected: Option<u64>, ttl: Duration) -> Result<bool, StoreError> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let expires = now.timestamp() + ttl.as_secs().min(10 * 365 * 24 * 3600) as i64;
         let next = expected.map_or(1, |v| v + 1);
         let put = self
@@ -109,7 +116,7 @@ impl EscalationStore for DynamoDbEscalationStore {
     }
 
     async fn list(&self, group: &str) -> Result<Vec<(String, Versioned)>, StoreError> {
-        let now = Utc::now().timestamp();
+        let now = self.clock.now().timestamp();
         let mut out = Vec::new();
         let mut start = None;
         loop {
@@ -149,9 +156,15 @@ pub(super) type MemoryRecords = HashMap<(String, String), (u64, Value, DateTime<
 #[derive(Default)]
 pub struct MemoryEscalationStore {
     pub(super) records: Mutex<MemoryRecords>,
+    clock: crate::memory::SharedClock,
 }
 
 impl MemoryEscalationStore {
+    /// A twin that reads `clock` instead of the wall clock.
+    pub fn with_clock(clock: impl medic_core::ports::Clock + 'static) -> Self {
+        Self { clock: crate::memory::SharedClock::new(clock), ..Self::default() }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, MemoryRecords> {
         self.records.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -159,7 +172,7 @@ impl MemoryEscalationStore {
 
 impl EscalationStore for MemoryEscalationStore {
     async fn load(&self, group: &str, id: &str) -> Result<Option<Versioned>, StoreError> {
-        let now = Utc::now();
+        let now = self.clock.now();
         Ok(self
             .lock()
             .get(&(group.to_owned(), id.to_owned()))
@@ -168,7 +181,7 @@ impl EscalationStore for MemoryEscalationStore {
     }
 
     async fn store(&self, group: &str, id: &str, doc: &Value, expected: Option<u64>, ttl: Duration) -> Result<bool, StoreError> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let mut records = self.lock();
         let key = (group.to_owned(), id.to_owned());
         let current = records.get(&key).filter(|(_, _, exp)| *exp > now).map(|(v, _, _)| *v);
@@ -181,7 +194,7 @@ impl EscalationStore for MemoryEscalationStore {
     }
 
     async fn list(&self, group: &str) -> Result<Vec<(String, Versioned)>, StoreError> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let mut out: Vec<(String, Versioned)> = self
             .lock()
             .iter()
