@@ -20,7 +20,7 @@ use medic_sweeper::{Sweeper, SweeperConfig};
 use medic_worker::Handled;
 
 use crate::support::stack::{AwsStack, TestWorker};
-use crate::support::{LosesCompletion, client, events_dir, sim_with_samples};
+use crate::support::{LosesCompletion, events_dir, sim_with_samples};
 
 /// The shared secret of the sample Function URL requests in events/lambda/ingest/.
 const SECRET: &str = "local-test-secret-not-for-production";
@@ -44,14 +44,12 @@ impl AwsStack {
         Sweeper::from(self.on_table(sim).sweep(config))
     }
 
-    fn ingest(&self, sim: &ArgoSim) -> Ingest<SqsWorkQueue, HttpArgoClient> {
+    fn ingest(&self, sim: &ArgoSim) -> Ingest<SqsWorkQueue, HttpArgoClient, SystemClock, Metrics> {
+        let config = IngestConfig { max_refresh_apps: 5, work_item_key: Some(crate::support::work_item_key()), ..IngestConfig::default() };
         Ingest {
-            config: IngestConfig { max_refresh_apps: 5, work_item_key: Some(crate::support::work_item_key()), ..IngestConfig::default() },
             secrets: WebhookSecrets::new(SECRET, Some("the-previous-secret-still-valid".into())),
             refresh_secrets: Some(WebhookSecrets::new(REFRESH_SECRET, None)),
-            queue: self.queue(),
-            argo: client(sim),
-            metrics: Metrics::quiet("test"),
+            intake: self.on_table(sim).intake(config),
         }
     }
 

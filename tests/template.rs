@@ -803,19 +803,15 @@ fn go_s_text_template_and_sprig_render_every_template_byte_for_byte_as_the_tests
 async fn every_render_is_accepted_by_the_ingest_function_and_by_the_worker_from_the_queue() {
     use medic_adapters::argocd::HttpArgoClient;
     use medic_adapters::config::ArgoSettings;
-    use medic_adapters::memory::MemoryQueue;
-    use medic_adapters::telemetry::Metrics;
     use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
 
     let secret = "template-test-secret-0123456789";
+    // /v1/events never calls Argo CD.
+    let argo = HttpArgoClient::new(ArgoSettings::new("127.0.0.1:9", "unused")).unwrap();
     let ingest = Ingest {
-        config: IngestConfig::default(),
         secrets: WebhookSecrets::new(secret, None),
         refresh_secrets: None,
-        queue: MemoryQueue::default(),
-        // /v1/events never calls Argo CD.
-        argo: HttpArgoClient::new(ArgoSettings::new("127.0.0.1:9", "unused")).unwrap(),
-        metrics: Metrics::quiet("test"),
+        intake: medic_stack::twins::MemoryState::default().intake(argo, IngestConfig::default()),
     };
     let cfg = notifications_config();
     let mut accepted = 0;

@@ -76,7 +76,9 @@ pub async fn run(kind: Kind) -> anyhow::Result<()> {
     }
     let built = match kind {
         Kind::Ingest => {
-            Built::Ingest(Box::new(medic_ingest::Ingest { metrics: quiet(), ..medic_ingest::LambdaIngest::from_env(&env).await? }))
+            let built = medic_ingest::LambdaIngest::from_env(&env).await?;
+            let intake = medic_ingest::Intake { metrics: quiet(), ..built.intake };
+            Built::Ingest(Box::new(medic_ingest::Ingest { intake, ..built }))
         }
         Kind::SlackActions => Built::Actions(Box::new(medic_slack_actions::SlackActions {
             metrics: quiet(),

@@ -203,14 +203,8 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     let (sim, _) = fleet_sim(&o).await?;
     let state = MemoryState::default();
     let queue = Arc::clone(&state.queue);
-    let ingest = Ingest {
-        config: IngestConfig::default(),
-        secrets: WebhookSecrets::new(SECRET, None),
-        refresh_secrets: None,
-        queue: queue.clone(),
-        argo: client(&sim)?,
-        metrics: Metrics::quiet("storm"),
-    };
+    let intake = medic_ingest::Intake { metrics: Metrics::quiet("storm"), ..state.intake(client(&sim)?, IngestConfig::default()) };
+    let ingest = Ingest { secrets: WebhookSecrets::new(SECRET, None), refresh_secrets: None, intake };
     let buckets = Arc::new(MemoryBuckets::default());
     let workers: Vec<StormWorker> =
         (0..o.running.unwrap_or(o.workers).max(1)).map(|_| worker(&sim, budget(&o, &buckets), &state)).collect::<anyhow::Result<_>>()?;
@@ -301,7 +295,7 @@ async fn outage_phase(
     o: &Options,
     sim: &ArgoSim,
     stale: &[serde_json::Value],
-    ingest: &Ingest<Arc<MemoryQueue>, HttpArgoClient>,
+    ingest: &Ingest<Arc<MemoryQueue>, HttpArgoClient, medic_adapters::memory::SystemClock, Metrics>,
     workers: &[StormWorker],
     queue: &Arc<MemoryQueue>,
     sweeper: &StormSweeper,

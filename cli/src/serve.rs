@@ -150,7 +150,7 @@ impl Health {
     }
 }
 
-type LocalIngest = Ingest<Arc<SqliteQueue>, Arc<HttpArgoClient>>;
+type LocalIngest = Ingest<Arc<SqliteQueue>, Arc<HttpArgoClient>, SystemClock, Metrics>;
 /// The adapters `medic serve` runs on: the embedded SQLite state and queue.
 type LocalPorts = Adapters<
     Arc<HttpArgoClient>,
@@ -241,13 +241,27 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     // Work items are signed as on Lambda, so the worker runs exactly as deployed, with the state
     // file's own key: items a previous process queued there verify in this one.
     let work_item_key = Some(queue.work_item_key().context("reading the work-item key of the state file")?);
+    // One budget for the worker and the sweeper's canaries, as the stack's shared buckets.
+    let budget = Arc::new(LocalBudget::new(opts.rates));
+    // Ingest's, the worker's and the sweeper's adapters: one state file, queue, escalator and budget.
+    let local = || -> LocalPorts {
+        Adapters {
+            argo: Arc::clone(&argo),
+            store: Arc::clone(&store),
+            dedupe: Arc::clone(&dedupe),
+            lock: MemoryLock::default(),
+            queue: Arc::clone(&queue),
+            escalator: Arc::clone(&escalator),
+            budget: Arc::clone(&budget),
+            clock: SystemClock,
+            switch: medic_core::switch::FixedSwitch::default(),
+            metrics: Metrics::quiet(&instance),
+        }
+    };
     let ingest: LocalIngest = Ingest {
-        config: IngestConfig { work_item_key: work_item_key.clone(), ..IngestConfig::default() },
         secrets: WebhookSecrets::new(opts.webhook_secret.clone(), None),
         refresh_secrets: opts.refresh_secret.clone().map(|s| WebhookSecrets::new(s, None)),
-        queue: Arc::clone(&queue),
-        argo: Arc::clone(&argo),
-        metrics: Metrics::quiet(&instance),
+        intake: local().intake(IngestConfig { work_item_key: work_item_key.clone(), ..IngestConfig::default() }),
     };
     let actions = match (opts.slack_actions, &*escalator) {
         (Some(o), AnyEscalator::Slack(_)) => Some(SlackActions {
@@ -264,23 +278,6 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let handled = Arc::new(AtomicUsize::new(0));
     let health = Health { queue: Arc::clone(&queue), handled: Arc::clone(&handled) };
     let routes = Arc::new(Routes { ingest, actions, http: opts.http, health });
-    // One budget for the worker and the sweeper's canaries, as the stack's shared buckets.
-    let budget = Arc::new(LocalBudget::new(opts.rates));
-    // The worker's and the sweeper's adapters: one state file, queue, escalator and budget.
-    let local = || -> LocalPorts {
-        Adapters {
-            argo: Arc::clone(&argo),
-            store: Arc::clone(&store),
-            dedupe: Arc::clone(&dedupe),
-            lock: MemoryLock::default(),
-            queue: Arc::clone(&queue),
-            escalator: Arc::clone(&escalator),
-            budget: Arc::clone(&budget),
-            clock: SystemClock,
-            switch: medic_core::switch::FixedSwitch::default(),
-            metrics: Metrics::quiet(&instance),
-        }
-    };
     let worker_config = WorkerConfig { dry_run: opts.dry_run, work_item_key: work_item_key.clone(), ..WorkerConfig::default() };
     let worker: Arc<LocalWorker> = Arc::new(Worker::from(local().work(worker_config, DecisionPolicy::new(opts.policy.clone()).into())));
     let sweeper_config = SweeperConfig {

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use medic_adapters::memory::MemoryQueue;
+use medic_adapters::memory::SystemClock;
 use medic_adapters::telemetry::Metrics;
 use medic_core::app::{Application, ApplicationSyncRequest};
 use medic_core::event::{AppRef, WorkKind};
@@ -41,14 +42,13 @@ fn events_dir() -> PathBuf {
     PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).join("../../events")
 }
 
-fn ingest() -> Ingest<MemoryQueue, NoArgo> {
+type TwinIngest = Ingest<std::sync::Arc<MemoryQueue>, NoArgo, SystemClock, Metrics>;
+
+fn ingest() -> TwinIngest {
     Ingest {
-        config: IngestConfig::default(),
         secrets: WebhookSecrets::new(SECRET, Some(PREVIOUS.into())),
         refresh_secrets: None,
-        queue: MemoryQueue::default(),
-        argo: NoArgo,
-        metrics: Metrics::quiet("test"),
+        intake: medic_stack::twins::MemoryState::default().intake(NoArgo, IngestConfig::default()),
     }
 }
 

@@ -13,8 +13,11 @@ use chrono::Utc;
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::config::Settings;
 use medic_adapters::lambda_env::LambdaEnv;
+use medic_adapters::lazy_argo::LazyArgo;
 use medic_adapters::memory::MemoryQueue;
-use medic_ingest::{Ingest, LambdaIngest, LazyArgo, SIGNATURE_HEADER, WebhookSecrets};
+use medic_adapters::memory::SystemClock;
+use medic_adapters::telemetry::Metrics;
+use medic_ingest::{Ingest, Intake, LambdaIngest, SIGNATURE_HEADER, WebhookSecrets};
 
 const ARGO_TOKEN_ARN: &str = "arn:aws:secretsmanager:us-east-1:123456789012:secret:argocd-token-AbCdEf";
 const WEBHOOK_SECRET: &str = "lazy-argo-test-webhook-secret";
@@ -62,17 +65,14 @@ fn settings(name: &str) -> Option<String> {
 }
 
 /// Ingest from `from_env`, on an in-memory queue.
-async fn ingest(secrets: &RefusingSecrets) -> Ingest<MemoryQueue, LazyArgo<HttpArgoClient>> {
+async fn ingest(secrets: &RefusingSecrets) -> Ingest<MemoryQueue, LazyArgo<HttpArgoClient>, SystemClock, Metrics> {
     let env = LambdaEnv::from_settings(Settings::from_fn(settings)).await.unwrap().with_interceptor(secrets.clone());
     let built = LambdaIngest::from_env(&env).await.expect("ingest starts without reading the Argo CD token");
-    Ingest {
-        config: built.config,
-        secrets: built.secrets,
-        refresh_secrets: built.refresh_secrets,
-        queue: MemoryQueue::default(),
-        argo: built.argo,
-        metrics: built.metrics,
-    }
+    let lambda = built.intake;
+    // The function's own intake, its queue in memory instead of SQS.
+    let intake =
+        Intake { config: lambda.config, queue: MemoryQueue::default(), argo: lambda.argo, clock: lambda.clock, metrics: lambda.metrics };
+    Ingest { secrets: built.secrets, refresh_secrets: built.refresh_secrets, intake }
 }
 
 fn request(path: &str, body: String, headers: &[(&str, String)]) -> lambda_http::Request {

@@ -1,9 +1,10 @@
 //! Argo Medic's application, between the pure core (vocabulary, policy, plans) and the handlers
-//! (event plumbing, batch failures): the per-app step ([`remediate`]), one work item ([`work`])
-//! and one sweep ([`sweep`]), async over the
+//! (event plumbing, batch failures, who may call): what ingest accepts ([`intake`]), the per-app
+//! step ([`remediate`]), one work item ([`work`]) and one sweep ([`sweep`]), async over the
 //! core's ports and generic over one set of them ([`Ports`]). The handlers of the Lambda
 //! functions and of `medic` run this same code; none of it knows which adapters it runs on.
 
+pub mod intake;
 pub mod remediate;
 pub mod sweep;
 pub mod work;

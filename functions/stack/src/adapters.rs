@@ -6,6 +6,7 @@
 use medic_core::ports::{AppLock, ArgoApi, Budget, Clock, DedupeStore, Escalator, IncidentStore, Telemetry, WorkQueue};
 use medic_core::switch::Switch;
 use medic_service::Ports;
+use medic_service::intake::{IngestConfig, Intake};
 use medic_service::sweep::{Sweep, SweeperConfig};
 use medic_service::work::{Work, WorkerConfig, WorkerPolicy};
 
@@ -57,6 +58,12 @@ where
     pub fn work(self, config: WorkerConfig, policy: WorkerPolicy) -> Work<Self> {
         let Adapters { argo, store, dedupe, lock, queue, escalator, budget, clock, switch, metrics } = self;
         Work { config, argo, store, dedupe, lock, queue, escalator, budget, clock, policy, metrics, switch }
+    }
+
+    /// Ingest's intake over these adapters' queue, Argo CD client, clock and metrics.
+    pub fn intake(self, config: IngestConfig) -> Intake<Q, A, C, T> {
+        let Adapters { argo, queue, clock, metrics, .. } = self;
+        Intake { config, queue, argo, clock, metrics }
     }
 
     /// The sweep over these adapters (it takes no app lock).

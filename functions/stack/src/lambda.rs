@@ -8,6 +8,7 @@ use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget, SharedBudget};
 use medic_adapters::dynamodb::DynamoDbStore;
 use medic_adapters::lambda_env::{EnvError, LambdaEnv};
+use medic_adapters::lazy_argo::LazyArgo;
 use medic_adapters::memory::{LogEscalator, SystemClock};
 use medic_adapters::slack::{AnyEscalator, DynamoDbEscalationStore};
 use medic_adapters::sqs::SqsWorkQueue;
@@ -17,6 +18,7 @@ use medic_core::DecisionPolicy;
 use medic_core::event::WorkItemKey;
 use medic_core::sweep::SweepScope;
 use medic_core::switch::FixedSwitch;
+use medic_service::intake::{IngestConfig, Intake};
 use medic_service::sweep::{Sweep, SweeperConfig};
 use medic_service::work::{Work, WorkerConfig, WorkerPolicy};
 
@@ -137,4 +139,30 @@ pub async fn sweeper_parts(env: &LambdaEnv) -> Result<(LambdaPorts, SweeperConfi
         trust: policy.trust,
     };
     Ok((adapters, config))
+}
+
+/// Ingest's intake as the function runs it: the queue, and an Argo CD client made on first use.
+pub type LambdaIntake = Intake<SqsWorkQueue, LazyArgo<HttpArgoClient>, SystemClock, Metrics>;
+
+/// See [`LambdaIntake`]. Only a refresh by selector calls Argo CD, so the webhook path, almost
+/// every invocation, neither reads the Argo CD token (a Secrets Manager round trip of the cold
+/// start) nor builds the client; its server is required now, so a deployment without one still
+/// fails at start.
+pub async fn intake(env: &LambdaEnv) -> Result<LambdaIntake, EnvError> {
+    if env.argocd()?.server.is_empty() {
+        return Err(EnvError::Missing(medic_adapters::settings::ARGOCD_SERVER.name));
+    }
+    let work_item_key = env.work_item_key().await?;
+    let argo_env = env.clone();
+    let argo = LazyArgo::new(move || {
+        let env = argo_env.clone();
+        async move { env.argo_client().await.map_err(|e| e.to_string()) }
+    });
+    Ok(Intake {
+        config: IngestConfig { max_body_bytes: env.max_body_bytes()?, work_item_key: Some(work_item_key), ..IngestConfig::default() },
+        queue: env.queue(),
+        argo,
+        clock: SystemClock,
+        metrics: Metrics::new(&env.instance_id),
+    })
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use medic_adapters::memory::{LogEscalator, MemoryDedupe, MemoryIncidentStore, MemoryLock, MemoryQueue, SystemClock};
 use medic_adapters::telemetry::Metrics;
 use medic_core::switch::FixedSwitch;
+use medic_service::intake::{IngestConfig, Intake};
 
 use crate::adapters::Adapters;
 
@@ -24,6 +25,9 @@ pub type MemoryPorts<A, B> = Adapters<
     FixedSwitch,
     Metrics,
 >;
+
+/// Ingest's intake over a [`MemoryState`]'s queue.
+pub type MemoryIntake<A> = Intake<Arc<MemoryQueue>, A, SystemClock, Metrics>;
 
 /// State kept in memory, shared by whatever is built over it.
 #[derive(Default, Clone)]
@@ -49,5 +53,11 @@ impl MemoryState {
             switch: FixedSwitch::default(),
             metrics: Metrics::quiet(instance),
         }
+    }
+
+    /// Ingest's intake over this state's queue, reading `argo`; the system clock, metrics kept
+    /// quietly.
+    pub fn intake<A>(&self, argo: A, config: IngestConfig) -> MemoryIntake<A> {
+        Intake { config, queue: Arc::clone(&self.queue), argo, clock: SystemClock, metrics: Metrics::quiet("test") }
     }
 }
