@@ -44,8 +44,8 @@ fn assert_spec_conformance(sim: &ArgoSim) {
 async fn reads_lists_and_syncs_as_argo_cd_expects() {
     let sim = sim_with_samples(SimConfig::default()).await;
     let c = client(&sim);
-    assert_eq!(c.version().await.unwrap().version, crate::support::served_profile().unwrap_or_else(|| SimConfig::default().version));
-    c.version().await.unwrap();
+    assert_eq!(c.version_info().await.unwrap().version, crate::support::served_profile().unwrap_or_else(|| SimConfig::default().version));
+    c.version_info().await.unwrap();
     assert_eq!(sim.counts().version, 1, "the version is read once");
 
     let full = c.get_app(&app("checkout", "payments")).await.unwrap();
@@ -64,8 +64,6 @@ async fn reads_lists_and_syncs_as_argo_cd_expects() {
     req.infos = vec![Info { name: IDEMPOTENCY_INFO_NAME.into(), value: "am1-0123456789abcdef0123456789abcdef".into() }];
     let synced = c.sync(medic_core::ports::Permit::for_tests(), &app("observability", "platform"), &req).await.unwrap();
     assert!(synced.recorded_idempotency_keys().any(|k| k == "am1-0123456789abcdef0123456789abcdef"));
-    c.resource_tree(&app("checkout", "payments")).await.unwrap();
-    assert!(c.sync_windows(&app("checkout", "payments")).await.unwrap().can_sync);
     assert_spec_conformance(&sim);
 }
 
@@ -764,7 +762,7 @@ async fn a_sync_to_a_commit_weeks_older_than_the_deployed_one_is_withheld_and_es
 /// The policy configuration as a function runs it: the version read from Argo CD (`GET
 /// /api/version`, as the worker's `WorkerPolicy` and `medic` do) decides the version's rules.
 async fn policy_for(c: &HttpArgoClient) -> PolicyConfig {
-    let version = c.version().await.expect("Argo CD says its version").version;
+    let version = c.version_info().await.expect("Argo CD says its version").version;
     PolicyConfig { argocd_version: Some(version), ..test_policy() }
 }
 
@@ -917,7 +915,7 @@ async fn a_stale_app_is_refreshed_by_argo_medic_where_the_controller_s_resync_do
     let target = app("inventory", "payments");
     let c = client(&sim);
     let compared = sim.resync();
-    let skips_resync = c.version().await.unwrap().version.starts_with("v3.3.7");
+    let skips_resync = c.version_info().await.unwrap().version.starts_with("v3.3.7");
     assert_eq!(compared.is_empty(), skips_resync, "{compared:?}");
     let parts = Parts::new(MemoryIncidentStore::default(), policy_for(&c).await);
     let r = parts.step(&c, false, Duration::from_secs(600)).run(&target, &Trigger::sweep(), None).await.unwrap();

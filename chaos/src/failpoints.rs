@@ -163,6 +163,9 @@ impl<T: ArgoApi> ArgoApi for Failpoint<T> {
     ) -> Result<Option<medic_core::app::RevisionMetadata>, ArgoError> {
         self.0.revision_metadata(app, revision, source_index).await
     }
+    async fn version(&self) -> Result<String, ArgoError> {
+        self.0.version().await
+    }
 }
 
 impl<T: EscalationStore> EscalationStore for Failpoint<T> {

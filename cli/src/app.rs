@@ -547,7 +547,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let plaintext = settings.plaintext;
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
             let client = medic_adapters::argocd::HttpArgoClient::new(settings).context("building the Argo CD client")?;
-            match runtime.block_on(client.version()) {
+            match runtime.block_on(client.version_info()) {
                 Ok(v) => {
                     emit(&format!("argocd-server: {} ({url})\n", v.version))?;
                     Ok(ExitCode::SUCCESS)

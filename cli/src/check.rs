@@ -96,7 +96,7 @@ pub async fn check(options: &CheckOptions) -> Vec<Finding> {
         }
     };
     let url = settings.base_url().map(|u| u.to_string()).unwrap_or_else(|_| settings.server.clone());
-    match client.version().await {
+    match client.version_info().await {
         Ok(v) if settings.plaintext => findings.push(Finding::warn(
             "argo-cd",
             format!("Argo CD {} answers at {url} over plain HTTP", v.version),

@@ -87,7 +87,7 @@ pub async fn connect(target: &Target, unanswered: Unanswered) -> Result<Connecti
     let url = settings.base_url().map(|u| u.to_string()).unwrap_or_else(|_| settings.server.clone());
     let plaintext = settings.plaintext;
     let client = HttpArgoClient::new(settings).context("building the Argo CD client")?;
-    match (client.version().await, unanswered) {
+    match (client.version_info().await, unanswered) {
         (Ok(version), _) => {
             // Rules that differ between Argo CD versions read it from the policy (a configured version wins).
             if policy.argocd_version.is_none() && !version.version.is_empty() {

@@ -52,6 +52,17 @@ impl ArgoApi for Argo {
     async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
         Ok(None)
     }
+    async fn revision_metadata(
+        &self,
+        _: &AppRef,
+        _: &str,
+        _: Option<usize>,
+    ) -> Result<Option<medic_core::app::RevisionMetadata>, ArgoError> {
+        Ok(None)
+    }
+    async fn version(&self) -> Result<String, ArgoError> {
+        Ok("v3.5.1".into())
+    }
 }
 
 fn runtime() -> &'static tokio::runtime::Runtime {

@@ -317,6 +317,9 @@ impl<A: ArgoApi> ArgoApi for Dying<'_, A> {
     ) -> Result<Option<medic_core::app::RevisionMetadata>, medic_core::ports::ArgoError> {
         self.0.revision_metadata(app, revision, source_index).await
     }
+    async fn version(&self) -> Result<String, medic_core::ports::ArgoError> {
+        self.0.version().await
+    }
 }
 
 /// The block of `doc` (a path from the repository root) between `start` and `end` is `expected`,

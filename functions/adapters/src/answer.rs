@@ -37,8 +37,6 @@ whole_answers!(
     Application,
     serde_json::Value,
     crate::argocd::ArgoVersion,
-    crate::argocd::ResourceTree,
-    crate::argocd::SyncWindows,
     crate::argocd::ProjectList,
     crate::argocd::ActiveSyncWindows,
     medic_core::app::RevisionMetadata,

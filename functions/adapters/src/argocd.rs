@@ -45,25 +45,6 @@ pub struct ArgoVersion {
     pub git_commit: String,
 }
 
-/// The `resource-tree` response, as far as escalations use it.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ResourceTree {
-    #[serde(default)]
-    pub nodes: Vec<serde_json::Value>,
-}
-
-/// The `syncwindows` response.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct SyncWindows {
-    #[serde(default)]
-    pub active_windows: Vec<serde_json::Value>,
-    #[serde(default)]
-    pub assigned_windows: Vec<serde_json::Value>,
-    #[serde(default)]
-    pub can_sync: bool,
-}
-
 /// One sync window of an AppProject (`v1alpha1SyncWindow`), as `medic freeze list` shows it.
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", default)]
@@ -220,7 +201,7 @@ impl HttpArgoClient {
     }
 
     /// `GET /api/version`, read once and remembered: the Argo CD version this client talks to.
-    pub async fn version(&self) -> Result<ArgoVersion, ArgoError> {
+    pub async fn version_info(&self) -> Result<ArgoVersion, ArgoError> {
         self.version
             .get_or_try_init(|| async {
                 let version = self.call::<ArgoVersion>(Method::GET, "api/version", &[], None).await?;
@@ -232,18 +213,6 @@ impl HttpArgoClient {
             })
             .await
             .cloned()
-    }
-
-    /// `GET /api/v1/applications/{name}/resource-tree`.
-    pub async fn resource_tree(&self, app: &AppRef) -> Result<ResourceTree, ArgoError> {
-        let path = format!("api/v1/applications/{}/resource-tree", seg(&app.name));
-        self.call(Method::GET, &path, &scope_query(app), None).await
-    }
-
-    /// `GET /api/v1/applications/{name}/syncwindows`.
-    pub async fn sync_windows(&self, app: &AppRef) -> Result<SyncWindows, ArgoError> {
-        let path = format!("api/v1/applications/{}/syncwindows", seg(&app.name));
-        self.call(Method::GET, &path, &scope_query(app), None).await
     }
 
     /// Argo CD's own sync windows: `GET /api/v1/projects` (the projects this token may `get`),
@@ -569,7 +538,7 @@ impl ArgoApi for HttpArgoClient {
         if !q.fields.is_empty() {
             // The mask this Argo CD honours (before 3.5 the whole spec for its parts): its version
             // read once per client, as every version-dependent behaviour takes it.
-            let version = self.version().await.ok().and_then(|v| medic_core::versions::Version::parse(&v.version));
+            let version = self.version_info().await.ok().and_then(|v| medic_core::versions::Version::parse(&v.version));
             query.push(("fields", medic_core::versions::list_fields(version, &q.fields).join(",")));
         }
         let list: ListedApps = self.call(Method::GET, "api/v1/applications", &query, None).await?;
@@ -615,6 +584,9 @@ impl ArgoApi for HttpArgoClient {
             Err(ArgoError::NotFound(_)) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+    async fn version(&self) -> Result<String, ArgoError> {
+        Ok(self.version_info().await?.version)
     }
 }
 
@@ -793,7 +765,7 @@ mod tests {
         settings.plaintext = true;
         settings.headers = vec![("CF-Access-Client-Id".into(), "id.access".into()), ("X-Team".into(), "platform".into())];
         let client = HttpArgoClient::new(settings.clone()).unwrap();
-        client.version().await.expect("the version");
+        client.version_info().await.expect("the version");
         let request = seen.recv().await.unwrap();
         assert!(request.contains("\r\ncf-access-client-id: id.access\r\n") && request.contains("\r\nx-team: platform\r\n"), "{request}");
         assert!(request.contains("\r\nauthorization: bearer t.o.k\r\n"), "{request}");

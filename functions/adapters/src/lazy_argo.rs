@@ -60,4 +60,15 @@ impl<A: ArgoApi> ArgoApi for LazyArgo<A> {
     async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
         self.client().await.map_err(|e| e.to_string())?.credential_expiry().await
     }
+    async fn revision_metadata(
+        &self,
+        app: &AppRef,
+        revision: &str,
+        source_index: Option<usize>,
+    ) -> Result<Option<medic_core::app::RevisionMetadata>, ArgoError> {
+        self.client().await?.revision_metadata(app, revision, source_index).await
+    }
+    async fn version(&self) -> Result<String, ArgoError> {
+        self.client().await?.version().await
+    }
 }

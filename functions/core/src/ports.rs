@@ -109,16 +109,16 @@ pub trait ArgoApi: Send + Sync {
     fn credential_expiry(&self) -> impl Future<Output = Result<Option<chrono::DateTime<chrono::Utc>>, String>> + Send;
     /// `GET /api/v1/applications/{name}/revisions/{revision}/metadata` (`sourceIndex` for one
     /// source of several): a Git commit's author, date, message and tags. `Ok(None)` when the
-    /// revision is unknown to Argo CD or the client cannot say (the default: test doubles).
+    /// revision is unknown to Argo CD or the client cannot say.
     fn revision_metadata(
         &self,
         app: &AppRef,
         revision: &str,
         source_index: Option<usize>,
-    ) -> impl Future<Output = Result<Option<crate::app::RevisionMetadata>, ArgoError>> + Send {
-        let _ = (app, revision, source_index);
-        async { Ok(None) }
-    }
+    ) -> impl Future<Output = Result<Option<crate::app::RevisionMetadata>, ArgoError>> + Send;
+    /// The version Argo CD reports (`GET /api/version`, e.g. `v3.5.1+109ca7c`), read once a
+    /// client: what the rules that differ between releases read.
+    fn version(&self) -> impl Future<Output = Result<String, ArgoError>> + Send;
 }
 
 /// Store failures.
@@ -404,6 +404,9 @@ impl<T: ArgoApi> ArgoApi for Arc<T> {
         source_index: Option<usize>,
     ) -> impl Future<Output = Result<Option<crate::app::RevisionMetadata>, ArgoError>> + Send {
         (**self).revision_metadata(app, revision, source_index)
+    }
+    fn version(&self) -> impl Future<Output = Result<String, ArgoError>> + Send {
+        (**self).version()
     }
 }
 

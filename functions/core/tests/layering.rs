@@ -114,6 +114,8 @@ fn no_trait_of_the_core_has_a_method_with_a_default_body() {
     for file in walk(&src) {
         let text = std::fs::read_to_string(&file).unwrap();
         let mut in_trait: Option<String> = None;
+        // A signature spread over lines: where it began, until a line ends it with `;` or `{`.
+        let mut signature: Option<String> = None;
         for line in text.lines() {
             if let Some(name) = line.strip_prefix("pub trait ") {
                 traits += 1;
@@ -124,9 +126,17 @@ fn no_trait_of_the_core_has_a_method_with_a_default_body() {
                 in_trait = None;
             }
             if let Some(t) = &in_trait {
-                let l = line.trim_start();
-                if l.starts_with("fn ") && l.trim_end().ends_with('{') {
-                    defaults.push(format!("{}: {t}: {}", file.file_name().unwrap().to_string_lossy(), l.trim_end()));
+                let l = line.trim();
+                if l.starts_with("fn ") {
+                    signature = Some(l.to_owned());
+                }
+                if let Some(begun) = &signature {
+                    if l.ends_with('{') {
+                        defaults.push(format!("{}: {t}: {begun}", file.file_name().unwrap().to_string_lossy()));
+                    }
+                    if l.ends_with('{') || l.ends_with(';') {
+                        signature = None;
+                    }
                 }
             }
         }

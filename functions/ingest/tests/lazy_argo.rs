@@ -142,7 +142,8 @@ async fn a_deployment_without_an_argo_cd_server_still_fails_at_start() {
 /// The client is made once and kept.
 #[tokio::test]
 async fn a_built_client_is_made_once() {
-    use medic_core::ports::{ArgoApi, ListQuery};
+    use medic_core::event::AppRef;
+    use medic_core::ports::{ArgoApi, ArgoError, ListQuery};
     use std::sync::atomic::{AtomicUsize, Ordering};
     struct Empty;
     impl ArgoApi for Empty {
@@ -177,6 +178,17 @@ async fn a_built_client_is_made_once() {
         }
         async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
             Ok(None)
+        }
+        async fn revision_metadata(
+            &self,
+            _: &AppRef,
+            _: &str,
+            _: Option<usize>,
+        ) -> Result<Option<medic_core::app::RevisionMetadata>, ArgoError> {
+            Ok(None)
+        }
+        async fn version(&self) -> Result<String, ArgoError> {
+            Ok("v3.5.1".into())
         }
     }
     static BUILDS: AtomicUsize = AtomicUsize::new(0);

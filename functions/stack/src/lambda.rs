@@ -103,7 +103,7 @@ pub async fn worker_parts(env: &LambdaEnv) -> Result<(LambdaPorts, WorkerConfig,
             let client = adapters.argo.clone();
             WorkerPolicy::learning(DecisionPolicy::new(config), move || {
                 let client = client.clone();
-                Box::pin(async move { client.version().await.ok().map(|v| v.version) })
+                Box::pin(async move { medic_core::ports::ArgoApi::version(&client).await.ok() })
             })
         }
     };
