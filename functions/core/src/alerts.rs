@@ -43,12 +43,6 @@ pub fn outage_overdue(cause: &FleetCause, now: DateTime<Utc>) -> String {
     )
 }
 
-/// The marker of an outage's escalation: once per outage (its scope and sighting), whatever the
-/// window and however its start is refined.
-pub fn outage_overdue_key(cause: &FleetCause) -> String {
-    format!("alert-outage-overdue-{}-{}", cause.scope.key(), cause.sighted_at.map_or(0, |t| t.timestamp()))
-}
-
 /// The Argo CD token expires soon: told once a day from `MEDIC_TOKEN_EXPIRY_WARNING_DAYS` before,
 /// so nobody meets an expired automation token in the middle of an outage.
 pub fn token_expiring(expires: DateTime<Utc>, now: DateTime<Utc>) -> String {
@@ -58,16 +52,6 @@ pub fn token_expiring(expires: DateTime<Utc>, now: DateTime<Utc>) -> String {
         "Argo Medic's Argo CD token expires {when} ({}). After that Argo Medic can neither read nor fix anything. Mint a new one (`argocd account generate-token --account argo-medic --expires-in 90d`) and put it in the secret ArgoCdTokenSecretArn names: the functions read it again, no redeploy (docs/operations.md, \"ArgoTokenExpiringAlarm\").",
         expires.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     )
-}
-
-/// The marker of an alert told at most once a day (`alert-<kind>-<YYYYMMDD>`).
-pub fn daily(kind: &str, now: DateTime<Utc>) -> String {
-    format!("alert-{kind}-{}", now.format("%Y%m%d"))
-}
-
-/// The marker of an alert told at most once an hour (`alert-<kind>-<YYYYMMDDHH>`).
-pub fn hourly(kind: &str, now: DateTime<Utc>) -> String {
-    format!("alert-{kind}-{}", now.format("%Y%m%d%H"))
 }
 
 /// What to do when the marker cannot be written (the store is down).
@@ -82,14 +66,6 @@ pub enum WhenUnsure {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeZone;
-
-    #[test]
-    fn hourly_markers_change_on_the_hour() {
-        let t = Utc.with_ymd_and_hms(2026, 11, 30, 23, 59, 59).unwrap();
-        assert_eq!(hourly("switch", t), "alert-switch-2026113023");
-        assert_ne!(hourly("switch", t), hourly("switch", t + chrono::Duration::seconds(1)));
-    }
 
     #[test]
     fn an_outage_alert_names_the_cause_the_count_and_the_wave() {

@@ -255,6 +255,41 @@ pub fn freeze_reminder_marker(freeze_id: &str) -> String {
     format!("freeze-reminder-{freeze_id}")
 }
 
+/// The work item of a person's click (slack-actions): `sa1-` and 32 hex digits over the button's
+/// id, so a double click or a redelivered interaction is one item. (Its parts are NUL-separated,
+/// not NUL-terminated: the scheme predates [`digest`].)
+pub fn click_work_key(action_id: &str) -> String {
+    let digest = Sha256::digest(format!("argo-medic/slack-action-work/v1\0{action_id}").as_bytes());
+    format!("sa1-{}", &hex::encode(digest)[..32])
+}
+
+/// The dedupe key of the `n`th recheck a work item chains (its requeue after a wait).
+pub fn recheck_dedupe_key(dedupe_key: &str, n: u32) -> String {
+    format!("{dedupe_key}#{n}")
+}
+
+/// The sweeper's marker of an item it enqueued in a window (the worker dedupes on the item's own
+/// key; this keeps the sweeper from enqueueing it again in the window).
+pub fn sweep_enqueued_marker(dedupe_key: &str) -> String {
+    format!("enqueued-{dedupe_key}")
+}
+
+/// The marker of an alert told at most once a day (`alert-<kind>-<YYYYMMDD>`).
+pub fn daily_alert_marker(kind: &str, now: DateTime<Utc>) -> String {
+    format!("alert-{kind}-{}", now.format("%Y%m%d"))
+}
+
+/// The marker of an alert told at most once an hour (`alert-<kind>-<YYYYMMDDHH>`).
+pub fn hourly_alert_marker(kind: &str, now: DateTime<Utc>) -> String {
+    format!("alert-{kind}-{}", now.format("%Y%m%d%H"))
+}
+
+/// The marker of an outage's escalation: once per outage (its scope and sighting), whatever the
+/// window and however its start is refined.
+pub fn outage_overdue_marker(scope_key: &str, sighted_at: Option<DateTime<Utc>>) -> String {
+    format!("alert-outage-overdue-{scope_key}-{}", sighted_at.map_or(0, |t| t.timestamp()))
+}
+
 /// Lower-case hex SHA-256 over NUL-terminated parts (so `("ab","c")` and `("a","bc")` differ).
 fn digest(parts: &[&str]) -> String {
     let mut h = Sha256::new();

@@ -130,3 +130,25 @@ fn state_table_markers_are_pinned() {
     assert_eq!(wave_outcome_marker(&slot, 3, WaveOutcome::Failed), "fleet-wave-repo:git.example.com-2026-11-01T12:00:00+00:00-3-failed");
     assert_eq!(wave_outcome_marker(&slot, 19, WaveOutcome::Healed), "fleet-wave-repo:git.example.com-2026-11-01T12:00:00+00:00-19-healed");
 }
+
+/// The keys and markers that lived beside their users before they moved to keys.rs (slack-actions'
+/// click key, the sweeper's enqueued marker, the worker's recheck key, the alerts' markers): the
+/// same bytes as the release that wrote them.
+#[test]
+fn the_keys_moved_into_keys_rs_keep_their_bytes() {
+    use medic_core::keys::{
+        click_work_key, daily_alert_marker, hourly_alert_marker, outage_overdue_marker, recheck_dedupe_key, sweep_enqueued_marker,
+    };
+    assert_eq!(click_work_key("amact-1"), "sa1-bbf038ebcb10c157b1101674543aadfb");
+    assert_eq!(recheck_dedupe_key("w1-0123", 3), "w1-0123#3");
+    assert_eq!(sweep_enqueued_marker("w1-0123"), "enqueued-w1-0123");
+    let t = Utc.with_ymd_and_hms(2026, 11, 30, 23, 59, 59).unwrap();
+    assert_eq!(hourly_alert_marker("switch", t), "alert-switch-2026113023");
+    assert_ne!(hourly_alert_marker("switch", t), hourly_alert_marker("switch", t + chrono::Duration::seconds(1)));
+    assert_eq!(daily_alert_marker("token-expiring", t), "alert-token-expiring-20261130");
+    assert_eq!(
+        outage_overdue_marker("repo:git.example.com", Some(t)),
+        format!("alert-outage-overdue-repo:git.example.com-{}", t.timestamp())
+    );
+    assert_eq!(outage_overdue_marker("instance", None), "alert-outage-overdue-instance-0");
+}

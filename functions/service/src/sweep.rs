@@ -159,7 +159,7 @@ impl<P: Ports> Sweep<P> {
             Ok(items) => items,
             Err(e @ ArgoError::Unauthenticated(_)) => {
                 self.metrics.count("ArgoUnauthenticated", None, 1.0);
-                let key = alerts::hourly("unauthenticated", now);
+                let key = medic_core::keys::hourly_alert_marker("unauthenticated", now);
                 let text = alerts::unauthenticated(&e);
                 tracing::error!(service_alert = true, "{text}");
                 let once = Once { key: &key, ttl: Duration::from_secs(3600), unsure: WhenUnsure::Skip };
@@ -232,7 +232,8 @@ impl<P: Ports> Sweep<P> {
             let overdue = !release_wave && cause.overdue(&self.config.scope.fleet, now);
             if overdue {
                 self.metrics.count("OutagesEscalated", None, 1.0);
-                let (key, text) = (alerts::outage_overdue_key(&cause), alerts::outage_overdue(&cause, now));
+                let (key, text) =
+                    (medic_core::keys::outage_overdue_marker(&cause.scope.key(), cause.sighted_at), alerts::outage_overdue(&cause, now));
                 let once = Once { key: &key, ttl: Duration::from_secs(24 * 3600), unsure: WhenUnsure::Skip };
                 if let Err(e) =
                     self.actuator().perform(Request::Alert { kind: ActionKind::OutageOverdue, text: &text, once: Some(once) }).await
@@ -339,7 +340,7 @@ impl<P: Ports> Sweep<P> {
                 item
             })
             .collect();
-        let keys: Vec<String> = items.iter().map(|item| format!("enqueued-{}", item.dedupe_key)).collect();
+        let keys: Vec<String> = items.iter().map(|item| medic_core::keys::sweep_enqueued_marker(&item.dedupe_key)).collect();
         let sightings = items.into_iter().zip(self.first_sightings(&keys, self.config.recheck_interval).await);
         let mut batch = Vec::new();
         let mut failure = None;
@@ -354,7 +355,7 @@ impl<P: Ports> Sweep<P> {
             // Nothing is enqueued: the markers this run wrote are forgotten so the next run sends
             // their items, instead of skipping them for the rest of the window.
             for item in &batch {
-                self.dedupe.forget(&format!("enqueued-{}", item.dedupe_key)).await.ok();
+                self.dedupe.forget(&medic_core::keys::sweep_enqueued_marker(&item.dedupe_key)).await.ok();
             }
             return Err(e.into());
         }
@@ -363,7 +364,7 @@ impl<P: Ports> Sweep<P> {
             // Some items may be on the queue; forgetting all markers lets the next run re-send
             // the rest, and the worker drops the duplicates.
             for item in &batch {
-                self.dedupe.forget(&format!("enqueued-{}", item.dedupe_key)).await.ok();
+                self.dedupe.forget(&medic_core::keys::sweep_enqueued_marker(&item.dedupe_key)).await.ok();
             }
             return Err(e.into());
         }
@@ -406,7 +407,7 @@ impl<P: Ports> Sweep<P> {
         if left.to_std().unwrap_or_default() >= self.config.token_expiry_warning {
             return;
         }
-        let (key, text) = (alerts::daily("token-expiring", now), alerts::token_expiring(expires, now));
+        let (key, text) = (medic_core::keys::daily_alert_marker("token-expiring", now), alerts::token_expiring(expires, now));
         tracing::warn!(service_alert = true, expires = %expires, "{text}");
         let once = Once { key: &key, ttl: Duration::from_secs(24 * 3600), unsure: WhenUnsure::Skip };
         if let Err(e) = self.actuator().perform(Request::Alert { kind: ActionKind::ServiceAlert, text: &text, once: Some(once) }).await {

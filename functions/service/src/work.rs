@@ -767,7 +767,7 @@ impl<P: Ports> Work<P> {
             WorkKind::Recheck,
             item.app.clone(),
             item.trigger.clone(),
-            &format!("{}#{}", item.dedupe_key, item.rechecks + 1),
+            &medic_core::keys::recheck_dedupe_key(&item.dedupe_key, item.rechecks + 1),
             self.clock.now(),
         );
         next.rechecks = item.rechecks + 1;
@@ -801,7 +801,7 @@ impl<P: Ports> Work<P> {
         let Some(problem) = self.switch.take_alert() else { return };
         self.metrics.count("SwitchUnreadable", None, 1.0);
         tracing::error!(service_alert = true, problem = %problem, "the switch cannot be read; failing closed");
-        let key = alerts::hourly("switch", self.clock.now());
+        let key = medic_core::keys::hourly_alert_marker("switch", self.clock.now());
         // The marker lives in the same table the switch does: when it cannot be written either,
         // this container tells anyway (once, the switch hands its alert out once).
         let once = Once { key: &key, ttl: Duration::from_secs(3600), unsure: WhenUnsure::Tell };
@@ -811,7 +811,7 @@ impl<P: Ports> Work<P> {
     /// One alert per hour about a rejected token, however many messages hit it: a service alert,
     /// told in every mode (it says why Argo Medic cannot work).
     async fn alert_unauthenticated(&self, e: &ArgoError) {
-        let key = alerts::hourly("unauthenticated", self.clock.now());
+        let key = medic_core::keys::hourly_alert_marker("unauthenticated", self.clock.now());
         let once = Once { key: &key, ttl: Duration::from_secs(3600), unsure: WhenUnsure::Skip };
         let text = alerts::unauthenticated(e);
         tracing::error!(service_alert = true, "{text}");

@@ -48,7 +48,6 @@ use medic_core::event::{WorkItem, WorkKind};
 use medic_core::ports::{Begun, DedupeStore, EscalationStore, Seen, WorkQueue};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 /// Slack's signature header.
 pub const SIGNATURE_HEADER: &str = "x-slack-signature";
@@ -221,13 +220,6 @@ struct PayloadAction {
     action_id: String,
     #[serde(default)]
     value: Option<String>,
-}
-
-/// The dedupe key of the work item of button `id`: the same button gives the same key, so the
-/// worker handles it once even if it were enqueued twice.
-pub fn work_dedupe_key(id: &str) -> String {
-    let digest = Sha256::digest(format!("argo-medic/slack-action-work/v1\0{id}").as_bytes());
-    format!("sa1-{}", &hex::encode(digest)[..32])
 }
 
 impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore> SlackActions<Q, D, S> {
@@ -409,7 +401,7 @@ fn unavailable(e: &dyn std::fmt::Display) -> Rejection {
 pub fn work_item(request: &HumanActionRequest, user: &str) -> WorkItem {
     let trigger = Trigger::slack_action();
     let mut item = WorkItem::for_app(WorkKind::Requested, request.app.clone(), trigger, &request.id, Utc::now());
-    item.dedupe_key = work_dedupe_key(&request.id);
+    item.dedupe_key = medic_core::keys::click_work_key(&request.id);
     item.requested_action = Some(request.id.clone());
     item.requested_by = Some(format!("slack:{user}"));
     item
@@ -449,8 +441,8 @@ mod tests {
 
     #[test]
     fn one_button_gives_one_dedupe_key() {
-        assert_eq!(work_dedupe_key("amact-1"), work_dedupe_key("amact-1"));
-        assert_ne!(work_dedupe_key("amact-1"), work_dedupe_key("amact-2"));
-        assert!(work_dedupe_key("amact-1").len() <= 128);
+        assert_eq!(medic_core::keys::click_work_key("amact-1"), medic_core::keys::click_work_key("amact-1"));
+        assert_ne!(medic_core::keys::click_work_key("amact-1"), medic_core::keys::click_work_key("amact-2"));
+        assert!(medic_core::keys::click_work_key("amact-1").len() <= 128);
     }
 }
