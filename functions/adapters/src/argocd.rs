@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
+use medic_core::FailureMode;
 use medic_core::app::{Application, ApplicationSyncRequest};
 use medic_core::event::AppRef;
 use medic_core::ports::{ArgoApi, ArgoError, ListQuery, Permit, RefreshKind};
@@ -444,11 +445,12 @@ pub fn map_error(status: StatusCode, retry_after: Option<Duration>, body: &[u8])
     let code = parsed.as_ref().map_or(0, |g| g.code);
     match status.as_u16() {
         401 => ArgoError::Unauthenticated(message),
-        403 if message.contains("blocked by sync window") => ArgoError::SyncWindowBlocked(message),
+        // The refusals the catalogue knows by their messages (its single home of Argo CD's).
+        403 if FailureMode::SyncWindowBlocked.signalled_by(&message) => ArgoError::SyncWindowBlocked(message),
         403 => ArgoError::PermissionDenied(message),
         404 => ArgoError::NotFound(message),
-        400 if message.contains("another operation is already in progress") => ArgoError::OperationInProgress,
-        400 if message.contains("application is deleting") => ArgoError::AppDeleting,
+        400 if FailureMode::OperationInProgress.signalled_by(&message) => ArgoError::OperationInProgress,
+        400 if FailureMode::AppDeleting.signalled_by(&message) => ArgoError::AppDeleting,
         429 => ArgoError::RateLimited { retry_after },
         // Bad selectors come back as 500 with gRPC code 2; retrying cannot fix them.
         500 if message.starts_with("error parsing the selector") => ArgoError::Invalid(message),

@@ -602,7 +602,7 @@ mod tests {
 
     use super::*;
 
-    /// Counts the calls of every escalator method that has a default body.
+    /// Counts the calls of the escalator methods an `Arc` forwarder once dropped.
     #[derive(Default)]
     struct Counting {
         resolved: AtomicUsize,
@@ -661,7 +661,7 @@ mod tests {
     }
 
     #[test]
-    fn an_escalator_behind_an_arc_forwards_every_method_not_the_default_bodies() {
+    fn an_escalator_behind_an_arc_forwards_every_method() {
         let inner = Arc::new(Counting::default());
         let shared: Arc<Counting> = Arc::clone(&inner);
         let decision: Decision = serde_json::from_value(serde_json::json!({
