@@ -52,7 +52,7 @@ test-profiles:
 ## keys, layering), no Python, moto or simulator processes; make test runs all of it and more
 test-unit:
 	$(CARGO) test --workspace --lib --locked
-	$(CARGO) test -p medic-core -p medic-service --locked
+	$(CARGO) test -p medic-core -p medic-service -p medic-slack -p medic-stack --locked
 	$(CARGO) test -p ingest -p worker --test handler --locked
 
 ## lint: formatting and clippy, warnings are errors; the core checked alone, because workspace

@@ -9,13 +9,13 @@ use std::time::Duration;
 use chrono::Utc;
 use medic::store::SqliteIncidentStore;
 use medic::sweep::{SweepOptions, sweep};
-use medic_adapters::slack::{DynamoDbEscalationStore, SlackEscalator};
 use medic_core::PolicyConfig;
 use medic_core::Trigger;
 use medic_core::event::{AppRef, WorkItem, WorkKind};
 use medic_core::ports::{RefreshKind, WorkQueue};
 use medic_core::switch::{FixedSwitch, Mode};
 use medic_sim::{ArgoSim, SlackSim};
+use medic_slack::{DynamoDbEscalationStore, SlackEscalator};
 use medic_worker::Worker;
 
 use crate::support::slack::{ALICE, SIGNING_SECRET, Stack, button, click, settings, slack_escalator, stack};

@@ -13,7 +13,6 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use medic::store::SqliteIncidentStore;
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
 use medic_adapters::memory::{MemoryDedupe, MemoryIncidentStore, MemoryLock, MemoryQueue};
-use medic_adapters::slack::{DynamoDbEscalationStore, MemoryEscalationStore};
 use medic_adapters::sqs::SqsWorkQueue;
 use medic_core::AppId;
 use medic_core::Rung;
@@ -22,6 +21,7 @@ use medic_core::incident::{Attempt, DecisionNote, IncidentKey, Outcome};
 use medic_core::ports::{AppLock, Begun, Claim, DedupeStore, EscalationStore, IncidentStore, Seen, WorkQueue};
 use medic_core::{Decision, Trigger};
 use medic_sim::moto::{moto, unique};
+use medic_slack::{DynamoDbEscalationStore, MemoryEscalationStore};
 use serde_json::json;
 
 async fn table() -> (aws_sdk_dynamodb::Client, String) {
@@ -394,7 +394,7 @@ async fn every_escalator_keeps_the_same_contract() {
     let dynamo = slack_escalator(&slack, settings(&slack), DynamoDbEscalationStore::new(ddb, table, "contract"));
     escalator_contract(&dynamo, "slack on DynamoDB").await;
     escalator_contract(
-        &medic_adapters::slack::AnyEscalator::Slack(Box::new(slack_escalator(&slack, settings(&slack), MemoryEscalationStore::default()))),
+        &medic_slack::AnyEscalator::Slack(Box::new(slack_escalator(&slack, settings(&slack), MemoryEscalationStore::default()))),
         "any",
     )
     .await;

@@ -92,10 +92,15 @@ fn dashboard_body(t: &Yaml) -> Json {
 /// `Some(("Dim", …))` (each is published per `Instance` and per `Instance` and that dimension).
 fn emitted_metrics() -> BTreeSet<(String, Option<String>)> {
     let mut found = BTreeSet::new();
-    // The handlers and the application they run (medic-service).
-    for crate_dir in
-        ["functions/ingest/src", "functions/worker/src", "functions/sweeper/src", "functions/slack-actions/src", "functions/service/src"]
-    {
+    // The handlers, the application they run (medic-service) and Slack's interactions (medic-slack).
+    for crate_dir in [
+        "functions/ingest/src",
+        "functions/worker/src",
+        "functions/sweeper/src",
+        "functions/slack-actions/src",
+        "functions/service/src",
+        "functions/slack/src",
+    ] {
         for entry in fs::read_dir(repo_path(crate_dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_none_or(|e| e != "rs") {

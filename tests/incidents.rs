@@ -9,13 +9,13 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::Utc;
 use medic::incidents::{self, Query};
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
-use medic_adapters::slack::DynamoDbEscalationStore;
 use medic_core::incident::IncidentKey;
 use medic_core::ports::IncidentLedger;
 use medic_core::step::StepResult;
 use medic_core::{PolicyConfig, Trigger};
 use medic_sim::SimConfig;
 use medic_sim::moto::{moto, unique};
+use medic_slack::DynamoDbEscalationStore;
 
 use crate::support::{Parts, app, client, sim_with_samples};
 

@@ -11,12 +11,12 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{TimeZone, Utc};
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
-use medic_adapters::slack::DynamoDbEscalationStore;
 use medic_core::Rung;
 use medic_core::incident::{Attempt, DecisionNote, IncidentKey, Outcome};
 use medic_core::ports::{AppLock, DedupeStore, EscalationStore, IncidentStore};
 use medic_core::switch::{Mode, SwitchStore};
 use medic_sim::moto::{moto, unique};
+use medic_slack::DynamoDbEscalationStore;
 
 /// Every item of the table as `pk sk: attribute names` (values vary with the time of the run).
 async fn layout(ddb: &aws_sdk_dynamodb::Client, table: &str) -> BTreeMap<String, Vec<String>> {

@@ -7,11 +7,11 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use medic_adapters::lambda_env::LambdaEnv;
-use medic_adapters::slack::AnyEscalator;
-use medic_core::escalation::Rendered;
 use medic_core::ports::{ArgoApi, ArgoError};
 use medic_sim::moto::{moto, unique};
 use medic_sim::{DEFAULT_SUBJECT, SLACK_BOT_TOKEN, SLACK_CHANNEL, SimConfig, SlackSim, SlackSimConfig, TokenGrant};
+use medic_slack::AnyEscalator;
+use medic_slack::blocks::Rendered;
 
 use crate::support::{app, default_token, sim_with_samples};
 
@@ -85,7 +85,7 @@ async fn a_rotated_slack_token_is_read_again_after_invalid_auth_and_the_post_goe
         ]))
         .unwrap();
     let env = LambdaEnv::from_lookup(slack_lookup).await.unwrap();
-    let AnyEscalator::Slack(escalator) = env.escalator().await.unwrap() else { panic!("Slack is configured") };
+    let AnyEscalator::Slack(escalator) = medic_stack::lambda::escalator(&env).await.unwrap() else { panic!("Slack is configured") };
     let client = &escalator.client;
     let message = Rendered { text: "rotation test".into(), blocks: Vec::new() };
 

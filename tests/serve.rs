@@ -10,10 +10,9 @@ use chrono::Utc;
 use medic::incidents::{self, Query};
 use medic::serve::{HttpLimits, ServeOptions, SlackActionsOptions};
 use medic::store::SqliteIncidentStore;
-use medic_adapters::slack::{AnyEscalator, SlackEscalator, SlackSettings};
 use medic_core::PolicyConfig;
-use medic_core::escalation;
 use medic_sim::{SLACK_BOT_TOKEN, SLACK_CHANNEL, SimConfig, SimMessage, SlackSim, SlackSimConfig};
+use medic_slack::{AnyEscalator, SlackEscalator, SlackSettings};
 use medic_slack_actions::{AllowList, SigningSecret};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -161,7 +160,7 @@ async fn a_signed_click_posted_to_serve_syncs_once_replies_in_the_thread_and_the
     assert_eq!(exchange(addr, &forged).await.0, 403);
     assert_eq!(exchange(addr, &click(&sync, "U0MALLORY1", now + 3)).await.0, 403);
 
-    let key = escalation::human_action_key(&sync).to_string();
+    let key = medic_core::human_action::human_action_key(&sync).to_string();
     let synced = eventually("the sync in Argo CD", || {
         local.argo.requests().into_iter().find(|r| r.path.ends_with("/applications/storefront/sync")).and_then(|r| r.body)
     })

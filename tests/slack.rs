@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use futures::StreamExt;
-use medic_adapters::slack::{DynamoDbEscalationStore, SlackClient, SlackError, SlackSettings};
-use medic_core::escalation::{self, METADATA_EVENT_TYPE};
 use medic_core::ports::{EscalationStore, Escalator, StoreError, Versioned, WorkQueue};
 use medic_core::{Application, Decision, DecisionPolicy, History, PolicyConfig, Trigger};
 use medic_sim::{PostRate, SLACK_BOT_TOKEN, SlackFault, SlackFaultKind, SlackSim, SlackSimConfig};
+use medic_slack::blocks::{self as escalation, METADATA_EVENT_TYPE};
+use medic_slack::{DynamoDbEscalationStore, SlackClient, SlackError, SlackSettings};
 use medic_slack_actions::SigningSecret;
 use medic_worker::{Handled, Worker, WorkerConfig};
 use serde_json::{Value, json};
@@ -392,7 +392,7 @@ async fn a_signed_click_enqueues_one_action_and_the_worker_performs_it_once_even
     let worker = stack.worker();
     let parent = stack.escalated(&worker, "storefront").await;
     let sync = button(&parent, "Sync");
-    assert!(escalation::is_action_id(&sync) && !sync.contains("storefront"), "the button says nothing about the app: {sync}");
+    assert!(medic_core::keys::is_action_id(&sync) && !sync.contains("storefront"), "the button says nothing about the app: {sync}");
 
     // Double click: both answered at once, one enqueued.
     let actions = stack.actions();
@@ -411,7 +411,7 @@ async fn a_signed_click_enqueues_one_action_and_the_worker_performs_it_once_even
     assert_eq!(stack.poll(&worker).await, vec![Handled::RequestedDone]);
     assert_eq!(stack.argo.counts().sync, 1, "one sync");
     let sync_body = stack.argo.requests().into_iter().find(|r| r.path.ends_with("/sync")).unwrap().body.unwrap();
-    let key = escalation::human_action_key(&sync).to_string();
+    let key = medic_core::human_action::human_action_key(&sync).to_string();
     assert!(
         sync_body["infos"].as_array().unwrap().iter().any(|i| i["value"] == key.as_str()),
         "the sync carries its idempotency key: {sync_body}"
@@ -434,7 +434,7 @@ async fn a_signed_click_enqueues_one_action_and_the_worker_performs_it_once_even
 
     // The same work item delivered again: nothing more happens.
     let request = stack.worker().escalator.human_action(&sync).await.unwrap().unwrap();
-    let mut again = medic_slack_actions::work_item(&request, ALICE);
+    let mut again = medic_slack_actions::work_item(&request, ALICE, Utc::now());
     crate::support::work_item_key().sign(&mut again);
     stack.queue().enqueue(&again, Duration::ZERO).await.unwrap();
     let handled = stack.poll(&worker).await;
@@ -560,10 +560,10 @@ async fn a_requested_item_that_did_not_come_through_slack_actions_is_refused_wit
     stack.argo.clear_requests();
     // Whoever may send to the queue (the awssqs route) writes a click "by" an admin: unsigned,
     // signed with another key, or a signed click altered in flight.
-    let unsigned = medic_slack_actions::work_item(&request, "U0ADMIN");
+    let unsigned = medic_slack_actions::work_item(&request, "U0ADMIN", Utc::now());
     let mut foreign = unsigned.clone();
     medic_core::event::WorkItemKey::new("not-the-stack-key-but-long-enough-anyway").unwrap().sign(&mut foreign);
-    let mut altered = medic_slack_actions::work_item(&request, ALICE);
+    let mut altered = medic_slack_actions::work_item(&request, ALICE, Utc::now());
     crate::support::work_item_key().sign(&mut altered);
     altered.requested_by = Some("slack:U0ADMIN".into());
     for (i, item) in [unsigned, foreign, altered].into_iter().enumerate() {
@@ -750,7 +750,7 @@ async fn the_sample_slack_interaction_is_a_signed_function_url_request_that_is_s
     let payload = form_urlencoded::parse(&body).find(|(k, _)| k == "payload").unwrap().1.into_owned();
     let payload: Value = serde_json::from_str(&payload).unwrap();
     assert_eq!(payload["type"], "block_actions");
-    assert!(escalation::is_action_id(payload["actions"][0]["value"].as_str().unwrap()));
+    assert!(medic_core::keys::is_action_id(payload["actions"][0]["value"].as_str().unwrap()));
 
     let stack = stack().await;
     let actions = stack.actions();
@@ -762,7 +762,8 @@ async fn the_sample_slack_interaction_is_a_signed_function_url_request_that_is_s
 /// The example message in docs/slack.md: the parent Argo Medic posts for the sample hook failure,
 /// as the body of its `chat.postMessage` (without the channel).
 fn slack_doc_example() -> Value {
-    use medic_core::escalation::{IncidentFacts, IncidentState, RenderOptions, Status};
+    use medic_core::human_action::IncidentState;
+    use medic_slack::blocks::{IncidentFacts, RenderOptions, Status};
     let app = sample_app("hook-failed.json");
     let d = DecisionPolicy::new(PolicyConfig { instance_id: "prod".into(), ..PolicyConfig::default() })
         .decide(&app, &Trigger::sweep(), &History::default(), captured_at())
@@ -819,7 +820,7 @@ async fn past_the_reply_limit_fleet_apps_are_counted_in_the_parent_without_a_rep
     let mut s = settings(&slack);
     s.fleet_threshold = 2;
     s.max_fleet_replies = 5;
-    let escalator = slack_escalator(&slack, s, medic_adapters::slack::MemoryEscalationStore::default());
+    let escalator = slack_escalator(&slack, s, medic_slack::MemoryEscalationStore::default());
     let template = sample_app("comparison-error-persisting.json");
     for i in 0..12 {
         let mut app = template.clone();

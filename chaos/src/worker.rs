@@ -45,7 +45,7 @@ pub async fn run() -> anyhow::Result<()> {
     let env = LambdaEnv::load(medic_adapters::settings::Reader::Worker).await?;
     let (adapters, config, policy) = medic_stack::lambda::worker_parts(&env).await?;
     let scale = std::env::var(SCALE_VAR).ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-    let escalator = env.escalator_with(Failpoint(env.escalation_store()?)).await?;
+    let escalator = medic_stack::lambda::escalator_with(&env, Failpoint(medic_stack::lambda::escalation_store(&env)?)).await?;
     let worker = Worker::from(
         adapters
             .map_argo(Failpoint)

@@ -787,8 +787,8 @@ async fn serve(args: ServeArgs, argo: &crate::argocd_flags::ArgoFlags) -> Result
     let store = std::sync::Arc::new(store);
     let (escalator, slack_sim) = local_escalator(args.slack_simulate, &policy.instance_id, std::sync::Arc::clone(&store)).await?;
     let (slack_actions, made_secret) = match &escalator {
-        medic_adapters::slack::AnyEscalator::Slack(_) => slack_actions_options(args.slack_simulate)?,
-        medic_adapters::slack::AnyEscalator::Log(_) => (None, None),
+        medic_slack::AnyEscalator::Slack(_) => slack_actions_options(args.slack_simulate)?,
+        medic_slack::AnyEscalator::Log(_) => (None, None),
     };
     let clicks = slack_actions.is_some();
     if let Some(note) = policy.trust.unapprovable_note(clicks) {
@@ -848,7 +848,7 @@ async fn serve(args: ServeArgs, argo: &crate::argocd_flags::ArgoFlags) -> Result
         (Err(e), _) => crate::note!("medic: warning: the queue in the state file cannot be read: {}", e.0),
     }
     let escalations = match (&*escalator, &slack_sim) {
-        (medic_adapters::slack::AnyEscalator::Log(log), _) => log.escalations().len(),
+        (medic_slack::AnyEscalator::Log(log), _) => log.escalations().len(),
         (_, Some(slack)) => slack.parents(medic_sim::SLACK_CHANNEL).len(),
         _ => 0,
     };
@@ -1024,7 +1024,7 @@ async fn incidents(args: IncidentsArgs) -> Result<ExitCode> {
             let sdk = medic_adapters::aws::sdk_config(args.endpoint_url.as_deref()).await;
             let client = aws_sdk_dynamodb::Client::new(&sdk);
             let store = medic_adapters::dynamodb::DynamoDbStore::new(client.clone(), table, &args.instance);
-            let slack = medic_adapters::slack::DynamoDbEscalationStore::new(client, table, &args.instance);
+            let slack = medic_slack::DynamoDbEscalationStore::new(client, table, &args.instance);
             // The scopes frozen now, said first (stderr: the listing's own format stays as it was).
             let freezes = medic_core::switch::SwitchStore::read_freezes(&store).await?;
             for freeze in freezes.iter().filter(|f| f.active(now)) {
@@ -1143,7 +1143,7 @@ async fn local_escalator(
     store: std::sync::Arc<crate::store::SqliteIncidentStore>,
 ) -> Result<(crate::serve::LocalEscalator, Option<medic_sim::SlackSim>)> {
     use medic_adapters::settings::{SLACK_API_URL, SLACK_CHANNEL, SLACK_TOKEN};
-    use medic_adapters::slack::{AnyEscalator, SlackEscalator, SlackSettings};
+    use medic_slack::{AnyEscalator, SlackEscalator, SlackSettings};
     let settings = medic_adapters::config::Settings::from_env().for_reader(medic_adapters::settings::Reader::Cli);
     let env = |var| settings.text(var);
     let (settings, token, sim) = if simulate {

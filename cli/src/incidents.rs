@@ -19,12 +19,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
-use medic_adapters::slack::{SlackIncidentView, incident_view};
 use medic_core::AppId;
 use medic_core::catalogue::{FailureMode, Rung};
 use medic_core::incident::{DecisionNote, History, IncidentRecord, Outcome};
 use medic_core::ports::{EscalationStore, IncidentLedger};
 use medic_core::{PolicyConfig, catalogue};
+use medic_slack::{SlackIncidentView, incident_view};
 use serde::Serialize;
 
 /// What to list and how.
@@ -94,7 +94,7 @@ pub struct NextStep {
 #[derive(Debug, Clone, Serialize)]
 pub struct SlackThread {
     /// `needs_human`, `investigating`, `remediating`, `resolved`.
-    pub state: medic_core::escalation::IncidentState,
+    pub state: medic_core::human_action::IncidentState,
     pub detail: String,
     pub channel: Option<String>,
     pub thread_ts: Option<String>,

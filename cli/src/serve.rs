@@ -28,11 +28,11 @@ use hyper_util::rt::TokioIo;
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget};
 use medic_adapters::memory::{MemoryLock, SystemClock};
-use medic_adapters::slack::AnyEscalator;
 use medic_adapters::telemetry::Metrics;
 use medic_core::sweep::SweepScope;
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
+use medic_slack::AnyEscalator;
 use medic_slack_actions::{ActionsConfig, AllowList, SigningSecret, SlackActions};
 use medic_stack::adapters::Adapters;
 use medic_sweeper::{Sweeper, SweeperConfig};
@@ -271,6 +271,7 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
             queue: Arc::clone(&queue),
             dedupe: Arc::clone(&dedupe),
             actions: Arc::clone(&store),
+            clock: medic_adapters::memory::SystemClock,
             metrics: Metrics::quiet(&instance),
         }),
         _ => None,

@@ -9,7 +9,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 use libfuzzer_sys::fuzz_target;
-use medic_core::escalation::{self, IncidentFacts, IncidentState, RenderOptions, Status};
+use medic_slack::blocks::{self as escalation, IncidentFacts, RenderOptions, Status};
+use medic_core::human_action::IncidentState;
 use medic_core::incident::{Attempt, History, Outcome};
 use medic_core::{Action, Application, ApplicationList, DecisionPolicy, IdempotencyKey, PolicyConfig, Trigger};
 

@@ -15,7 +15,6 @@
 
 use libfuzzer_sys::fuzz_target;
 use medic_core::IdempotencyKey;
-use medic_core::escalation;
 use medic_core::event::WorkItemKey;
 use medic_ingest::WebhookSecrets;
 use medic_slack_actions::{AllowList, SigningSecret};
@@ -71,9 +70,9 @@ fuzz_target!(|data: &[u8]| {
     }
 
     // Opaque ids that come back from Slack, Argo CD and the store.
-    if escalation::is_action_id(&header_text) {
-        assert_eq!(header_text.len(), escalation::ACTION_ID_PREFIX.len() + 32);
-        let _ = escalation::human_action_key(&header_text);
+    if medic_core::keys::is_action_id(&header_text) {
+        assert_eq!(header_text.len(), medic_core::keys::ACTION_ID_PREFIX.len() + 32);
+        let _ = medic_core::human_action::human_action_key(&header_text);
     }
     if let Some(k) = IdempotencyKey::parse(&header_text) {
         assert_eq!(k.as_str(), header_text);

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use medic_adapters::memory::{MemoryDedupe, MemoryQueue};
-use medic_adapters::slack::MemoryEscalationStore;
+use medic_slack::MemoryEscalationStore;
 use medic_adapters::telemetry::Metrics;
-use medic_core::escalation::{self, HumanActionRequest};
+use medic_core::human_action::HumanActionRequest;
 use medic_core::event::{AppRef, WorkItemKey};
 use medic_core::ports::EscalationStore;
 use medic_core::{FailureMode, HumanAction};
@@ -40,8 +40,9 @@ fn button() -> &'static serde_json::Value {
             app: AppRef { name: "accounts".into(), namespace: "argocd".into(), project: Some("payments".into()) },
             failure_mode: FailureMode::HookFailed,
             sync: None,
-            idempotency_key: escalation::human_action_key(BUTTON),
+            idempotency_key: medic_core::human_action::human_action_key(BUTTON),
             offered_at: chrono::DateTime::from_timestamp(1_793_536_201, 0).expect("a valid instant"),
+            incident_began: None,
         };
         serde_json::to_value(request).expect("a request serialises")
     })
@@ -59,6 +60,7 @@ fuzz_target!(|data: &[u8]| {
         queue: MemoryQueue::default(),
         dedupe: MemoryDedupe::default(),
         actions: MemoryEscalationStore::default(),
+        clock: medic_adapters::memory::SystemClock,
         metrics: Metrics::quiet("fuzz"),
     };
     let stored = rt.block_on(actions.actions.store("action", BUTTON, button(), None, Duration::from_secs(3600)));

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
-use medic_adapters::slack::{DynamoDbEscalationStore, SlackEscalator, SlackSettings};
 use medic_adapters::sqs::SqsWorkQueue;
 use medic_adapters::telemetry::Metrics;
 use medic_core::event::{AppRef, WorkItem, WorkKind};
@@ -15,6 +14,7 @@ use medic_core::ports::{EscalationStore, WorkQueue};
 use medic_core::{Application, Decision, DecisionPolicy, History, Trigger};
 use medic_sim::moto::{moto, unique};
 use medic_sim::{ArgoSim, SLACK_BOT_TOKEN, SLACK_CHANNEL, SimConfig, SimMessage, SlackSim, SlackSimConfig};
+use medic_slack::{DynamoDbEscalationStore, SlackEscalator, SlackSettings};
 use medic_slack_actions::{ActionsConfig, AllowList, SigningSecret, SlackActions};
 use medic_worker::Handled;
 use serde_json::Value;
@@ -167,6 +167,7 @@ impl Stack {
             queue: self.queue(),
             dedupe: self.store(),
             actions: self.escalations(),
+            clock: medic_adapters::memory::SystemClock,
             metrics: Metrics::quiet("test"),
         }
     }

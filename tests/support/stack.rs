@@ -10,7 +10,6 @@ use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::LocalBudget;
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
 use medic_adapters::memory::SystemClock;
-use medic_adapters::slack::DynamoDbEscalationStore;
 use medic_adapters::sqs::SqsWorkQueue;
 use medic_adapters::telemetry::Metrics;
 use medic_core::ports::{Escalator, IncidentStore};
@@ -18,6 +17,7 @@ use medic_core::switch::Switch;
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_sim::ArgoSim;
 use medic_sim::moto::{moto, unique};
+use medic_slack::DynamoDbEscalationStore;
 use medic_worker::{Worker, WorkerConfig};
 
 /// The adapters of the tests' workers: the stack's queue and table, an incident store `S`, an

@@ -330,7 +330,7 @@ pub(super) fn account(e: &Evidence, names: &[(String, String)]) -> Account {
     // kind after it) or in Slack (its incident's message), whatever its recorded outcome.
     let posted_keys: BTreeSet<&str> = e.messages.iter().filter_map(|m| m.payload("key")).collect();
     // An escalation shows as its own parent (`inc:<incident>`) or as its reply in a fleet thread
-    // (`fm:<fleet>:<incident>`, adapters/src/slack/fleet.rs).
+    // (`fm:<fleet>:<incident>`, functions/slack/src/group.rs).
     let escalated_incidents: BTreeSet<&str> = posted_keys
         .iter()
         .filter_map(|k| k.strip_prefix("inc:").or_else(|| k.strip_prefix("fm:").and_then(|rest| rest.split_once(':').map(|(_, id)| id))))

@@ -183,7 +183,7 @@ where
 
 /// An error and its sources, `: `-separated, each level once (SDK errors often repeat their
 /// source's text in their own).
-pub(crate) fn chain(err: &(dyn Error + 'static)) -> String {
+pub fn chain(err: &(dyn Error + 'static)) -> String {
     let mut out = err.to_string();
     let mut source = err.source();
     while let Some(s) = source {

@@ -15,9 +15,7 @@ use crate::argocd::HttpArgoClient;
 use crate::budget::{BudgetRates, SharedBudget};
 use crate::config::{ArgoSettings, Settings, SettingsError};
 use crate::dynamodb::DynamoDbStore;
-use crate::memory::LogEscalator;
 use crate::settings::{self as vars, Reader, Var};
-use crate::slack::{AnyEscalator, DynamoDbEscalationStore, SlackEscalator, SlackSettings};
 use crate::sqs::SqsWorkQueue;
 
 /// A setting that is missing or malformed, named.
@@ -111,6 +109,23 @@ impl From<SettingsError> for EnvError {
             other => EnvError::Client(other.into()),
         }
     }
+}
+
+/// Slack as a function's environment configures it ([`LambdaEnv::slack`]).
+pub struct SlackEnv {
+    pub channel: String,
+    /// The Web API's base URL (`SLACK_API_URL`, Slack's own by default).
+    pub api_url: String,
+    /// The Argo CD UI the messages link to.
+    pub argocd_url: Option<String>,
+    /// Incidents of one failure mode that make a group (`SLACK_FLEET_THRESHOLD`).
+    pub fleet_threshold: usize,
+    /// How long a post's intent is held (the function's lease).
+    pub lease: Duration,
+    /// Posts to one channel at least this far apart.
+    pub post_interval: Duration,
+    /// The bot token, read again from Secrets Manager when Slack rejects it.
+    pub token: crate::token::TokenSource,
 }
 
 impl LambdaEnv {
@@ -350,38 +365,33 @@ impl LambdaEnv {
             && (self.settings.text(&vars::SLACK_TOKEN_SECRET_ARN).is_some() || self.settings.text(&vars::SLACK_TOKEN).is_some())
     }
 
-    /// The records that keep Slack posts at most once, in the state table.
-    pub fn escalation_store(&self) -> Result<DynamoDbEscalationStore, EnvError> {
-        Ok(DynamoDbEscalationStore::new(self.dynamodb_client(), self.table()?, self.instance_id.clone()))
+    /// The state table's client, name and instance: where the Slack escalator keeps the records
+    /// that post each message at most once.
+    pub fn escalation_table(&self) -> Result<(aws_sdk_dynamodb::Client, String, String), EnvError> {
+        Ok((self.dynamodb_client(), self.table()?, self.instance_id.clone()))
     }
 
-    /// Slack when it is configured ([`LambdaEnv::slack_enabled`]), else the log.
-    pub async fn escalator(&self) -> Result<AnyEscalator<DynamoDbEscalationStore>, EnvError> {
-        self.escalator_with(self.escalation_store()?).await
-    }
-
-    /// [`LambdaEnv::escalator`] keeping its records in `store` (the chaos harness wraps the
-    /// table's store to stop a worker inside a post).
-    pub async fn escalator_with<S: medic_core::ports::EscalationStore>(&self, store: S) -> Result<AnyEscalator<S>, EnvError> {
+    /// Slack as the environment configures it ([`LambdaEnv::slack_enabled`]), for the
+    /// composition root to build the escalator from; `None` when it is not configured.
+    pub async fn slack(&self) -> Result<Option<SlackEnv>, EnvError> {
         let s = &self.settings;
         let Some(channel) = s.text(&vars::SLACK_CHANNEL).filter(|_| self.slack_enabled()) else {
-            return Ok(AnyEscalator::Log(LogEscalator::forgetful()));
+            return Ok(None);
         };
         let arn = s.text(&vars::SLACK_TOKEN_SECRET_ARN);
         let token = self.secret(arn.as_deref(), &vars::SLACK_TOKEN).await?;
-        let mut settings = SlackSettings::new(channel, self.instance_id.clone());
-        settings.api_url = s.text_or_default(&vars::SLACK_API_URL).unwrap_or_else(|| crate::slack::DEFAULT_API_URL.to_owned());
-        settings.argocd_url = self.argocd_ui_url()?;
-        settings.fleet_threshold = s.number(&vars::SLACK_FLEET_THRESHOLD)?;
-        // A post's intent is held as long as an invocation can last, like every other lease
-        // (pacing and a 429's wait happen inside it), so no other worker posts meanwhile.
-        settings.lease = medic_core::timeouts::Timeouts::of(self.function_timeout).lease;
-        // Slack's one post per second per channel; a time-scaled test run scales it too.
-        settings.post_interval = Duration::from_millis(s.number(&vars::SLACK_POST_INTERVAL_MS)?);
-        let source = self.token_source(token.trim(), arn.as_deref());
-        let slack = SlackEscalator::with_token_source(settings, source, store)
-            .map_err(|e| EnvError::Invalid { name: "SLACK_API_URL", problem: e.to_string() })?;
-        Ok(AnyEscalator::Slack(Box::new(slack)))
+        Ok(Some(SlackEnv {
+            channel,
+            api_url: s.text_or_default(&vars::SLACK_API_URL).unwrap_or_default(),
+            argocd_url: self.argocd_ui_url()?,
+            fleet_threshold: s.number(&vars::SLACK_FLEET_THRESHOLD)?,
+            // A post's intent is held as long as an invocation can last, like every other lease
+            // (pacing and a 429's wait happen inside it), so no other worker posts meanwhile.
+            lease: medic_core::timeouts::Timeouts::of(self.function_timeout).lease,
+            // Slack's one post per second per channel; a time-scaled test run scales it too.
+            post_interval: Duration::from_millis(s.number(&vars::SLACK_POST_INTERVAL_MS)?),
+            token: self.token_source(token.trim(), arn.as_deref()),
+        }))
     }
 
     /// The slack-actions function's signing secret (Secrets Manager, or `SLACK_SIGNING_SECRET`).
@@ -509,11 +519,11 @@ mod tests {
         assert_eq!(env.worker_max_concurrency().unwrap(), 4);
         assert_eq!(env.recheck_secs().unwrap(), 300, "the template's RecheckSeconds (the code said 900)");
         assert!(!env.slack_enabled(), "no Slack unless a channel and a token are configured");
-        assert!(matches!(env.escalator().await.unwrap(), AnyEscalator::Log(_)));
+        assert!(env.slack().await.unwrap().is_none());
     }
 
     #[tokio::test]
-    async fn a_slack_channel_and_token_choose_the_slack_escalator_and_links_point_at_the_argo_cd_ui() {
+    async fn a_slack_channel_and_token_configure_slack_and_links_point_at_the_argo_cd_ui() {
         fn slack(name: &str) -> Option<String> {
             match name {
                 "SLACK_CHANNEL" => Some("C0123456789".into()),
@@ -529,13 +539,10 @@ mod tests {
         let env = LambdaEnv::from_lookup(slack).await.unwrap();
         assert!(env.slack_enabled());
         assert_eq!(env.argocd_ui_url().unwrap().as_deref(), Some("https://argocd.example.com/argocd"));
-        match env.escalator().await.unwrap() {
-            AnyEscalator::Slack(s) => {
-                assert_eq!(s.settings.channel, "C0123456789");
-                assert_eq!(s.settings.fleet_threshold, 2);
-            }
-            AnyEscalator::Log(_) => panic!("Slack is configured"),
-        }
+        let s = env.slack().await.unwrap().expect("Slack is configured");
+        assert_eq!(s.channel, "C0123456789");
+        assert_eq!(s.fleet_threshold, 2);
+        assert_eq!(s.argocd_url.as_deref(), Some("https://argocd.example.com/argocd"));
         let env = LambdaEnv::from_lookup(channel_only).await.unwrap();
         assert!(!env.slack_enabled(), "a channel without a token is not enough");
     }
@@ -558,12 +565,10 @@ mod tests {
         fn scaled(name: &str) -> Option<String> {
             slack(name, " 100 ")
         }
-        let err = LambdaEnv::from_lookup(bad).await.unwrap().escalator().await.err().map(|e| e.to_string()).unwrap_or_default();
+        let err = LambdaEnv::from_lookup(bad).await.unwrap().slack().await.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("`SLACK_POST_INTERVAL_MS`") && err.contains("`1s` is not a number"), "{err}");
-        match LambdaEnv::from_lookup(scaled).await.unwrap().escalator().await.unwrap() {
-            AnyEscalator::Slack(s) => assert_eq!(s.settings.post_interval, Duration::from_millis(100)),
-            AnyEscalator::Log(_) => panic!("Slack is configured"),
-        }
+        let s = LambdaEnv::from_lookup(scaled).await.unwrap().slack().await.unwrap().expect("Slack is configured");
+        assert_eq!(s.post_interval, Duration::from_millis(100));
     }
 
     #[tokio::test]

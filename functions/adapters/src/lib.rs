@@ -37,7 +37,6 @@ pub mod memory;
 pub mod retry;
 pub mod sdk_http;
 pub mod settings;
-pub mod slack;
 pub mod sqs;
 pub mod switch;
 pub mod telemetry;

@@ -45,7 +45,7 @@ impl SharedClock {
         Self(std::sync::Arc::new(clock))
     }
 
-    pub(crate) fn now(&self) -> DateTime<Utc> {
+    pub fn now(&self) -> DateTime<Utc> {
         self.0.now()
     }
 }
@@ -275,16 +275,16 @@ impl Escalator for LogEscalator {
     }
 
     /// A log line offers no buttons, so no id stands for anything.
-    async fn human_action(&self, _id: &str) -> Result<Option<medic_core::escalation::HumanActionRequest>, EscalationError> {
+    async fn human_action(&self, _id: &str) -> Result<Option<medic_core::human_action::HumanActionRequest>, EscalationError> {
         Ok(None)
     }
 
     async fn record_human_action(
         &self,
         _: &Permit,
-        request: &medic_core::escalation::HumanActionRequest,
+        request: &medic_core::human_action::HumanActionRequest,
         by: &str,
-        outcome: &medic_core::escalation::HumanActionOutcome,
+        outcome: &medic_core::human_action::HumanActionOutcome,
     ) -> Result<(), EscalationError> {
         tracing::info!(app = %request.app.id(), by, summary = %outcome.summary, "human action");
         Ok(())

@@ -284,9 +284,6 @@ mod tests {
         assert_eq!(MEDIC_HARD_REFRESH_PER_MINUTE.default, VarDefault::Value(leak(rates.hard_refresh_per_minute)));
         assert_eq!(MEDIC_SYNC_PER_MINUTE.default, VarDefault::Value(leak(rates.sync_per_minute)));
         assert_eq!(MEDIC_MAX_BODY_BYTES.default, VarDefault::Value(leak(medic_core::event::MAX_EVENT_BYTES)));
-        assert_eq!(SLACK_API_URL.default, VarDefault::Value(crate::slack::DEFAULT_API_URL));
-        let slack = crate::slack::SlackSettings::new("C1", "i");
-        assert_eq!(SLACK_POST_INTERVAL_MS.default, VarDefault::Value(leak(slack.post_interval.as_millis())));
     }
 
     fn leak(n: impl ToString) -> &'static str {

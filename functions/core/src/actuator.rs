@@ -19,9 +19,9 @@ use crate::alerts::WhenUnsure;
 use crate::app::{AppId, Application};
 use crate::catalogue::Rung;
 use crate::decision::{Decision, Evidence};
-use crate::escalation::{HumanActionOutcome, HumanActionRequest, IncidentState};
 use crate::event::AppRef;
 use crate::gate::{Answer, Caller, Gate, GateRequest, Verdict};
+use crate::human_action::{HumanActionOutcome, HumanActionRequest, IncidentState};
 use crate::incident::{Attempt, History, Outcome};
 use crate::keys::IdempotencyKey;
 use crate::ladder::{BudgetKind, HumanAction, RefreshKind};
@@ -675,7 +675,7 @@ where
                     summary: format!(
                         "{}: new incidents of this app are not posted until {}",
                         kind.row().done,
-                        crate::escalation::rfc3339(until)
+                        crate::human_action::rfc3339(until)
                     ),
                     snoozed_until: Some(until),
                 }));

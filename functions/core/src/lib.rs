@@ -14,7 +14,7 @@
 //! - [`sweep`]: the one sweep plan;
 //! - [`config`]: thresholds and safety limits with documented defaults;
 //! - [`decision`]: what the policy returns;
-//! - [`escalation`]: the Slack messages of an escalation, within Block Kit's limits.
+//! - [`human_action`]: a person's action on an incident: what a button stands for, how it went.
 //!
 //! This crate does no I/O and reads no clock; its Cargo.toml admits no async, HTTP, AWS or Lambda
 //! crate, so the compiler keeps it that way.
@@ -30,11 +30,11 @@ pub mod cause;
 pub mod config;
 pub mod decision;
 pub mod error;
-pub mod escalation;
 pub mod event;
 pub mod fleet;
 pub mod freeze;
 pub mod gate;
+pub mod human_action;
 pub mod incident;
 pub mod keys;
 pub mod ladder;

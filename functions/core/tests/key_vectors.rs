@@ -8,8 +8,8 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 use medic_core::decision::HumanAction;
-use medic_core::escalation::action_id;
 use medic_core::event::{AppRef, WorkItem, WorkItemKey, WorkKind};
+use medic_core::keys::action_id;
 use medic_core::{IdempotencyKey, IncidentKey, NotificationEvent, Rung, Trigger};
 
 fn began() -> DateTime<Utc> {

@@ -10,7 +10,6 @@ use medic_adapters::dynamodb::DynamoDbStore;
 use medic_adapters::lambda_env::{EnvError, LambdaEnv};
 use medic_adapters::lazy_argo::LazyArgo;
 use medic_adapters::memory::{LogEscalator, SystemClock};
-use medic_adapters::slack::{AnyEscalator, DynamoDbEscalationStore};
 use medic_adapters::sqs::SqsWorkQueue;
 use medic_adapters::switch::CachedSwitch;
 use medic_adapters::telemetry::Metrics;
@@ -21,6 +20,7 @@ use medic_core::switch::FixedSwitch;
 use medic_service::intake::{IngestConfig, Intake};
 use medic_service::sweep::{Sweep, SweeperConfig};
 use medic_service::work::{Work, WorkerConfig, WorkerPolicy};
+use medic_slack::{AnyEscalator, DynamoDbEscalationStore, SlackEscalator, SlackSettings};
 
 use crate::adapters::Adapters;
 
@@ -60,11 +60,39 @@ pub fn on_table<A>(argo: A, table: DynamoDbStore, queue: SqsWorkQueue) -> OnTabl
     }
 }
 
+/// The records that keep Slack posts at most once, in the state table.
+pub fn escalation_store(env: &LambdaEnv) -> Result<DynamoDbEscalationStore, EnvError> {
+    let (client, table, instance) = env.escalation_table()?;
+    Ok(DynamoDbEscalationStore::new(client, table, instance))
+}
+
+/// Slack when the environment configures it ([`LambdaEnv::slack`]), else the log.
+pub async fn escalator(env: &LambdaEnv) -> Result<AnyEscalator<DynamoDbEscalationStore>, EnvError> {
+    escalator_with(env, escalation_store(env)?).await
+}
+
+/// [`escalator`] keeping its records in `store` (the chaos harness wraps the table's store to
+/// stop a worker inside a post).
+pub async fn escalator_with<S: medic_core::ports::EscalationStore>(env: &LambdaEnv, store: S) -> Result<AnyEscalator<S>, EnvError> {
+    let Some(slack) = env.slack().await? else {
+        return Ok(AnyEscalator::Log(LogEscalator::forgetful()));
+    };
+    let mut settings = SlackSettings::new(slack.channel, env.instance_id.clone());
+    settings.api_url = slack.api_url;
+    settings.argocd_url = slack.argocd_url;
+    settings.fleet_threshold = slack.fleet_threshold;
+    settings.lease = slack.lease;
+    settings.post_interval = slack.post_interval;
+    let escalator = SlackEscalator::with_token_source(settings, slack.token, store)
+        .map_err(|e| EnvError::Invalid { name: "SLACK_API_URL", problem: e.to_string() })?;
+    Ok(AnyEscalator::Slack(Box::new(escalator)))
+}
+
 /// Every adapter, and the work-item key, from the environment. The secrets at once (the Argo CD
 /// token, the work-item key, the Slack token): each is a Secrets Manager round trip of the cold
 /// start.
 pub async fn adapters(env: &LambdaEnv) -> Result<(LambdaPorts, WorkItemKey), EnvError> {
-    let (argo, work_item_key, escalator) = tokio::try_join!(env.argo_client(), env.work_item_key(), env.escalator())?;
+    let (argo, work_item_key, escalator) = tokio::try_join!(env.argo_client(), env.work_item_key(), escalator(env))?;
     let adapters = Adapters {
         argo,
         store: env.store()?,
@@ -165,4 +193,49 @@ pub async fn intake(env: &LambdaEnv) -> Result<LambdaIntake, EnvError> {
         clock: SystemClock,
         metrics: Metrics::new(&env.instance_id),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base(name: &str) -> Option<String> {
+        match name {
+            "MEDIC_INSTANCE_ID" => Some("prod".into()),
+            "QUEUE_URL" => Some("http://127.0.0.1:1/queue/work".into()),
+            "TABLE_NAME" => Some("state".into()),
+            "AWS_ENDPOINT_URL" => Some("http://127.0.0.1:1".into()),
+            _ => None,
+        }
+    }
+
+    fn slack(name: &str) -> Option<String> {
+        match name {
+            "SLACK_CHANNEL" => Some("C0123456789".into()),
+            "SLACK_TOKEN" => Some("xoxb-local-test".into()),
+            "SLACK_POST_INTERVAL_MS" => Some(" 100 ".into()),
+            "ARGOCD_SERVER" => Some("argocd.example.com".into()),
+            _ => base(name),
+        }
+    }
+
+    /// Slack when a channel and a token are configured, with the environment's settings; the
+    /// log otherwise.
+    #[tokio::test]
+    async fn the_escalator_is_slack_when_the_environment_configures_it_else_the_log() {
+        let env = LambdaEnv::from_lookup(base).await.unwrap();
+        assert!(matches!(escalator(&env).await.unwrap(), AnyEscalator::Log(_)));
+        let env = LambdaEnv::from_lookup(slack).await.unwrap();
+        match escalator(&env).await.unwrap() {
+            AnyEscalator::Slack(s) => {
+                assert_eq!(s.settings.channel, "C0123456789");
+                assert_eq!(s.settings.instance, "prod");
+                assert_eq!(s.settings.fleet_threshold, 2);
+                assert_eq!(s.settings.post_interval, Duration::from_millis(100));
+                assert_eq!(s.settings.argocd_url.as_deref(), Some("https://argocd.example.com"));
+                assert_eq!(s.settings.api_url, medic_slack::DEFAULT_API_URL);
+            }
+            AnyEscalator::Log(_) => panic!("Slack is configured"),
+        }
+    }
 }

@@ -851,7 +851,7 @@ pub(super) const ROWS: &[MapRow] = &[
         controller: "Set by gitops-engine (`gitops-engine/pkg/sync/sync_context.go:1442`, `:1468`, `:1216`); their messages make the operation message (`:489`).",
         modelled: "status.operation_state.sync_result.resources[].status",
         used: Use::Carried(
-            "the escalation lists the resources that failed (`escalation/mod.rs`); the policy reads their messages, not the code",
+            "the escalation lists the resources that failed (`functions/slack/src/blocks.rs`); the policy reads their messages, not the code",
         ),
         probe: Some(Flip {
             case: "transient/broken-pipe",

@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::blocks::{FleetSummary, IncidentFacts, Status};
 use chrono::{DateTime, Utc};
 use medic_core::AppId;
 use medic_core::catalogue::FailureMode;
-use medic_core::escalation::{self, FleetSummary, HumanActionRequest, IncidentFacts, IncidentState, Status};
+use medic_core::human_action::{HumanActionRequest, IncidentState};
 use medic_core::ports::{EscalationError, EscalationStore, StoreError, Versioned};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -237,7 +238,7 @@ impl Resolvable for FleetRec {
 /// What the button with opaque id `id` stands for, read straight from the store (the
 /// slack-actions function, which holds no Slack token, uses this). `None` when unknown or expired.
 pub async fn load_action<S: EscalationStore>(store: &S, id: &str) -> Result<Option<HumanActionRequest>, StoreError> {
-    if !escalation::is_action_id(id) {
+    if !medic_core::keys::is_action_id(id) {
         return Ok(None);
     }
     match store.load("action", id).await? {

@@ -5,10 +5,10 @@ use super::escalator::*;
 use medic_core::AppId;
 use medic_core::Application;
 use medic_core::decision::Decision;
-use medic_core::escalation::{HumanActionOutcome, HumanActionRequest};
+use medic_core::human_action::{HumanActionOutcome, HumanActionRequest};
 use medic_core::ports::{EscalationError, EscalationStore, Escalator, Permit};
 
-use crate::memory::LogEscalator;
+use medic_adapters::memory::LogEscalator;
 
 /// The log escalator, or Slack when it is configured: what the functions wire in.
 pub enum AnyEscalator<S> {

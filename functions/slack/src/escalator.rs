@@ -6,13 +6,12 @@ use super::records::*;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use crate::blocks::{self, Button, IncidentFacts, METADATA_EVENT_TYPE, Rendered};
 use chrono::{DateTime, TimeDelta, Utc};
 use medic_core::AppId;
 use medic_core::Application;
 use medic_core::decision::{Decision, HumanAction};
-use medic_core::escalation::{
-    self, Button, HumanActionOutcome, HumanActionRequest, IncidentFacts, IncidentState, METADATA_EVENT_TYPE, Rendered,
-};
+use medic_core::human_action::{HumanActionOutcome, HumanActionRequest, IncidentState};
 use medic_core::ports::{EscalationError, EscalationStore, Escalator, Permit};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -53,13 +52,13 @@ impl<S: EscalationStore> SlackEscalator<S> {
     }
 
     pub fn new(settings: SlackSettings, token: impl Into<String>, store: S) -> Result<Self, SlackError> {
-        Self::with_token_source(settings, crate::token::TokenSource::fixed(token), store)
+        Self::with_token_source(settings, medic_adapters::token::TokenSource::fixed(token), store)
     }
 
     /// An escalator whose bot token is re-read from `token` when Slack rejects it.
-    pub fn with_token_source(settings: SlackSettings, token: crate::token::TokenSource, store: S) -> Result<Self, SlackError> {
+    pub fn with_token_source(settings: SlackSettings, token: medic_adapters::token::TokenSource, store: S) -> Result<Self, SlackError> {
         let client = SlackClient::with_token_source(&settings, token)?;
-        Ok(Self { settings, client, store, clock: std::sync::Arc::new(crate::memory::SystemClock) })
+        Ok(Self { settings, client, store, clock: std::sync::Arc::new(medic_adapters::memory::SystemClock) })
     }
 
     /// The same escalator judging time by `clock`.
@@ -270,11 +269,11 @@ impl<S: EscalationStore> SlackEscalator<S> {
     }
 
     pub(super) fn render_incident(&self, rec: &IncidentRec) -> Rendered {
-        let buttons = escalation::buttons(&rec.facts, rec.generation);
+        let buttons = blocks::buttons(&rec.facts, rec.generation);
         if rec.member {
-            escalation::fleet_member(&rec.facts, &rec.status(), &buttons, rec.revision, self.settings.render_options())
+            blocks::fleet_member(&rec.facts, &rec.status(), &buttons, rec.revision, self.settings.render_options())
         } else {
-            escalation::incident_parent(&rec.facts, &rec.status(), &buttons, rec.revision, self.settings.render_options())
+            blocks::incident_parent(&rec.facts, &rec.status(), &buttons, rec.revision, self.settings.render_options())
         }
     }
 
@@ -285,8 +284,8 @@ impl<S: EscalationStore> SlackEscalator<S> {
         app: &Application,
         decision: Option<&Decision>,
     ) -> Result<(), EscalationError> {
-        let sync = decision.map(|d| escalation::human_sync_plan(app, d));
-        self.store_buttons(&rec.facts, &escalation::buttons(&rec.facts, rec.generation), sync, self.clock.now()).await
+        let sync = decision.map(|d| blocks::human_sync_plan(app, d));
+        self.store_buttons(&rec.facts, &blocks::buttons(&rec.facts, rec.generation), sync, self.clock.now()).await
     }
 
     pub(super) async fn store_buttons(
@@ -304,7 +303,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 app: facts.app_ref(),
                 failure_mode: facts.failure_mode,
                 sync: if b.action == HumanAction::Sync { sync.clone() } else { None },
-                idempotency_key: escalation::human_action_key(&b.id),
+                idempotency_key: medic_core::human_action::human_action_key(&b.id),
                 offered_at: at,
                 incident_began: facts.incident_began,
             };
@@ -452,7 +451,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
 
     async fn alert(&self, _: &Permit, summary: &str) -> Result<(), EscalationError> {
         tracing::error!(summary, "service alert");
-        let message = escalation::note(":warning:", &format!("Argo Medic ({}): {summary}", self.settings.instance));
+        let message = blocks::note(":warning:", &format!("Argo Medic ({}): {summary}", self.settings.instance));
         self.client.post_message(&self.settings.channel, None, &message, None).await.map(|_| ()).map_err(esc_err)
     }
 
@@ -465,7 +464,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         let version = self.store.load("outage", &key).await.map_err(esc_err)?.map(|v| v.version);
         let rec = OutageRec { view: view.clone(), ended: false };
         self.save("outage", &key, &rec, version, self.settings.action_ttl).await?;
-        let message = escalation::outage_parent(view);
+        let message = blocks::outage_parent(view);
         // Posted: rewritten in place, one read and one chat.update a sweep. Its buttons were
         // stored before it was posted.
         if let Some((_, MessageRec { channel, ts: Some(ts), .. })) = self.load::<MessageRec>("msg", &key).await? {
@@ -508,7 +507,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             }
             let over = rec.view.recovered();
             if let Some((_, MessageRec { channel, ts: Some(ts), .. })) = self.load::<MessageRec>("msg", &key).await? {
-                self.client.update(&channel, &ts, &escalation::outage_parent(&over)).await.map_err(esc_err)?;
+                self.client.update(&channel, &ts, &blocks::outage_parent(&over)).await.map_err(esc_err)?;
             }
             let buttons = [medic_core::fleet::FleetControl::Pause, medic_core::fleet::FleetControl::Release].map(|c| rec.view.button(c));
             // Another sweep that told it first wins; either way it is over.
@@ -540,18 +539,17 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                     format!(
                         "Resolved: {} is Synced and Healthy again (seen {}). The incident is closed.",
                         rec.facts.app(),
-                        escalation::rfc3339(decision.decided_at)
+                        blocks::rfc3339(decision.decided_at)
                     )
                 } else {
                     format!(
                         "Closed: {}: {} (seen {}). Argo Medic does nothing more for it.",
                         rec.facts.app(),
                         decision.reason,
-                        escalation::rfc3339(decision.decided_at)
+                        blocks::rfc3339(decision.decided_at)
                     )
                 };
-                self.post_once(&format!("res:{incident_id}"), Some(&rec.thread_key), &escalation::note(":white_check_mark:", &text))
-                    .await?;
+                self.post_once(&format!("res:{incident_id}"), Some(&rec.thread_key), &blocks::note(":white_check_mark:", &text)).await?;
             }
             // The incident's records now last `record_ttl`; its `app#` record gets it when it is
             // marked resolved just below. In this order, so a crash in between retires again.
@@ -564,7 +562,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             records.extend(messages.iter().map(|key| ("msg", key.as_str())));
             self.retire(&records).await?;
             // Its buttons, of every generation, now last `action_ttl` (they lived as long as it).
-            let buttons: Vec<String> = (0..=rec.generation).flat_map(|g| escalation::buttons(&rec.facts, g)).map(|b| b.id).collect();
+            let buttons: Vec<String> = (0..=rec.generation).flat_map(|g| blocks::buttons(&rec.facts, g)).map(|b| b.id).collect();
             self.retire_for(&buttons.iter().map(|id| ("action", id.as_str())).collect::<Vec<_>>(), self.settings.action_ttl).await?;
             self.update_rec::<IncidentRec>(&group, &incident_id, |r| {
                 if r.resolved {
@@ -593,7 +591,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                 if let Some(f) = fleet.filter(|f| f.status().state == IncidentState::Resolved) {
                     let text = format!("All {} apps of this fleet incident are Synced and Healthy again.", f.members.len());
                     let key = format!("fleetres:{fleet_id}:{}", f.members.len());
-                    self.post_once(&key, Some(&format!("fleet:{fleet_id}")), &escalation::note(":white_check_mark:", &text)).await?;
+                    self.post_once(&key, Some(&format!("fleet:{fleet_id}")), &blocks::note(":white_check_mark:", &text)).await?;
                     self.retire(&[("msg", &format!("fleet:{fleet_id}")), ("msg", &key)]).await?;
                 }
             }
@@ -603,7 +601,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
     }
 
     async fn human_action(&self, id: &str) -> Result<Option<HumanActionRequest>, EscalationError> {
-        if !escalation::is_action_id(id) {
+        if !medic_core::keys::is_action_id(id) {
             return Ok(None);
         }
         Ok(self.load::<HumanActionRequest>("action", id).await?.map(|(_, r)| r))
@@ -626,7 +624,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             return Ok(());
         }
         let user = by.strip_prefix("slack:").unwrap_or(by);
-        let who = escalation::mention(user);
+        let who = blocks::mention(user);
         let verb = match request.action {
             HumanAction::Sync => "sync",
             HumanAction::Refresh => "refresh",
@@ -656,12 +654,11 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         }
         next.revision += 1;
         if next.generation != rec.generation {
-            self.store_buttons(&next.facts, &escalation::buttons(&next.facts, next.generation), request.sync.clone(), self.clock.now())
-                .await?;
+            self.store_buttons(&next.facts, &blocks::buttons(&next.facts, next.generation), request.sync.clone(), self.clock.now()).await?;
         }
         if !rec.suppressed {
             self.show(&next).await?;
-            let reply = escalation::action_note(user, verb, &outcome.summary);
+            let reply = blocks::action_note(user, verb, &outcome.summary);
             self.post_once(&format!("act:{}", request.id), Some(&rec.thread_key), &reply).await?;
         }
         let id = request.id.clone();

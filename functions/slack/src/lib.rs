@@ -1,6 +1,6 @@
 //! Slack escalation: [`SlackEscalator`] implements the core's `Escalator` port with the Slack Web
 //! API (a bot token, `chat.postMessage`, `chat.update`, threads), and [`SlackClient`] is the
-//! minimal Web API client it uses. The messages come from `medic_core::escalation`.
+//! minimal Web API client it uses. The messages are rendered by [`blocks`].
 //!
 //! # One parent per incident, whatever crashes
 //!
@@ -55,10 +55,13 @@
 //! are kept as long as their incident or outage and `action_ttl` (14 days) once it is over;
 //! snoozes keep their own end, fleet windows `record_ttl`.
 
+pub mod blocks;
+pub mod interaction;
+
 mod any;
 mod client;
 mod escalator;
-mod fleet;
+mod group;
 mod records;
 mod store;
 
@@ -67,3 +70,17 @@ pub use client::{DEFAULT_API_URL, HistoryMessage, SlackClient, SlackError, Slack
 pub use escalator::SlackEscalator;
 pub use records::{FleetView, SlackIncidentView, incident_view, load_action, load_fleet_button};
 pub use store::{DynamoDbEscalationStore, MemoryEscalationStore};
+
+#[cfg(test)]
+mod tests {
+    use medic_adapters::settings::{SLACK_API_URL, SLACK_POST_INTERVAL_MS, VarDefault};
+
+    /// The settings declare the client's own defaults (they were checked beside the settings
+    /// before the client left the adapters).
+    #[test]
+    fn the_client_s_defaults_are_the_declared_ones() {
+        assert_eq!(SLACK_API_URL.default, VarDefault::Value(super::DEFAULT_API_URL));
+        let post_interval = super::SlackSettings::new("C1", "i").post_interval.as_millis().to_string();
+        assert!(matches!(SLACK_POST_INTERVAL_MS.default, VarDefault::Value(v) if v == post_interval), "{post_interval}");
+    }
+}

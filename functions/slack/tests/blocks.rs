@@ -7,12 +7,13 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use medic_core::AppId;
-use medic_core::escalation::{self, FleetSummary, IncidentFacts, IncidentState, RenderOptions, Rendered, Status};
+use medic_core::human_action::IncidentState;
 use medic_core::policy::human_offer;
 use medic_core::{
     Action, Application, Attempt, CATALOGUE, Decision, DecisionPolicy, Evidence, FailureMode, History, HumanAction, IncidentKey, Outcome,
     PolicyConfig, Rung, Trigger,
 };
+use medic_slack::blocks::{self as escalation, FleetSummary, IncidentFacts, RenderOptions, Rendered, Status};
 use serde_json::Value;
 
 fn now() -> DateTime<Utc> {

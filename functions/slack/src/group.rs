@@ -5,9 +5,9 @@ use super::escalator::*;
 use super::records::*;
 use std::time::{Duration, Instant};
 
+use crate::blocks::{self, IncidentFacts};
 use chrono::TimeDelta;
 use medic_core::catalogue::FailureMode;
-use medic_core::escalation::{self, IncidentFacts};
 use medic_core::ports::{EscalationError, EscalationStore};
 
 impl<S: EscalationStore> SlackEscalator<S> {
@@ -85,7 +85,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 }
             };
             let summary = fleet.summary(&self.settings.instance);
-            let rendered = escalation::fleet_parent(&summary, &fleet.status());
+            let rendered = blocks::fleet_parent(&summary, &fleet.status());
             match choice {
                 Some(first) => {
                     let Some((_, r)) = self.find_incident(&first).await? else {
@@ -124,7 +124,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
                     continue;
                 }
                 if !rec.suppressed && first.as_deref() != Some(incident_id.as_str()) {
-                    self.update_message(&rec.message_key, &escalation::folded(&rec.facts, fleet.failure_mode)).await?;
+                    self.update_message(&rec.message_key, &blocks::folded(&rec.facts, fleet.failure_mode)).await?;
                 }
                 self.join_fleet(fleet_id, &rec.facts).await?;
             }
@@ -253,7 +253,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 }
             }
             let showing = f.revision;
-            let rendered = escalation::fleet_parent(&f.summary(&self.settings.instance), &f.status());
+            let rendered = blocks::fleet_parent(&f.summary(&self.settings.instance), &f.status());
             last_update = Some(Instant::now());
             if let Err(e) = self.update_message(&format!("fleet:{fleet_id}"), &rendered).await {
                 self.release_fleet(fleet_id, me).await;

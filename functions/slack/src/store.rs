@@ -11,7 +11,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use medic_core::ports::{EscalationStore, StoreError, Versioned};
 use serde_json::Value;
 
-use crate::aws::describe;
+use medic_adapters::aws::describe;
 
 /// [`EscalationStore`] on the state table: `pk` = `ESC#<instance>#<group>`, `sk` = id, `doc` (the
 /// JSON), `version` (a number), `expires_at` (the table's TTL attribute; reads check it too).
@@ -21,17 +21,17 @@ pub struct DynamoDbEscalationStore {
     pub(super) table: String,
     pub(super) instance: String,
     /// What "expired" is measured against (the table's TTL deletes late, so reads check too).
-    clock: crate::memory::SharedClock,
+    clock: medic_adapters::memory::SharedClock,
 }
 
 impl DynamoDbEscalationStore {
     pub fn new(client: DynamoClient, table: impl Into<String>, instance: impl Into<String>) -> Self {
-        Self { client, table: table.into(), instance: instance.into(), clock: crate::memory::SharedClock::default() }
+        Self { client, table: table.into(), instance: instance.into(), clock: medic_adapters::memory::SharedClock::default() }
     }
 
     /// The same store, reading `clock` instead of the wall clock.
     pub fn with_clock(self, clock: impl medic_core::ports::Clock + 'static) -> Self {
-        Self { clock: crate::memory::SharedClock::new(clock), ..self }
+        Self { clock: medic_adapters::memory::SharedClock::new(clock), ..self }
     }
 
     fn pk(&self, group: &str) -> String {
@@ -56,7 +56,7 @@ pub(super) fn versioned(item: &HashMap<String, AttributeValue>, now: i64) -> Res
         Some(AttributeValue::N(v)) => v.parse::<i64>().map_err(|_| StoreError(format!("`{name}` is not an integer"))),
         _ => Err(StoreError(format!("`{name}` is missing"))),
     };
-    if n(crate::dynamodb::TTL_ATTRIBUTE)? <= now {
+    if n(medic_adapters::dynamodb::TTL_ATTRIBUTE)? <= now {
         return Ok(None);
     }
     let doc = match item.get("doc") {
@@ -96,12 +96,12 @@ impl EscalationStore for DynamoDbEscalationStore {
             .item("sk", attr_s(id))
             .item("doc", attr_s(doc.to_string()))
             .item("version", attr_n(next as i64))
-            .item(crate::dynamodb::TTL_ATTRIBUTE, attr_n(expires));
+            .item(medic_adapters::dynamodb::TTL_ATTRIBUTE, attr_n(expires));
         let put = match expected {
             None => put
                 .condition_expression("attribute_not_exists(#pk) OR #exp <= :now")
                 .expression_attribute_names("#pk", "pk")
-                .expression_attribute_names("#exp", crate::dynamodb::TTL_ATTRIBUTE)
+                .expression_attribute_names("#exp", medic_adapters::dynamodb::TTL_ATTRIBUTE)
                 .expression_attribute_values(":now", attr_n(now.timestamp())),
             Some(v) => put
                 .condition_expression("#version = :v")
@@ -156,13 +156,13 @@ pub(super) type MemoryRecords = HashMap<(String, String), (u64, Value, DateTime<
 #[derive(Default)]
 pub struct MemoryEscalationStore {
     pub(super) records: Mutex<MemoryRecords>,
-    clock: crate::memory::SharedClock,
+    clock: medic_adapters::memory::SharedClock,
 }
 
 impl MemoryEscalationStore {
     /// A twin that reads `clock` instead of the wall clock.
     pub fn with_clock(clock: impl medic_core::ports::Clock + 'static) -> Self {
-        Self { clock: crate::memory::SharedClock::new(clock), ..Self::default() }
+        Self { clock: medic_adapters::memory::SharedClock::new(clock), ..Self::default() }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, MemoryRecords> {

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use medic_core::escalation::{RenderOptions, Rendered};
+use crate::blocks::{RenderOptions, Rendered};
 use reqwest::{StatusCode, header};
 use secrecy::ExposeSecret;
 use serde::Deserialize;
@@ -187,7 +187,7 @@ pub struct SlackClient {
     request_timeout: Duration,
     pub(super) base: String,
     /// The bot token, re-read after `invalid_auth` or `token_revoked`.
-    pub(super) token: std::sync::Arc<crate::token::TokenSource>,
+    pub(super) token: std::sync::Arc<medic_adapters::token::TokenSource>,
     pub(super) pacer: Pacer,
     pub(super) max_retry_wait: Duration,
     /// 429s answered so far (for tests and logs).
@@ -209,11 +209,11 @@ impl SlackClient {
     }
 
     pub fn new(settings: &SlackSettings, token: impl Into<String>) -> Result<Self, SlackError> {
-        Self::with_token_source(settings, crate::token::TokenSource::fixed(token))
+        Self::with_token_source(settings, medic_adapters::token::TokenSource::fixed(token))
     }
 
     /// A client whose token comes from `token` (re-read when Slack rejects it).
-    pub fn with_token_source(settings: &SlackSettings, token: crate::token::TokenSource) -> Result<Self, SlackError> {
+    pub fn with_token_source(settings: &SlackSettings, token: medic_adapters::token::TokenSource) -> Result<Self, SlackError> {
         let base = if settings.api_url.ends_with('/') { settings.api_url.clone() } else { format!("{}/", settings.api_url) };
         Ok(Self {
             http: std::sync::OnceLock::new(),
@@ -227,7 +227,7 @@ impl SlackClient {
     }
 
     /// Where the bot token comes from.
-    pub fn token_source(&self) -> &crate::token::TokenSource {
+    pub fn token_source(&self) -> &medic_adapters::token::TokenSource {
         &self.token
     }
 
@@ -261,11 +261,11 @@ impl SlackClient {
                 None => self.http()?.get(&url).query(query),
             };
             let used = self.token.get();
-            let response = request.bearer_auth(used.expose_secret()).send().await.map_err(|e| transport(crate::aws::chain(&e)))?;
+            let response = request.bearer_auth(used.expose_secret()).send().await.map_err(|e| transport(medic_adapters::aws::chain(&e)))?;
             let status = response.status();
             if status == StatusCode::TOO_MANY_REQUESTS {
                 self.rate_limited.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let retry_after = crate::retry::retry_after(response.headers()).unwrap_or(Duration::from_secs(1));
+                let retry_after = medic_adapters::retry::retry_after(response.headers()).unwrap_or(Duration::from_secs(1));
                 tracing::warn!(method, channel, retry_after_secs = retry_after.as_secs(), attempt, "Slack answered 429");
                 self.pacer.hold(channel, Instant::now() + retry_after);
                 if retry_after > self.max_retry_wait || attempt == 5 {
@@ -277,7 +277,7 @@ impl SlackClient {
             if status.is_server_error() {
                 return Err(transport(format!("HTTP {status}")));
             }
-            let text = response.text().await.map_err(|e| transport(crate::aws::chain(&e)))?;
+            let text = response.text().await.map_err(|e| transport(medic_adapters::aws::chain(&e)))?;
             let reply: ApiReply = serde_json::from_str(&text).map_err(|e| transport(format!("HTTP {status}, unreadable answer: {e}")))?;
             if !reply.ok {
                 // A rotated token: Slack did nothing with the call; read the secret again and
