@@ -19,6 +19,38 @@ use crate::keys::IdempotencyKey;
 pub use crate::ladder::{BudgetKind, RefreshKind};
 pub use crate::permit::Permit;
 
+/// Declares a port and its forwarding through `Arc` (one adapter shared by several handlers in
+/// one process: `medic serve` runs ingest, worker and sweeper together), so the forwarding is
+/// written once for every port and method, never by hand. A port's methods have no default body
+/// (tests/layering.rs): a forwarder or a decorator that forgot one would silently do the default.
+macro_rules! port {
+    (
+        $(#[$meta:meta])*
+        pub trait $port:ident: Send + Sync {
+            $(
+                $(#[$method_meta:meta])*
+                fn $method:ident(&self $(, $arg:ident: $arg_ty:ty)* $(,)?) $(-> $ret:ty)?;
+            )*
+        }
+    ) => {
+        $(#[$meta])*
+        pub trait $port: Send + Sync {
+            $(
+                $(#[$method_meta])*
+                fn $method(&self $(, $arg: $arg_ty)*) $(-> $ret)?;
+            )*
+        }
+
+        impl<T: $port> $port for std::sync::Arc<T> {
+            $(
+                fn $method(&self $(, $arg: $arg_ty)*) $(-> $ret)? {
+                    (**self).$method($($arg),*)
+                }
+            )*
+        }
+    };
+}
+
 /// Filters for listing apps. `fields` is Argo CD's response mask (`items.status.sync.status`, ...).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListQuery {
@@ -84,6 +116,7 @@ impl ArgoError {
     }
 }
 
+port! {
 /// The Argo CD API, as far as Argo Medic uses it.
 pub trait ArgoApi: Send + Sync {
     /// `GET /api/v1/applications/{name}`: a read, changing nothing.
@@ -120,6 +153,7 @@ pub trait ArgoApi: Send + Sync {
     /// client: what the rules that differ between releases read.
     fn version(&self) -> impl Future<Output = Result<String, ArgoError>> + Send;
 }
+}
 
 /// Store failures.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
@@ -137,6 +171,7 @@ pub enum Claim {
     Held { until: DateTime<Utc> },
 }
 
+port! {
 /// Durable incident state and idempotency records (SQLite locally, DynamoDB on AWS).
 pub trait IncidentStore: Send + Sync {
     /// The open incident of an app (`namespace/name`) and what was done in it.
@@ -168,11 +203,14 @@ pub trait IncidentStore: Send + Sync {
         note: &DecisionNote,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
+}
 
+port! {
 /// The operator's read of a store's incidents (`medic incidents`): open ones, and with
 /// `include_closed` those closed recently enough to still be kept.
 pub trait IncidentLedger: Send + Sync {
     fn incidents(&self, include_closed: bool) -> impl Future<Output = Result<Vec<IncidentRecord>, StoreError>> + Send;
+}
 }
 
 /// Escalation failures.
@@ -180,6 +218,7 @@ pub trait IncidentLedger: Send + Sync {
 #[error("escalation failed: {0}")]
 pub struct EscalationError(pub String);
 
+port! {
 /// Where humans are told (Slack, or a log).
 ///
 /// Every method is required, with no default: a forwarding or wrapping escalator that forgot
@@ -216,6 +255,7 @@ pub trait Escalator: Send + Sync {
     /// proposal ([`crate::trust::TrustLevel::Propose`]) needs one to be approved.
     fn takes_approvals(&self) -> bool;
 }
+}
 
 /// A record of an [`EscalationStore`], with the version its next write must name.
 #[derive(Debug, Clone, PartialEq)]
@@ -224,6 +264,7 @@ pub struct Versioned {
     pub doc: serde_json::Value,
 }
 
+port! {
 /// Durable records of what was told where (Slack messages, their buttons, fleet incidents), so
 /// that nothing is posted twice across crashes and redeliveries: DynamoDB on AWS, memory locally.
 ///
@@ -246,6 +287,7 @@ pub trait EscalationStore: Send + Sync {
     /// Every live record of a group, as `(id, record)`.
     fn list(&self, group: &str) -> impl Future<Output = Result<Vec<(String, Versioned)>, StoreError>> + Send;
 }
+}
 
 /// Out of budget for now.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
@@ -255,12 +297,15 @@ pub struct BudgetExhausted {
     pub retry_after: Duration,
 }
 
+port! {
 /// Per-instance budgets (token buckets) for the actions that load Argo CD. Behind a port so the
 /// serverless pipeline can share one bucket across concurrent workers.
 pub trait Budget: Send + Sync {
     fn acquire(&self, kind: BudgetKind) -> impl Future<Output = Result<(), BudgetExhausted>> + Send;
 }
+}
 
+port! {
 /// The token buckets every worker shares ([`crate::budget`]), on the state table: read a bucket,
 /// and replace it only if nobody wrote it since (an optimistic compare-and-set).
 pub trait BucketStore: Send + Sync {
@@ -274,12 +319,16 @@ pub trait BucketStore: Send + Sync {
         next: &BucketState,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
+}
 
+port! {
 /// The time. A port so tests can fix it; the policy itself only ever receives `now`.
 pub trait Clock: Send + Sync {
     fn now(&self) -> DateTime<Utc>;
 }
+}
 
+port! {
 /// Where the application's counts and latencies go: CloudWatch's embedded metric format on
 /// Lambda (`medic_adapters::telemetry::Metrics`, which also keeps them for tests). `extra` is
 /// one more dimension; `properties` are searchable properties of the line, not dimensions (each
@@ -292,12 +341,14 @@ pub trait Telemetry: Send + Sync {
     /// A level, not a count: the latest value is kept.
     fn gauge(&self, name: &str, extra: Option<(&str, &str)>, value: f64);
 }
+}
 
 /// Queue failures.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
 #[error("work queue: {0}")]
 pub struct QueueError(pub String);
 
+port! {
 /// The work queue (SQS on AWS, a channel locally).
 pub trait WorkQueue: Send + Sync {
     /// Enqueues one item, delivered after `delay` (SQS allows at most 15 minutes).
@@ -306,6 +357,7 @@ pub trait WorkQueue: Send + Sync {
     /// Enqueues many items at once, without delay (the sweeper's fleet). An error may leave some
     /// items enqueued, which is harmless because the worker dedupes.
     fn enqueue_batch(&self, items: &[crate::event::WorkItem]) -> impl Future<Output = Result<(), QueueError>> + Send;
+}
 }
 
 /// The answer to "is this news new?".
@@ -331,6 +383,7 @@ pub enum Begun {
     InProgress { until: DateTime<Utc> },
 }
 
+port! {
 /// Durable record of which work items were handled, by dedupe key, with an expiry.
 pub trait DedupeStore: Send + Sync {
     /// Marks the key seen unless it already is (a conditional write); `ttl` bounds how long it
@@ -360,7 +413,9 @@ pub trait DedupeStore: Send + Sync {
     /// outage's start, which keys its Slack parent, its buttons and its overdue alert.
     fn sighted(&self, key: &str, ttl: Duration) -> impl Future<Output = Result<DateTime<Utc>, StoreError>> + Send;
 }
+}
 
+port! {
 /// A per-app lock so no two workers act on one app at the same time.
 pub trait AppLock: Send + Sync {
     /// Takes the lock for `app` until `ttl` passes (a crashed holder's lock expires). False when
@@ -368,236 +423,11 @@ pub trait AppLock: Send + Sync {
     fn try_lock(&self, app: &AppId, owner: &str, ttl: Duration) -> impl Future<Output = Result<bool, StoreError>> + Send;
     fn unlock(&self, app: &AppId, owner: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
-
-// One adapter is often shared by several handlers in one process (`medic serve` runs ingest,
-// worker and sweeper together), so every port is also implemented for `Arc` of an adapter.
-use std::sync::Arc;
-
-impl<T: ArgoApi> ArgoApi for Arc<T> {
-    fn get_app(&self, app: &AppRef) -> impl Future<Output = Result<Application, ArgoError>> + Send {
-        (**self).get_app(app)
-    }
-    fn refresh(&self, permit: &Permit, app: &AppRef, kind: RefreshKind) -> impl Future<Output = Result<Application, ArgoError>> + Send {
-        (**self).refresh(permit, app, kind)
-    }
-    fn list_apps(&self, query: &ListQuery) -> impl Future<Output = Result<Vec<Application>, ArgoError>> + Send {
-        (**self).list_apps(query)
-    }
-    fn sync(
-        &self,
-        permit: &Permit,
-        app: &AppRef,
-        request: &ApplicationSyncRequest,
-    ) -> impl Future<Output = Result<Application, ArgoError>> + Send {
-        (**self).sync(permit, app, request)
-    }
-    fn terminate_operation(&self, permit: &Permit, app: &AppRef) -> impl Future<Output = Result<(), ArgoError>> + Send {
-        (**self).terminate_operation(permit, app)
-    }
-    fn credential_expiry(&self) -> impl Future<Output = Result<Option<chrono::DateTime<chrono::Utc>>, String>> + Send {
-        (**self).credential_expiry()
-    }
-    fn revision_metadata(
-        &self,
-        app: &AppRef,
-        revision: &str,
-        source_index: Option<usize>,
-    ) -> impl Future<Output = Result<Option<crate::app::RevisionMetadata>, ArgoError>> + Send {
-        (**self).revision_metadata(app, revision, source_index)
-    }
-    fn version(&self) -> impl Future<Output = Result<String, ArgoError>> + Send {
-        (**self).version()
-    }
-}
-
-impl<T: IncidentStore> IncidentStore for Arc<T> {
-    fn history(&self, app: &AppId) -> impl Future<Output = Result<History, StoreError>> + Send {
-        (**self).history(app)
-    }
-    fn claim(
-        &self,
-        app: &AppId,
-        incident: &IncidentKey,
-        attempt: &Attempt,
-        in_progress_for: Duration,
-    ) -> impl Future<Output = Result<Claim, StoreError>> + Send {
-        (**self).claim(app, incident, attempt, in_progress_for)
-    }
-    fn complete(&self, app: &AppId, key: &IdempotencyKey, outcome: Outcome) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).complete(app, key, outcome)
-    }
-    fn release(&self, app: &AppId, key: &IdempotencyKey) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).release(app, key)
-    }
-    fn close(&self, app: &AppId, at: DateTime<Utc>) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).close(app, at)
-    }
-    fn open_incidents(&self) -> impl Future<Output = Result<Vec<AppId>, StoreError>> + Send {
-        (**self).open_incidents()
-    }
-    fn note_decision(
-        &self,
-        app: &AppId,
-        incident: &IncidentKey,
-        note: &DecisionNote,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).note_decision(app, incident, note)
-    }
-}
-
-impl<T: IncidentLedger> IncidentLedger for Arc<T> {
-    fn incidents(&self, include_closed: bool) -> impl Future<Output = Result<Vec<IncidentRecord>, StoreError>> + Send {
-        (**self).incidents(include_closed)
-    }
-}
-
-impl<T: EscalationStore> EscalationStore for Arc<T> {
-    fn load(&self, group: &str, id: &str) -> impl Future<Output = Result<Option<Versioned>, StoreError>> + Send {
-        (**self).load(group, id)
-    }
-    fn store(
-        &self,
-        group: &str,
-        id: &str,
-        doc: &serde_json::Value,
-        expected: Option<u64>,
-        ttl: Duration,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).store(group, id, doc, expected, ttl)
-    }
-    fn list(&self, group: &str) -> impl Future<Output = Result<Vec<(String, Versioned)>, StoreError>> + Send {
-        (**self).list(group)
-    }
-}
-
-impl<T: Escalator> Escalator for Arc<T> {
-    fn takes_approvals(&self) -> bool {
-        (**self).takes_approvals()
-    }
-    fn escalate(
-        &self,
-        permit: &Permit,
-        app: &Application,
-        decision: &Decision,
-    ) -> impl Future<Output = Result<(), EscalationError>> + Send {
-        (**self).escalate(permit, app, decision)
-    }
-    fn alert(&self, permit: &Permit, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send {
-        (**self).alert(permit, summary)
-    }
-    fn outage(&self, permit: &Permit, view: &crate::fleet::OutageView) -> impl Future<Output = Result<(), EscalationError>> + Send {
-        (**self).outage(permit, view)
-    }
-    fn outages_ended(&self, permit: &Permit, current: &[String]) -> impl Future<Output = Result<usize, EscalationError>> + Send {
-        (**self).outages_ended(permit, current)
-    }
-    // Every method forwards: a defaulted one here would silently replace the adapter's own
-    // (resolutions and button actions did nothing in `medic serve` that way).
-    fn resolve(&self, permit: &Permit, app: &AppId, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send {
-        (**self).resolve(permit, app, decision)
-    }
-    fn human_action(&self, id: &str) -> impl Future<Output = Result<Option<HumanActionRequest>, EscalationError>> + Send {
-        (**self).human_action(id)
-    }
-    fn record_human_action(
-        &self,
-        permit: &Permit,
-        request: &HumanActionRequest,
-        by: &str,
-        outcome: &HumanActionOutcome,
-    ) -> impl Future<Output = Result<(), EscalationError>> + Send {
-        (**self).record_human_action(permit, request, by, outcome)
-    }
-}
-
-impl<T: Budget> Budget for Arc<T> {
-    fn acquire(&self, kind: BudgetKind) -> impl Future<Output = Result<(), BudgetExhausted>> + Send {
-        (**self).acquire(kind)
-    }
-}
-
-impl<T: BucketStore> BucketStore for Arc<T> {
-    fn read_bucket(&self, kind: BudgetKind) -> impl Future<Output = Result<Option<BucketState>, StoreError>> + Send {
-        (**self).read_bucket(kind)
-    }
-    fn replace_bucket(
-        &self,
-        kind: BudgetKind,
-        read: Option<&BucketState>,
-        next: &BucketState,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).replace_bucket(kind, read, next)
-    }
-}
-
-impl<T: WorkQueue> WorkQueue for Arc<T> {
-    fn enqueue(&self, item: &crate::event::WorkItem, delay: Duration) -> impl Future<Output = Result<(), QueueError>> + Send {
-        (**self).enqueue(item, delay)
-    }
-    fn enqueue_batch(&self, items: &[crate::event::WorkItem]) -> impl Future<Output = Result<(), QueueError>> + Send {
-        (**self).enqueue_batch(items)
-    }
-}
-
-impl<T: DedupeStore> DedupeStore for Arc<T> {
-    fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> impl Future<Output = Result<Seen, StoreError>> + Send {
-        (**self).first_sighting(dedupe_key, ttl)
-    }
-    fn forget(&self, dedupe_key: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).forget(dedupe_key)
-    }
-    fn mark(&self, dedupe_key: &str, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).mark(dedupe_key, ttl)
-    }
-    fn begin(&self, dedupe_key: &str, owner: &str, lease: Duration) -> impl Future<Output = Result<Begun, StoreError>> + Send {
-        (**self).begin(dedupe_key, owner, lease)
-    }
-    fn end(&self, dedupe_key: &str, owner: &str, handled: bool, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).end(dedupe_key, owner, handled, ttl)
-    }
-    fn marked(&self, keys: &[String]) -> impl Future<Output = Result<std::collections::BTreeSet<String>, StoreError>> + Send {
-        (**self).marked(keys)
-    }
-    fn sighted(&self, key: &str, ttl: Duration) -> impl Future<Output = Result<DateTime<Utc>, StoreError>> + Send {
-        (**self).sighted(key, ttl)
-    }
-}
-
-impl<T: AppLock> AppLock for Arc<T> {
-    fn try_lock(&self, app: &AppId, owner: &str, ttl: Duration) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).try_lock(app, owner, ttl)
-    }
-    fn unlock(&self, app: &AppId, owner: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).unlock(app, owner)
-    }
-}
-
-impl<T: Telemetry> Telemetry for Arc<T> {
-    fn count(&self, name: &str, extra: Option<(&str, &str)>, value: f64) {
-        (**self).count(name, extra, value)
-    }
-    fn count_with(&self, name: &str, properties: &[(&str, &str)], value: f64) {
-        (**self).count_with(name, properties, value)
-    }
-    fn millis(&self, name: &str, extra: Option<(&str, &str)>, value: f64) {
-        (**self).millis(name, extra, value)
-    }
-    fn millis_with(&self, name: &str, properties: &[(&str, &str)], value: f64) {
-        (**self).millis_with(name, properties, value)
-    }
-    fn gauge(&self, name: &str, extra: Option<(&str, &str)>, value: f64) {
-        (**self).gauge(name, extra, value)
-    }
-}
-
-impl<T: Clock> Clock for Arc<T> {
-    fn now(&self) -> DateTime<Utc> {
-        (**self).now()
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
