@@ -545,7 +545,14 @@ fn sync_windows(shared: &Shared, call: &Call, name: &str) -> Result<Value, ApiEr
     enforce_app(shared, &store, &session, "get", project, &key)?;
     let app = store.get(&key).ok_or_else(|| ApiError::app_not_found(name))?;
     let rules: Vec<_> = shared.sync_windows.lock().iter().filter(|w| w.active && w.project == app_project(app)).cloned().collect();
-    let windows: Vec<Value> = rules.iter().map(|w| w.to_json(&shared.behaviour)).collect();
+    // server/application/application.go (:2932 at v3.5.1) copies four fields of each window.
+    let windows: Vec<Value> = rules
+        .iter()
+        .map(|w| {
+            let full = w.to_json(&shared.behaviour);
+            json!({"kind": full["kind"], "schedule": full["schedule"], "duration": full["duration"], "manualSync": full["manualSync"]})
+        })
+        .collect();
     let mut answer = Map::new();
     if !windows.is_empty() {
         answer.insert("activeWindows".into(), Value::Array(windows.clone()));
