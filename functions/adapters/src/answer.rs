@@ -22,25 +22,22 @@ pub(crate) trait Answer: Sized + Send + 'static {
 /// Answers read whole: a `Value`, its nulls stripped, then the type.
 macro_rules! whole_answers {
     ($($t:ty),* $(,)?) => {$(
-        impl Answer for $t {
+        impl $crate::answer::Answer for $t {
             const STREAMED: bool = false;
-            fn from_json<R: Read>(reader: R) -> serde_json::Result<Self> {
+            fn from_json<R: std::io::Read>(reader: R) -> serde_json::Result<Self> {
                 let mut value: serde_json::Value = serde_json::from_reader(reader)?;
-                strip_nulls(&mut value);
+                medic_core::app::strip_nulls(&mut value);
                 serde_json::from_value(value)
             }
         }
     )*};
 }
 
-whole_answers!(
-    Application,
-    serde_json::Value,
-    crate::argocd::ArgoVersion,
-    crate::argocd::ProjectList,
-    crate::argocd::ActiveSyncWindows,
-    medic_core::app::RevisionMetadata,
-);
+// For the client's own wire types too, where they are declared (so this module names none of
+// them: the two modules import each other no more).
+pub(crate) use whole_answers;
+
+whole_answers!(Application, serde_json::Value, medic_core::app::RevisionMetadata);
 
 /// `GET /api/v1/applications`: the `items`, each stripped and typed as it is read; the list's
 /// `metadata` is skipped.

@@ -19,7 +19,7 @@ use secrecy::ExposeSecret;
 use serde::Deserialize;
 use tokio::sync::OnceCell;
 
-use crate::answer::{Answer, ChunkReader, ListedApps};
+use crate::answer::{Answer, ChunkReader, ListedApps, whole_answers};
 use crate::breaker::{BreakerSettings, CircuitBreaker};
 use crate::config::{ArgoSettings, SettingsError};
 use crate::token::TokenSource;
@@ -115,6 +115,9 @@ struct ProjectSpec {
 pub(crate) struct ActiveSyncWindows {
     windows: Vec<SyncWindow>,
 }
+
+// Read whole, as every small answer is.
+whole_answers!(ArgoVersion, ProjectList, ActiveSyncWindows);
 
 /// Client construction errors.
 #[derive(Debug, thiserror::Error)]
