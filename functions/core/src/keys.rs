@@ -255,6 +255,15 @@ pub fn freeze_reminder_marker(freeze_id: &str) -> String {
     format!("freeze-reminder-{freeze_id}")
 }
 
+/// The id of a group of incidents of one failure mode that Slack shows under one parent (the
+/// records still say `fleet`, as the deployed releases wrote them): `flt-` and 20 hex digits over
+/// the instance, the mode and when the group began (microseconds). Its parts are NUL-separated,
+/// not NUL-terminated: the scheme predates [`digest`].
+pub fn group_id(instance: &str, mode: &str, began: DateTime<Utc>) -> String {
+    let digest = Sha256::digest(format!("argo-medic/fleet/v1\0{instance}\0{mode}\0{}", began.timestamp_micros()).as_bytes());
+    format!("flt-{}", hex::encode(&digest[..10]))
+}
+
 /// The work item of a person's click (slack-actions): `sa1-` and 32 hex digits over the button's
 /// id, so a double click or a redelivered interaction is one item. (Its parts are NUL-separated,
 /// not NUL-terminated: the scheme predates [`digest`].)

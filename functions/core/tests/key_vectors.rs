@@ -151,4 +151,7 @@ fn the_keys_moved_into_keys_rs_keep_their_bytes() {
         format!("alert-outage-overdue-repo:git.example.com-{}", t.timestamp())
     );
     assert_eq!(outage_overdue_marker("instance", None), "alert-outage-overdue-instance-0");
+    // The Slack records' group id (records.rs, computed from the old function's scheme).
+    let at = Utc.timestamp_micros(1_793_536_200_000_000).unwrap();
+    assert_eq!(medic_core::keys::group_id("prod", "hook-failed", at), "flt-0484778bfe61c1907243");
 }

@@ -23,11 +23,21 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 Some((v, rec)) if now < rec.last_at + window || rec.members.iter().any(|m| m == incident_id) => (Some(v), rec),
                 Some((v, _)) => (
                     Some(v),
-                    WindowRec { fleet_id: new_fleet_id(&self.settings.instance, mode, now), last_at: now, members: vec![], count: 0 },
+                    WindowRec {
+                        fleet_id: medic_core::keys::group_id(&self.settings.instance, mode.id(), now),
+                        last_at: now,
+                        members: vec![],
+                        count: 0,
+                    },
                 ),
                 None => (
                     None,
-                    WindowRec { fleet_id: new_fleet_id(&self.settings.instance, mode, now), last_at: now, members: vec![], count: 0 },
+                    WindowRec {
+                        fleet_id: medic_core::keys::group_id(&self.settings.instance, mode.id(), now),
+                        last_at: now,
+                        members: vec![],
+                        count: 0,
+                    },
                 ),
             };
             if let Some(i) = rec.members.iter().position(|m| m == incident_id) {

@@ -348,11 +348,3 @@ pub async fn incident_view<S: EscalationStore>(store: &S, app: &AppId, incident_
 pub(super) fn app_group(app: &AppId) -> String {
     format!("app#{app}")
 }
-
-pub(super) fn new_fleet_id(instance: &str, mode: FailureMode, at: DateTime<Utc>) -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(format!("argo-medic/fleet/v1\0{instance}\0{}\0{}", mode.id(), at.timestamp_micros()));
-    let hex = hex::encode(&h.finalize()[..10]);
-    format!("flt-{hex}")
-}
