@@ -10,7 +10,8 @@ use medic_adapters::breaker::BreakerSettings;
 use medic_adapters::memory::MemoryIncidentStore;
 use medic_core::app::{ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, Info};
 use medic_core::incident::Outcome;
-use medic_core::ports::{ArgoApi, ArgoError, IncidentStore, ListQuery, Permit};
+use medic_core::permit::Permit;
+use medic_core::ports::{ArgoApi, ArgoError, IncidentStore, ListQuery};
 use medic_core::step::{StepError, StepResult};
 use medic_core::sweep::LIST_FIELDS;
 use medic_core::{Action, PolicyConfig, Trigger};
@@ -62,7 +63,7 @@ async fn reads_lists_and_syncs_as_argo_cd_expects() {
 
     let mut req = sync_request("observability", "platform");
     req.infos = vec![Info { name: IDEMPOTENCY_INFO_NAME.into(), value: "am1-0123456789abcdef0123456789abcdef".into() }];
-    let synced = c.sync(medic_core::ports::Permit::for_tests(), &app("observability", "platform"), &req).await.unwrap();
+    let synced = c.sync(medic_core::permit::Permit::for_tests(), &app("observability", "platform"), &req).await.unwrap();
     assert!(synced.recorded_idempotency_keys().any(|k| k == "am1-0123456789abcdef0123456789abcdef"));
     assert_spec_conformance(&sim);
 }
@@ -134,17 +135,17 @@ async fn each_argo_cd_error_maps_to_its_variant() {
     let hidden = medic_core::event::AppRef { name: "nope".into(), namespace: "argocd".into(), project: None };
     assert_eq!(err(c.get_app(&hidden).await), ArgoError::PermissionDenied("permission denied".into()));
     assert!(
-        matches!(err(c.sync(medic_core::ports::Permit::for_tests(), &app("sandbox-42", "sandbox"), &sync_request("sandbox-42", "sandbox")).await), ArgoError::PermissionDenied(m) if m.contains("applications, sync, sandbox/sandbox-42"))
+        matches!(err(c.sync(medic_core::permit::Permit::for_tests(), &app("sandbox-42", "sandbox"), &sync_request("sandbox-42", "sandbox")).await), ArgoError::PermissionDenied(m) if m.contains("applications, sync, sandbox/sandbox-42"))
     );
     assert!(matches!(
         err(c
-            .sync(medic_core::ports::Permit::for_tests(), &app("observability", "platform"), &sync_request("observability", "platform"))
+            .sync(medic_core::permit::Permit::for_tests(), &app("observability", "platform"), &sync_request("observability", "platform"))
             .await),
         ArgoError::SyncWindowBlocked(_)
     ));
     assert_eq!(
         err(c
-            .sync(medic_core::ports::Permit::for_tests(), &app("ledger-reports", "payments"), &sync_request("ledger-reports", "payments"))
+            .sync(medic_core::permit::Permit::for_tests(), &app("ledger-reports", "payments"), &sync_request("ledger-reports", "payments"))
             .await),
         ArgoError::OperationInProgress
     );
@@ -171,7 +172,7 @@ async fn a_deleting_app_refuses_a_sync() {
     let sim = sim_with_samples(SimConfig::default()).await;
     let c = client(&sim);
     assert_eq!(
-        c.sync(medic_core::ports::Permit::for_tests(), &app("sandbox-42", "sandbox"), &sync_request("sandbox-42", "sandbox"))
+        c.sync(medic_core::permit::Permit::for_tests(), &app("sandbox-42", "sandbox"), &sync_request("sandbox-42", "sandbox"))
             .await
             .unwrap_err(),
         ArgoError::AppDeleting
@@ -387,7 +388,7 @@ async fn a_sync_refused_because_another_operation_runs_is_a_wait_not_a_failure()
     // A person starts a sync between our read and our sync: Argo CD answers 400 "another
     // operation is already in progress".
     let observed = c.get_app(&app("payouts", "payments")).await.unwrap();
-    c.sync(medic_core::ports::Permit::for_tests(), &app("payouts", "payments"), &sync_request("payouts", "payments")).await.unwrap();
+    c.sync(medic_core::permit::Permit::for_tests(), &app("payouts", "payments"), &sync_request("payouts", "payments")).await.unwrap();
     sim.set_outcomes("payouts", Outcomes { sync: SyncOutcome::Hang, ..Default::default() });
     let r = step.run(&app("payouts", "payments"), &Trigger::sweep(), Some(observed)).await.unwrap();
     assert_eq!((r.action, r.result), (Some(Action::Sync), StepResult::Waiting), "{}", r.detail);
@@ -514,7 +515,7 @@ async fn a_resumed_sync_whose_key_is_gone_after_another_operation_is_not_sent_ag
     // The person's sync fails as the app's did, so the app stays in the same trouble.
     sim.set_outcomes("observability", Outcomes { sync: SyncOutcome::Fail { message: "one or more synchronization tasks are not valid: no matches for kind \"ServiceMonitor\" in version \"monitoring.coreos.com/v1\"".into() }, ..Default::default() });
     tokio::time::sleep(Duration::from_millis(1100)).await; // Argo CD's times have whole seconds
-    c.sync(medic_core::ports::Permit::for_tests(), &target, &sync_request("observability", "platform"))
+    c.sync(medic_core::permit::Permit::for_tests(), &target, &sync_request("observability", "platform"))
         .await
         .expect("a person syncs by hand");
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -804,7 +805,7 @@ async fn a_retry_loop_on_an_old_revision_waits_where_argo_cd_refreshes_it_and_is
 
         // Argo CD syncs the bad commit (as auto-sync pins the revision it compared) and retries.
         let pinned = ApplicationSyncRequest { revision: bad.into(), ..sync_request("catalog", "payments") };
-        c.sync(medic_core::ports::Permit::for_tests(), &app("catalog", "payments"), &pinned).await.expect("the sync is accepted");
+        c.sync(medic_core::permit::Permit::for_tests(), &app("catalog", "payments"), &pinned).await.expect("the sync is accepted");
         retrying(&c, "catalog", "payments").await;
 
         let parts = Parts::new(MemoryIncidentStore::default(), policy);
@@ -848,7 +849,7 @@ async fn a_custom_resource_racing_its_crd_is_told_by_its_resources_on_every_prof
     let c = client(&sim);
     let policy = policy_for(&c).await;
     let lists_tasks = policy.argocd_at_least(3, 5);
-    c.sync(medic_core::ports::Permit::for_tests(), &app("observability", "platform"), &sync_request("observability", "platform"))
+    c.sync(medic_core::permit::Permit::for_tests(), &app("observability", "platform"), &sync_request("observability", "platform"))
         .await
         .expect("the sync is accepted");
     operation_ended(&c, "observability", "platform").await;

@@ -17,7 +17,8 @@ use medic_adapters::sqs::SqsWorkQueue;
 use medic_core::AppId;
 use medic_core::Rung;
 use medic_core::event::{AppRef, WorkItem, WorkKind};
-use medic_core::incident::{Attempt, DecisionNote, IncidentKey, Outcome};
+use medic_core::incident::{Attempt, DecisionNote, Outcome};
+use medic_core::keys::IncidentKey;
 use medic_core::ports::{AppLock, Begun, Claim, DedupeStore, EscalationStore, IncidentStore, Seen, WorkQueue};
 use medic_core::{Decision, Trigger};
 use medic_sim::moto::{moto, unique};
@@ -302,7 +303,8 @@ async fn both_switch_stores_keep_the_same_contract() {
 /// Absent until written; a write lands only on the version it read, so of two workers that read
 /// the same bucket one wins and the other reads again; the budgets are separate buckets.
 async fn bucket_store_contract<S: medic_core::ports::BucketStore>(store: &S, label: &str) {
-    use medic_core::ports::{BucketState, BudgetKind};
+    use medic_core::budget::BucketState;
+    use medic_core::ladder::BudgetKind;
     let first = BucketState { milli_tokens: 25_000, at_ms: 1_764_000_000_000, version: 1 };
     assert_eq!(store.read_bucket(BudgetKind::Refresh).await.unwrap(), None, "{label}: never written");
     assert!(store.replace_bucket(BudgetKind::Refresh, None, &first).await.unwrap(), "{label}: the first write");
@@ -363,21 +365,21 @@ async fn escalator_contract<E: medic_core::ports::Escalator>(escalator: &E, labe
     use crate::support::slack::{escalation_of, sample_app};
     let app = sample_app("hook-failed.json");
     let d = escalation_of(&app);
-    escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &d).await.unwrap_or_else(|e| panic!("{label}: {e}"));
+    escalator.escalate(medic_core::permit::Permit::for_tests(), &app, &d).await.unwrap_or_else(|e| panic!("{label}: {e}"));
     escalator
-        .alert(medic_core::ports::Permit::for_tests(), "contract: a problem of the service itself")
+        .alert(medic_core::permit::Permit::for_tests(), "contract: a problem of the service itself")
         .await
         .unwrap_or_else(|e| panic!("{label}: {e}"));
     escalator
         .resolve(
-            medic_core::ports::Permit::for_tests(),
+            medic_core::permit::Permit::for_tests(),
             &AppId::new("argocd", "never-escalated"),
             &Decision::gone(&AppId::new("argocd", "never-escalated"), Utc::now()),
         )
         .await
         .unwrap();
     escalator
-        .resolve(medic_core::ports::Permit::for_tests(), &app.id(), &Decision::gone(&app.id(), Utc::now()))
+        .resolve(medic_core::permit::Permit::for_tests(), &app.id(), &Decision::gone(&app.id(), Utc::now()))
         .await
         .unwrap_or_else(|e| panic!("{label}: {e}"));
     assert_eq!(escalator.human_action("amact-00000000000000000000").await.unwrap(), None, "{label}: an id never handed out");

@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::Utc;
 use medic::incidents::{self, Query};
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
-use medic_core::incident::IncidentKey;
+use medic_core::keys::IncidentKey;
 use medic_core::ports::IncidentLedger;
 use medic_core::step::StepResult;
 use medic_core::{PolicyConfig, Trigger};

@@ -160,7 +160,7 @@ async fn a_pause_and_a_hold_end_with_their_outage_and_the_next_outage_of_the_sco
     heal(&sim, 1..=20);
     for i in 1..=20 {
         let app = medic_core::event::AppRef { name: format!("app-{i:05}"), namespace: "argocd".into(), project: None };
-        medic_core::ports::ArgoApi::refresh(&argo, medic_core::ports::Permit::for_tests(), &app, medic_core::ports::RefreshKind::Normal)
+        medic_core::ports::ArgoApi::refresh(&argo, medic_core::permit::Permit::for_tests(), &app, medic_core::ladder::RefreshKind::Normal)
             .await
             .unwrap();
     }
@@ -189,7 +189,8 @@ async fn a_pause_and_a_hold_end_with_their_outage_and_the_next_outage_of_the_sco
 /// sighting in their slot) by that pause too.
 #[tokio::test]
 async fn an_outage_the_previous_release_was_handling_is_taken_over_with_its_parent_and_its_pause() {
-    use medic_core::fleet::{OutageView, WaveSlot, WaveState};
+    use medic_core::fleet::{OutageView, WaveState};
+    use medic_core::ladder::WaveSlot;
     let stack = stack().await;
     let sim = outage_fleet(30, 20, HOST, 10, None, |_, _| None).await;
     // What the previous release left: its parent, a person's pause, the hold.
@@ -212,7 +213,7 @@ async fn an_outage_the_previous_release_was_handling_is_taken_over_with_its_pare
         projects: vec!["team-a".into()],
     };
     let escalator = slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
-    medic_core::ports::Escalator::outage(&escalator, medic_core::ports::Permit::for_tests(), &previous).await.unwrap();
+    medic_core::ports::Escalator::outage(&escalator, medic_core::permit::Permit::for_tests(), &previous).await.unwrap();
     let [pause, _, _] = medic_core::keys::legacy_fleet_markers(SCOPE);
     assert_eq!(pause, "fleet-pause-repo:git.down.example.com", "the previous release's spelling");
     stack.store().first_sighting(&pause, Duration::from_secs(24 * 3600)).await.unwrap();

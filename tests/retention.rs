@@ -14,7 +14,8 @@ use medic_adapters::dynamodb::{DynamoDbStore, create_table};
 use medic_adapters::memory::MemoryIncidentStore;
 use medic_core::AppId;
 use medic_core::Rung;
-use medic_core::incident::{ACTION_RETENTION, Attempt, IncidentKey, Outcome};
+use medic_core::incident::{ACTION_RETENTION, Attempt, Outcome};
+use medic_core::keys::IncidentKey;
 use medic_core::ports::{Claim, IncidentStore};
 use medic_sim::moto::{moto, unique};
 

@@ -118,12 +118,12 @@ async fn redelivery_concurrency_a_crash_after_posting_and_a_lost_answer_never_ma
     let accounts = sample_app("hook-failed.json");
     let d = escalation_of(&accounts);
     for _ in 0..3 {
-        escalator.escalate(medic_core::ports::Permit::for_tests(), &accounts, &d).await.unwrap();
+        escalator.escalate(medic_core::permit::Permit::for_tests(), &accounts, &d).await.unwrap();
     }
     let twin = slack_escalator(&slack, settings(&slack), store.clone());
     let (a, b) = tokio::join!(
-        escalator.escalate(medic_core::ports::Permit::for_tests(), &accounts, &d),
-        twin.escalate(medic_core::ports::Permit::for_tests(), &accounts, &d)
+        escalator.escalate(medic_core::permit::Permit::for_tests(), &accounts, &d),
+        twin.escalate(medic_core::permit::Permit::for_tests(), &accounts, &d)
     );
     a.unwrap();
     b.unwrap();
@@ -135,11 +135,11 @@ async fn redelivery_concurrency_a_crash_after_posting_and_a_lost_answer_never_ma
     let storefront = sample_app("sync-failed.json");
     let d = escalation_of(&storefront);
     let dying = slack_escalator(&slack, settings(&slack), DiesAfterPosting { inner: store.clone(), armed: AtomicBool::new(true) });
-    assert!(dying.escalate(medic_core::ports::Permit::for_tests(), &storefront, &d).await.is_err(), "the worker died");
+    assert!(dying.escalate(medic_core::permit::Permit::for_tests(), &storefront, &d).await.is_err(), "the worker died");
     assert_eq!(parents(&slack).len(), 2, "the post itself went through");
     tokio::time::sleep(Duration::from_millis(1100)).await; // the crashed attempt's lease runs out
     let history_calls = slack.calls_of("conversations.history").len();
-    escalator.escalate(medic_core::ports::Permit::for_tests(), &storefront, &d).await.unwrap();
+    escalator.escalate(medic_core::permit::Permit::for_tests(), &storefront, &d).await.unwrap();
     assert_eq!(parents(&slack).len(), 2, "no second parent for the same incident");
     assert_eq!(slack.calls_of("conversations.history").len(), history_calls + 1, "the retry looked in the channel");
 
@@ -147,10 +147,10 @@ async fn redelivery_concurrency_a_crash_after_posting_and_a_lost_answer_never_ma
     let notifications = sample_app("resource-rejected.json");
     let d = escalation_of(&notifications);
     slack.inject(SlackFault { method: Some("chat.postMessage".into()), kind: SlackFaultKind::DropAfterApplying, times: 1 });
-    assert!(escalator.escalate(medic_core::ports::Permit::for_tests(), &notifications, &d).await.is_err());
+    assert!(escalator.escalate(medic_core::permit::Permit::for_tests(), &notifications, &d).await.is_err());
     assert_eq!(parents(&slack).len(), 3);
     // The retry waits out the lost attempt's lease, then finds the message.
-    escalator.escalate(medic_core::ports::Permit::for_tests(), &notifications, &d).await.unwrap();
+    escalator.escalate(medic_core::permit::Permit::for_tests(), &notifications, &d).await.unwrap();
     let ps = parents(&slack);
     assert_eq!(ps.len(), 3, "three incidents, three parents");
     let keys: std::collections::BTreeSet<_> = ps.iter().map(|p| p.payload("key").unwrap().to_owned()).collect();
@@ -201,7 +201,7 @@ async fn an_open_incident_s_slack_records_outlive_the_record_ttl_and_resolving_g
 
     let escalator = slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
     let healthy = policy().decide(&sample_app("healthy.json"), &Trigger::sweep(), &History::default(), captured_at()).unwrap();
-    escalator.resolve(medic_core::ports::Permit::for_tests(), &medic_core::AppId::new("argocd", "accounts"), &healthy).await.unwrap();
+    escalator.resolve(medic_core::permit::Permit::for_tests(), &medic_core::AppId::new("argocd", "accounts"), &healthy).await.unwrap();
     let month = 30 * 24 * 3600;
     let resolved = escalation_records(&stack.ddb, &stack.table).await;
     for (group, id, expires) in resolved.iter().filter(|(group, _, _)| group != "action") {
@@ -237,7 +237,7 @@ async fn a_fleet_parent_past_its_update_budget_still_ends_showing_the_latest_cha
         let mut app = template.clone();
         app.metadata.name = format!("payments-worker-{i:03}");
         let d = escalation_of(&app);
-        escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &d).await.unwrap();
+        escalator.escalate(medic_core::permit::Permit::for_tests(), &app, &d).await.unwrap();
     }
     let ps = parents(&slack);
     assert_eq!(ps.len(), 1);
@@ -264,7 +264,7 @@ async fn an_outage_of_300_apps_makes_one_parent_with_one_reply_per_app() {
     let started = Instant::now();
     // Eight workers escalating at once, as the queue delivers them.
     let results: Vec<_> =
-        futures::stream::iter(apps.iter().map(|(app, d)| escalator.escalate(medic_core::ports::Permit::for_tests(), app, d)))
+        futures::stream::iter(apps.iter().map(|(app, d)| escalator.escalate(medic_core::permit::Permit::for_tests(), app, d)))
             .buffer_unordered(8)
             .collect()
             .await;
@@ -289,13 +289,13 @@ async fn an_outage_of_300_apps_makes_one_parent_with_one_reply_per_app() {
         assert!(escalation::violations(&m.text, m.blocks.as_array().unwrap()).is_empty());
     }
     // Retried after the fact: still one parent, no new reply.
-    escalator.escalate(medic_core::ports::Permit::for_tests(), &apps[0].0, &apps[0].1).await.unwrap();
-    escalator.escalate(medic_core::ports::Permit::for_tests(), &apps[299].0, &apps[299].1).await.unwrap();
+    escalator.escalate(medic_core::permit::Permit::for_tests(), &apps[0].0, &apps[0].1).await.unwrap();
+    escalator.escalate(medic_core::permit::Permit::for_tests(), &apps[299].0, &apps[299].1).await.unwrap();
     assert_eq!((parents(&slack).len(), slack.replies(CH, &fleet.ts).len()), (1, 300));
     // One app recovers: its reply says so, the parent counts it.
     let healthy = policy().decide(&sample_app("healthy.json"), &Trigger::sweep(), &History::default(), captured_at()).unwrap();
     escalator
-        .resolve(medic_core::ports::Permit::for_tests(), &medic_core::AppId::new("argocd", "payments-worker-007"), &healthy)
+        .resolve(medic_core::permit::Permit::for_tests(), &medic_core::AppId::new("argocd", "payments-worker-007"), &healthy)
         .await
         .unwrap();
     assert!(text_of(&slack.message(CH, &fleet.ts).unwrap()).contains("1 recovered"));
@@ -319,7 +319,7 @@ async fn the_longest_evidence_stays_within_every_block_kit_limit_and_slack_accep
     let app: Application = serde_json::from_value(app).unwrap();
     let d = escalation_of(&app);
     assert!(d.evidence.iter().map(|e| e.value.len()).sum::<usize>() > 10_000, "the evidence is far beyond one message");
-    escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &d).await.unwrap();
+    escalator.escalate(medic_core::permit::Permit::for_tests(), &app, &d).await.unwrap();
     let parent = &parents(&slack)[0];
     let blocks = parent.blocks.as_array().unwrap();
     assert!(escalation::violations(&parent.text, blocks).is_empty(), "{:?}", escalation::violations(&parent.text, blocks));
@@ -503,7 +503,7 @@ async fn a_terminate_click_leaves_alone_an_operation_that_started_after_it() {
     // Before the click is handled, the stuck operation ends and auto-sync starts another.
     let c = crate::support::client(&stack.argo);
     let kyc = medic_core::event::AppRef { name: "kyc".into(), namespace: "argocd".into(), project: Some("payments".into()) };
-    medic_core::ports::ArgoApi::terminate_operation(&c, medic_core::ports::Permit::for_tests(), &kyc).await.unwrap();
+    medic_core::ports::ArgoApi::terminate_operation(&c, medic_core::permit::Permit::for_tests(), &kyc).await.unwrap();
     tokio::time::sleep(Duration::from_millis(2600)).await; // termination takes a third of an operation's run
     let request = medic_core::app::ApplicationSyncRequest {
         name: "kyc".into(),
@@ -511,7 +511,7 @@ async fn a_terminate_click_leaves_alone_an_operation_that_started_after_it() {
         app_namespace: "argocd".into(),
         ..Default::default()
     };
-    medic_core::ports::ArgoApi::sync(&c, medic_core::ports::Permit::for_tests(), &kyc, &request)
+    medic_core::ports::ArgoApi::sync(&c, medic_core::permit::Permit::for_tests(), &kyc, &request)
         .await
         .expect("auto-sync starts a new operation");
     assert_eq!(stack.argo.counts().terminate, 1);
@@ -583,7 +583,7 @@ async fn forged_stale_replayed_unknown_and_unlisted_clicks_are_rejected_and_enqu
     let stack = stack().await;
     let escalator = slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
     let app = sample_app("hook-failed.json");
-    escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &escalation_of(&app)).await.unwrap();
+    escalator.escalate(medic_core::permit::Permit::for_tests(), &app, &escalation_of(&app)).await.unwrap();
     let ack = button(&parents(&stack.slack)[0], "Acknowledge");
     let actions = stack.actions();
     let now = Utc::now().timestamp();
@@ -644,7 +644,7 @@ async fn a_429_is_honoured_and_posts_to_a_channel_are_paced_about_one_per_second
     });
     let app = sample_app("hook-failed.json");
     let started = Instant::now();
-    escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &escalation_of(&app)).await.unwrap();
+    escalator.escalate(medic_core::permit::Permit::for_tests(), &app, &escalation_of(&app)).await.unwrap();
     assert!(started.elapsed() >= Duration::from_secs(2), "slept Retry-After twice: {:?}", started.elapsed());
     let statuses: Vec<u16> = slack.calls_of("chat.postMessage").iter().map(|c| c.http_status).collect();
     assert_eq!(statuses, vec![429, 429, 200]);
@@ -665,16 +665,16 @@ async fn a_429_is_honoured_and_posts_to_a_channel_are_paced_about_one_per_second
     let other = sample_app("sync-failed.json");
     let d = escalation_of(&other);
     let started = Instant::now();
-    let err = escalator.escalate(medic_core::ports::Permit::for_tests(), &other, &d).await.unwrap_err();
+    let err = escalator.escalate(medic_core::permit::Permit::for_tests(), &other, &d).await.unwrap_err();
     assert!(err.0.contains("rate limited, retry after 3s"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(2), "failed at once instead of sleeping 3 s");
     let posts = slack.calls_of("chat.postMessage").len();
-    let err = escalator.escalate(medic_core::ports::Permit::for_tests(), &other, &d).await.unwrap_err();
+    let err = escalator.escalate(medic_core::permit::Permit::for_tests(), &other, &d).await.unwrap_err();
     assert!(err.0.contains("rate limited"), "{err}");
     assert_eq!(slack.calls_of("chat.postMessage").len(), posts, "not called while Retry-After runs");
     assert_eq!(parents(&slack).len(), 1);
     tokio::time::sleep(Duration::from_millis(3100)).await;
-    escalator.escalate(medic_core::ports::Permit::for_tests(), &other, &d).await.unwrap();
+    escalator.escalate(medic_core::permit::Permit::for_tests(), &other, &d).await.unwrap();
     assert_eq!(parents(&slack).len(), 2);
     assert_eq!(slack.calls_of("chat.postMessage").len(), posts + 1);
 
@@ -692,7 +692,7 @@ async fn a_429_is_honoured_and_posts_to_a_channel_are_paced_about_one_per_second
     let paced = slack_escalator(&strict, paced, escalation_store().await);
     let started = Instant::now();
     for i in 0..3 {
-        paced.alert(medic_core::ports::Permit::for_tests(), &format!("alert {i}")).await.unwrap();
+        paced.alert(medic_core::permit::Permit::for_tests(), &format!("alert {i}")).await.unwrap();
     }
     assert!(started.elapsed() >= Duration::from_millis(1900), "{:?}", started.elapsed());
     assert!(strict.calls().iter().all(|c| c.http_status == 200), "no 429: {:?}", strict.calls());
@@ -720,11 +720,11 @@ async fn a_snooze_from_slack_mutes_new_incidents_of_the_app_until_it_ends() {
     app.status.sync.as_mut().unwrap().revision = "0000000000000000000000000000000000000001".into();
     let d = escalation_of(&app);
     assert_ne!(d.incident, escalation_of(&sample_app("hook-failed.json")).incident);
-    worker.escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &d).await.unwrap();
+    worker.escalator.escalate(medic_core::permit::Permit::for_tests(), &app, &d).await.unwrap();
     assert_eq!(parents(&stack.slack).len(), 1, "snoozed: no new parent");
     // Another app is not affected.
     let other = sample_app("sync-failed.json");
-    worker.escalator.escalate(medic_core::ports::Permit::for_tests(), &other, &escalation_of(&other)).await.unwrap();
+    worker.escalator.escalate(medic_core::permit::Permit::for_tests(), &other, &escalation_of(&other)).await.unwrap();
     assert_eq!(parents(&stack.slack).len(), 2);
 
     // Four hours later the snooze has ended: the app's next new incident is posted.
@@ -733,7 +733,7 @@ async fn a_snooze_from_slack_mutes_new_incidents_of_the_app_until_it_ends() {
     later.status.sync.as_mut().unwrap().revision = "0000000000000000000000000000000000000002".into();
     let d_later = escalation_of(&later);
     assert_ne!(d_later.incident, d.incident);
-    worker.escalator.escalate(medic_core::ports::Permit::for_tests(), &later, &d_later).await.unwrap();
+    worker.escalator.escalate(medic_core::permit::Permit::for_tests(), &later, &d_later).await.unwrap();
     assert_eq!(parents(&stack.slack).len(), 3, "the snooze ended");
 }
 
@@ -826,8 +826,8 @@ async fn past_the_reply_limit_fleet_apps_are_counted_in_the_parent_without_a_rep
         let mut app = template.clone();
         app.metadata.name = format!("payments-worker-{i:02}");
         let d = escalation_of(&app);
-        escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &d).await.unwrap();
-        escalator.escalate(medic_core::ports::Permit::for_tests(), &app, &d).await.unwrap(); // a redelivery counts nothing twice
+        escalator.escalate(medic_core::permit::Permit::for_tests(), &app, &d).await.unwrap();
+        escalator.escalate(medic_core::permit::Permit::for_tests(), &app, &d).await.unwrap(); // a redelivery counts nothing twice
     }
     let ps = parents(&slack);
     assert_eq!(ps.len(), 1);
@@ -913,7 +913,7 @@ async fn an_outage_parent_is_updated_in_place_and_its_buttons_need_every_project
     let argo = crate::support::client(&sim);
     for i in 0..20 {
         let app = medic_core::event::AppRef { name: format!("app-{:05}", i + 1), namespace: "argocd".into(), project: None };
-        medic_core::ports::ArgoApi::refresh(&argo, medic_core::ports::Permit::for_tests(), &app, medic_core::ports::RefreshKind::Normal)
+        medic_core::ports::ArgoApi::refresh(&argo, medic_core::permit::Permit::for_tests(), &app, medic_core::ladder::RefreshKind::Normal)
             .await
             .unwrap();
     }

@@ -14,13 +14,15 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use medic_core::AppId;
 use medic_core::app::{Application, ApplicationSyncRequest};
-use medic_core::catalogue::Rung;
 use medic_core::event::AppRef;
-use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
+use medic_core::incident::{Attempt, History, Outcome};
 use medic_core::keys::IdempotencyKey;
+use medic_core::keys::IncidentKey;
+use medic_core::ladder::RefreshKind;
+use medic_core::ladder::Rung;
+use medic_core::permit::Permit;
 use medic_core::ports::{
-    ArgoApi, ArgoError, Begun, Claim, DedupeStore, EscalationStore, IncidentStore, ListQuery, Permit, RefreshKind, Seen, StoreError,
-    Versioned,
+    ArgoApi, ArgoError, Begun, Claim, DedupeStore, EscalationStore, IncidentStore, ListQuery, Seen, StoreError, Versioned,
 };
 
 /// The boundaries, in the order a message meets them.

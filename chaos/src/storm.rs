@@ -142,7 +142,7 @@ enum StormBudget {
 }
 
 impl medic_core::ports::Budget for StormBudget {
-    async fn acquire(&self, kind: medic_core::ports::BudgetKind) -> Result<(), medic_core::ports::BudgetExhausted> {
+    async fn acquire(&self, kind: medic_core::ladder::BudgetKind) -> Result<(), medic_core::ports::BudgetExhausted> {
         match self {
             StormBudget::Shared(b) => b.acquire(kind).await,
             StormBudget::Split(b) => b.acquire(kind).await,
@@ -190,8 +190,13 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         let r = medic_core::event::AppRef::from(app);
         let full = medic_core::ports::ArgoApi::get_app(&cron, &r).await?;
         if full.health_status() == "Progressing" {
-            medic_core::ports::ArgoApi::refresh(&cron, medic_core::ports::Permit::for_tests(), &r, medic_core::ports::RefreshKind::Normal)
-                .await?;
+            medic_core::ports::ArgoApi::refresh(
+                &cron,
+                medic_core::permit::Permit::for_tests(),
+                &r,
+                medic_core::ladder::RefreshKind::Normal,
+            )
+            .await?;
         }
     }
     let cron_secs = started.elapsed().as_secs_f64();

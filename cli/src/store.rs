@@ -17,9 +17,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use medic_core::AppId;
-use medic_core::catalogue::Rung;
-use medic_core::incident::{ACTION_RETENTION, Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
+use medic_core::incident::{ACTION_RETENTION, Attempt, DecisionNote, History, IncidentRecord, Outcome};
 use medic_core::keys::IdempotencyKey;
+use medic_core::keys::IncidentKey;
+use medic_core::ladder::Rung;
 use medic_core::ports::{Claim, EscalationStore, IncidentLedger, IncidentStore, StoreError, Versioned};
 use rusqlite::{Connection, OptionalExtension, params};
 

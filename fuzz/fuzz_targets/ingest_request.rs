@@ -18,7 +18,9 @@ use medic_adapters::telemetry::Metrics;
 use medic_core::Application;
 use medic_core::app::ApplicationSyncRequest;
 use medic_core::event::{AppRef, WorkItemKey};
-use medic_core::ports::{ArgoApi, ArgoError, ListQuery, Permit, RefreshKind};
+use medic_core::ports::{ArgoApi, ArgoError, ListQuery};
+use medic_core::permit::Permit;
+use medic_core::ladder::RefreshKind;
 use medic_ingest::{Ingest, IngestConfig, Intake, SIGNATURE_HEADER, WebhookSecrets};
 
 const SECRET: &str = "local-test-secret-not-for-production";

@@ -15,8 +15,9 @@ use medic_adapters::config::ArgoSettings;
 use medic_adapters::memory::{LogEscalator, MemoryDedupe, SystemClock};
 use medic_core::AppId;
 use medic_core::event::AppRef;
-use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
+use medic_core::incident::{Attempt, History, Outcome};
 use medic_core::keys::IdempotencyKey;
+use medic_core::keys::IncidentKey;
 use medic_core::ports::{ArgoApi, Claim, IncidentStore, StoreError};
 use medic_core::switch::{FixedSwitch, Mode};
 use medic_core::{DecisionPolicy, PolicyConfig};
@@ -283,18 +284,18 @@ impl<A: ArgoApi> ArgoApi for Dying<'_, A> {
     }
     async fn refresh(
         &self,
-        permit: &medic_core::ports::Permit,
+        permit: &medic_core::permit::Permit,
         app: &AppRef,
-        kind: medic_core::ports::RefreshKind,
+        kind: medic_core::ladder::RefreshKind,
     ) -> Result<medic_core::Application, medic_core::ports::ArgoError> {
-        if self.1 == DiesAt::HardRefresh && kind == medic_core::ports::RefreshKind::Hard {
+        if self.1 == DiesAt::HardRefresh && kind == medic_core::ladder::RefreshKind::Hard {
             return std::future::pending().await;
         }
         self.0.refresh(permit, app, kind).await
     }
     async fn sync(
         &self,
-        permit: &medic_core::ports::Permit,
+        permit: &medic_core::permit::Permit,
         app: &AppRef,
         request: &medic_core::app::ApplicationSyncRequest,
     ) -> Result<medic_core::Application, medic_core::ports::ArgoError> {
@@ -303,7 +304,7 @@ impl<A: ArgoApi> ArgoApi for Dying<'_, A> {
         }
         self.0.sync(permit, app, request).await
     }
-    async fn terminate_operation(&self, permit: &medic_core::ports::Permit, app: &AppRef) -> Result<(), medic_core::ports::ArgoError> {
+    async fn terminate_operation(&self, permit: &medic_core::permit::Permit, app: &AppRef) -> Result<(), medic_core::ports::ArgoError> {
         self.0.terminate_operation(permit, app).await
     }
     async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use governor::{Quota, RateLimiter, clock::DefaultClock, state::InMemoryState, state::NotKeyed};
 use medic_core::budget::{BucketRate, Take, take};
-use medic_core::ports::{BucketStore, Budget, BudgetExhausted, BudgetKind};
+use medic_core::ladder::BudgetKind;
+use medic_core::ports::{BucketStore, Budget, BudgetExhausted};
 use rand::Rng;
 
 /// Rates per instance. Defaults follow docs/argo-cd-behaviour.md §5: refreshes at about the controller's own
@@ -306,14 +307,14 @@ mod tests {
     struct Unreachable;
 
     impl BucketStore for Unreachable {
-        async fn read_bucket(&self, _: BudgetKind) -> Result<Option<medic_core::ports::BucketState>, medic_core::ports::StoreError> {
+        async fn read_bucket(&self, _: BudgetKind) -> Result<Option<medic_core::budget::BucketState>, medic_core::ports::StoreError> {
             Err(medic_core::ports::StoreError("DynamoDB GetItem: service unavailable".into()))
         }
         async fn replace_bucket(
             &self,
             _: BudgetKind,
-            _: Option<&medic_core::ports::BucketState>,
-            _: &medic_core::ports::BucketState,
+            _: Option<&medic_core::budget::BucketState>,
+            _: &medic_core::budget::BucketState,
         ) -> Result<bool, medic_core::ports::StoreError> {
             unreachable!("never read, never written")
         }
@@ -453,7 +454,7 @@ mod tests {
     }
 
     impl BucketStore for CountingBuckets {
-        async fn read_bucket(&self, kind: BudgetKind) -> Result<Option<medic_core::ports::BucketState>, medic_core::ports::StoreError> {
+        async fn read_bucket(&self, kind: BudgetKind) -> Result<Option<medic_core::budget::BucketState>, medic_core::ports::StoreError> {
             // A round trip's pause, so concurrent acquirers would overlap.
             tokio::time::sleep(Duration::from_millis(2)).await;
             self.inner.read_bucket(kind).await
@@ -461,8 +462,8 @@ mod tests {
         async fn replace_bucket(
             &self,
             kind: BudgetKind,
-            expected: Option<&medic_core::ports::BucketState>,
-            next: &medic_core::ports::BucketState,
+            expected: Option<&medic_core::budget::BucketState>,
+            next: &medic_core::budget::BucketState,
         ) -> Result<bool, medic_core::ports::StoreError> {
             use std::sync::atomic::Ordering::SeqCst;
             self.writes.fetch_add(1, SeqCst);

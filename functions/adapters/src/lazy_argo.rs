@@ -5,7 +5,9 @@ use std::pin::Pin;
 
 use medic_core::app::{Application, ApplicationSyncRequest};
 use medic_core::event::AppRef;
-use medic_core::ports::{ArgoApi, ArgoError, ListQuery, Permit, RefreshKind};
+use medic_core::ladder::RefreshKind;
+use medic_core::permit::Permit;
+use medic_core::ports::{ArgoApi, ArgoError, ListQuery};
 
 /// Builds an Argo CD client; its error is the reason, for the caller's answer.
 type BuildArgo<A> = Box<dyn Fn() -> Pin<Box<dyn Future<Output = Result<A, String>> + Send>> + Send + Sync>;

@@ -9,9 +9,11 @@ use chrono::{DateTime, Utc};
 use medic_core::AppId;
 use medic_core::Application;
 use medic_core::decision::Decision;
-use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
+use medic_core::incident::{Attempt, History, Outcome};
 use medic_core::keys::IdempotencyKey;
-use medic_core::ports::{Claim, Clock, EscalationError, Escalator, IncidentStore, Permit, StoreError};
+use medic_core::keys::IncidentKey;
+use medic_core::permit::Permit;
+use medic_core::ports::{Claim, Clock, EscalationError, Escalator, IncidentStore, StoreError};
 
 /// The wall clock.
 #[derive(Debug, Clone, Copy, Default)]
@@ -483,19 +485,19 @@ impl medic_core::ports::WorkQueue for MemoryQueue {
 /// storm benchmark's workers, tests).
 #[derive(Default)]
 pub struct MemoryBuckets {
-    buckets: Mutex<HashMap<medic_core::ports::BudgetKind, medic_core::ports::BucketState>>,
+    buckets: Mutex<HashMap<medic_core::ladder::BudgetKind, medic_core::budget::BucketState>>,
 }
 
 impl medic_core::ports::BucketStore for MemoryBuckets {
-    async fn read_bucket(&self, kind: medic_core::ports::BudgetKind) -> Result<Option<medic_core::ports::BucketState>, StoreError> {
+    async fn read_bucket(&self, kind: medic_core::ladder::BudgetKind) -> Result<Option<medic_core::budget::BucketState>, StoreError> {
         Ok(self.buckets.lock().expect("bucket lock").get(&kind).copied())
     }
 
     async fn replace_bucket(
         &self,
-        kind: medic_core::ports::BudgetKind,
-        read: Option<&medic_core::ports::BucketState>,
-        next: &medic_core::ports::BucketState,
+        kind: medic_core::ladder::BudgetKind,
+        read: Option<&medic_core::budget::BucketState>,
+        next: &medic_core::budget::BucketState,
     ) -> Result<bool, StoreError> {
         let mut buckets = self.buckets.lock().expect("bucket lock");
         if buckets.get(&kind).map(|b| b.version) != read.map(|r| r.version) {

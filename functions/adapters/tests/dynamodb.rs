@@ -11,8 +11,9 @@ use common::{dynamodb, unique};
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
 use medic_core::AppId;
 use medic_core::Rung;
-use medic_core::incident::{Attempt, History, IncidentKey, Outcome};
+use medic_core::incident::{Attempt, History, Outcome};
 use medic_core::keys::IdempotencyKey;
+use medic_core::keys::IncidentKey;
 use medic_core::ports::{AppLock, Claim, DedupeStore, IncidentStore, Seen};
 
 fn app() -> AppId {

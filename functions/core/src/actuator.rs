@@ -17,13 +17,13 @@ use chrono::{DateTime, SubsecRound, Utc};
 use crate::actions::{ActionKind, Effect};
 use crate::alerts::WhenUnsure;
 use crate::app::{AppId, Application};
-use crate::catalogue::Rung;
 use crate::decision::{Decision, Evidence};
 use crate::event::AppRef;
 use crate::gate::{Answer, Caller, Gate, GateRequest, Verdict};
 use crate::human_action::{HumanActionOutcome, HumanActionRequest, IncidentState};
 use crate::incident::{Attempt, History, Outcome};
 use crate::keys::IdempotencyKey;
+use crate::ladder::Rung;
 use crate::ladder::{BudgetKind, HumanAction, RefreshKind};
 use crate::permit::Permit;
 use crate::ports::{ArgoApi, ArgoError, Budget, BudgetExhausted, Claim, Clock, DedupeStore, Escalator, IncidentStore, Seen};
@@ -95,7 +95,7 @@ fn proposal_of(decision: &Decision, rung: Rung) -> Option<Decision> {
     };
     let incident = decision.incident.as_ref()?;
     let mut proposal = decision.clone();
-    proposal.action = crate::decision::Action::Escalate;
+    proposal.action = crate::ladder::Action::Escalate;
     proposal.idempotency_key = Some(incident.key_for(Rung::Escalate));
     proposal.human_actions.retain(|a| *a != button);
     proposal.human_actions.insert(0, button);
@@ -292,7 +292,7 @@ where
         let name = &out.app.clone();
         let passes = Answer { verdict: Verdict::Act, mode: crate::switch::Mode::Act, why: "nothing to do" };
         let (Some(key), Some(incident)) = (decision.idempotency_key.clone(), decision.incident.clone()) else {
-            out.result = if decision.action == crate::decision::Action::Wait { StepResult::Waiting } else { StepResult::NoAction };
+            out.result = if decision.action == crate::ladder::Action::Wait { StepResult::Waiting } else { StepResult::NoAction };
             return Ok(RungDone { report: out, answer: passes, outcome: None, refreshed: None });
         };
         // Only rungs carry a key, so a decision with one names a rung.

@@ -12,7 +12,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::ladder::Rung;
+use crate::ladder::Rung;
 use crate::ladder::{Action, HumanAction};
 
 macro_rules! failure_modes {

@@ -194,7 +194,7 @@ pub fn parse_version(v: &str) -> Option<(u64, u64)> {
 }
 
 /// Label selectors are matched where the labels are ([`crate::app`]); the scope reads them here.
-pub use crate::app::selector_matches;
+use crate::app::selector_matches;
 
 #[cfg(test)]
 mod tests {

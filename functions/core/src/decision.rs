@@ -7,7 +7,7 @@ use crate::app::AppId;
 use crate::catalogue::FailureMode;
 use crate::keys::IdempotencyKey;
 use crate::keys::IncidentKey;
-pub use crate::ladder::{Action, HumanAction};
+use crate::ladder::{Action, HumanAction};
 
 /// A fact the decision rests on: which field said what.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

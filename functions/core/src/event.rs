@@ -274,9 +274,9 @@ pub struct WorkItem {
     pub signature: Option<String>,
     /// For a fleet outage's recovery wave: the cause and the item's place in the wave, so the
     /// workers can tell when most of a batch fails again and pause the rest
-    /// (`crate::fleet::WaveSlot`). Absent on other items.
+    /// (`crate::ladder::WaveSlot`). Absent on other items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wave: Option<crate::fleet::WaveSlot>,
+    pub wave: Option<crate::ladder::WaveSlot>,
     /// For a notification of an app Argo CD could not compare (sync `Unknown`): the fleet scopes
     /// (`fleet::CauseScope::key`) its event named, so the worker can find a fleet outage's hold
     /// before reading the app. Empty otherwise, and for events of earlier templates.
@@ -626,7 +626,8 @@ mod work_tests {
         let key = WorkItemKey::new(KEY).unwrap();
         let app = AppRef { name: "web".into(), namespace: "argocd".into(), project: None };
         let at = "2026-11-01T12:00:00Z".parse::<DateTime<Utc>>().unwrap();
-        let slot = crate::fleet::WaveSlot { scope: "repo:git.example.com".into(), since: "s".into(), wave: "w1".into(), index: 3, len: 40 };
+        let slot =
+            crate::ladder::WaveSlot { scope: "repo:git.example.com".into(), since: "s".into(), wave: "w1".into(), index: 3, len: 40 };
         let plain = WorkItem::for_app(WorkKind::Sweep, app, Trigger::sweep(), "w1", at);
         assert!(!plain.fleet_privileged());
         assert!(WorkItem { trigger: Trigger::recovery(), ..plain.clone() }.fleet_privileged());
@@ -635,11 +636,11 @@ mod work_tests {
         key.sign(&mut item);
         assert!(key.verifies(&item));
         let tampered = [
-            crate::fleet::WaveSlot { scope: "cluster:other".into(), ..slot.clone() },
-            crate::fleet::WaveSlot { since: "t".into(), ..slot.clone() },
-            crate::fleet::WaveSlot { wave: "w2".into(), ..slot.clone() },
-            crate::fleet::WaveSlot { index: 0, ..slot.clone() },
-            crate::fleet::WaveSlot { len: 4, ..slot.clone() },
+            crate::ladder::WaveSlot { scope: "cluster:other".into(), ..slot.clone() },
+            crate::ladder::WaveSlot { since: "t".into(), ..slot.clone() },
+            crate::ladder::WaveSlot { wave: "w2".into(), ..slot.clone() },
+            crate::ladder::WaveSlot { index: 0, ..slot.clone() },
+            crate::ladder::WaveSlot { len: 4, ..slot.clone() },
         ];
         for t in tampered {
             assert!(!key.verifies(&WorkItem { wave: Some(t.clone()), ..item.clone() }), "{t:?}");

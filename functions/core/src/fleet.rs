@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::app::{AppId, Application, sync_status};
-pub use crate::ladder::FleetControl;
+use crate::ladder::FleetControl;
 
 /// Annotation (or label) an app owner sets to order the recovery wave: an integer, higher first
 /// (default 0).
@@ -427,7 +427,7 @@ pub fn should_pause(rules: &FleetRules, released: usize, healed: usize) -> bool 
     released > 0 && (released - healed.min(released)) * 100 > rules.pause_percent * released
 }
 
-pub use crate::ladder::{WaveOutcome, WaveSlot};
+use crate::ladder::WaveOutcome;
 
 /// The verdict on one batch of a wave from the outcomes recorded for its items (an item with
 /// several, stepped again after a failure, counts as its best): `None` while an item of the batch
@@ -641,7 +641,8 @@ mod tests {
 
     #[test]
     fn a_wave_slot_knows_its_batch_and_a_batch_is_judged_once_every_item_has_an_outcome() {
-        let slot = |index, len| WaveSlot { scope: "repo:git.example.com".into(), since: "s".into(), wave: "w".into(), index, len };
+        let slot =
+            |index, len| crate::ladder::WaveSlot { scope: "repo:git.example.com".into(), since: "s".into(), wave: "w".into(), index, len };
         assert_eq!(slot(0, 37).batch(20), 0..20);
         assert_eq!(slot(19, 37).batch(20), 0..20);
         assert_eq!(slot(20, 37).batch(20), 20..37, "the last batch is shorter");

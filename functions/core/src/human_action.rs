@@ -7,9 +7,10 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::catalogue::FailureMode;
-use crate::decision::{HumanAction, SyncPlan};
+use crate::decision::SyncPlan;
 use crate::event::AppRef;
 use crate::keys::IdempotencyKey;
+use crate::ladder::HumanAction;
 
 /// How far an incident has come, as its parent message shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::app::AppId;
 use crate::keys::IdempotencyKey;
-pub use crate::keys::IncidentKey;
+use crate::keys::IncidentKey;
 use crate::ladder::Rung;
 
 /// How long an incident's action records are kept once it has closed. While it is open they

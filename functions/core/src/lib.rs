@@ -51,12 +51,14 @@ pub mod trust;
 pub mod versions;
 
 pub use app::{AppId, Application, ApplicationList};
-pub use catalogue::{CATALOGUE, CatalogueEntry, FailureMode, Rung};
+pub use catalogue::{CATALOGUE, CatalogueEntry, FailureMode};
 pub use config::PolicyConfig;
-pub use decision::{Action, Decision, Evidence, HumanAction, SyncPlan};
+pub use decision::{Decision, Evidence, SyncPlan};
 pub use error::PolicyError;
 pub use event::NotificationEvent;
-pub use incident::{Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
+pub use incident::{Attempt, DecisionNote, History, IncidentRecord, Outcome};
 pub use keys::IdempotencyKey;
+pub use keys::IncidentKey;
+pub use ladder::{Action, HumanAction, Rung};
 pub use policy::{DecisionPolicy, decide};
 pub use trigger::Trigger;

@@ -10,14 +10,15 @@ use chrono::{DateTime, Utc};
 use thiserror::Error;
 
 use crate::app::{AppId, Application, ApplicationSyncRequest};
-pub use crate::budget::BucketState;
+use crate::budget::BucketState;
 use crate::decision::Decision;
 use crate::event::AppRef;
 use crate::human_action::{HumanActionOutcome, HumanActionRequest};
-use crate::incident::{Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
+use crate::incident::{Attempt, DecisionNote, History, IncidentRecord, Outcome};
 use crate::keys::IdempotencyKey;
-pub use crate::ladder::{BudgetKind, RefreshKind};
-pub use crate::permit::Permit;
+use crate::keys::IncidentKey;
+use crate::ladder::{BudgetKind, RefreshKind};
+use crate::permit::Permit;
 
 /// Declares a port and its forwarding through `Arc` (one adapter shared by several handlers in
 /// one process: `medic serve` runs ingest, worker and sweeper together), so the forwarding is

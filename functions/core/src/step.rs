@@ -7,9 +7,10 @@ use thiserror::Error;
 
 use crate::app::{AppId, Application, ApplicationSyncRequest, IDEMPOTENCY_INFO_NAME, INCIDENT_BEGAN_INFO_NAME, Info, SyncOptions};
 use crate::catalogue::FailureMode;
-use crate::decision::{Action, Decision};
+use crate::decision::Decision;
 use crate::error::PolicyError;
 use crate::keys::IdempotencyKey;
+use crate::ladder::Action;
 use crate::ports::{ArgoError, EscalationError, StoreError};
 
 /// Name of the `infos` entry carrying the incident id on Argo Medic's syncs.
@@ -148,8 +149,8 @@ pub fn report(app: AppId, d: Option<&Decision>, result: StepResult, detail: Stri
 /// still cannot be compared failed again. A step that failed (an Argo CD 503, a throttled store)
 /// or did not act yet (a wait, a deferral) says nothing about the cause: `Neither`, and the
 /// worker leaves such an item untallied until it really steps (M3).
-pub fn wave_outcome<E>(step: &Result<StepReport, E>) -> crate::fleet::WaveOutcome {
-    use crate::fleet::WaveOutcome;
+pub fn wave_outcome<E>(step: &Result<StepReport, E>) -> crate::ladder::WaveOutcome {
+    use crate::ladder::WaveOutcome;
     match step {
         Ok(r) if r.result == StepResult::Resolved || r.resolution.is_some() || r.down_after == Some(false) => WaveOutcome::Healed,
         Ok(r) if matches!(r.result, StepResult::Refreshed | StepResult::RefreshUnverified | StepResult::Failed | StepResult::Escalated) => {
@@ -162,7 +163,7 @@ pub fn wave_outcome<E>(step: &Result<StepReport, E>) -> crate::fleet::WaveOutcom
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::WaveOutcome;
+    use crate::ladder::WaveOutcome;
     use crate::ports::ArgoError;
 
     fn step(result: StepResult, down_after: Option<bool>) -> Result<StepReport, StepError> {

@@ -7,9 +7,9 @@
 //! scheme (a new prefix or version string) that still reads the old one.
 
 use chrono::{DateTime, TimeZone, Utc};
-use medic_core::decision::HumanAction;
 use medic_core::event::{AppRef, WorkItem, WorkItemKey, WorkKind};
 use medic_core::keys::action_id;
+use medic_core::ladder::HumanAction;
 use medic_core::{IdempotencyKey, IncidentKey, NotificationEvent, Rung, Trigger};
 
 fn began() -> DateTime<Utc> {
@@ -54,8 +54,8 @@ fn button_ids_are_pinned() {
     let id = incident().id();
     assert_eq!(action_id(&id, HumanAction::Sync, 0), "amact-5c880e8b4ca2835a91295771ad99ad75");
     assert_eq!(action_id(&id, HumanAction::Acknowledge, 3), "amact-333ff990dd2f4c7889bdf445861b62e0");
-    use medic_core::fleet::FleetControl;
     use medic_core::keys::fleet_button_id;
+    use medic_core::ladder::FleetControl;
     assert_eq!(
         fleet_button_id("repo:git.example.com", "2026-11-01T08:00:00Z", FleetControl::Pause),
         "amfleet-168f9bff0881655df1c42e153673de65"
@@ -108,15 +108,15 @@ fn state_table_markers_are_pinned() {
     assert_eq!(missed_marker(&app, began()), "missed-argocd/payments-20261101");
     assert_eq!(fleet_hold_marker("repo:git.example.com"), "fleet-hold-repo:git.example.com");
     assert_eq!(medic_core::keys::fleet_recovering_marker("repo:git.example.com"), "fleet-recovering-repo:git.example.com");
-    use medic_core::fleet::FleetControl;
+    use medic_core::ladder::FleetControl;
     const SINCE: &str = "2026-11-01T12:04:00Z";
     assert_eq!(
         fleet_control_marker("cluster:https://10.0.0.1", SINCE, FleetControl::Pause),
         "fleet-pause-cluster:https://10.0.0.1-2026-11-01T12:04:00Z"
     );
     assert_eq!(fleet_control_marker("instance", SINCE, FleetControl::Release), "fleet-release-instance-2026-11-01T12:04:00Z");
-    use medic_core::fleet::{WaveOutcome, WaveSlot};
     use medic_core::keys::{fleet_relapse_marker, fleet_released_marker, fleet_sighting_marker, legacy_fleet_markers, wave_outcome_marker};
+    use medic_core::ladder::{WaveOutcome, WaveSlot};
     assert_eq!(fleet_relapse_marker("repo:git.example.com", SINCE), "fleet-relapse-repo:git.example.com-2026-11-01T12:04:00Z");
     assert_eq!(fleet_released_marker("repo:git.example.com", SINCE), "fleet-released-repo:git.example.com-2026-11-01T12:04:00Z");
     assert_eq!(fleet_sighting_marker("repo:git.example.com"), "fleet-seen-repo:git.example.com");

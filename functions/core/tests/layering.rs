@@ -144,3 +144,19 @@ fn no_trait_of_the_core_has_a_method_with_a_default_body() {
     assert!(traits >= 10, "the walk found the ports: {traits}");
     assert!(defaults.is_empty(), "default bodies: {defaults:#?}");
 }
+
+/// Each item has one path: only lib.rs, the crate's face, re-exports (a module that re-exported
+/// another's items made `Rung` reachable as `medic_core::Rung`, `catalogue::Rung` and
+/// `ladder::Rung`, and `policy` re-exported all of `classify` with a glob).
+#[test]
+fn no_module_of_the_core_re_exports_another_s_items() {
+    let src = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).join("src");
+    let mut aliases = Vec::new();
+    for file in walk(&src).into_iter().filter(|f| !f.ends_with("lib.rs")) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for line in text.lines().filter(|l| l.trim_start().starts_with("pub use ")) {
+            aliases.push(format!("{}: {}", file.strip_prefix(&src).unwrap().display(), line.trim()));
+        }
+    }
+    assert!(aliases.is_empty(), "re-exports outside lib.rs: {aliases:#?}");
+}

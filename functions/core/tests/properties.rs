@@ -9,7 +9,8 @@ use medic_core::app::{
     ApplicationCondition, HealthStatus, ManagedFieldsEntry, OPT_OUT_KEY, Operation, OperationInitiator, OperationState, OwnerReference,
     ResourceResult, ResourceStatus, SyncOperation, SyncOperationResult, SyncPolicy, SyncPolicyAutomated, SyncStatus,
 };
-use medic_core::policy::{appset_hand_edit, failed_hook, prune_risk, sync_plan};
+use medic_core::policy::classify::{appset_hand_edit, failed_hook, prune_risk};
+use medic_core::policy::sync_plan;
 use medic_core::{Action, Application, Attempt, DecisionPolicy, History, IdempotencyKey, Outcome, PolicyConfig, Rung, Trigger};
 use proptest::prelude::*;
 

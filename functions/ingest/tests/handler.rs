@@ -8,7 +8,8 @@ use medic_adapters::memory::SystemClock;
 use medic_adapters::telemetry::Metrics;
 use medic_core::app::{Application, ApplicationSyncRequest};
 use medic_core::event::{AppRef, WorkKind};
-use medic_core::ports::{ArgoApi, ArgoError, ListQuery, RefreshKind};
+use medic_core::ladder::RefreshKind;
+use medic_core::ports::{ArgoApi, ArgoError, ListQuery};
 use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
 
 const SECRET: &str = "ingest-handler-test-secret";
@@ -21,16 +22,16 @@ impl ArgoApi for NoArgo {
     async fn get_app(&self, app: &AppRef) -> Result<Application, ArgoError> {
         panic!("the webhook path read {app:?} from Argo CD")
     }
-    async fn refresh(&self, _: &medic_core::ports::Permit, app: &AppRef, _: RefreshKind) -> Result<Application, ArgoError> {
+    async fn refresh(&self, _: &medic_core::permit::Permit, app: &AppRef, _: RefreshKind) -> Result<Application, ArgoError> {
         panic!("the webhook path refreshed {app:?}")
     }
     async fn list_apps(&self, _: &ListQuery) -> Result<Vec<Application>, ArgoError> {
         panic!("the webhook path listed apps")
     }
-    async fn sync(&self, _: &medic_core::ports::Permit, app: &AppRef, _: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
+    async fn sync(&self, _: &medic_core::permit::Permit, app: &AppRef, _: &ApplicationSyncRequest) -> Result<Application, ArgoError> {
         panic!("the webhook path synced {app:?}")
     }
-    async fn terminate_operation(&self, _: &medic_core::ports::Permit, app: &AppRef) -> Result<(), ArgoError> {
+    async fn terminate_operation(&self, _: &medic_core::permit::Permit, app: &AppRef) -> Result<(), ArgoError> {
         panic!("the webhook path terminated {app:?}'s operation")
     }
     async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {

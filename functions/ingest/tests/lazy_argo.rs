@@ -152,9 +152,9 @@ async fn a_built_client_is_made_once() {
         }
         async fn refresh(
             &self,
-            _: &medic_core::ports::Permit,
+            _: &medic_core::permit::Permit,
             app: &medic_core::event::AppRef,
-            _: medic_core::ports::RefreshKind,
+            _: medic_core::ladder::RefreshKind,
         ) -> Result<medic_core::app::Application, medic_core::ports::ArgoError> {
             Err(medic_core::ports::ArgoError::NotFound(app.name.clone()))
         }
@@ -163,7 +163,7 @@ async fn a_built_client_is_made_once() {
         }
         async fn sync(
             &self,
-            _: &medic_core::ports::Permit,
+            _: &medic_core::permit::Permit,
             app: &medic_core::event::AppRef,
             _: &medic_core::app::ApplicationSyncRequest,
         ) -> Result<medic_core::app::Application, medic_core::ports::ArgoError> {
@@ -171,7 +171,7 @@ async fn a_built_client_is_made_once() {
         }
         async fn terminate_operation(
             &self,
-            _: &medic_core::ports::Permit,
+            _: &medic_core::permit::Permit,
             _: &medic_core::event::AppRef,
         ) -> Result<(), medic_core::ports::ArgoError> {
             Ok(())

@@ -9,7 +9,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use medic_core::Trigger;
 use medic_core::event::{AppRef, EventError, NotificationEvent, WorkItem, WorkItemKey, WorkKind};
-use medic_core::ports::{ArgoApi, Clock, ListQuery, RefreshKind, Telemetry, WorkQueue};
+use medic_core::ladder::RefreshKind;
+use medic_core::ports::{ArgoApi, Clock, ListQuery, Telemetry, WorkQueue};
 use medic_core::sweep::LIST_FIELDS;
 use serde::Deserialize;
 

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use medic_core::actuator::{Actuator, Performed, Request, RungDone};
 use medic_core::app::{AppId, Application};
-use medic_core::decision::{Action, Decision};
+use medic_core::decision::Decision;
 use medic_core::event::AppRef;
 use medic_core::gate::Gate;
 use medic_core::incident::{DecisionNote, History, Outcome};
+use medic_core::ladder::Action;
 use medic_core::policy::DecisionPolicy;
 use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, DedupeStore, Escalator, IncidentStore, ListQuery};
 use medic_core::switch::Switch;

@@ -14,10 +14,10 @@ use medic_core::AppId;
 use medic_core::actions::ActionKind;
 use medic_core::actuator::{Actuator, Once, Performed, Request};
 use medic_core::alerts::{self, WhenUnsure};
-use medic_core::decision::HumanAction;
 use medic_core::event::{Request as ItemRequest, WorkItem, WorkKind};
 use medic_core::gate::{Gate, Verdict};
 use medic_core::human_action::HumanActionOutcome;
+use medic_core::ladder::HumanAction;
 use medic_core::ports::{AppLock, ArgoApi, ArgoError, Begun, Clock, DedupeStore, Escalator, IncidentStore, Telemetry, WorkQueue};
 use medic_core::step::{StepError, StepResult};
 use medic_core::switch::Switch;
@@ -417,7 +417,7 @@ impl<P: Ports> Work<P> {
     /// Why the rest of a recovery wave waits: its cause's wave paused itself, or a person paused
     /// it (the markers of its outage, [`medic_core::keys::wave_pause_markers`]). A store that
     /// cannot be read pauses nothing (the wave goes on, as without the check).
-    async fn wave_paused(&self, slot: &medic_core::fleet::WaveSlot) -> Option<&'static str> {
+    async fn wave_paused(&self, slot: &medic_core::ladder::WaveSlot) -> Option<&'static str> {
         let [relapse, pause] = medic_core::keys::wave_pause_markers(slot);
         let marked = self.dedupe.marked(&[relapse.clone(), pause.clone()]).await.ok()?;
         if marked.contains(&relapse) {
@@ -435,8 +435,8 @@ impl<P: Ports> Work<P> {
     /// outcomes after writing its own (the read is eventually consistent: two last writers that
     /// both miss the other's outcome leave the batch unjudged, and the wave goes on as it did
     /// before this check).
-    async fn tally_wave(&self, slot: &medic_core::fleet::WaveSlot, outcome: medic_core::fleet::WaveOutcome) {
-        use medic_core::fleet::WaveOutcome;
+    async fn tally_wave(&self, slot: &medic_core::ladder::WaveSlot, outcome: medic_core::ladder::WaveOutcome) {
+        use medic_core::ladder::WaveOutcome;
         const KEPT: Duration = Duration::from_secs(24 * 3600);
         // A wait, a deferral or a failed step is tallied when the item really steps: tallied
         // now, it closed its batch with too few outcomes to judge (M3).

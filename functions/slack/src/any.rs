@@ -6,7 +6,8 @@ use medic_core::AppId;
 use medic_core::Application;
 use medic_core::decision::Decision;
 use medic_core::human_action::{HumanActionOutcome, HumanActionRequest};
-use medic_core::ports::{EscalationError, EscalationStore, Escalator, Permit};
+use medic_core::permit::Permit;
+use medic_core::ports::{EscalationError, EscalationStore, Escalator};
 
 use medic_adapters::memory::LogEscalator;
 

@@ -38,11 +38,12 @@ use serde_json::{Value, json};
 
 use medic_core::app::{Application, phase};
 use medic_core::catalogue::FailureMode;
-use medic_core::decision::{Decision, Evidence, HumanAction, SyncPlan};
+use medic_core::decision::{Decision, Evidence, SyncPlan};
 use medic_core::event::AppRef;
 use medic_core::human_action::IncidentState;
 pub use medic_core::human_action::rfc3339;
 use medic_core::keys::action_id;
+use medic_core::ladder::HumanAction;
 
 /// Block Kit limits (Slack's reference pages; docs/argo-cd-behaviour.md §6.1).
 pub mod limits {
@@ -912,7 +913,8 @@ pub fn note(emoji: &str, text: &str) -> Rendered {
 /// and release, while the wave has not gone (a person must be allowed on every project of the
 /// cause to press them: slack-actions checks).
 pub fn outage_parent(view: &medic_core::fleet::OutageView) -> Rendered {
-    use medic_core::fleet::{FleetControl, WaveState};
+    use medic_core::fleet::WaveState;
+    use medic_core::ladder::FleetControl;
     let icon = match view.state {
         WaveState::Released => "🌊",
         WaveState::Recovered => "✅",
@@ -1063,7 +1065,7 @@ pub fn violations(text: &str, blocks: &[Value]) -> Vec<String> {
 mod tests {
     use super::*;
     use medic_core::human_action::human_action_key;
-    use medic_core::incident::IncidentKey;
+    use medic_core::keys::IncidentKey;
     use medic_core::keys::is_action_id;
     use proptest::prelude::*;
 
@@ -1141,7 +1143,8 @@ mod tests {
 
     #[test]
     fn an_outage_parent_offers_pause_and_release_while_the_wave_waits_and_nothing_once_it_went() {
-        use medic_core::fleet::{FleetControl, OutageView, WaveState};
+        use medic_core::fleet::{OutageView, WaveState};
+        use medic_core::ladder::FleetControl;
         let view = OutageView {
             scope: "repo:git.example.com".into(),
             describe: "source host git.example.com".into(),
@@ -1255,7 +1258,7 @@ mod tests {
         app.status.sync = Some(medic_core::app::SyncStatus { status: "OutOfSync".into(), revision: "abc".into(), revisions: vec![] });
         let d = Decision {
             app: medic_core::AppId::new("argocd", "x"),
-            action: medic_core::decision::Action::Escalate,
+            action: medic_core::ladder::Action::Escalate,
             failure_mode: FailureMode::SyncFailed,
             rule: String::new(),
             reason: String::new(),

@@ -10,9 +10,11 @@ use crate::blocks::{self, Button, IncidentFacts, METADATA_EVENT_TYPE, Rendered};
 use chrono::{DateTime, TimeDelta, Utc};
 use medic_core::AppId;
 use medic_core::Application;
-use medic_core::decision::{Decision, HumanAction};
+use medic_core::decision::Decision;
 use medic_core::human_action::{HumanActionOutcome, HumanActionRequest, IncidentState};
-use medic_core::ports::{EscalationError, EscalationStore, Escalator, Permit};
+use medic_core::ladder::HumanAction;
+use medic_core::permit::Permit;
+use medic_core::ports::{EscalationError, EscalationStore, Escalator};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -471,7 +473,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             return self.client.update(&channel, &ts, &message).await.map_err(esc_err);
         }
         let adopted = self.adopt_previous_parent(view).await?;
-        for control in [medic_core::fleet::FleetControl::Pause, medic_core::fleet::FleetControl::Release] {
+        for control in [medic_core::ladder::FleetControl::Pause, medic_core::ladder::FleetControl::Release] {
             let button = medic_core::fleet::FleetButton {
                 id: view.button(control),
                 control,
@@ -509,7 +511,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             if let Some((_, MessageRec { channel, ts: Some(ts), .. })) = self.load::<MessageRec>("msg", &key).await? {
                 self.client.update(&channel, &ts, &blocks::outage_parent(&over)).await.map_err(esc_err)?;
             }
-            let buttons = [medic_core::fleet::FleetControl::Pause, medic_core::fleet::FleetControl::Release].map(|c| rec.view.button(c));
+            let buttons = [medic_core::ladder::FleetControl::Pause, medic_core::ladder::FleetControl::Release].map(|c| rec.view.button(c));
             // Another sweep that told it first wins; either way it is over.
             if self.save("outage", &key, &OutageRec { view: over, ended: true }, Some(v.version), self.settings.action_ttl).await? {
                 ended += 1;

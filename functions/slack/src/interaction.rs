@@ -314,10 +314,10 @@ impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore, C: Clock, T: Telemetry> I
         }
         // The markers of the button's own outage: a pause ends with it (M4).
         let (pause, release) =
-            (button.marker(medic_core::fleet::FleetControl::Pause), button.marker(medic_core::fleet::FleetControl::Release));
+            (button.marker(medic_core::ladder::FleetControl::Pause), button.marker(medic_core::ladder::FleetControl::Release));
         let (set, clear, ttl) = match button.control {
-            medic_core::fleet::FleetControl::Pause => (pause, release, PAUSE_TTL),
-            medic_core::fleet::FleetControl::Release => (release, pause, RELEASE_TTL),
+            medic_core::ladder::FleetControl::Pause => (pause, release, PAUSE_TTL),
+            medic_core::ladder::FleetControl::Release => (release, pause, RELEASE_TTL),
         };
         self.dedupe.forget(&clear).await.map_err(|e| unavailable(&e))?;
         // Already set (a second click) is as good as set now.

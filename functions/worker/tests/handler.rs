@@ -194,7 +194,7 @@ async fn a_recheck_or_sweep_item_of_an_app_held_by_a_fleet_outage_is_left_to_the
 #[tokio::test]
 async fn a_wave_item_looked_at_again_keeps_its_place_and_waits_for_its_outage_s_pause() {
     use medic_core::event::{WorkItem, WorkKind};
-    use medic_core::fleet::{FleetControl, WaveSlot};
+    use medic_core::ladder::{FleetControl, WaveSlot};
     use medic_core::ports::DedupeStore;
     use medic_worker::Handled;
     let sim = sim().await;
@@ -275,7 +275,7 @@ async fn a_claim_made_before_a_fleet_hold_is_still_performed_once() {
 #[tokio::test]
 async fn an_unsigned_wave_slot_is_ignored_and_the_app_looked_at_as_by_a_sweep() {
     use medic_core::event::{WorkItem, WorkKind};
-    use medic_core::fleet::{FleetControl, WaveSlot};
+    use medic_core::ladder::{FleetControl, WaveSlot};
     use medic_core::ports::DedupeStore;
     use medic_worker::Handled;
     let sim = sim().await;
@@ -294,7 +294,7 @@ async fn an_unsigned_wave_slot_is_ignored_and_the_app_looked_at_as_by_a_sweep() 
     let handled = w.handle_message(&as_record("m-1", &made_up)).await.unwrap();
     assert!(matches!(handled, Handled::Stepped(_) | Handled::Requeued { .. }), "looked at by its own ladder: {handled:?}");
     assert_eq!(w.metrics.total("RefusedFleetSlots"), 1.0);
-    let outcomes: Vec<String> = [medic_core::fleet::WaveOutcome::Healed, medic_core::fleet::WaveOutcome::Failed]
+    let outcomes: Vec<String> = [medic_core::ladder::WaveOutcome::Healed, medic_core::ladder::WaveOutcome::Failed]
         .into_iter()
         .map(|o| medic_core::keys::wave_outcome_marker(&slot, 0, o))
         .collect();

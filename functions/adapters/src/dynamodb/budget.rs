@@ -1,6 +1,8 @@
 //! The shared token buckets on the state table ([`medic_core::budget`]).
 
-use medic_core::ports::{BucketState, BucketStore, BudgetKind};
+use medic_core::budget::BucketState;
+use medic_core::ladder::BudgetKind;
+use medic_core::ports::BucketStore;
 
 use super::*;
 

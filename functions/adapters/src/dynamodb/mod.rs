@@ -59,9 +59,10 @@ use aws_sdk_dynamodb::types::{
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use medic_core::AppId;
-use medic_core::catalogue::Rung;
-use medic_core::incident::{Attempt, DecisionNote, History, IncidentKey, IncidentRecord, Outcome};
+use medic_core::incident::{Attempt, DecisionNote, History, IncidentRecord, Outcome};
 use medic_core::keys::IdempotencyKey;
+use medic_core::keys::IncidentKey;
+use medic_core::ladder::Rung;
 use medic_core::ports::{AppLock, Begun, Claim, DedupeStore, IncidentLedger, IncidentStore, Seen, StoreError};
 
 use crate::aws::describe;

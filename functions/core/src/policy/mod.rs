@@ -9,11 +9,14 @@
 use chrono::{DateTime, Duration, SecondsFormat, SubsecRound, Utc};
 
 use crate::app::{Application, HOOKS_IDEMPOTENT_KEY, ResourceResult, health, phase, sync_status};
-use crate::catalogue::{FailureMode, REMOVED_BUILTIN_APIS, Rung, TRANSIENT_SIGNALS};
+use crate::catalogue::{FailureMode, REMOVED_BUILTIN_APIS, TRANSIENT_SIGNALS};
 use crate::config::PolicyConfig;
-use crate::decision::{Action, Decision, Evidence, HumanAction, SyncPlan};
+use crate::decision::{Decision, Evidence, SyncPlan};
 use crate::error::PolicyError;
-use crate::incident::{History, IncidentKey, Outcome};
+use crate::incident::{History, Outcome};
+use crate::keys::IncidentKey;
+use crate::ladder::Rung;
+use crate::ladder::{Action, HumanAction};
 use crate::trigger::Trigger;
 
 /// What the classifier found.
@@ -94,8 +97,8 @@ fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-mod classify;
-pub use classify::*;
+pub mod classify;
+use classify::*;
 
 /// Why a sync must not be started automatically, or the exact sync that is on record to re-run.
 /// Why a sync to the target revision would move the app back, if it would: the comparison's
