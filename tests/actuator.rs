@@ -283,10 +283,16 @@ async fn medic_sweep_probes_and_alerts_only_when_the_gate_says_act() {
         r.switch = &switch;
         let summary = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
         assert_eq!(summary.outages.len(), 1, "{setting:?}");
-        let alerts = parts.escalator.alerts().len();
+        // The outage's parent, as the sweeper tells it (one state machine): not overdue yet, so
+        // no alert besides it.
+        let (parents, alerts) = (parts.escalator.outages().len(), parts.escalator.alerts().len());
         match setting.mode() {
-            Mode::Act => assert!(mutations(&sim) >= 3 && alerts == 1, "{setting:?}: {} mutations, {alerts} alerts", mutations(&sim)),
-            _ => assert_eq!((mutations(&sim), alerts), (0, 0), "{setting:?}"),
+            Mode::Act => assert!(
+                mutations(&sim) >= 3 && (parents, alerts) == (1, 0),
+                "{setting:?}: {} mutations, {parents} parents, {alerts} alerts",
+                mutations(&sim)
+            ),
+            _ => assert_eq!((mutations(&sim), parents, alerts), (0, 0, 0), "{setting:?}"),
         }
     }
 }

@@ -9,6 +9,7 @@ use chrono::Utc;
 use medic::store::SqliteIncidentStore;
 use medic::sweep::{SweepOptions, sweep};
 use medic_core::PolicyConfig;
+use medic_core::fleet::{OutageView, WaveState};
 use medic_core::ports::IncidentStore;
 use medic_core::step::StepResult;
 use medic_sim::{ArgoSim, SimConfig, synthetic_fleet};
@@ -198,10 +199,17 @@ async fn a_git_host_outage_is_one_cause_probed_by_canaries_then_released_as_one_
     assert!(calls <= 2 * 2000, "{calls} calls for 2,000 apps: at most a read and a refresh each");
     let escalated: Vec<String> = parts.escalator.escalations().iter().map(|(a, _)| a.name().to_owned()).collect();
     assert!(escalated.iter().all(|n| noise.contains(n)), "no app of the shared cause is escalated: {escalated:?}");
-    assert_eq!(parts.escalator.alerts().len(), 2, "the cause is alerted once per sweep while it shows in the list");
+    assert_eq!(parts.escalator.alerts().len(), 1, "the overdue outage is escalated once, not once per sweep");
+    let states = |told: Vec<OutageView>| told.iter().map(|v| (v.state, v.released)).collect::<Vec<_>>();
+    assert_eq!(
+        states(parts.escalator.outages()),
+        [(WaveState::Held, 0), (WaveState::Released, 1997)],
+        "one parent, told each sweep while the cause shows in the list"
+    );
 
     let quiet = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();
     assert!(quiet.outages.is_empty(), "the cause is gone from the list");
+    assert_eq!(states(parts.escalator.outages()).last(), Some(&(WaveState::Recovered, 1997)), "and its parent is told over");
 }
 
 #[tokio::test]
@@ -255,4 +263,120 @@ async fn a_sweep_paces_heals_every_stale_app_in_one_pass_and_closes_without_read
     let per_app = calls as f64 / 500.0;
     eprintln!("storm economy: {calls} Argo CD calls over two sweeps, {per_app:.3} per stale app ({} s)", first.elapsed_ms / 1000);
     assert!(per_app <= 2.05, "{per_app:.3} calls per stale app ({c:?})");
+}
+
+/// Who turns the outage state machine in [`one_outage_state_machine_for_the_sweeper_and_medic_sweep`].
+enum Sweeper {
+    /// The sweeper function's sweep, over the in-memory twins: a wave is enqueued.
+    Function(
+        Box<
+            medic_service::sweep::Sweep<
+                medic_stack::twins::MemoryPorts<medic_adapters::argocd::HttpArgoClient, medic_adapters::budget::LocalBudget>,
+            >,
+        >,
+    ),
+    /// `medic sweep`: a wave is stepped inline.
+    Cli(Box<Parts<SqliteIncidentStore>>, medic_adapters::argocd::HttpArgoClient),
+}
+
+impl Sweeper {
+    async fn pass(&self) {
+        match self {
+            Sweeper::Function(sweep) => drop(sweep.run().await.unwrap()),
+            Sweeper::Cli(parts, c) => {
+                drop(sweep(&parts.step(c, false, Duration::from_secs(600)), &SweepOptions::default(), &(), &|| false).await.unwrap())
+            }
+        }
+    }
+
+    fn escalator(&self) -> &medic_adapters::memory::LogEscalator {
+        match self {
+            Sweeper::Function(sweep) => &sweep.escalator,
+            Sweeper::Cli(parts, _) => &parts.escalator,
+        }
+    }
+
+    fn dedupe(&self) -> &medic_adapters::memory::MemoryDedupe {
+        match self {
+            Sweeper::Function(sweep) => &sweep.dedupe,
+            Sweeper::Cli(parts, _) => &parts.dedupe,
+        }
+    }
+}
+
+/// Issue 28: `medic sweep` had outage rules of its own (an alert every sweep, no hold, no buttons,
+/// no relapse). Both now turn one state machine (`medic_service::outage`), and this one script
+/// runs on both: an outage past its time bound is held and escalated once over two sweeps; a
+/// person's pause holds the wave though the canaries healed; without it the wave is released
+/// (enqueued by the sweeper, stepped by `medic sweep`); once the apps compare again the parent is
+/// told over. Only the wave's dispatch may differ.
+#[tokio::test]
+async fn one_outage_state_machine_for_the_sweeper_and_medic_sweep() {
+    use medic_core::ports::DedupeStore;
+    let mut turns = Vec::new();
+    for cli in [false, true] {
+        let sim = crate::support::outage_fleet(30, 20, "git.down.example.com", 120, None, |_, _| None).await;
+        let sweeper = if cli {
+            Sweeper::Cli(Box::new(Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default())), client(&sim))
+        } else {
+            let adapters = medic_stack::twins::MemoryState::default().adapters(client(&sim), crate::support::generous_budget(), "test");
+            Sweeper::Function(Box::new(adapters.sweep(medic_service::sweep::SweeperConfig::default())))
+        };
+        let told = |s: &Sweeper| s.escalator().outages().last().cloned().expect("a parent is told");
+        let turn = |v: &OutageView| (v.state, v.overdue, v.by_person, v.released);
+
+        sweeper.pass().await;
+        sweeper.pass().await;
+        let held = told(&sweeper);
+        assert_eq!(sweeper.escalator().outages().len(), 2, "cli {cli}: one parent told per sweep");
+        assert_eq!(turn(&held), (WaveState::Held, true, false, 0), "cli {cli}: held, past its bound");
+        assert_eq!(sweeper.escalator().alerts().len(), 1, "cli {cli}: escalated once for the outage: {:?}", sweeper.escalator().alerts());
+        assert_eq!(mutating(&sim), 6, "cli {cli}: three canary refreshes a sweep, nothing else");
+
+        // Git is back, but a person paused the wave.
+        for i in 1..=20 {
+            sim.set_outcomes(
+                &format!("app-{i:05}"),
+                medic_sim::Outcomes { refresh: medic_sim::RefreshOutcome::Heal, ..Default::default() },
+            );
+        }
+        let since = held.since.clone().unwrap();
+        let scope = held.scope.clone();
+        let pause = medic_core::keys::fleet_control_marker(&scope, &since, medic_core::ladder::FleetControl::Pause);
+        sweeper.dedupe().mark(&pause, Duration::from_secs(3600)).await.unwrap();
+        sweeper.pass().await;
+        let paused = told(&sweeper);
+        assert_eq!((turn(&paused), paused.healed), ((WaveState::Paused, false, true, 0), 3), "cli {cli}");
+        assert_eq!(paused.since, held.since, "cli {cli}: the same outage");
+
+        // The pause lifted: the canaries decide, and the wave goes.
+        sweeper.dedupe().forget(&pause).await.unwrap();
+        sweeper.pass().await;
+        let released = told(&sweeper);
+        assert_eq!(turn(&released).0, WaveState::Released, "cli {cli}");
+        assert!(released.released > 0, "cli {cli}: {released:?}");
+        match &sweeper {
+            Sweeper::Function(sweep) => assert_eq!(
+                sweep.queue.items().iter().filter(|item| item.wave.is_some()).count(),
+                released.released,
+                "the wave is enqueued for the workers"
+            ),
+            Sweeper::Cli(..) => assert!(
+                (1..=20).all(|i| sim.app("argocd", &format!("app-{i:05}")).unwrap()["status"]["sync"]["status"] != "Unknown"),
+                "the wave is stepped inline"
+            ),
+        }
+
+        // Every app compares again (the workers stepped the sweeper's wave): the parent is over.
+        for i in 1..=20 {
+            let mut app = sim.app("argocd", &format!("app-{i:05}")).unwrap();
+            app["status"]["sync"]["status"] = "Synced".into();
+            app["status"]["conditions"] = serde_json::json!([]);
+            sim.insert_app(app);
+        }
+        sweeper.pass().await;
+        assert_eq!(told(&sweeper).state, WaveState::Recovered, "cli {cli}: told over");
+        turns.push(sweeper.escalator().outages().iter().map(|v| (v.state, v.overdue, v.by_person)).collect::<Vec<_>>());
+    }
+    assert_eq!(turns[0], turns[1], "the sweeper and medic sweep turn the outage alike");
 }

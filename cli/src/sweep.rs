@@ -8,15 +8,16 @@ use std::time::{Duration, Instant};
 use futures::stream::{self, StreamExt};
 use medic_core::Trigger;
 use medic_core::actions::ActionKind;
-use medic_core::actuator::{Performed, Request};
+use medic_core::actuator::Request;
 use medic_core::alerts;
 use medic_core::event::AppRef;
-use medic_core::fleet::{FleetCause, is_down, should_pause};
+use medic_core::fleet::{WaveState, is_down, should_pause};
 use medic_core::ladder::WaveOutcome;
 use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, DedupeStore, Escalator, IncidentStore};
 use medic_core::step::{StepError, StepReport, StepResult};
-use medic_core::sweep::{SweepScope, plan, wave};
+use medic_core::sweep::{SweepScope, plan};
 use medic_core::switch::Switch;
+use medic_service::outage::{Outages, Release};
 use medic_service::remediate::Remediator;
 use serde::Serialize;
 
@@ -29,11 +30,14 @@ pub struct SweepOptions {
     pub concurrency: usize,
     /// The refresh budget's rate, for the recovery wave's estimate.
     pub refresh_per_minute: u32,
+    /// How far apart sweeps run: an outage's markers (its sighting, hold and wave) last two of
+    /// these, as the sweeper's do, so passes of one `medic sweep` turn one outage.
+    pub recheck_interval: Duration,
 }
 
 impl Default for SweepOptions {
     fn default() -> Self {
-        Self { scope: SweepScope::default(), concurrency: 8, refresh_per_minute: 600 }
+        Self { scope: SweepScope::default(), concurrency: 8, refresh_per_minute: 600, recheck_interval: Duration::from_secs(900) }
     }
 }
 
@@ -133,38 +137,53 @@ where
     let open: BTreeSet<medic_core::AppId> = r.store.open_incidents().await?.into_iter().collect();
     let plan = plan(&listed, &open, &opts.scope);
     let trigger = Trigger::sweep();
+    // The outage state machine the sweeper turns too; only the wave's dispatch differs: here it
+    // is stepped inline, below, instead of enqueued for the workers.
+    let machine = Outages {
+        act: r.actuator(),
+        rules: &opts.scope.fleet,
+        trust: &r.policy.config.trust,
+        recheck_interval: opts.recheck_interval,
+        refresh_per_minute: opts.refresh_per_minute,
+    };
+    let now = r.clock.now();
     let mut outages = Vec::new();
-    let mut waves: Vec<(usize, Vec<AppRef>)> = Vec::new();
+    let mut told = Vec::new();
+    let mut waves: Vec<(usize, Release)> = Vec::new();
     let mut results: Vec<(AppRef, Result<StepReport, StepError>)> = Vec::new();
     for cause in &plan.causes {
-        let (probed, healed, read) = probe(r, &listed, cause, &trigger, &mut results).await;
-        // Timed as the sweeper times it (its first sighting, kept while seen, or a canary's
-        // older comparison error), never from the list's health times (H3).
-        let marker = medic_core::keys::fleet_sighting_marker(&cause.scope.key());
-        let sighted = r.dedupe.sighted(&marker, Duration::from_secs(2 * 900)).await.unwrap_or_else(|_| r.clock.now());
-        let cause = &cause.clone().timed(sighted, &read);
-        let overdue = healed == 0 && cause.overdue(&opts.scope.fleet, r.clock.now());
-        // One alert per cause and sweep: past its time bound, the escalation says it all.
-        let (kind, text) = if overdue {
-            (ActionKind::OutageOverdue, alerts::outage_overdue(cause, r.clock.now()))
-        } else {
-            (ActionKind::OutageParent, alerts::outage(cause, cause.wave_secs(opts.refresh_per_minute)))
-        };
-        r.actuator().perform(Request::Alert { kind, text: &text, once: None }).await.ok();
+        let probe = machine.probe(&listed, cause).await;
+        let turn = machine.turn(&listed, cause, &probe, now).await;
         outages.push(OutageReport {
             cause: cause.scope.key(),
             apps: cause.apps.len(),
             of: cause.listed,
-            probed,
-            healed,
+            probed: probe.probed,
+            healed: probe.healed,
             released: 0,
-            paused: false,
-            overdue,
+            paused: turn.as_ref().is_some_and(|t| t.view.state == WaveState::Paused),
+            overdue: turn.as_ref().is_some_and(|t| t.view.overdue),
         });
-        if healed > 0 {
-            waves.push((outages.len() - 1, wave(&listed, cause)));
+        // A healed canary's step runs on the app just read (no second read), so an incident it
+        // had is closed; the canaries get no other step, and no escalation of their own.
+        for (app, read) in probe.reads {
+            match read {
+                Ok(read) if !is_down(&read) => {
+                    let step = r.run(&app, &trigger, Some(read)).await;
+                    results.push((app, step));
+                }
+                Ok(_) => {}
+                Err(e) => results.push((app, Err(e))),
+            }
+        }
+        if let Some(turn) = turn {
+            told.push(turn.view.key());
+            if let Some(release) = turn.release {
+                waves.push((outages.len() - 1, release));
+            }
         }
     }
+    machine.conclude(&listed, &plan.causes, &told).await;
     // The canaries are probed, not put through the per-app ladder: a refresh each, no incident,
     // no escalation of their own (the cause has one alert).
     let candidates: Vec<AppRef> = plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).cloned().collect();
@@ -172,7 +191,7 @@ where
     // the steps added their size to the steps' own peak.
     let longest_name = listed.iter().map(|a| a.id().to_string().len()).max().unwrap_or(0);
     drop(listed);
-    let total = candidates.len() + waves.iter().map(|(_, w)| w.len()).sum::<usize>();
+    let total = candidates.len() + waves.iter().map(|(_, w)| w.apps.len()).sum::<usize>();
     observer.planned(&Planned { listed: plan.listed, apps: total, canaries: results.len(), longest_name });
     for (app, result) in &results {
         observer.finished(app, result);
@@ -205,11 +224,16 @@ where
     // A canary healed: the cause is over. The rest of its apps go in priority order, batch by
     // batch, within the budgets; most of a batch failing again pauses the wave until next sweep.
     let recovery = Trigger::recovery();
-    for (outage, apps) in waves {
-        for (i, batch) in apps.chunks(opts.scope.fleet.wave_batch.max(1)).enumerate() {
+    let lasts = opts.recheck_interval * 2;
+    for (outage, release) in waves {
+        let batch_size = opts.scope.fleet.wave_batch.max(1);
+        let mut stepped = true;
+        for (i, batch) in release.apps.chunks(batch_size).enumerate() {
             if stop() {
-                let left = apps.len() - i * opts.scope.fleet.wave_batch.max(1);
-                skipped.fetch_add(left, std::sync::atomic::Ordering::Relaxed);
+                skipped.fetch_add(release.apps.len() - i * batch_size, std::sync::atomic::Ordering::Relaxed);
+                // Not marked released: the next sweep releases the wave again (the steps
+                // already done find their claims).
+                stepped = false;
                 break;
             }
             let batch_results = run_all(batch.to_vec(), recovery.clone()).await;
@@ -221,9 +245,15 @@ where
             outages[outage].released += batch.len();
             results.extend(batch_results);
             if should_pause(&opts.scope.fleet, healed + failed, healed) {
+                // The cause is probably back: held again until the relapse marker lapses and a
+                // canary heals, as the workers' tally does.
                 outages[outage].paused = true;
+                r.dedupe.mark(&release.relapse_marker(), lasts).await.ok();
                 break;
             }
+        }
+        if stepped {
+            r.dedupe.mark(&release.marker, lasts).await.ok();
         }
     }
 
@@ -247,65 +277,6 @@ where
         interrupted: skipped.load(std::sync::atomic::Ordering::Relaxed),
         elapsed_ms: started.elapsed().as_millis(),
     })
-}
-
-/// Refreshes the canaries of `cause` through the actuator (each within the refresh budget, unless
-/// the gate holds refreshes; hard, within its budget, after a normal refresh answered with a
-/// cached generation failure: [`medic_core::fleet::needs_hard_probe`]). A canary Argo CD can
-/// compare again has healed; its step then runs on the app just read (no second read), so an
-/// incident it had is closed. Returns (probed, healed).
-async fn probe<A, S, D, E, B, C, W>(
-    r: &Remediator<'_, A, S, D, E, B, C, W>,
-    listed: &[medic_core::Application],
-    cause: &FleetCause,
-    trigger: &Trigger,
-    results: &mut Vec<(AppRef, Result<StepReport, StepError>)>,
-) -> (usize, usize, Vec<medic_core::Application>)
-where
-    A: ArgoApi,
-    S: IncidentStore,
-    D: DedupeStore,
-    E: Escalator,
-    B: Budget,
-    C: Clock,
-    W: Switch,
-{
-    let (freezes, now) = (r.switch.freezes().await, r.clock.now());
-    let refs: Vec<(AppRef, medic_core::trust::TrustLevel)> = listed
-        .iter()
-        .filter(|a| cause.canaries().contains(&a.id()))
-        .map(|a| (AppRef::from(a), medic_core::freeze::canary_level(&r.policy.config.trust, &freezes, a, now)))
-        .collect();
-    let act = r.actuator();
-    let probes = futures::future::join_all(refs.into_iter().map(|(app, trust)| {
-        let act = &act;
-        async move {
-            let probed = act.perform(Request::Canary { app: &app, trust }).await;
-            (app, probed)
-        }
-    }))
-    .await;
-    let (mut probed, mut healed, mut reads) = (0, 0, Vec::new());
-    for (app, read) in probes {
-        match read {
-            Ok(Performed::Refreshed(now)) => {
-                probed += 1;
-                reads.push((*now).clone());
-                if !is_down(&now) {
-                    healed += 1;
-                    let step = r.run(&app, trigger, Some(*now)).await;
-                    results.push((app, step));
-                }
-            }
-            // Held by the gate or deferred by the budget: no probe this sweep.
-            Ok(_) => {}
-            Err(e) => {
-                probed += 1;
-                results.push((app, Err(e)));
-            }
-        }
-    }
-    (probed, healed, reads)
 }
 
 /// A rejected token stops the sweep and raises exactly one alert: every further call would fail.

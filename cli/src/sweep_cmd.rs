@@ -210,6 +210,7 @@ pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
         scope: SweepScope { projects: cmd.projects.clone(), selector: cmd.selector.clone(), ..SweepScope::default() },
         concurrency: cmd.concurrency,
         refresh_per_minute: cmd.rates.refresh_per_minute,
+        ..SweepOptions::default()
     };
     let printer = SweepPrinter::new(cmd.output, cmd.passes, cmd.rates, cmd.concurrency, budget.waiting());
 

@@ -11,21 +11,20 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use medic_core::actions::ActionKind;
-use medic_core::actuator::{Actuator, Once, Performed, Request};
+use medic_core::actuator::{Actuator, Once, Request};
 use medic_core::alerts::{self, WhenUnsure};
 use medic_core::event::AppRef;
 use medic_core::event::{WorkItem, WorkKind};
-use medic_core::fleet::{OutageView, WaveState};
 use medic_core::gate::Gate;
-use medic_core::keys::{fleet_control_marker, fleet_sighting_marker};
-use medic_core::ladder::{FleetControl, WaveSlot};
+use medic_core::ladder::WaveSlot;
 use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, IncidentStore, Seen, Telemetry, WorkQueue};
 use medic_core::sweep::{SweepScope, plan};
 use medic_core::switch::Switch;
 use medic_core::{AppId, Trigger};
 use serde::Serialize;
 
-use crate::{ActuatorOf, Ports};
+use crate::outage::Outages;
+use crate::{ActuatorOf, OutagesOf, Ports};
 
 /// Sweeper settings.
 #[derive(Debug, Clone)]
@@ -144,6 +143,17 @@ impl<P: Ports> Sweep<P> {
         }
     }
 
+    /// The outage state machine over this sweeper's actuator.
+    fn outages(&self) -> OutagesOf<'_, P> {
+        Outages {
+            act: self.actuator(),
+            rules: &self.config.scope.fleet,
+            trust: &self.config.trust,
+            recheck_interval: self.config.recheck_interval,
+            refresh_per_minute: self.config.refresh_per_minute,
+        }
+    }
+
     /// [`DedupeStore::first_sighting`] of every key, [`MARKER_WRITES`] at a time, in order.
     async fn first_sightings(&self, keys: &[String], ttl: Duration) -> Vec<Result<Seen, medic_core::ports::StoreError>> {
         let mut seen = Vec::with_capacity(keys.len());
@@ -188,145 +198,35 @@ impl<P: Ports> Sweep<P> {
             plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).map(|a| (a.clone(), trigger.clone(), None)).collect();
         // Released markers to write once the wave items are on the queue.
         let mut releases: Vec<String> = Vec::new();
+        let outages = self.outages();
         for cause in &plan.causes {
             self.metrics.count("Outages", None, 1.0);
-            let scope = cause.scope.key();
-            let hold = medic_core::keys::fleet_hold_marker(&scope);
-            let (probed, healed, read) = self.probe(&listed, cause).await;
-            (run.probed, run.healed) = (run.probed + probed, run.healed + healed);
-            // The outage's identity and clock: the first sighting of its cause, kept while sweeps
-            // see it (two windows, so one missed sweep does not end it), never the list's health
-            // times, which a comparison error does not move (H3).
-            let sighted = match self.dedupe.sighted(&fleet_sighting_marker(&scope), self.config.recheck_interval * 2).await {
-                Ok(t) => t,
-                Err(e) => {
-                    tracing::warn!(cause = %cause.scope, error = %e, "could not keep the outage's sighting; its apps stay held, nothing is told or released this sweep");
-                    self.dedupe.mark(&hold, self.config.recheck_interval * 2).await.ok();
-                    continue;
-                }
-            };
-            let cause = cause.clone().timed(sighted, &read);
-            let since = cause.since().unwrap_or_default();
-            // A person's button (slack-actions) overrides the canaries: pause holds the wave even
-            // after one healed; release lets it go without one (once). A wave whose batch mostly
-            // failed again (the workers' relapse marker) is not released again while the marker
-            // lasts: the cause is probably back. All of them belong to this outage (M4); the
-            // previous release's markers, of the scope, still count for the outage going on.
-            let pause = fleet_control_marker(&scope, &since, FleetControl::Pause);
-            let release = fleet_control_marker(&scope, &since, FleetControl::Release);
-            let relapse = medic_core::keys::fleet_relapse_marker(&scope, &since);
-            let released_marker = medic_core::keys::fleet_released_marker(&scope, &since);
-            let recovering = medic_core::keys::fleet_recovering_marker(&scope);
-            let [old_pause, old_release, old_relapse] = medic_core::keys::legacy_fleet_markers(&scope);
-            let asked =
-                [&pause, &release, &relapse, &released_marker, &recovering, &old_pause, &old_release, &old_relapse].map(|k| k.clone());
-            let controls = self.dedupe.marked(&asked).await.unwrap_or_else(|e| {
-                tracing::warn!(cause = %cause.scope, error = %e, "could not read the fleet buttons' markers; the canaries decide");
-                Default::default()
-            });
-            let has = |k: &String| controls.contains(k);
-            let (paused, released_by_person) = (has(&pause) || has(&old_pause), has(&release) || has(&old_release));
-            let relapsed = (has(&relapse) || has(&old_relapse)) && !released_by_person;
-            let release_wave = !paused && (released_by_person || (healed > 0 && !relapsed));
-            // Past its own time bound: the fleet incident is escalated, once per outage, for
-            // every app it holds back (their own ladders would have escalated them by now).
-            let overdue = !release_wave && cause.overdue(&self.config.scope.fleet, now);
-            if overdue {
+            let probe = outages.probe(&listed, cause).await;
+            self.metrics.count("CanariesHealed", None, probe.healed as f64);
+            (run.probed, run.healed) = (run.probed + probe.probed, run.healed + probe.healed);
+            let Some(turn) = outages.turn(&listed, cause, &probe, now).await else { continue };
+            if turn.view.overdue {
                 self.metrics.count("OutagesEscalated", None, 1.0);
-                let (key, text) =
-                    (medic_core::keys::outage_overdue_marker(&cause.scope.key(), cause.sighted_at), alerts::outage_overdue(&cause, now));
-                let once = Once { key: &key, ttl: Duration::from_secs(24 * 3600), unsure: WhenUnsure::Skip };
-                if let Err(e) =
-                    self.actuator().perform(Request::Alert { kind: ActionKind::OutageOverdue, text: &text, once: Some(once) }).await
-                {
-                    tracing::warn!(cause = %cause.scope, error = %e, "could not escalate the overdue outage; the next sweep tells it");
-                }
                 run.escalated += 1;
             }
-            // The hold the workers read: every automatic item of a covered app is left to the
-            // cause while it lasts. Renewed by every sweep that sees the cause, for two windows.
-            let mut released = 0;
-            if !release_wave {
-                if let Err(e) = self.dedupe.mark(&hold, self.config.recheck_interval * 2).await {
-                    tracing::warn!(cause = %cause.scope, error = %e, "could not mark the fleet hold; workers will act on its apps");
-                }
-                // Held again: wave items met meanwhile were left to the cause, so the next
-                // release sends the whole wave anew.
-                for marker in [&released_marker, &recovering].into_iter().filter(|m| has(m)) {
-                    self.dedupe.forget(marker).await.ok();
-                }
-            } else {
-                // The cause is over: its apps go to the workers in priority order, paced by their budgets.
-                // The hold always (it is not read here); the rest only when set, so a wave already
-                // released costs no deletes on every later sweep.
-                self.dedupe.forget(&hold).await.ok();
-                // While the wave is stepped the workers leave the scope's other items of down
-                // apps to it, also after the cause drops under its threshold (the wave's time
-                // and two windows from the last sweep that saw it released).
-                let stepping = self.config.recheck_interval * 2 + Duration::from_secs(2 * cause.wave_secs(self.config.refresh_per_minute));
-                if let Err(e) = self.dedupe.mark(&recovering, stepping).await {
-                    tracing::warn!(cause = %cause.scope, error = %e, "could not mark the wave being stepped; looks may escalate apps before their wave step");
-                }
-                for marker in [&release, &relapse, &old_release, &old_relapse].into_iter().filter(|m| has(m)) {
-                    self.dedupe.forget(marker).await.ok();
-                }
-                if has(&released_marker) {
-                    // An earlier sweep released this wave and its items are with the workers:
-                    // released once, not again by every sweep that still sees the cause (M3).
-                    self.dedupe.mark(&released_marker, self.config.recheck_interval * 2).await.ok();
-                } else {
-                    let wave = medic_core::sweep::wave(&listed, &cause);
-                    released = wave.len();
-                    run.released += wave.len();
-                    let len = u32::try_from(wave.len()).unwrap_or(u32::MAX);
-                    looks.extend(wave.into_iter().enumerate().map(|(i, a)| {
-                        let index = u32::try_from(i).unwrap_or(u32::MAX);
-                        let slot = WaveSlot { scope: scope.clone(), since: since.clone(), wave: window.clone(), index, len };
-                        (a, Trigger::recovery(), Some(slot))
-                    }));
-                    releases.push(released_marker);
-                }
-            }
-            let view = OutageView {
-                scope: scope.clone(),
-                describe: cause.scope.describe(),
-                began: cause.began_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-                since: Some(since.clone()),
-                covered: cause.apps.len(),
-                listed: cause.listed,
-                canaries: cause.canaries,
-                probed,
-                healed,
-                state: if paused {
-                    WaveState::Paused
-                } else if relapsed {
-                    WaveState::Relapsed
-                } else if release_wave {
-                    WaveState::Released
-                } else {
-                    WaveState::Held
-                },
-                released,
-                eta_secs: cause.wave_secs(self.config.refresh_per_minute),
-                by_person: paused || (released_by_person && healed == 0),
-                overdue,
-                projects: medic_core::fleet::cause_projects(&listed, &cause),
-            };
-            told.push(view.key());
-            if let Err(e) = self.actuator().perform(Request::Outage { view: &view }).await {
-                tracing::warn!(cause = %cause.scope, error = %e, "could not tell the fleet outage; the next sweep tells it again");
+            told.push(turn.view.key());
+            if let Some(release) = turn.release {
+                // The workers step the wave, each item signed with its slot.
+                run.released += release.apps.len();
+                let len = u32::try_from(release.apps.len()).unwrap_or(u32::MAX);
+                looks.extend(release.apps.into_iter().enumerate().map(|(i, a)| {
+                    let index = u32::try_from(i).unwrap_or(u32::MAX);
+                    let slot = WaveSlot { scope: release.scope.clone(), since: release.since.clone(), wave: window.clone(), index, len };
+                    (a, Trigger::recovery(), Some(slot))
+                }));
+                releases.push(release.marker);
             }
         }
-        self.forget_stale_holds(&listed, &plan.causes).await;
         // A cause told before and not seen now is over: its parent says so, once.
-        match self.actuator().perform(Request::OutagesEnded { current: &told }).await {
-            Ok(Performed::Posted(0) | Performed::Held(_)) => {}
-            Ok(Performed::Posted(n)) => {
-                self.metrics.count("OutagesEnded", None, n as f64);
-                tracing::info!(ended = n, "fleet outages over");
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "could not tell which fleet outages are over; the next sweep tells them"),
+        let ended = outages.conclude(&listed, &plan.causes, &told).await;
+        if ended > 0 {
+            self.metrics.count("OutagesEnded", None, ended as f64);
+            tracing::info!(ended, "fleet outages over");
         }
         // The sweeper's own marker per item (the worker dedupes on the item's key itself), written
         // MARKER_WRITES at a time: one after another, 20,000 apps in trouble took longer than the
@@ -432,59 +332,6 @@ impl<P: Ports> Sweep<P> {
             {
                 tracing::warn!(error = %e, freeze = %freeze.id, "could not remind of a freeze ending; the next sweep tries again");
             }
-        }
-    }
-
-    /// Refreshes the canaries of `cause` (hard, after a normal refresh answered with a cached
-    /// generation failure); a canary Argo CD can compare again has healed. A failed
-    /// read counts as not healed (the next sweep probes again). Returns (probed, healed, the
-    /// canaries as read).
-    async fn probe(
-        &self,
-        listed: &[medic_core::Application],
-        cause: &medic_core::fleet::FleetCause,
-    ) -> (usize, usize, Vec<medic_core::Application>) {
-        let (freezes, now) = (self.switch.freezes().await, self.clock.now());
-        let canaries: Vec<(AppRef, medic_core::trust::TrustLevel)> = listed
-            .iter()
-            .filter(|a| cause.canaries().contains(&a.id()))
-            .map(|a| (AppRef::from(a), medic_core::freeze::canary_level(&self.config.trust, &freezes, a, now)))
-            .collect();
-        let act = self.actuator();
-        let probes =
-            futures::future::join_all(canaries.iter().map(|(app, trust)| act.perform(Request::Canary { app, trust: *trust }))).await;
-        // A probe the gate held or the budget deferred is no probe: the next sweep tries again.
-        let reads: Vec<Result<medic_core::Application, medic_core::step::StepError>> = probes
-            .into_iter()
-            .filter_map(|p| match p {
-                Ok(Performed::Refreshed(app)) => Some(Ok(*app)),
-                Ok(_) => None,
-                Err(e) => Some(Err(e)),
-            })
-            .collect();
-        let healed = reads.iter().filter(|r| r.as_ref().is_ok_and(|app| !medic_core::fleet::is_down(app))).count();
-        self.metrics.count("CanariesHealed", None, healed as f64);
-        let probed = reads.len();
-        (probed, healed, reads.into_iter().filter_map(Result::ok).collect())
-    }
-
-    /// Forgets the hold of every scope of the listed apps that no cause holds now (L11): a cause
-    /// that disappears on its own (its apps healed, or too few are left down) held their
-    /// notifications for up to two more windows. Best effort: a hold left behind lapses by itself.
-    async fn forget_stale_holds(&self, listed: &[medic_core::Application], causes: &[medic_core::fleet::FleetCause]) {
-        let current: BTreeSet<String> = causes.iter().map(|c| c.scope.key()).collect();
-        let scopes: BTreeSet<String> = listed
-            .iter()
-            .flat_map(medic_core::fleet::scopes_of)
-            .map(|s| s.key())
-            .chain(std::iter::once(medic_core::fleet::CauseScope::Instance.key()))
-            .filter(|k| !current.contains(k))
-            .collect();
-        let holds: Vec<String> = scopes.iter().map(|k| medic_core::keys::fleet_hold_marker(k)).collect();
-        let Ok(held) = self.dedupe.marked(&holds).await else { return };
-        for hold in held {
-            tracing::info!(marker = %hold, "fleet outage over: its hold is lifted");
-            self.dedupe.forget(&hold).await.ok();
         }
     }
 
