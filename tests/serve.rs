@@ -48,7 +48,7 @@ async fn serve_with(http: HttpLimits, store: Arc<SqliteIncidentStore>, policy: P
     let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
     let mut settings = SlackSettings::new(CH, "test");
     settings.api_url = slack.api_url();
-    settings.fleet_threshold = 0;
+    settings.group_threshold = 0;
     settings.post_interval = Duration::ZERO;
     settings.lease = Duration::from_secs(1);
     let escalator = SlackEscalator::new(settings, SLACK_BOT_TOKEN, Arc::clone(&store)).unwrap();

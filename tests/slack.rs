@@ -226,11 +226,11 @@ async fn an_open_incident_s_slack_records_outlive_the_record_ttl_and_resolving_g
 /// 300-app test below. With the budget at zero every update is past it: the parent must still end
 /// showing every app. Fails on 4b8d4db: the parent keeps the count it was posted with.
 #[tokio::test]
-async fn a_fleet_parent_past_its_update_budget_still_ends_showing_the_latest_change() {
+async fn a_group_parent_past_its_update_budget_still_ends_showing_the_latest_change() {
     let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
     let mut s = settings(&slack);
-    s.fleet_threshold = 2;
-    s.fleet_update_budget = Duration::ZERO;
+    s.group_threshold = 2;
+    s.group_update_budget = Duration::ZERO;
     let escalator = slack_escalator(&slack, s, escalation_store().await);
     let template = sample_app("comparison-error-persisting.json");
     for i in 0..6 {
@@ -242,7 +242,7 @@ async fn a_fleet_parent_past_its_update_budget_still_ends_showing_the_latest_cha
     let ps = parents(&slack);
     assert_eq!(ps.len(), 1);
     let text = text_of(&slack.message(CH, &ps[0].ts).unwrap());
-    assert!(text.contains("Fleet incident · 6 apps"), "{text}");
+    assert!(text.contains("Incident group · 6 apps"), "{text}");
 }
 
 #[tokio::test]
@@ -250,7 +250,7 @@ async fn an_outage_of_300_apps_makes_one_parent_with_one_reply_per_app() {
     let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
     let store = escalation_store().await;
     let mut s = settings(&slack);
-    s.fleet_threshold = 2;
+    s.group_threshold = 2;
     let escalator = slack_escalator(&slack, s, store);
     let template = sample_app("comparison-error-persisting.json");
     let apps: Vec<(Application, Decision)> = (0..300)
@@ -275,7 +275,7 @@ async fn an_outage_of_300_apps_makes_one_parent_with_one_reply_per_app() {
     assert_eq!(ps.len(), 1, "one parent for the outage: {:?}", ps.iter().map(|p| p.payload("key")).collect::<Vec<_>>());
     let fleet = &ps[0];
     let text = text_of(fleet);
-    assert!(text.contains("Fleet incident · 300 apps · Unknown: Git or repo-server unreachable"), "{text}");
+    assert!(text.contains("Incident group · 300 apps · Unknown: Git or repo-server unreachable"), "{text}");
     let replies = slack.replies(CH, &fleet.ts);
     assert_eq!(replies.len(), 300, "one reply per app");
     let apps_in_thread: std::collections::BTreeSet<_> =
@@ -818,8 +818,8 @@ fn the_slack_app_manifest_asks_only_for_the_scopes_the_escalator_uses_and_turns_
 async fn past_the_reply_limit_fleet_apps_are_counted_in_the_parent_without_a_reply_of_their_own() {
     let slack = SlackSim::start(SlackSimConfig::default()).await.unwrap();
     let mut s = settings(&slack);
-    s.fleet_threshold = 2;
-    s.max_fleet_replies = 5;
+    s.group_threshold = 2;
+    s.max_group_replies = 5;
     let escalator = slack_escalator(&slack, s, medic_slack::MemoryEscalationStore::default());
     let template = sample_app("comparison-error-persisting.json");
     for i in 0..12 {
@@ -833,7 +833,7 @@ async fn past_the_reply_limit_fleet_apps_are_counted_in_the_parent_without_a_rep
     assert_eq!(ps.len(), 1);
     assert_eq!(slack.replies(CH, &ps[0].ts).len(), 5, "replies up to the limit");
     let text = text_of(&ps[0]);
-    assert!(text.contains("Fleet incident · 12 apps") && text.contains("and 7 more"), "{text}");
+    assert!(text.contains("Incident group · 12 apps") && text.contains("and 7 more"), "{text}");
 }
 
 /// A fleet outage's Slack parent (issue 10): posted once by the sweeper and rewritten in place

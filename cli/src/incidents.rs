@@ -185,8 +185,8 @@ fn view(record: IncidentRecord, slack: Option<SlackIncidentView>, query: &Query)
         url: query.slack_url.as_deref().and_then(|base| permalink(base, s)),
         suppressed: s.suppressed,
     });
-    let fleet = slack.and_then(|s| s.fleet).map(|f| FleetMembership {
-        fleet_id: f.fleet_id,
+    let fleet = slack.and_then(|s| s.group).map(|f| FleetMembership {
+        fleet_id: f.group_id,
         failure_mode: f.failure_mode,
         apps: f.apps,
         resolved: f.resolved,

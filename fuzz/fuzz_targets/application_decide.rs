@@ -71,7 +71,7 @@ fn render(app: &Application, decision: &medic_core::Decision, now: DateTime<Utc>
     let buttons = escalation::buttons(&facts, 0);
     for r in [
         escalation::incident_parent(&facts, &status, &buttons, 0, RenderOptions::default()),
-        escalation::fleet_member(&facts, &status, &buttons, 0, RenderOptions::default()),
+        escalation::group_member(&facts, &status, &buttons, 0, RenderOptions::default()),
     ] {
         let v = escalation::violations(&r.text, &r.blocks);
         assert!(v.is_empty(), "the escalation breaks Block Kit's limits: {v:?}");

@@ -58,8 +58,8 @@ pub(crate) fn settings(slack: &SlackSim) -> SlackSettings {
     let mut s = SlackSettings::new(CH, "test");
     s.api_url = slack.api_url();
     s.argocd_url = Some("https://argocd.example.com".into());
-    s.fleet_threshold = 0;
-    s.fleet_update_interval = Duration::ZERO;
+    s.group_threshold = 0;
+    s.group_update_interval = Duration::ZERO;
     s.post_interval = Duration::ZERO;
     s.lease = Duration::from_secs(1);
     s.busy_wait = Duration::from_secs(5);

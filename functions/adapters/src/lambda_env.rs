@@ -119,7 +119,7 @@ pub struct SlackEnv {
     /// The Argo CD UI the messages link to.
     pub argocd_url: Option<String>,
     /// Incidents of one failure mode that make a group (`SLACK_FLEET_THRESHOLD`).
-    pub fleet_threshold: usize,
+    pub group_threshold: usize,
     /// How long a post's intent is held (the function's lease).
     pub lease: Duration,
     /// Posts to one channel at least this far apart.
@@ -384,7 +384,7 @@ impl LambdaEnv {
             channel,
             api_url: s.text_or_default(&vars::SLACK_API_URL).unwrap_or_default(),
             argocd_url: self.argocd_ui_url()?,
-            fleet_threshold: s.number(&vars::SLACK_FLEET_THRESHOLD)?,
+            group_threshold: s.number(&vars::SLACK_FLEET_THRESHOLD)?,
             // A post's intent is held as long as an invocation can last, like every other lease
             // (pacing and a 429's wait happen inside it), so no other worker posts meanwhile.
             lease: medic_core::timeouts::Timeouts::of(self.function_timeout).lease,
@@ -541,7 +541,7 @@ mod tests {
         assert_eq!(env.argocd_ui_url().unwrap().as_deref(), Some("https://argocd.example.com/argocd"));
         let s = env.slack().await.unwrap().expect("Slack is configured");
         assert_eq!(s.channel, "C0123456789");
-        assert_eq!(s.fleet_threshold, 2);
+        assert_eq!(s.group_threshold, 2);
         assert_eq!(s.argocd_url.as_deref(), Some("https://argocd.example.com/argocd"));
         let env = LambdaEnv::from_lookup(channel_only).await.unwrap();
         assert!(!env.slack_enabled(), "a channel without a token is not enough");

@@ -10,7 +10,7 @@
 //!   destination, revision and sync/health/operation state; the reason; the catalogue's diagnosis
 //!   and runbook; the evidence and failing resources (truncated); a link to the app in the Argo CD
 //!   UI; and the buttons the policy allows.
-//! - [`fleet_parent`] and [`fleet_member`]: many apps failing the same way at once get one parent
+//! - [`group_parent`] and [`group_member`]: many apps failing the same way at once get one parent
 //!   and one short reply per app (with that app's buttons) in its thread.
 //! - [`note`]: a thread reply (an action's outcome, the resolution).
 //!
@@ -302,15 +302,15 @@ pub fn buttons(facts: &IncidentFacts, generation: u32) -> Vec<Button> {
     facts.human_actions.iter().map(|a| Button { action: *a, id: action_id(&facts.incident_id, *a, generation) }).collect()
 }
 
-/// Many apps failing the same way: the fleet incident's summary.
+/// Many apps failing the same way: the incident group's summary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FleetSummary {
-    pub fleet_id: String,
+pub struct GroupSummary {
+    pub group_id: String,
     pub instance: String,
     pub failure_mode: FailureMode,
     /// `namespace/name` of the apps, in the order they joined (possibly only the first of them).
     pub apps: Vec<medic_core::app::AppId>,
-    /// How many apps the fleet incident has (at least `apps.len()`).
+    /// How many apps the incident group has (at least `apps.len()`).
     #[serde(default)]
     pub total: usize,
     pub resolved: usize,
@@ -758,8 +758,8 @@ pub fn incident_parent(facts: &IncidentFacts, status: &Status, buttons: &[Button
     Rendered { text, blocks }
 }
 
-/// A fleet member's reply in the fleet thread: the app, its state, why, and its buttons.
-pub fn fleet_member(facts: &IncidentFacts, status: &Status, buttons: &[Button], revision: u32, options: RenderOptions) -> Rendered {
+/// A group member's reply in the group thread: the app, its state, why, and its buttons.
+pub fn group_member(facts: &IncidentFacts, status: &Status, buttons: &[Button], revision: u32, options: RenderOptions) -> Rendered {
     let text = fallback(format!("{}: {} – {}", status.state.label(), facts.app(), facts.reason));
     let dash = |s: &str| if s.is_empty() { "–".to_owned() } else { fit(s, 120) };
     let mut line = format!(
@@ -795,38 +795,38 @@ pub fn fleet_member(facts: &IncidentFacts, status: &Status, buttons: &[Button], 
     Rendered { text, blocks }
 }
 
-/// What an individual parent becomes when its incident joins a fleet incident: one line
-/// pointing at the fleet thread (no buttons: they are in the thread now).
-pub fn folded(facts: &IncidentFacts, fleet_mode: FailureMode) -> Rendered {
+/// What an individual parent becomes when its incident joins an incident group: one line
+/// pointing at the group thread (no buttons: they are in the thread now).
+pub fn folded(facts: &IncidentFacts, group_mode: FailureMode) -> Rendered {
     let line = format!(
-        ":link: {} is part of a fleet incident ({}): its details and buttons are in that incident's thread.",
+        ":link: {} is part of an incident group ({}): its details and buttons are in that incident's thread.",
         fit(facts.app().as_str(), 320),
-        fleet_mode.entry().title
+        group_mode.entry().title
     );
-    Rendered { text: fallback(format!("{} joined a fleet incident", facts.app())), blocks: vec![section(line)] }
+    Rendered { text: fallback(format!("{} joined an incident group", facts.app())), blocks: vec![section(line)] }
 }
 
-/// The fleet incident's parent: how many apps, since when, the diagnosis and runbook, and a
+/// The incident group's parent: how many apps, since when, the diagnosis and runbook, and a
 /// sample of the apps (each has its own reply in the thread).
-pub fn fleet_parent(fleet: &FleetSummary, status: &Status) -> Rendered {
-    let entry = fleet.failure_mode.entry();
-    let n = fleet.total.max(fleet.apps.len());
+pub fn group_parent(group: &GroupSummary, status: &Status) -> Rendered {
+    let entry = group.failure_mode.entry();
+    let n = group.total.max(group.apps.len());
     let head_text =
-        format!("{} Fleet incident · {n} apps · {}", if status.state == IncidentState::Resolved { "✅" } else { "🚨" }, entry.title);
-    let text = fallback(format!("{}: {n} apps failing the same way ({})", status.state.label(), fleet.failure_mode));
+        format!("{} Incident group · {n} apps · {}", if status.state == IncidentState::Resolved { "✅" } else { "🚨" }, entry.title);
+    let text = fallback(format!("{}: {n} apps failing the same way ({})", status.state.label(), group.failure_mode));
     let mut state = format!("{} *{}*", state_emoji(status.state), status.state.label());
     if !status.detail.is_empty() {
         state.push_str(&format!(" · {}", status.detail));
     }
     state.push_str(&format!(
         " · {n} apps failing the same way since {}; {} recovered. One reply per app, with its buttons, is in the thread.",
-        when(fleet.first_at),
-        fleet.resolved
+        when(group.first_at),
+        group.resolved
     ));
     let apps_text = |cap: usize| -> Option<Value> {
         let mut out = String::new();
         let mut shown = 0;
-        for app in &fleet.apps {
+        for app in &group.apps {
             let item = format!("`{}`", fit(app.as_str(), 320));
             if units(&out) + units(&item) + 40 > cap {
                 break;
@@ -849,21 +849,21 @@ pub fn fleet_parent(fleet: &FleetSummary, status: &Status) -> Rendered {
         header(&head_text),
         section(cut_units_escaped(&state, 600)),
         fields(&[
-            ("Failure mode", fleet.failure_mode.id().to_owned()),
+            ("Failure mode", group.failure_mode.id().to_owned()),
             ("Apps", n.to_string()),
-            ("First seen", when(fleet.first_at)),
-            ("Last seen", when(fleet.last_at)),
-            ("Most affected projects", most_affected(&fleet.projects)),
-            ("Most affected clusters", most_affected(&fleet.clusters)),
+            ("First seen", when(group.first_at)),
+            ("Last seen", when(group.last_at)),
+            ("Most affected projects", most_affected(&group.projects)),
+            ("Most affected clusters", most_affected(&group.clusters)),
         ]),
     ];
-    let runbook = runbook_text(fleet.failure_mode, None);
+    let runbook = runbook_text(group.failure_mode, None);
     let optional: Vec<Optional<'_>> = vec![
         Box::new(|s| capped_section("Diagnosis", entry.diagnosis, scaled(1200, s))),
         Box::new(|s| capped_section("Runbook", &runbook, scaled(1500, s))),
         Box::new(|s| apps_text(scaled(1500, s))),
     ];
-    let tail = [context(fit(&format!("Argo Medic · {} · fleet incident {}", fleet.instance, fleet.fleet_id), 300))];
+    let tail = [context(fit(&format!("Argo Medic · {} · incident group {}", group.instance, group.group_id), 300))];
     let blocks = assemble(&head, &optional, &tail, || vec![header(&head_text), short_status(status), tail[0].clone()]);
     Rendered { text, blocks }
 }
@@ -1206,7 +1206,7 @@ mod tests {
 
     /// The newcomer review's row 35: after Acknowledge the message still offered Acknowledge, and
     /// a second click posted a second "acknowledged". Once someone has taken the incident, the
-    /// parent and the fleet reply offer the other actions only.
+    /// parent and the group reply offer the other actions only.
     #[test]
     fn acknowledge_is_offered_only_until_someone_has_taken_the_incident() {
         let f = facts(vec![], "x");
@@ -1223,7 +1223,7 @@ mod tests {
         for state in [IncidentState::Investigating, IncidentState::Remediating] {
             for r in [
                 incident_parent(&f, &status(state), &buttons(&f, 0), 2, RenderOptions::default()),
-                fleet_member(&f, &status(state), &buttons(&f, 0), 2, RenderOptions::default()),
+                group_member(&f, &status(state), &buttons(&f, 0), 2, RenderOptions::default()),
             ] {
                 let labels = offered(&r);
                 assert!(!labels.iter().any(|l| l == ack) && labels.len() == 3, "{state:?}: {labels:?}");
@@ -1329,15 +1329,15 @@ mod tests {
             let b = buttons(&f, 7);
             for r in [
                 incident_parent(&f, &st, &b, 9, RenderOptions::default()),
-                fleet_member(&f, &st, &b, 9, RenderOptions { snooze_hours: 4000 }),
+                group_member(&f, &st, &b, 9, RenderOptions { snooze_hours: 4000 }),
                 folded(&f, FailureMode::ComparisonErrorTransient),
                 note(":white_check_mark:", &reason),
             ] {
                 let v = violations(&r.text, &r.blocks);
                 prop_assert!(v.is_empty(), "{:?}", v);
             }
-            let fleet = FleetSummary {
-                fleet_id: "flt-1".into(),
+            let group = GroupSummary {
+                group_id: "flt-1".into(),
                 instance: "prod".into(),
                 failure_mode: FailureMode::ComparisonErrorTransient,
                 apps: (0..300).map(|i| medic_core::AppId::new("argocd", &format!("{}-{i}", f.name))).collect(),
@@ -1348,7 +1348,7 @@ mod tests {
                 first_at: t0(),
                 last_at: t0(),
             };
-            let r = fleet_parent(&fleet, &st);
+            let r = group_parent(&group, &st);
             let v = violations(&r.text, &r.blocks);
             prop_assert!(v.is_empty(), "{:?}", v);
         }

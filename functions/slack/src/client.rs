@@ -25,15 +25,15 @@ pub struct SlackSettings {
     pub instance: String,
     /// The Argo CD UI's base URL, for links to apps.
     pub argocd_url: Option<String>,
-    /// Incidents of one failure mode within `fleet_window` of each other that make a fleet
-    /// incident. 0 turns fleets off.
-    pub fleet_threshold: usize,
-    pub fleet_window: Duration,
-    /// Least time between two updates of a fleet parent while apps keep joining.
-    pub fleet_update_interval: Duration,
-    /// How long one worker keeps coalescing a fleet parent's updates before it stops waiting out
+    /// Incidents of one failure mode within `group_window` of each other that make a group
+    /// incident. 0 turns groups off.
+    pub group_threshold: usize,
+    pub group_window: Duration,
+    /// Least time between two updates of a group parent while apps keep joining.
+    pub group_update_interval: Duration,
+    /// How long one worker keeps coalescing a group parent's updates before it stops waiting out
     /// the interval (it still shows the latest change before it lets the parent go).
-    pub fleet_update_budget: Duration,
+    pub group_update_budget: Duration,
     /// How long a post's intent blocks another attempt (longer than any post can take).
     pub lease: Duration,
     /// How long to wait for another worker's post before failing (and being retried).
@@ -52,8 +52,8 @@ pub struct SlackSettings {
     pub action_ttl: Duration,
     /// How long a snooze lasts.
     pub snooze: Duration,
-    /// Most apps of one fleet incident that get a reply of their own; the rest are counted.
-    pub max_fleet_replies: usize,
+    /// Most apps of one incident group that get a reply of their own; the rest are counted.
+    pub max_group_replies: usize,
 }
 
 impl SlackSettings {
@@ -63,10 +63,10 @@ impl SlackSettings {
             channel: channel.into(),
             instance: instance.into(),
             argocd_url: None,
-            fleet_threshold: 2,
-            fleet_window: Duration::from_secs(15 * 60),
-            fleet_update_interval: Duration::from_secs(10),
-            fleet_update_budget: Duration::from_secs(20),
+            group_threshold: 2,
+            group_window: Duration::from_secs(15 * 60),
+            group_update_interval: Duration::from_secs(10),
+            group_update_budget: Duration::from_secs(20),
             lease: Duration::from_secs(60),
             busy_wait: Duration::from_secs(10),
             post_interval: Duration::from_secs(1),
@@ -76,7 +76,7 @@ impl SlackSettings {
             record_ttl: Duration::from_secs(30 * 24 * 3600),
             action_ttl: Duration::from_secs(14 * 24 * 3600),
             snooze: Duration::from_secs(4 * 3600),
-            max_fleet_replies: 500,
+            max_group_replies: 500,
         }
     }
 

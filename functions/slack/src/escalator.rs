@@ -24,7 +24,7 @@ pub struct SlackEscalator<S> {
     pub settings: SlackSettings,
     pub client: SlackClient,
     pub store: S,
-    /// Whose time snoozes, button offers, states and fleet windows are judged by (the `Clock`
+    /// Whose time snoozes, button offers, states and group windows are judged by (the `Clock`
     /// port: the system clock, or a test's).
     pub clock: std::sync::Arc<dyn medic_core::ports::Clock>,
 }
@@ -273,7 +273,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
     pub(super) fn render_incident(&self, rec: &IncidentRec) -> Rendered {
         let buttons = blocks::buttons(&rec.facts, rec.generation);
         if rec.member {
-            blocks::fleet_member(&rec.facts, &rec.status(), &buttons, rec.revision, self.settings.render_options())
+            blocks::group_member(&rec.facts, &rec.status(), &buttons, rec.revision, self.settings.render_options())
         } else {
             blocks::incident_parent(&rec.facts, &rec.status(), &buttons, rec.revision, self.settings.render_options())
         }
@@ -327,7 +327,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
         Ok(self.load::<IncidentRec>(&app_group(&pointer), incident_id).await?.map(|(_, r)| (pointer, r)))
     }
 
-    /// Rewrites the message that shows `rec` (parent or fleet reply).
+    /// Rewrites the message that shows `rec` (parent or group reply).
     pub(super) async fn show(&self, rec: &IncidentRec) -> Result<(), EscalationError> {
         if rec.suppressed {
             return Ok(());
@@ -357,9 +357,9 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                 let channel = decision.route.as_ref().map(|r| r.channel.clone()).unwrap_or_default();
                 // Incidents grouped by failure mode live in the deployment's channel; one routed
                 // to its team's channel stays there, on its own.
-                let (window_fleet, position) = if self.settings.fleet_threshold > 0 && snooze.is_none() && channel.is_empty() {
-                    let (fleet, position) = self.join_window(decision.failure_mode, &incident_id).await?;
-                    (Some(fleet), position)
+                let (window_group, position) = if self.settings.group_threshold > 0 && snooze.is_none() && channel.is_empty() {
+                    let (group, position) = self.join_window(decision.failure_mode, &incident_id).await?;
+                    (Some(group), position)
                 } else {
                     (None, 0)
                 };
@@ -373,9 +373,9 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                     message_key: format!("inc:{incident_id}"),
                     member: false,
                     thread_key: format!("inc:{incident_id}"),
-                    window_fleet,
+                    window_group,
                     position,
-                    fleet: None,
+                    group: None,
                     suppressed: snooze.is_some(),
                     resolved: false,
                     reported: vec![],
@@ -395,24 +395,24 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             }
         };
         if rec.suppressed {
-            tracing::info!(app = %name, incident = %incident_id, "escalation not posted: the app is snoozed (or beyond its fleet's reply limit)");
+            tracing::info!(app = %name, incident = %incident_id, "escalation not posted: the app is snoozed (or beyond its group's reply limit)");
             return Ok(());
         }
         self.store_actions(&rec, app, Some(decision)).await?;
-        let threshold = self.settings.fleet_threshold;
-        let fleet = match (&rec.fleet, &rec.window_fleet) {
-            // Already moved into a fleet (this is a retry): make sure its reply is there.
-            (Some(fleet_id), _) => Some(fleet_id.clone()),
-            // This incident makes (or joins) a fleet. The fleet record names the incidents that
-            // came before it in the window, whose parents are taken into the fleet.
-            (None, Some(fleet_id)) if threshold > 0 && rec.position >= threshold => {
-                let earlier: Vec<String> = match self.load::<WindowRec>("fleetwin", decision.failure_mode.id()).await? {
-                    Some((_, w)) if &w.fleet_id == fleet_id => w.members.iter().take(threshold - 1).cloned().collect(),
+        let threshold = self.settings.group_threshold;
+        let group = match (&rec.group, &rec.window_group) {
+            // Already moved into a group (this is a retry): make sure its reply is there.
+            (Some(group_id), _) => Some(group_id.clone()),
+            // This incident makes (or joins) a group. The group record names the incidents that
+            // came before it in the window, whose parents are taken into the group.
+            (None, Some(group_id)) if threshold > 0 && rec.position >= threshold => {
+                let earlier: Vec<String> = match self.load::<WindowRec>(stored::GROUP_WINDOW, decision.failure_mode.id()).await? {
+                    Some((_, w)) if &w.group_id == group_id => w.members.iter().take(threshold - 1).cloned().collect(),
                     _ => vec![],
                 };
                 let now = self.clock.now();
-                let fleet = FleetRec {
-                    fleet_id: fleet_id.clone(),
+                let group = GroupRec {
+                    group_id: group_id.clone(),
                     failure_mode: decision.failure_mode,
                     opened_at: now,
                     last_at: now,
@@ -431,17 +431,17 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                     updating_until: None,
                 };
                 // The first to get here creates it; the others use that one.
-                self.save("fleet", fleet_id, &fleet, None, self.ttl()).await?;
-                Some(fleet_id.clone())
+                self.save(stored::GROUP, group_id, &group, None, self.ttl()).await?;
+                Some(group_id.clone())
             }
-            // An early member whose fleet formed while it was on its way (or after it crashed).
-            (None, Some(fleet_id)) if self.load::<FleetRec>("fleet", fleet_id).await?.is_some() => Some(fleet_id.clone()),
+            // An early member whose group formed while it was on its way (or after it crashed).
+            (None, Some(group_id)) if self.load::<GroupRec>(stored::GROUP, group_id).await?.is_some() => Some(group_id.clone()),
             _ => None,
         };
-        match fleet {
-            Some(fleet_id) => {
-                self.ensure_fleet(&fleet_id).await?;
-                self.join_fleet(&fleet_id, &rec.facts).await?;
+        match group {
+            Some(group_id) => {
+                self.ensure_group(&group_id).await?;
+                self.join_group(&group_id, &rec.facts).await?;
             }
             None => {
                 self.post_once_in(&rec.message_key, Some(&rec.channel), None, &self.render_incident(&rec)).await?;
@@ -555,8 +555,8 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
             }
             // The incident's records now last `record_ttl`; its `app#` record gets it when it is
             // marked resolved just below. In this order, so a crash in between retires again.
-            // (A fleet member's message is its reply in the fleet thread; its own parent, posted
-            // before the fleet formed, may exist too.)
+            // (A group member's message is its reply in the group thread; its own parent, posted
+            // before the group formed, may exist too.)
             let mut messages =
                 std::collections::BTreeSet::from([format!("inc:{incident_id}"), rec.message_key.clone(), format!("res:{incident_id}")]);
             messages.extend(rec.reported.iter().map(|id| format!("act:{id}")));
@@ -578,9 +578,9 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                 true
             })
             .await?;
-            if let Some(fleet_id) = &rec.fleet {
-                let fleet = self
-                    .update_rec::<FleetRec>("fleet", fleet_id, |f| {
+            if let Some(group_id) = &rec.group {
+                let group = self
+                    .update_rec::<GroupRec>(stored::GROUP, group_id, |f| {
                         if f.resolved.contains(&incident_id) {
                             return false;
                         }
@@ -589,12 +589,12 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                         true
                     })
                     .await?;
-                self.refresh_fleet(fleet_id).await?;
-                if let Some(f) = fleet.filter(|f| f.status().state == IncidentState::Resolved) {
-                    let text = format!("All {} apps of this fleet incident are Synced and Healthy again.", f.members.len());
-                    let key = format!("fleetres:{fleet_id}:{}", f.members.len());
-                    self.post_once(&key, Some(&format!("fleet:{fleet_id}")), &blocks::note(":white_check_mark:", &text)).await?;
-                    self.retire(&[("msg", &format!("fleet:{fleet_id}")), ("msg", &key)]).await?;
+                self.refresh_group(group_id).await?;
+                if let Some(f) = group.filter(|f| f.status().state == IncidentState::Resolved) {
+                    let text = format!("All {} apps of this incident group are Synced and Healthy again.", f.members.len());
+                    let key = stored::resolved_key(group_id, f.members.len());
+                    self.post_once(&key, Some(&stored::parent_key(group_id)), &blocks::note(":white_check_mark:", &text)).await?;
+                    self.retire(&[("msg", &stored::parent_key(group_id)), ("msg", &key)]).await?;
                 }
             }
             tracing::info!(app = %app, incident = %incident_id, "escalation resolved in Slack");

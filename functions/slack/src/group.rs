@@ -1,4 +1,4 @@
-//! Fleet incidents: apps failing the same way within a window share one parent, each app one reply
+//! Incident groups: apps failing the same way within a window share one parent, each app one reply
 //! in its thread.
 
 use super::escalator::*;
@@ -11,20 +11,20 @@ use medic_core::catalogue::FailureMode;
 use medic_core::ports::{EscalationError, EscalationStore};
 
 impl<S: EscalationStore> SlackEscalator<S> {
-    /// Joins the open fleet window of `mode` (idempotent): the fleet id and this incident's
+    /// Joins the open group window of `mode` (idempotent): the group id and this incident's
     /// position in it.
     pub(super) async fn join_window(&self, mode: FailureMode, incident_id: &str) -> Result<(String, usize), EscalationError> {
-        let kept = self.settings.fleet_threshold.max(1);
-        let window = TimeDelta::from_std(self.settings.fleet_window).unwrap_or(TimeDelta::minutes(15));
+        let kept = self.settings.group_threshold.max(1);
+        let window = TimeDelta::from_std(self.settings.group_window).unwrap_or(TimeDelta::minutes(15));
         for _ in 0..CAS_TRIES {
             let now = self.clock.now();
-            let current = self.load::<WindowRec>("fleetwin", mode.id()).await?;
+            let current = self.load::<WindowRec>(stored::GROUP_WINDOW, mode.id()).await?;
             let (expected, mut rec) = match current {
                 Some((v, rec)) if now < rec.last_at + window || rec.members.iter().any(|m| m == incident_id) => (Some(v), rec),
                 Some((v, _)) => (
                     Some(v),
                     WindowRec {
-                        fleet_id: medic_core::keys::group_id(&self.settings.instance, mode.id(), now),
+                        group_id: medic_core::keys::group_id(&self.settings.instance, mode.id(), now),
                         last_at: now,
                         members: vec![],
                         count: 0,
@@ -33,7 +33,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 None => (
                     None,
                     WindowRec {
-                        fleet_id: medic_core::keys::group_id(&self.settings.instance, mode.id(), now),
+                        group_id: medic_core::keys::group_id(&self.settings.instance, mode.id(), now),
                         last_at: now,
                         members: vec![],
                         count: 0,
@@ -41,7 +41,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 ),
             };
             if let Some(i) = rec.members.iter().position(|m| m == incident_id) {
-                return Ok((rec.fleet_id, i + 1));
+                return Ok((rec.group_id, i + 1));
             }
             rec.count = rec.count.max(rec.members.len()) + 1;
             rec.last_at = now;
@@ -49,41 +49,41 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 rec.members.push(incident_id.to_owned());
                 rec.members.len()
             } else {
-                // Past the first few: a fleet member whatever the exact position (a retry may
+                // Past the first few: a group member whatever the exact position (a retry may
                 // count it twice; only "past the threshold" matters).
                 rec.count.max(kept + 1)
             };
-            if self.save("fleetwin", mode.id(), &rec, expected, self.settings.record_ttl).await? {
-                return Ok((rec.fleet_id, position));
+            if self.save(stored::GROUP_WINDOW, mode.id(), &rec, expected, self.settings.record_ttl).await? {
+                return Ok((rec.group_id, position));
             }
             tokio::time::sleep(Duration::from_millis(5 + rand::random_range(0..20))).await;
         }
-        Err(EscalationError(format!("fleet window of {mode}: too many concurrent writers; retry later")))
+        Err(EscalationError(format!("group window of {mode}: too many concurrent writers; retry later")))
     }
 
-    /// Makes sure the fleet parent of `fleet_id` exists and the incidents that arrived before the
-    /// fleet was recognised are in its thread; returns the fleet parent's key.
-    pub(super) async fn ensure_fleet(&self, fleet_id: &str) -> Result<String, EscalationError> {
-        let fleet_key = format!("fleet:{fleet_id}");
-        let Some((_, fleet)) = self.load::<FleetRec>("fleet", fleet_id).await? else {
-            return Err(EscalationError(format!("fleet {fleet_id} has no record")));
+    /// Makes sure the group parent of `group_id` exists and the incidents that arrived before the
+    /// group was recognised are in its thread; returns the group parent's key.
+    pub(super) async fn ensure_group(&self, group_id: &str) -> Result<String, EscalationError> {
+        let group_key = stored::parent_key(group_id);
+        let Some((_, group)) = self.load::<GroupRec>(stored::GROUP, group_id).await? else {
+            return Err(EscalationError(format!("incident group {group_id} has no record")));
         };
-        if !fleet.established {
-            // Adopt the first incident's parent as the fleet parent, so the channel keeps one
+        if !group.established {
+            // Adopt the first incident's parent as the group parent, so the channel keeps one
             // message for the whole outage; a new one only if that incident has no record yet
-            // (it then joins the fleet itself when its worker gets there). Decided once.
-            let choice = match fleet.adopt.clone() {
+            // (it then joins the group itself when its worker gets there). Decided once.
+            let choice = match group.adopt.clone() {
                 Some(choice) => choice,
                 None => {
-                    let candidate = match fleet.earlier.first() {
+                    let candidate = match group.earlier.first() {
                         Some(first) => match self.find_incident(first).await? {
-                            Some((_, r)) if !r.suppressed && r.fleet.is_none() => Some(first.clone()),
+                            Some((_, r)) if !r.suppressed && r.group.is_none() => Some(first.clone()),
                             _ => None,
                         },
                         None => None,
                     };
                     let decided = self
-                        .update_rec::<FleetRec>("fleet", fleet_id, |f| {
+                        .update_rec::<GroupRec>(stored::GROUP, group_id, |f| {
                             if f.adopt.is_some() {
                                 return false;
                             }
@@ -94,8 +94,8 @@ impl<S: EscalationStore> SlackEscalator<S> {
                     decided.and_then(|f| f.adopt).unwrap_or(None)
                 }
             };
-            let summary = fleet.summary(&self.settings.instance);
-            let rendered = blocks::fleet_parent(&summary, &fleet.status());
+            let summary = group.summary(&self.settings.instance);
+            let rendered = blocks::group_parent(&summary, &group.status());
             match choice {
                 Some(first) => {
                     let Some((_, r)) = self.find_incident(&first).await? else {
@@ -112,85 +112,85 @@ impl<S: EscalationStore> SlackEscalator<S> {
                         first_intent: self.clock.now(),
                         tries: 0,
                     };
-                    self.save("msg", &fleet_key, &rec, None, self.ttl()).await?;
-                    self.update_message(&fleet_key, &rendered).await?;
+                    self.save("msg", &group_key, &rec, None, self.ttl()).await?;
+                    self.update_message(&group_key, &rendered).await?;
                 }
                 None => {
-                    self.post_once(&fleet_key, None, &rendered).await?;
+                    self.post_once(&group_key, None, &rendered).await?;
                 }
             }
-            self.update_rec::<FleetRec>("fleet", fleet_id, |f| {
+            self.update_rec::<GroupRec>(stored::GROUP, group_id, |f| {
                 let change = !f.established;
                 f.established = true;
                 change
             })
             .await?;
         }
-        if !fleet.migrated {
-            let first = fleet.earlier.first().cloned();
-            for incident_id in &fleet.earlier {
+        if !group.migrated {
+            let first = group.earlier.first().cloned();
+            for incident_id in &group.earlier {
                 let Some((_, rec)) = self.find_incident(incident_id).await? else { continue };
-                if rec.fleet.is_some() {
+                if rec.group.is_some() {
                     continue;
                 }
                 if !rec.suppressed && first.as_deref() != Some(incident_id.as_str()) {
-                    self.update_message(&rec.message_key, &blocks::folded(&rec.facts, fleet.failure_mode)).await?;
+                    self.update_message(&rec.message_key, &blocks::folded(&rec.facts, group.failure_mode)).await?;
                 }
-                self.join_fleet(fleet_id, &rec.facts).await?;
+                self.join_group(group_id, &rec.facts).await?;
             }
-            self.update_rec::<FleetRec>("fleet", fleet_id, |f| {
+            self.update_rec::<GroupRec>(stored::GROUP, group_id, |f| {
                 let change = !f.migrated;
                 f.migrated = true;
                 change
             })
             .await?;
         }
-        Ok(fleet_key)
+        Ok(group_key)
     }
 
-    /// Adds the incident to fleet `fleet_id`: its reply in the fleet thread, and its record.
-    pub(super) async fn join_fleet(&self, fleet_id: &str, facts: &IncidentFacts) -> Result<(), EscalationError> {
-        let fleet_key = format!("fleet:{fleet_id}");
-        let member_key = format!("fm:{fleet_id}:{}", facts.incident_id);
+    /// Adds the incident to group `group_id`: its reply in the group thread, and its record.
+    pub(super) async fn join_group(&self, group_id: &str, facts: &IncidentFacts) -> Result<(), EscalationError> {
+        let group_key = stored::parent_key(group_id);
+        let member_key = format!("fm:{group_id}:{}", facts.incident_id);
         let group = app_group(&facts.app());
         let Some((_, current)) = self.load::<IncidentRec>(&group, &facts.incident_id).await? else {
             return Err(EscalationError(format!("incident {} has no record", facts.incident_id)));
         };
-        let listed = |f: &FleetRec| f.members.iter().any(|m| m.incident_id == facts.incident_id);
-        let room = match self.load::<FleetRec>("fleet", fleet_id).await? {
-            Some((_, f)) => listed(&f) || f.members.len() < self.settings.max_fleet_replies,
+        let listed = |f: &GroupRec| f.members.iter().any(|m| m.incident_id == facts.incident_id);
+        let room = match self.load::<GroupRec>(stored::GROUP, group_id).await? {
+            Some((_, f)) => listed(&f) || f.members.len() < self.settings.max_group_replies,
             None => true,
         };
         // Beyond the reply limit an app is only counted in the parent: thousands of replies
         // would take an hour at one post per second, and nobody fixes an outage app by app.
-        let quiet = current.suppressed || (current.fleet.is_none() && !room);
+        let quiet = current.suppressed || (current.group.is_none() && !room);
         let mut as_member = current.clone();
         as_member.member = true;
-        as_member.fleet = Some(fleet_id.to_owned());
+        as_member.group = Some(group_id.to_owned());
         as_member.message_key = member_key.clone();
-        as_member.thread_key = fleet_key.clone();
+        as_member.thread_key = group_key.clone();
         if !quiet {
-            self.post_once(&member_key, Some(&fleet_key), &self.render_incident(&as_member)).await?;
+            self.post_once(&member_key, Some(&group_key), &self.render_incident(&as_member)).await?;
         }
         let mut joined_now = false;
         self.update_rec::<IncidentRec>(&group, &facts.incident_id, |r| {
-            let change = r.fleet.is_none();
+            let change = r.group.is_none();
             joined_now = change;
             r.member = true;
-            r.fleet = Some(fleet_id.to_owned());
+            r.group = Some(group_id.to_owned());
             r.message_key = member_key.clone();
-            r.thread_key = fleet_key.clone();
+            r.thread_key = group_key.clone();
             r.suppressed = r.suppressed || quiet;
             change
         })
         .await?;
-        let member = FleetMember {
+        let member = GroupMember {
             incident_id: facts.incident_id.clone(),
             app: facts.app(),
             project: facts.project.clone(),
             destination: if facts.destination_name.is_empty() { facts.destination_server.clone() } else { facts.destination_name.clone() },
         };
-        self.update_rec::<FleetRec>("fleet", fleet_id, |f| {
+        self.update_rec::<GroupRec>(stored::GROUP, group_id, |f| {
             if listed(f) {
                 return false;
             }
@@ -210,26 +210,26 @@ impl<S: EscalationStore> SlackEscalator<S> {
         })
         .await?;
         if quiet && joined_now {
-            tracing::info!(app = %facts.app(), fleet = fleet_id, "fleet reply limit reached: the app is counted in the fleet parent only");
+            tracing::info!(app = %facts.app(), group = group_id, "group reply limit reached: the app is counted in the group parent only");
         }
-        self.refresh_fleet(fleet_id).await
+        self.refresh_group(group_id).await
     }
 
-    /// Brings the fleet parent up to date. One worker at a time does it (a lease in the fleet
+    /// Brings the group parent up to date. One worker at a time does it (a lease in the group
     /// record, renewed with each update), and it re-renders until what it showed is the latest,
     /// so concurrent changes never leave an older count on screen; changes arriving meanwhile are
-    /// coalesced, at most one update per `fleet_update_interval` for `fleet_update_budget`, then
+    /// coalesced, at most one update per `group_update_interval` for `group_update_budget`, then
     /// without waiting. It lets the parent go only when it shows the latest revision (a joiner
     /// that met its lease left its change to it): before, past the budget it let go with the last
     /// joiner's change unshown, and the parent said 299 of 300 until the next change (M1).
-    pub(super) async fn refresh_fleet(&self, fleet_id: &str) -> Result<(), EscalationError> {
+    pub(super) async fn refresh_group(&self, group_id: &str) -> Result<(), EscalationError> {
         let me: u64 = rand::random();
         let lease = TimeDelta::seconds(30);
         let started = Instant::now();
         let mut held = false;
         let mut last_update: Option<Instant> = None;
         for _ in 0..CAS_TRIES * 4 {
-            let Some((version, mut f)) = self.load::<FleetRec>("fleet", fleet_id).await? else { return Ok(()) };
+            let Some((version, mut f)) = self.load::<GroupRec>(stored::GROUP, group_id).await? else { return Ok(()) };
             let now = self.clock.now();
             if !held {
                 if f.shown >= f.revision || !f.established {
@@ -241,36 +241,36 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 }
                 f.updater = Some(me);
                 f.updating_until = Some(now + lease);
-                held = self.save("fleet", fleet_id, &f, Some(version), self.ttl_of(&f)).await?;
+                held = self.save(stored::GROUP, group_id, &f, Some(version), self.ttl_of(&f)).await?;
                 continue;
             }
             if f.shown >= f.revision {
                 f.updater = None;
                 f.updating_until = None;
                 // A change that lands between this read and the write fails the write: read again.
-                if self.save("fleet", fleet_id, &f, Some(version), self.ttl_of(&f)).await? {
+                if self.save(stored::GROUP, group_id, &f, Some(version), self.ttl_of(&f)).await? {
                     return Ok(());
                 }
                 continue;
             }
             // Changes keep coming: at most one update per interval, the latest each time; past
             // the budget, the latest at once.
-            if let Some(at) = last_update.filter(|_| started.elapsed() <= self.settings.fleet_update_budget) {
-                let next = at + self.settings.fleet_update_interval;
+            if let Some(at) = last_update.filter(|_| started.elapsed() <= self.settings.group_update_budget) {
+                let next = at + self.settings.group_update_interval;
                 if next > Instant::now() {
                     tokio::time::sleep_until(next.into()).await;
                     continue;
                 }
             }
             let showing = f.revision;
-            let rendered = blocks::fleet_parent(&f.summary(&self.settings.instance), &f.status());
+            let rendered = blocks::group_parent(&f.summary(&self.settings.instance), &f.status());
             last_update = Some(Instant::now());
-            if let Err(e) = self.update_message(&format!("fleet:{fleet_id}"), &rendered).await {
-                self.release_fleet(fleet_id, me).await;
+            if let Err(e) = self.update_message(&stored::parent_key(group_id), &rendered).await {
+                self.release_group(group_id, me).await;
                 return Err(e);
             }
             let renewed = self.clock.now() + lease;
-            self.update_rec::<FleetRec>("fleet", fleet_id, |f| {
+            self.update_rec::<GroupRec>(stored::GROUP, group_id, |f| {
                 let change = f.shown < showing;
                 f.shown = f.shown.max(showing);
                 let mine = f.updater == Some(me);
@@ -281,16 +281,16 @@ impl<S: EscalationStore> SlackEscalator<S> {
             })
             .await?;
         }
-        // Out of tries: whoever changes the fleet next takes it over at once, not after the lease.
+        // Out of tries: whoever changes the group next takes it over at once, not after the lease.
         if held {
-            self.release_fleet(fleet_id, me).await;
+            self.release_group(group_id, me).await;
         }
-        Err(EscalationError(format!("fleet {fleet_id}: too many concurrent writers; retry later")))
+        Err(EscalationError(format!("incident group {group_id}: too many concurrent writers; retry later")))
     }
 
-    /// Gives the fleet parent's lease up, when `me` holds it.
-    async fn release_fleet(&self, fleet_id: &str, me: u64) {
-        self.update_rec::<FleetRec>("fleet", fleet_id, |f| {
+    /// Gives the group parent's lease up, when `me` holds it.
+    async fn release_group(&self, group_id: &str, me: u64) {
+        self.update_rec::<GroupRec>(stored::GROUP, group_id, |f| {
             let mine = f.updater == Some(me);
             if mine {
                 f.updater = None;

@@ -6,7 +6,7 @@
 //!
 //! `chat.postMessage` has no idempotency key, so every message is posted through
 //! [`SlackEscalator::post_once`], keyed by what the message is (`inc:<incident id>`,
-//! `fm:<fleet id>:<incident id>`, `res:<incident id>`, ...):
+//! `fm:<group id>:<incident id>`, `res:<incident id>`, ...):
 //!
 //! 1. a record of the intent is written first (`EscalationStore`, compare-and-set), holding a lease
 //!    (`lease`, longer than a post can take);
@@ -21,14 +21,14 @@
 //! only when nothing carries the key does it post. A live lease held by another worker makes the
 //! caller wait briefly and then fail (the queue retries it), never post.
 //!
-//! # Threads, states, fleets
+//! # Threads, states, groups
 //!
 //! The parent is updated in place (`chat.update`) as the incident moves (needs a human →
 //! investigating when acknowledged → remediating when a person's action is under way → resolved),
-//! and each step is a thread reply. When `fleet_threshold` incidents of one failure mode arrive
-//! within `fleet_window` of each other, they become one fleet incident: the first one's parent is
-//! rewritten into the fleet parent, the others (up to the threshold) are folded into a one-line
-//! pointer, and every app gets one reply with its facts and buttons in the fleet thread. With the
+//! and each step is a thread reply. When `group_threshold` incidents of one failure mode arrive
+//! within `group_window` of each other, they become one incident group: the first one's parent is
+//! rewritten into the group parent, the others (up to the threshold) are folded into a one-line
+//! pointer, and every app gets one reply with its facts and buttons in the group thread. With the
 //! default threshold of 2, an outage of hundreds of apps posts exactly one parent.
 //!
 //! # Rate limits
@@ -45,15 +45,19 @@
 //! | `msg` | message key | channel, thread, `ts` once posted, lease, first intent |
 //! | `app#<namespace/name>` | incident id | the incident's facts, state, button generation, where it is shown, reported actions |
 //! | `action` | button id | the [`HumanActionRequest`] behind a button (kept while its incident is open, then `action_ttl`) |
-//! | `fleetwin` | failure mode | the open fleet window: fleet id, members in arrival order, last arrival |
-//! | `fleet` | fleet id | the fleet incident: its apps, which recovered, whether its parent is set up |
+//! | `fleetwin` | failure mode | the open group window: group id, members in arrival order, last arrival |
+//! | `fleet` | group id | the incident group: its apps, which recovered, whether its parent is set up |
 //! | `snooze` | `namespace/name` | until when new incidents of the app are not posted, and who asked |
 //!
-//! An open incident's records (its `app#` record, its messages, its fleet's) are kept until it
+//! `fleetwin` and `fleet` (and the group parent's message key `fleet:<group id>`) are the names the
+//! deployed release stores: incident groups were called fleets then. They stay, so its records
+//! still read; everywhere else "fleet" means a shared-cause outage only.
+//!
+//! An open incident's records (its `app#` record, its messages, its group's) are kept until it
 //! resolves, however long that takes: losing them would post a second parent. Resolving gives
 //! them `record_ttl` (30 days) from then on. Buttons, the incidents' and the outages' (`fleetbtn`),
 //! are kept as long as their incident or outage and `action_ttl` (14 days) once it is over;
-//! snoozes keep their own end, fleet windows `record_ttl`.
+//! snoozes keep their own end, group windows `record_ttl`.
 
 pub mod blocks;
 pub mod interaction;
@@ -68,7 +72,7 @@ mod store;
 pub use any::AnyEscalator;
 pub use client::{DEFAULT_API_URL, HistoryMessage, SlackClient, SlackError, SlackSettings};
 pub use escalator::SlackEscalator;
-pub use records::{FleetView, SlackIncidentView, incident_view, load_action, load_fleet_button};
+pub use records::{GroupView, SlackIncidentView, incident_view, load_action, load_fleet_button};
 pub use store::{DynamoDbEscalationStore, MemoryEscalationStore};
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
-//! The records the escalator keeps per message, incident, fleet window, fleet and snooze, how long
+//! The records the escalator keeps per message, incident, group window, group and snooze, how long
 //! they live, and the read-only views `medic incidents` and slack-actions use.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::blocks::{FleetSummary, IncidentFacts, Status};
+use crate::blocks::{GroupSummary, IncidentFacts, Status};
 use chrono::{DateTime, Utc};
 use medic_core::AppId;
 use medic_core::catalogue::FailureMode;
@@ -52,20 +52,20 @@ pub(super) struct IncidentRec {
     /// Update counter (new actions block id on every update).
     #[serde(default)]
     pub(super) revision: u32,
-    /// The message that shows this incident, and whether it is a fleet member's reply.
+    /// The message that shows this incident, and whether it is a group member's reply.
     pub(super) message_key: String,
     #[serde(default)]
     pub(super) member: bool,
     /// The message whose thread gets this incident's replies.
     pub(super) thread_key: String,
-    /// The fleet window this incident joined, and its position in it (1-based).
-    #[serde(default)]
-    pub(super) window_fleet: Option<String>,
+    /// The group window this incident joined, and its position in it (1-based).
+    #[serde(default, rename = "window_fleet")]
+    pub(super) window_group: Option<String>,
     #[serde(default)]
     pub(super) position: usize,
-    /// Set once it is (or became) part of a fleet incident.
-    #[serde(default)]
-    pub(super) fleet: Option<String>,
+    /// Set once it is (or became) part of an incident group.
+    #[serde(default, rename = "fleet")]
+    pub(super) group: Option<String>,
     /// Snoozed at escalation: nothing was posted.
     #[serde(default)]
     pub(super) suppressed: bool,
@@ -88,39 +88,41 @@ impl IncidentRec {
     }
 }
 
-/// The open fleet window of one failure mode (group `fleetwin`).
+/// The open group window of one failure mode (group `fleetwin`, [`stored::GROUP_WINDOW`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct WindowRec {
-    pub(super) fleet_id: String,
+    #[serde(rename = "fleet_id")]
+    pub(super) group_id: String,
     pub(super) last_at: DateTime<Utc>,
-    /// The first incidents, in arrival order (as many as the fleet threshold: later ones join the
-    /// fleet whatever their position, so only the first need remembering).
+    /// The first incidents, in arrival order (as many as the group threshold: later ones join the
+    /// group whatever their position, so only the first need remembering).
     pub(super) members: Vec<String>,
     /// Arrivals in this window.
     #[serde(default)]
     pub(super) count: usize,
 }
 
-/// A fleet member as the fleet parent lists it.
+/// A group member as the group parent lists it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub(super) struct FleetMember {
+pub(super) struct GroupMember {
     pub(super) incident_id: String,
     pub(super) app: AppId,
     pub(super) project: String,
     pub(super) destination: String,
 }
 
-/// A fleet incident (group `fleet`).
+/// An incident group (group `fleet`, [`stored::GROUP`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) struct FleetRec {
-    pub(super) fleet_id: String,
+pub(super) struct GroupRec {
+    #[serde(rename = "fleet_id")]
+    pub(super) group_id: String,
     pub(super) failure_mode: FailureMode,
     pub(super) opened_at: DateTime<Utc>,
     pub(super) last_at: DateTime<Utc>,
-    /// The incidents that arrived before the fleet was recognised (individual parents first).
+    /// The incidents that arrived before the group was recognised (individual parents first).
     pub(super) earlier: Vec<String>,
-    /// The apps with a reply of their own (at most `max_fleet_replies`).
-    pub(super) members: Vec<FleetMember>,
+    /// The apps with a reply of their own (at most `max_group_replies`).
+    pub(super) members: Vec<GroupMember>,
     /// Apps beyond that: counted in the parent, no reply.
     #[serde(default)]
     pub(super) more: usize,
@@ -131,14 +133,14 @@ pub(super) struct FleetRec {
     pub(super) more_clusters: BTreeMap<String, usize>,
     #[serde(default)]
     pub(super) resolved: Vec<String>,
-    /// Whether the fleet parent is the first incident's parent, rewritten (`Some(Some(id))`), or
+    /// Whether the group parent is the first incident's parent, rewritten (`Some(Some(id))`), or
     /// a new message (`Some(None)`); decided once, by whoever gets there first.
     #[serde(default)]
     pub(super) adopt: Option<Option<String>>,
-    /// The fleet parent exists.
+    /// The group parent exists.
     #[serde(default)]
     pub(super) established: bool,
-    /// The earlier incidents were moved into the fleet thread.
+    /// The earlier incidents were moved into the group thread.
     #[serde(default)]
     pub(super) migrated: bool,
     /// Bumped by every change the parent shows; `shown` is the revision on screen.
@@ -153,8 +155,8 @@ pub(super) struct FleetRec {
     pub(super) updating_until: Option<DateTime<Utc>>,
 }
 
-impl FleetRec {
-    pub(super) fn summary(&self, instance: &str) -> FleetSummary {
+impl GroupRec {
+    pub(super) fn summary(&self, instance: &str) -> GroupSummary {
         // Every app counts, with a reply of its own or beyond the reply limit.
         let mut projects = self.more_projects.clone();
         let mut clusters = self.more_clusters.clone();
@@ -162,8 +164,8 @@ impl FleetRec {
             *projects.entry(m.project.clone()).or_default() += 1;
             *clusters.entry(m.destination.clone()).or_default() += 1;
         }
-        FleetSummary {
-            fleet_id: self.fleet_id.clone(),
+        GroupSummary {
+            group_id: self.group_id.clone(),
             instance: instance.to_owned(),
             failure_mode: self.failure_mode,
             apps: self.members.iter().map(|m| m.app.clone()).collect(),
@@ -229,7 +231,7 @@ impl Resolvable for IncidentRec {
     }
 }
 
-impl Resolvable for FleetRec {
+impl Resolvable for GroupRec {
     fn is_resolved(&self) -> bool {
         self.status().state == IncidentState::Resolved
     }
@@ -272,7 +274,7 @@ pub async fn load_fleet_button<S: EscalationStore>(store: &S, id: &str) -> Resul
 }
 
 /// What the Slack records say about one incident, for operators (`medic incidents`): its state
-/// in Slack, where its thread is, and the fleet incident it belongs to.
+/// in Slack, where its thread is, and the incident group it belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SlackIncidentView {
     pub state: IncidentState,
@@ -284,17 +286,21 @@ pub struct SlackIncidentView {
     pub failure_mode: FailureMode,
     /// The channel of its messages, once posted.
     pub channel: Option<String>,
-    /// The `ts` of the thread's parent (where its replies go): its own parent, or the fleet's.
+    /// The `ts` of the thread's parent (where its replies go): its own parent, or the group's.
     pub thread_ts: Option<String>,
-    /// The `ts` of the message that shows it (its parent, or its reply in a fleet thread).
+    /// The `ts` of the message that shows it (its parent, or its reply in a group thread).
     pub message_ts: Option<String>,
-    pub fleet: Option<FleetView>,
+    /// The incident group it belongs to (serialized `fleet`, the name `medic incidents -o json`
+    /// has shown since groups were called fleets).
+    #[serde(rename = "fleet")]
+    pub group: Option<GroupView>,
 }
 
-/// A fleet incident as [`SlackIncidentView`] names it.
+/// An incident group as [`SlackIncidentView`] names it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FleetView {
-    pub fleet_id: String,
+pub struct GroupView {
+    #[serde(rename = "fleet_id")]
+    pub group_id: String,
     pub failure_mode: FailureMode,
     /// Apps in it (with a reply of their own or counted), and how many recovered.
     pub apps: usize,
@@ -316,12 +322,12 @@ pub async fn incident_view<S: EscalationStore>(store: &S, app: &AppId, incident_
     };
     let thread = message(rec.thread_key.clone()).await?;
     let shown = message(rec.message_key.clone()).await?;
-    let fleet = match &rec.fleet {
-        Some(id) => match store.load("fleet", id).await? {
+    let group = match &rec.group {
+        Some(id) => match store.load(stored::GROUP, id).await? {
             Some(v) => {
-                let f: FleetRec = parse(&v, id).map_err(read)?;
-                Some(FleetView {
-                    fleet_id: f.fleet_id.clone(),
+                let f: GroupRec = parse(&v, id).map_err(read)?;
+                Some(GroupView {
+                    group_id: f.group_id.clone(),
                     failure_mode: f.failure_mode,
                     apps: f.members.len() + f.more,
                     resolved: f.resolved.len(),
@@ -341,10 +347,30 @@ pub async fn incident_view<S: EscalationStore>(store: &S, app: &AppId, incident_
         channel: thread.as_ref().or(shown.as_ref()).map(|m| m.channel.clone()),
         thread_ts: thread.and_then(|m| m.ts),
         message_ts: shown.and_then(|m| m.ts),
-        fleet,
+        group,
     }))
 }
 
 pub(super) fn app_group(app: &AppId) -> String {
     format!("app#{app}")
+}
+
+/// The stored names of the incident groups' records and messages. Groups were called fleets when
+/// these were first written, and what the deployed release wrote must still read, so they keep
+/// the old word: the one "fleet" of this crate that is not an outage.
+pub(super) mod stored {
+    /// The store group of the incident groups' records.
+    pub(crate) const GROUP: &str = "fleet";
+    /// The store group of the open group windows, one per failure mode.
+    pub(crate) const GROUP_WINDOW: &str = "fleetwin";
+
+    /// The message key of a group's parent.
+    pub(crate) fn parent_key(group_id: &str) -> String {
+        format!("fleet:{group_id}")
+    }
+
+    /// The message key of the note that every app of a group recovered (`members` apps then).
+    pub(crate) fn resolved_key(group_id: &str, members: usize) -> String {
+        format!("fleetres:{group_id}:{members}")
+    }
 }

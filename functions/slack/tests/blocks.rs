@@ -13,7 +13,7 @@ use medic_core::{
     Action, Application, Attempt, CATALOGUE, Decision, DecisionPolicy, Evidence, FailureMode, History, HumanAction, IncidentKey, Outcome,
     PolicyConfig, Rung, Trigger,
 };
-use medic_slack::blocks::{self as escalation, FleetSummary, IncidentFacts, RenderOptions, Rendered, Status};
+use medic_slack::blocks::{self as escalation, GroupSummary, IncidentFacts, RenderOptions, Rendered, Status};
 use serde_json::Value;
 
 fn now() -> DateTime<Utc> {
@@ -174,11 +174,11 @@ fn every_catalogue_mode_offers_and_recommends_what_its_diagnosis_says() {
             }
         }
 
-        // The rendered parent and fleet reply: one `primary` button at most, the recommended one;
+        // The rendered parent and group reply: one `primary` button at most, the recommended one;
         // Terminate is `danger`; Sync is never `primary` unless a sync is the recommendation.
         let facts = IncidentFacts::new(&app, &d, Some("https://argocd.example.com"));
         let status = Status { state: IncidentState::NeedsHuman, detail: String::new(), at: now(), snoozed_until: None };
-        let member = escalation::fleet_member(&facts, &status, &escalation::buttons(&facts, 0), 0, RenderOptions::default());
+        let member = escalation::group_member(&facts, &status, &escalation::buttons(&facts, 0), 0, RenderOptions::default());
         for r in [parent(&facts), member] {
             assert!(escalation::violations(&r.text, &r.blocks).is_empty(), "{mode}: {:?}", escalation::violations(&r.text, &r.blocks));
             let buttons = buttons_of(&r);
@@ -301,9 +301,9 @@ fn a_recommended_sync_is_demoted_once_tried_or_when_hooks_are_not_marked_idempot
 }
 
 #[test]
-fn a_fleet_parent_lists_the_most_affected_projects_and_clusters_first() {
-    let fleet = FleetSummary {
-        fleet_id: "flt-1".into(),
+fn a_group_parent_lists_the_most_affected_projects_and_clusters_first() {
+    let group = GroupSummary {
+        group_id: "flt-1".into(),
         instance: "prod".into(),
         failure_mode: FailureMode::ComparisonErrorTransient,
         apps: vec![AppId::new("argocd", "a"), AppId::new("argocd", "b")],
@@ -315,7 +315,7 @@ fn a_fleet_parent_lists_the_most_affected_projects_and_clusters_first() {
         last_at: now(),
     };
     let status = Status { state: IncidentState::NeedsHuman, detail: String::new(), at: now(), snoozed_until: None };
-    let r = escalation::fleet_parent(&fleet, &status);
+    let r = escalation::group_parent(&group, &status);
     assert!(escalation::violations(&r.text, &r.blocks).is_empty());
     let json = Value::Array(r.blocks.clone()).to_string();
     assert!(json.contains("*Most affected projects*\\npayments (180), ledger (30), search (2)"), "{json}");

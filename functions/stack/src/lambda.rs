@@ -80,7 +80,7 @@ pub async fn escalator_with<S: medic_core::ports::EscalationStore>(env: &LambdaE
     let mut settings = SlackSettings::new(slack.channel, env.instance_id.clone());
     settings.api_url = slack.api_url;
     settings.argocd_url = slack.argocd_url;
-    settings.fleet_threshold = slack.fleet_threshold;
+    settings.group_threshold = slack.group_threshold;
     settings.lease = slack.lease;
     settings.post_interval = slack.post_interval;
     let escalator = SlackEscalator::with_token_source(settings, slack.token, store)
@@ -230,7 +230,7 @@ mod tests {
             AnyEscalator::Slack(s) => {
                 assert_eq!(s.settings.channel, "C0123456789");
                 assert_eq!(s.settings.instance, "prod");
-                assert_eq!(s.settings.fleet_threshold, 2);
+                assert_eq!(s.settings.group_threshold, 2);
                 assert_eq!(s.settings.post_interval, Duration::from_millis(100));
                 assert_eq!(s.settings.argocd_url.as_deref(), Some("https://argocd.example.com"));
                 assert_eq!(s.settings.api_url, medic_slack::DEFAULT_API_URL);
