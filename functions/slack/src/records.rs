@@ -374,3 +374,57 @@ pub(super) mod stored {
         format!("fleetres:{group_id}:{members}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The deployed release wrote incident groups as "fleets": its records must still read, and
+    /// what this release writes must read there, so the stored names are pinned here.
+    #[test]
+    fn group_records_keep_the_stored_names_of_the_deployed_release() {
+        assert_eq!((stored::GROUP, stored::GROUP_WINDOW), ("fleet", "fleetwin"));
+        assert_eq!(stored::parent_key("flt-1"), "fleet:flt-1");
+        assert_eq!(stored::resolved_key("flt-1", 3), "fleetres:flt-1:3");
+
+        let window = json!({"fleet_id": "flt-1", "last_at": "2026-12-01T10:00:00Z", "members": ["i1", "i2"], "count": 2});
+        let read: WindowRec = serde_json::from_value(window.clone()).unwrap();
+        assert_eq!(read.group_id, "flt-1");
+        assert_eq!(serde_json::to_value(&read).unwrap(), window);
+
+        let group = json!({"fleet_id": "flt-1", "failure_mode": "hook-failed", "opened_at": "2026-12-01T10:00:00Z",
+            "last_at": "2026-12-01T10:05:00Z", "earlier": ["i1"], "members": []});
+        let read: GroupRec = serde_json::from_value(group).unwrap();
+        assert_eq!(read.group_id, "flt-1");
+        let written = serde_json::to_value(&read).unwrap();
+        assert_eq!(written["fleet_id"], "flt-1");
+        assert!(written.get("group_id").is_none(), "{written}");
+
+        let app = medic_core::Application::default();
+        let decision = medic_core::decision::Decision::nothing(&app.id(), "2026-12-01T10:00:00Z".parse().unwrap());
+        let incident = IncidentRec {
+            facts: IncidentFacts::new(&app, &decision, None),
+            state: IncidentState::NeedsHuman,
+            detail: String::new(),
+            state_at: "2026-12-01T10:00:00Z".parse().unwrap(),
+            generation: 0,
+            revision: 0,
+            message_key: stored::parent_key("flt-1"),
+            member: true,
+            thread_key: stored::parent_key("flt-1"),
+            window_group: Some("flt-1".into()),
+            position: 2,
+            group: Some("flt-1".into()),
+            suppressed: false,
+            resolved: false,
+            reported: vec![],
+            snoozed_until: None,
+            channel: String::new(),
+        };
+        let written = serde_json::to_value(&incident).unwrap();
+        assert_eq!((&written["fleet"], &written["window_fleet"]), (&json!("flt-1"), &json!("flt-1")), "{written}");
+        let read: IncidentRec = serde_json::from_value(written).unwrap();
+        assert_eq!((read.group.as_deref(), read.window_group.as_deref()), (Some("flt-1"), Some("flt-1")));
+    }
+}
