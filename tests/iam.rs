@@ -26,7 +26,6 @@ use medic_adapters::settings::{self, Origin, Reader};
 use medic_core::event::{AppRef, WorkItem, WorkKind};
 use medic_sim::moto::{moto, unique};
 use medic_sim::{SLACK_BOT_TOKEN, SLACK_CHANNEL, SimConfig, SlackSim, SlackSimConfig};
-use medic_slack_actions::LambdaSlackActions;
 use serde_norway::Value as Yaml;
 
 use crate::support::{default_token, events_dir, receive, sim_with_samples, sqs_record};
@@ -356,7 +355,7 @@ async fn run_every_function() {
     let ingest = medic_ingest::LambdaIngest::from_env(&envs[&Reader::Ingest]).await.unwrap();
     let worker = medic_worker::LambdaWorker::from_env(&envs[&Reader::Worker]).await.unwrap();
     let sweeper = medic_sweeper::LambdaSweeper::from_env(&envs[&Reader::Sweeper]).await.unwrap();
-    let actions = LambdaSlackActions::from_env(&envs[&Reader::SlackActions]).await.unwrap();
+    let actions = medic_stack::lambda::interactions(&envs[&Reader::SlackActions]).await.unwrap();
     // Init asks Argo CD nothing (it is paid on every cold start); the worker learns the version
     // on its first batch.
     let version_calls = || argo.requests().iter().filter(|r| r.path == "/api/version").count();
@@ -477,7 +476,7 @@ async fn run_every_function() {
     let failing_sweeper = medic_sweeper::LambdaSweeper::from_env(&sweeper_env).await.unwrap();
     let failed = failing_sweeper.run().await;
     assert!(failed.is_err(), "a sweep whose queue is gone fails: {failed:?}");
-    let failing_actions = LambdaSlackActions::from_env(&broken(Reader::SlackActions, &logs["slack-actions"]).await).await.unwrap();
+    let failing_actions = medic_stack::lambda::interactions(&broken(Reader::SlackActions, &logs["slack-actions"]).await).await.unwrap();
     let snooze = button_of(&parent, "Snooze");
     let refused = failing_actions.handle(crate::support::slack::click(&snooze, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await;
     assert_ne!(refused.status(), 200, "a click that could not be queued is not acknowledged as done");
@@ -491,7 +490,7 @@ async fn run_every_function() {
     let pause = button_of(&outage, "Pause wave");
     let mut outage_env = env(Reader::SlackActions).await.with_interceptor(logs["slack-actions"].clone());
     outage_env.instance_id = "iam-failures".into();
-    let outage_actions = LambdaSlackActions::from_env(&outage_env).await.unwrap();
+    let outage_actions = medic_stack::lambda::interactions(&outage_env).await.unwrap();
     let paused = outage_actions.handle(crate::support::slack::click(&pause, ALICE, Utc::now().timestamp() + 1, SIGNING_SECRET)).await;
     assert_eq!(paused.status(), 200);
 

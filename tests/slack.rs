@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::support::events_dir;
 use crate::support::slack::*;
 
-fn reason_of(response: &lambda_http::Response<lambda_http::Body>) -> String {
+fn reason_of(response: &lambda_http::Response<String>) -> String {
     let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
     body["reason"].as_str().unwrap_or_default().to_owned()
 }

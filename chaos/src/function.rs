@@ -82,7 +82,7 @@ pub async fn run(kind: Kind) -> anyhow::Result<()> {
         }
         Kind::SlackActions => Built::Actions(Box::new(medic_slack_actions::SlackActions {
             metrics: quiet(),
-            ..medic_slack_actions::LambdaSlackActions::from_env(&env).await?
+            ..medic_stack::lambda::interactions(&env).await?
         })),
         Kind::Sweeper => {
             let (adapters, config) = medic_stack::lambda::sweeper_parts(&env).await?;
@@ -100,7 +100,7 @@ pub async fn run(kind: Kind) -> anyhow::Result<()> {
                 answer(f.handle(request(&method, &uri, &headers, body)?).await)
             }
             (Call::Http { method, uri, headers, body }, Built::Actions(f)) => {
-                answer(f.handle(request(&method, &uri, &headers, body)?).await)
+                answer(f.handle(request(&method, &uri, &headers, body)?).await.map(lambda_http::Body::from))
             }
             (Call::Sweep, Built::Sweeper(f)) => match f.run().await {
                 Ok(_) => Answer { status: 200, body: String::new() },

@@ -264,16 +264,10 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
         intake: local().intake(IngestConfig { work_item_key: work_item_key.clone(), ..IngestConfig::default() }),
     };
     let actions = match (opts.slack_actions, &*escalator) {
-        (Some(o), AnyEscalator::Slack(_)) => Some(SlackActions {
-            config: ActionsConfig { work_item_key: work_item_key.clone(), ..ActionsConfig::default() },
-            secret: o.secret,
-            allow: o.allow,
-            queue: Arc::clone(&queue),
-            dedupe: Arc::clone(&dedupe),
-            actions: Arc::clone(&store),
-            clock: medic_adapters::memory::SystemClock,
-            metrics: Metrics::quiet(&instance),
-        }),
+        (Some(o), AnyEscalator::Slack(_)) => {
+            let config = ActionsConfig { work_item_key: work_item_key.clone(), ..ActionsConfig::default() };
+            Some(local().interactions(config, o.secret, o.allow, Arc::clone(&store)))
+        }
         _ => None,
     };
     let handled = Arc::new(AtomicUsize::new(0));
@@ -389,7 +383,7 @@ async fn handle_http(routes: &Routes, req: hyper::Request<hyper::body::Incoming>
     };
     let request = lambda_http::http::Request::from_parts(parts, lambda_http::Body::from(bytes.to_vec()));
     let response = match (&routes.actions, slack) {
-        (Some(actions), true) => actions.handle(request).await,
+        (Some(actions), true) => actions.handle(request).await.map(lambda_http::Body::from),
         _ => routes.ingest.handle(request).await,
     };
     let (parts, body) = response.into_parts();

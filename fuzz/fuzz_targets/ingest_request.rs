@@ -13,15 +13,13 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use medic_adapters::memory::{MemoryQueue, SystemClock};
-use medic_adapters::telemetry::Metrics;
 use medic_core::Application;
 use medic_core::app::ApplicationSyncRequest;
 use medic_core::event::{AppRef, WorkItemKey};
 use medic_core::ports::{ArgoApi, ArgoError, ListQuery};
 use medic_core::permit::Permit;
 use medic_core::ladder::RefreshKind;
-use medic_ingest::{Ingest, IngestConfig, Intake, SIGNATURE_HEADER, WebhookSecrets};
+use medic_ingest::{Ingest, IngestConfig, SIGNATURE_HEADER, WebhookSecrets};
 
 const SECRET: &str = "local-test-secret-not-for-production";
 
@@ -82,16 +80,9 @@ fuzz_target!(|data: &[u8]| {
     let path = lines.next().unwrap_or("/");
     let body = replace(body, b"@now@", chrono::Utc::now().to_rfc3339().as_bytes());
 
-    let intake = Intake {
-        config: IngestConfig {
-            work_item_key: WorkItemKey::new("a-work-item-key-of-at-least-32-bytes-for-fuzzing"),
-            ..IngestConfig::default()
-        },
-        queue: MemoryQueue::default(),
-        argo: Argo,
-        clock: SystemClock,
-        metrics: Metrics::quiet("fuzz"),
-    };
+    let config =
+        IngestConfig { work_item_key: WorkItemKey::new("a-work-item-key-of-at-least-32-bytes-for-fuzzing"), ..IngestConfig::default() };
+    let intake = medic_stack::twins::MemoryState::default().intake(Argo, config);
     // The refresh route signs with the same secret, so both routes are reached.
     let ingest = Ingest { secrets: WebhookSecrets::new(SECRET, None), refresh_secrets: Some(WebhookSecrets::new(SECRET, None)), intake };
 

@@ -13,9 +13,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use medic_adapters::memory::{MemoryDedupe, MemoryQueue};
 use medic_slack::MemoryEscalationStore;
-use medic_adapters::telemetry::Metrics;
 use medic_core::human_action::HumanActionRequest;
 use medic_core::event::{AppRef, WorkItemKey};
 use medic_core::ports::EscalationStore;
@@ -50,19 +48,17 @@ fn button() -> &'static serde_json::Value {
 
 fuzz_target!(|data: &[u8]| {
     let rt = runtime();
-    let actions = SlackActions {
-        config: ActionsConfig {
-            work_item_key: WorkItemKey::new("a-work-item-key-of-at-least-32-bytes-for-fuzzing"),
-            ..ActionsConfig::default()
-        },
-        secret: SigningSecret::new(SIGNING_SECRET, None),
-        allow: AllowList::from_json(r#"{"payments": ["U0ALICE001"], "*": ["U0ADMIN001"]}"#).expect("a valid allow-list"),
-        queue: MemoryQueue::default(),
-        dedupe: MemoryDedupe::default(),
-        actions: MemoryEscalationStore::default(),
-        clock: medic_adapters::memory::SystemClock,
-        metrics: Metrics::quiet("fuzz"),
+    let config = ActionsConfig {
+        work_item_key: WorkItemKey::new("a-work-item-key-of-at-least-32-bytes-for-fuzzing"),
+        ..ActionsConfig::default()
     };
+    let allow = AllowList::from_json(r#"{"payments": ["U0ALICE001"], "*": ["U0ADMIN001"]}"#).expect("a valid allow-list");
+    let actions: SlackActions<_, _, _> = medic_stack::twins::MemoryState::default().adapters((), (), "fuzz").interactions(
+        config,
+        SigningSecret::new(SIGNING_SECRET, None),
+        allow,
+        MemoryEscalationStore::default(),
+    );
     let stored = rt.block_on(actions.actions.store("action", BUTTON, button(), None, Duration::from_secs(3600)));
     assert_eq!(stored, Ok(true));
 
@@ -80,10 +76,7 @@ fuzz_target!(|data: &[u8]| {
     let response = rt.block_on(actions.handle(req));
     let status = response.status();
     assert!(!status.is_server_error(), "slack-actions answered {status}");
-    let body: serde_json::Value = match response.body() {
-        lambda_http::Body::Text(t) => serde_json::from_str(t).expect("a JSON answer"),
-        other => panic!("unexpected body {other:?}"),
-    };
+    let body: serde_json::Value = serde_json::from_str(response.body()).expect("a JSON answer");
     let accepted = status.as_u16() == 200 && body["accepted"] == true;
     if debug() {
         eprintln!("{status} {body}");

@@ -8,7 +8,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
 use medic_adapters::sqs::SqsWorkQueue;
-use medic_adapters::telemetry::Metrics;
 use medic_core::event::{AppRef, WorkItem, WorkKind};
 use medic_core::ports::{EscalationStore, WorkQueue};
 use medic_core::{Application, Decision, DecisionPolicy, History, Trigger};
@@ -160,16 +159,14 @@ impl Stack {
     }
 
     pub(crate) fn actions(&self) -> Actions {
-        SlackActions {
-            config: ActionsConfig { work_item_key: Some(crate::support::work_item_key()), ..ActionsConfig::default() },
-            secret: SigningSecret::new(SIGNING_SECRET, None),
-            allow: AllowList::from_json(&format!(r#"{{"payments": ["{ALICE}"], "platform": ["U0BOB00001"]}}"#)).unwrap(),
-            queue: self.queue(),
-            dedupe: self.store(),
-            actions: self.escalations(),
-            clock: medic_adapters::memory::SystemClock,
-            metrics: Metrics::quiet("test"),
-        }
+        let config = ActionsConfig { work_item_key: Some(crate::support::work_item_key()), ..ActionsConfig::default() };
+        let allow = AllowList::from_json(&format!(r#"{{"payments": ["{ALICE}"], "platform": ["U0BOB00001"]}}"#)).unwrap();
+        medic_stack::lambda::on_table((), self.store(), self.queue()).interactions(
+            config,
+            SigningSecret::new(SIGNING_SECRET, None),
+            allow,
+            self.escalations(),
+        )
     }
 
     pub(crate) async fn enqueue_look(&self, name: &str, window: &str) {

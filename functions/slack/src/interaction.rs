@@ -1,6 +1,6 @@
 //! A person's click in Slack, as Slack's interactivity Request URL receives it (the slack-actions
 //! function, and `medic serve`): when someone clicks a button on an escalation, Slack POSTs a
-//! `block_actions` payload; [`Interaction::accept`] checks it came from Slack, that the person may act on the app's Argo CD project, and enqueues
+//! `block_actions` payload; [`Interactions::handle`] checks it came from Slack, that the person may act on the app's Argo CD project, and enqueues
 //! the action once. The worker performs it and reports back in the incident's thread.
 //!
 //! Per request, in this order (nothing is enqueued unless every step passes):
@@ -135,18 +135,21 @@ impl Default for ActionsConfig {
     }
 }
 
-/// One interaction's collaborators, borrowed from the handler that holds them.
-pub struct Interaction<'a, Q, D, S, C, T> {
-    pub config: &'a ActionsConfig,
-    pub secret: &'a SigningSecret,
-    pub allow: &'a AllowList,
-    pub queue: &'a Q,
+/// Slack's interactivity endpoint (the slack-actions function, `medic serve`'s
+/// `/slack/actions`): its settings and collaborators, built once by a composition root
+/// (`medic_stack`).
+pub struct Interactions<Q, D, S, C, T> {
+    pub config: ActionsConfig,
+    pub secret: SigningSecret,
+    pub allow: AllowList,
+    pub queue: Q,
     /// Replays and claims (conditional writes with expiry).
-    pub dedupe: &'a D,
+    pub dedupe: D,
     /// Where the buttons' actions are stored.
-    pub actions: &'a S,
-    pub clock: &'a C,
-    pub metrics: &'a T,
+    pub actions: S,
+    /// What "now" is for a request's freshness and its work item.
+    pub clock: C,
+    pub metrics: T,
 }
 
 fn reject(status: StatusCode, reason: &'static str, message: impl Into<String>) -> Rejection {
@@ -185,7 +188,37 @@ struct PayloadAction {
 const PAUSE_TTL: Duration = Duration::from_secs(24 * 3600);
 const RELEASE_TTL: Duration = Duration::from_secs(3600);
 
-impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore, C: Clock, T: Telemetry> Interaction<'_, Q, D, S, C, T> {
+impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore, C: Clock, T: Telemetry> Interactions<Q, D, S, C, T> {
+    /// Handles one HTTP request: step 1 (method, media type, size), then [`Self::accept`]. Every
+    /// refusal gets its status and a JSON `{"error", "reason"}` and is counted
+    /// (`SlackActionRejected` by `Reason`); Slack shows the clicker that the action failed.
+    pub async fn handle<B: AsRef<[u8]>>(&self, req: http::Request<B>) -> http::Response<String> {
+        let answer = if req.method() != http::Method::POST {
+            Err(reject(StatusCode::METHOD_NOT_ALLOWED, "method", "use POST"))
+        } else {
+            match medic_adapters::edge::checked_body(
+                req.headers(),
+                req.body().as_ref(),
+                "application/x-www-form-urlencoded",
+                self.config.max_body_bytes,
+            ) {
+                Ok(body) => {
+                    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+                    self.accept(header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER), body).await
+                }
+                Err(r) => Err(r),
+            }
+        };
+        match answer {
+            Ok(answer) => medic_adapters::edge::json_response(StatusCode::OK, &answer),
+            Err(r) => {
+                self.metrics.count("SlackActionRejected", Some(("Reason", r.reason)), 1.0);
+                tracing::warn!(status = r.status.as_u16(), reason = r.reason, message = %r.message, "Slack action rejected");
+                r.response(None)
+            }
+        }
+    }
+
     /// One interaction's raw body with its timestamp and signature headers (the handler has
     /// checked the method, the media type and the size): its answer to Slack, or the refusal.
     pub async fn accept(&self, timestamp: Option<&str>, signature: Option<&str>, body: &[u8]) -> Result<Value, Rejection> {
@@ -235,7 +268,7 @@ impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore, C: Clock, T: Telemetry> I
         if medic_core::keys::is_fleet_button_id(id) {
             return self.fleet_click(id, payload.user.id.as_str(), team).await;
         }
-        let request = match crate::load_action(self.actions, id).await {
+        let request = match crate::load_action(&self.actions, id).await {
             Ok(Some(r)) => r,
             Ok(None) => return Err(reject(StatusCode::GONE, "unknown_action", "this button is unknown or has expired")),
             Err(e) => return Err(unavailable(&e)),
@@ -297,7 +330,7 @@ impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore, C: Clock, T: Telemetry> I
     /// the person must be on the allow-list of every one of their projects. It leaves a marker the
     /// sweeper reads at its next run (each control clears the other), and enqueues nothing.
     async fn fleet_click(&self, id: &str, user: &str, team: &str) -> Result<Value, Rejection> {
-        let button = match crate::load_fleet_button(self.actions, id).await {
+        let button = match crate::load_fleet_button(&self.actions, id).await {
             Ok(Some(b)) => b,
             Ok(None) => return Err(reject(StatusCode::GONE, "unknown_action", "this button is unknown or has expired")),
             Err(e) => return Err(unavailable(&e)),

@@ -9,6 +9,7 @@ use medic_service::Ports;
 use medic_service::intake::{IngestConfig, Intake};
 use medic_service::sweep::{Sweep, SweeperConfig};
 use medic_service::work::{Work, WorkerConfig, WorkerPolicy};
+use medic_slack::interaction::{ActionsConfig, AllowList, Interactions, SigningSecret};
 
 /// One set of adapters: the Argo CD client, the incident store, the markers, the app lock, the
 /// work queue, the escalator, the budget, the clock, the instant switch and the metrics.
@@ -76,6 +77,20 @@ where
 /// `with_<port>` and `map_<port>`: the same set with one port replaced, or wrapped (a decorator
 /// around it); its type changes with it.
 impl<A, S, D, L, Q, E, B, C, W, T> Adapters<A, S, D, L, Q, E, B, C, W, T> {
+    /// Slack's interactivity endpoint over these adapters' queue, markers (replays and claims),
+    /// clock and metrics, reading the buttons' actions from `actions` (the escalator's records). It reads no
+    /// Argo CD: any `argo` will do.
+    pub fn interactions<X>(
+        self,
+        config: ActionsConfig,
+        secret: SigningSecret,
+        allow: AllowList,
+        actions: X,
+    ) -> Interactions<Q, D, X, C, T> {
+        let Adapters { queue, dedupe, clock, metrics, .. } = self;
+        Interactions { config, secret, allow, queue, dedupe, actions, clock, metrics }
+    }
+
     fn into_parts(self) -> (A, S, D, L, Q, E, B, C, W, T) {
         let Adapters { argo, store, dedupe, lock, queue, escalator, budget, clock, switch, metrics } = self;
         (argo, store, dedupe, lock, queue, escalator, budget, clock, switch, metrics)

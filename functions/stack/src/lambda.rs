@@ -20,6 +20,7 @@ use medic_core::switch::FixedSwitch;
 use medic_service::intake::{IngestConfig, Intake};
 use medic_service::sweep::{Sweep, SweeperConfig};
 use medic_service::work::{Work, WorkerConfig, WorkerPolicy};
+use medic_slack::interaction::{ActionsConfig, AllowList, AllowListError, Interactions, SecretFormatError, SigningSecret};
 use medic_slack::{AnyEscalator, DynamoDbEscalationStore, SlackEscalator, SlackSettings};
 
 use crate::adapters::Adapters;
@@ -58,6 +59,40 @@ pub fn on_table<A>(argo: A, table: DynamoDbStore, queue: SqsWorkQueue) -> OnTabl
         switch: FixedSwitch::default(),
         metrics: Metrics::quiet("test"),
     }
+}
+
+/// slack-actions as the Lambda runs it: its queue, the state table for replays, claims and the
+/// buttons' actions, the system clock.
+pub type LambdaInteractions = Interactions<SqsWorkQueue, DynamoDbStore, DynamoDbEscalationStore, SystemClock, Metrics>;
+
+/// Why slack-actions could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ActionsInitError {
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    #[error(transparent)]
+    Secret(#[from] SecretFormatError),
+    #[error(transparent)]
+    AllowList(#[from] AllowListError),
+}
+
+/// slack-actions from the function's settings. The secrets at once: each is a Secrets Manager
+/// round trip of the cold start.
+pub async fn interactions(env: &LambdaEnv) -> Result<LambdaInteractions, ActionsInitError> {
+    let (work_item_key, signing_secret) = tokio::try_join!(env.work_item_key(), env.slack_signing_secret())?;
+    let config = ActionsConfig { work_item_key: Some(work_item_key), ..ActionsConfig::default() };
+    let (secret, allow) = (SigningSecret::from_secret(&signing_secret)?, AllowList::from_json(&env.slack_allowed_users())?);
+    let (store, queue) = (env.store()?, env.queue());
+    Ok(Interactions {
+        config,
+        secret,
+        allow,
+        queue,
+        dedupe: store,
+        actions: escalation_store(env)?,
+        clock: SystemClock,
+        metrics: Metrics::new(&env.instance_id),
+    })
 }
 
 /// The records that keep Slack posts at most once, in the state table.
