@@ -77,10 +77,7 @@ fn worker(stack: &Stack, setting: Setting) -> GatedWorker {
         slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()),
         setting.switch(),
     );
-    Worker::from(medic_worker::Work {
-        config: medic_worker::WorkerConfig { dry_run: setting.dry_run(), kill_switch: setting.kill_switch(), ..w.config.clone() },
-        ..w.work
-    })
+    Worker::from(w.work.with_config(|c| (c.dry_run, c.kill_switch) = (setting.dry_run(), setting.kill_switch())))
 }
 
 /// A sweeper over the stack's queue and table, with escalator `E` and budget `B`.
@@ -399,12 +396,7 @@ async fn a_claim_the_switch_holds_is_kept_and_resumed_after_act() {
     use medic_core::incident::{Attempt, Outcome};
     use medic_core::ports::{ArgoApi, IncidentStore};
     let stack = stack().await;
-    let quick = |w: GatedWorker| {
-        Worker::from(medic_worker::Work {
-            config: medic_worker::WorkerConfig { held_claim_delay: Duration::ZERO, ..w.config.clone() },
-            ..w.work
-        })
-    };
+    let quick = |w: GatedWorker| Worker::from(w.work.with_config(|c| c.held_claim_delay = Duration::ZERO));
     let off = quick(worker(&stack, Setting::SwitchOff));
     let target = AppRef { name: "inventory".into(), namespace: "argocd".into(), project: Some("payments".into()) };
     let id = target.id();
@@ -449,12 +441,7 @@ async fn a_claim_the_switch_holds_is_kept_and_resumed_after_act() {
 #[tokio::test]
 async fn a_person_s_requests_made_while_off_wait_for_the_switch_and_are_performed_after_act() {
     let stack = stack().await;
-    let quick = |w: GatedWorker| {
-        Worker::from(medic_worker::Work {
-            config: medic_worker::WorkerConfig { held_claim_delay: Duration::ZERO, ..w.config.clone() },
-            ..w.work
-        })
-    };
+    let quick = |w: GatedWorker| Worker::from(w.work.with_config(|c| c.held_claim_delay = Duration::ZERO));
     let parent = stack.escalated(&worker(&stack, Setting::Act), "storefront").await;
     let sync = button(&parent, "Sync");
     assert_eq!(stack.actions().handle(click(&sync, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);

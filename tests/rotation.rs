@@ -209,10 +209,7 @@ async fn a_token_about_to_expire_is_told_once_a_day_until_a_rotation_in_its_secr
         source,
     )
     .unwrap();
-    let sweeper = medic_sweeper::Sweeper::from(medic_sweeper::Sweep {
-        argo: client,
-        ..stack.sweeper(&stack.argo, std::time::Duration::from_secs(900)).sweep
-    });
+    let sweeper = stack.sweeper_reading(client, std::time::Duration::from_secs(900));
     let warnings =
         || stack.slack.messages(crate::support::slack::CH).into_iter().filter(|m| m.text.contains("Argo CD token expires in")).count();
 

@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use futures::StreamExt;
-use medic_core::ports::{EscalationStore, Escalator, StoreError, Versioned, WorkQueue};
+use medic_core::ports::{EscalationStore, Escalator, StoreError, WorkQueue};
 use medic_core::{Application, Decision, DecisionPolicy, History, PolicyConfig, Trigger};
 use medic_sim::{PostRate, SLACK_BOT_TOKEN, SlackFault, SlackFaultKind, SlackSim, SlackSimConfig};
 use medic_slack::blocks::{self as escalation, METADATA_EVENT_TYPE};
 use medic_slack::{DynamoDbEscalationStore, SlackClient, SlackError, SlackSettings};
 use medic_slack_actions::SigningSecret;
-use medic_worker::{Handled, Worker, WorkerConfig};
+use medic_worker::{Handled, WorkerConfig};
 use serde_json::{Value, json};
 
 use crate::support::events_dir;
@@ -93,18 +93,16 @@ struct DiesAfterPosting {
     armed: AtomicBool,
 }
 
-impl EscalationStore for DiesAfterPosting {
-    async fn load(&self, group: &str, id: &str) -> Result<Option<Versioned>, StoreError> {
-        self.inner.load(group, id).await
+impl medic_core::ports::EscalationStoreDecorator for DiesAfterPosting {
+    type Inner = DynamoDbEscalationStore;
+    fn inner(&self) -> &DynamoDbEscalationStore {
+        &self.inner
     }
     async fn store(&self, group: &str, id: &str, doc: &Value, expected: Option<u64>, ttl: Duration) -> Result<bool, StoreError> {
         if group == "msg" && doc["ts"].is_string() && self.armed.swap(false, Ordering::SeqCst) {
             return Err(StoreError("the worker died before recording the ts".into()));
         }
         self.inner.store(group, id, doc, expected, ttl).await
-    }
-    async fn list(&self, group: &str) -> Result<Vec<(String, Versioned)>, StoreError> {
-        self.inner.list(group).await
     }
 }
 
@@ -529,7 +527,8 @@ async fn switched_off_the_worker_posts_no_escalation_and_neither_acts_on_nor_ans
     use medic_core::switch::{FixedSwitch, Mode};
 
     let stack = stack().await;
-    let off = Worker::from(medic_worker::Work { switch: FixedSwitch(Mode::Off), ..stack.worker().work });
+    let escalator = slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
+    let off = stack.aws.worker_with(&stack.argo, stack.store(), escalator, FixedSwitch(Mode::Off));
     stack.enqueue_look("storefront", "w0").await;
     assert_eq!(stack.poll(&off).await, vec![Handled::Stepped(StepResult::DryRun)]);
     assert!(parents(&stack.slack).is_empty(), "no escalation posted while off");
@@ -705,8 +704,8 @@ async fn a_snooze_from_slack_mutes_new_incidents_of_the_app_until_it_ends() {
     // The escalator judges the snooze by its clock (the `Clock` port), so the test moves time
     // past the snooze instead of waiting four hours.
     let clock = crate::support::TestClock::now_real();
-    let worker =
-        Worker::from(medic_worker::Work { escalator: stack.worker().work.escalator.with_clock(clock.clone()), ..stack.worker().work });
+    let escalator = slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations()).with_clock(clock.clone());
+    let worker = stack.aws.worker_with(&stack.argo, stack.store(), escalator, medic_core::switch::FixedSwitch::default());
     let parent = stack.escalated(&worker, "accounts").await;
     let snooze = button(&parent, "Snooze");
     assert_eq!(stack.actions().handle(click(&snooze, ALICE, Utc::now().timestamp(), SIGNING_SECRET)).await.status(), 200);

@@ -28,7 +28,7 @@ fn worker_trusting(stack: &Stack, trust: TrustConfig) -> SlackWorker {
     let w = stack.worker();
     let mut config = w.policy.base().config.clone();
     config.trust = trust;
-    Worker::from(medic_worker::Work { policy: WorkerPolicy::fixed(DecisionPolicy::new(config)), ..w.work })
+    Worker::from(w.work.with_policy(WorkerPolicy::fixed(DecisionPolicy::new(config))))
 }
 
 async fn look(stack: &Stack, name: &str, project: &str, window: &str) {
@@ -170,7 +170,7 @@ async fn an_incident_of_a_routed_project_gets_its_thread_in_the_team_s_channel()
     let mut config = w.policy.base().config.clone();
     config.routing =
         serde_json::from_value(serde_json::json!({"projects": {"payments": {"channel": PAYMENTS, "mention": "S0PAYONCALL"}}})).unwrap();
-    let w = Worker::from(medic_worker::Work { policy: WorkerPolicy::fixed(DecisionPolicy::new(config)), ..w.work });
+    let w = Worker::from(w.work.with_policy(WorkerPolicy::fixed(DecisionPolicy::new(config))));
     look(&stack, "storefront", "payments", "w1").await; // escalated
     look(&stack, "legacy-batch", "sandbox", "w1").await; // escalated too (a deletion stuck on finalizers)
     stack.poll(&w).await;

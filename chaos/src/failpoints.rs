@@ -11,18 +11,18 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use medic_core::AppId;
 use medic_core::app::{Application, ApplicationSyncRequest};
 use medic_core::event::AppRef;
-use medic_core::incident::{Attempt, History, Outcome};
+use medic_core::incident::{Attempt, Outcome};
 use medic_core::keys::IdempotencyKey;
 use medic_core::keys::IncidentKey;
 use medic_core::ladder::RefreshKind;
 use medic_core::ladder::Rung;
 use medic_core::permit::Permit;
 use medic_core::ports::{
-    ArgoApi, ArgoError, Begun, Claim, DedupeStore, EscalationStore, IncidentStore, ListQuery, Seen, StoreError, Versioned,
+    ArgoApi, ArgoApiDecorator, ArgoError, Begun, Claim, DedupeStore, DedupeStoreDecorator, EscalationStore, EscalationStoreDecorator,
+    IncidentStore, IncidentStoreDecorator, StoreError,
 };
 
 /// The boundaries, in the order a message meets them.
@@ -60,18 +60,14 @@ async fn reached(boundary: &str) {
     }
 }
 
-/// A port adapter with failpoints.
+/// A port adapter with failpoints: it changes only the methods a boundary sits in, and every other
+/// method forwards to the adapter it wraps.
 pub struct Failpoint<T>(pub T);
 
-impl<T: DedupeStore> DedupeStore for Failpoint<T> {
-    async fn first_sighting(&self, key: &str, ttl: Duration) -> Result<Seen, StoreError> {
-        self.0.first_sighting(key, ttl).await
-    }
-    async fn forget(&self, key: &str) -> Result<(), StoreError> {
-        self.0.forget(key).await
-    }
-    async fn mark(&self, key: &str, ttl: Duration) -> Result<(), StoreError> {
-        self.0.mark(key, ttl).await
+impl<T: DedupeStore> DedupeStoreDecorator for Failpoint<T> {
+    type Inner = T;
+    fn inner(&self) -> &T {
+        &self.0
     }
     async fn begin(&self, key: &str, owner: &str, lease: Duration) -> Result<Begun, StoreError> {
         let begun = self.0.begin(key, owner, lease).await?;
@@ -80,20 +76,12 @@ impl<T: DedupeStore> DedupeStore for Failpoint<T> {
         }
         Ok(begun)
     }
-    async fn end(&self, key: &str, owner: &str, handled: bool, ttl: Duration) -> Result<(), StoreError> {
-        self.0.end(key, owner, handled, ttl).await
-    }
-    async fn marked(&self, keys: &[String]) -> Result<std::collections::BTreeSet<String>, StoreError> {
-        self.0.marked(keys).await
-    }
-    async fn sighted(&self, key: &str, ttl: Duration) -> Result<chrono::DateTime<chrono::Utc>, StoreError> {
-        self.0.sighted(key, ttl).await
-    }
 }
 
-impl<T: IncidentStore> IncidentStore for Failpoint<T> {
-    async fn history(&self, app: &AppId) -> Result<History, StoreError> {
-        self.0.history(app).await
+impl<T: IncidentStore> IncidentStoreDecorator for Failpoint<T> {
+    type Inner = T;
+    fn inner(&self) -> &T {
+        &self.0
     }
     async fn claim(&self, app: &AppId, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
         let claim = self.0.claim(app, incident, attempt, in_progress_for).await?;
@@ -116,28 +104,12 @@ impl<T: IncidentStore> IncidentStore for Failpoint<T> {
         refresh_ended(app, key);
         done
     }
-    async fn close(&self, app: &AppId, at: DateTime<Utc>) -> Result<(), StoreError> {
-        self.0.close(app, at).await
-    }
-    async fn open_incidents(&self) -> Result<Vec<AppId>, StoreError> {
-        self.0.open_incidents().await
-    }
-    async fn note_decision(
-        &self,
-        app: &AppId,
-        incident: &IncidentKey,
-        note: &medic_core::incident::DecisionNote,
-    ) -> Result<(), StoreError> {
-        self.0.note_decision(app, incident, note).await
-    }
 }
 
-impl<T: ArgoApi> ArgoApi for Failpoint<T> {
-    async fn get_app(&self, app: &AppRef) -> Result<Application, ArgoError> {
-        self.0.get_app(app).await
-    }
-    async fn list_apps(&self, query: &ListQuery) -> Result<Vec<Application>, ArgoError> {
-        self.0.list_apps(query).await
+impl<T: ArgoApi> ArgoApiDecorator for Failpoint<T> {
+    type Inner = T;
+    fn inner(&self) -> &T {
+        &self.0
     }
     async fn refresh(&self, permit: &Permit, app: &AppRef, kind: RefreshKind) -> Result<Application, ArgoError> {
         if let Some(key) = refresh_claims(|c| c.get(app.id().as_str()).cloned()) {
@@ -151,28 +123,12 @@ impl<T: ArgoApi> ArgoApi for Failpoint<T> {
         reached("sync-in-flight").await;
         answer
     }
-    async fn terminate_operation(&self, permit: &Permit, app: &AppRef) -> Result<(), ArgoError> {
-        self.0.terminate_operation(permit, app).await
-    }
-    async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
-        self.0.credential_expiry().await
-    }
-    async fn revision_metadata(
-        &self,
-        app: &AppRef,
-        revision: &str,
-        source_index: Option<usize>,
-    ) -> Result<Option<medic_core::app::RevisionMetadata>, ArgoError> {
-        self.0.revision_metadata(app, revision, source_index).await
-    }
-    async fn version(&self) -> Result<String, ArgoError> {
-        self.0.version().await
-    }
 }
 
-impl<T: EscalationStore> EscalationStore for Failpoint<T> {
-    async fn load(&self, group: &str, id: &str) -> Result<Option<Versioned>, StoreError> {
-        self.0.load(group, id).await
+impl<T: EscalationStore> EscalationStoreDecorator for Failpoint<T> {
+    type Inner = T;
+    fn inner(&self) -> &T {
+        &self.0
     }
     async fn store(
         &self,
@@ -191,8 +147,5 @@ impl<T: EscalationStore> EscalationStore for Failpoint<T> {
             reached("in-slack-post").await;
         }
         Ok(written)
-    }
-    async fn list(&self, group: &str) -> Result<Vec<(String, Versioned)>, StoreError> {
-        self.0.list(group).await
     }
 }

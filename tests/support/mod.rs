@@ -15,10 +15,9 @@ use medic_adapters::config::ArgoSettings;
 use medic_adapters::memory::{LogEscalator, MemoryDedupe, SystemClock};
 use medic_core::AppId;
 use medic_core::event::AppRef;
-use medic_core::incident::{Attempt, History, Outcome};
+use medic_core::incident::Outcome;
 use medic_core::keys::IdempotencyKey;
-use medic_core::keys::IncidentKey;
-use medic_core::ports::{ArgoApi, Claim, IncidentStore, StoreError};
+use medic_core::ports::{ArgoApi, IncidentStore, StoreError};
 use medic_core::switch::{FixedSwitch, Mode};
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_service::remediate::Remediator;
@@ -192,32 +191,13 @@ impl<S: IncidentStore> Parts<S> {
 /// recording its outcome. Everything else goes to the wrapped store.
 pub struct LosesCompletion<S>(pub S);
 
-impl<S: IncidentStore> IncidentStore for LosesCompletion<S> {
-    async fn history(&self, app: &AppId) -> Result<History, StoreError> {
-        self.0.history(app).await
-    }
-    async fn claim(&self, app: &AppId, incident: &IncidentKey, attempt: &Attempt, ttl: Duration) -> Result<Claim, StoreError> {
-        self.0.claim(app, incident, attempt, ttl).await
+impl<S: IncidentStore> medic_core::ports::IncidentStoreDecorator for LosesCompletion<S> {
+    type Inner = S;
+    fn inner(&self) -> &S {
+        &self.0
     }
     async fn complete(&self, _app: &AppId, _key: &IdempotencyKey, _outcome: Outcome) -> Result<(), StoreError> {
         Err(StoreError("the process died before recording".into()))
-    }
-    async fn release(&self, app: &AppId, key: &IdempotencyKey) -> Result<(), StoreError> {
-        self.0.release(app, key).await
-    }
-    async fn close(&self, app: &AppId, at: chrono::DateTime<Utc>) -> Result<(), StoreError> {
-        self.0.close(app, at).await
-    }
-    async fn open_incidents(&self) -> Result<Vec<AppId>, StoreError> {
-        self.0.open_incidents().await
-    }
-    async fn note_decision(
-        &self,
-        app: &AppId,
-        incident: &IncidentKey,
-        note: &medic_core::incident::DecisionNote,
-    ) -> Result<(), StoreError> {
-        self.0.note_decision(app, incident, note).await
     }
 }
 
@@ -275,12 +255,10 @@ pub enum DiesAt {
 /// after it undone, as a SIGKILL of the process between its claim and its call does.
 pub struct Dying<'a, A>(pub &'a A, pub DiesAt);
 
-impl<A: ArgoApi> ArgoApi for Dying<'_, A> {
-    async fn get_app(&self, app: &AppRef) -> Result<medic_core::Application, medic_core::ports::ArgoError> {
-        self.0.get_app(app).await
-    }
-    async fn list_apps(&self, query: &medic_core::ports::ListQuery) -> Result<Vec<medic_core::Application>, medic_core::ports::ArgoError> {
-        self.0.list_apps(query).await
+impl<A: ArgoApi> medic_core::ports::ArgoApiDecorator for Dying<'_, A> {
+    type Inner = A;
+    fn inner(&self) -> &A {
+        self.0
     }
     async fn refresh(
         &self,
@@ -303,23 +281,6 @@ impl<A: ArgoApi> ArgoApi for Dying<'_, A> {
             return std::future::pending().await;
         }
         self.0.sync(permit, app, request).await
-    }
-    async fn terminate_operation(&self, permit: &medic_core::permit::Permit, app: &AppRef) -> Result<(), medic_core::ports::ArgoError> {
-        self.0.terminate_operation(permit, app).await
-    }
-    async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
-        self.0.credential_expiry().await
-    }
-    async fn revision_metadata(
-        &self,
-        app: &AppRef,
-        revision: &str,
-        source_index: Option<usize>,
-    ) -> Result<Option<medic_core::app::RevisionMetadata>, medic_core::ports::ArgoError> {
-        self.0.revision_metadata(app, revision, source_index).await
-    }
-    async fn version(&self) -> Result<String, medic_core::ports::ArgoError> {
-        self.0.version().await
     }
 }
 

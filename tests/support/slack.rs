@@ -121,8 +121,21 @@ impl std::ops::Deref for Stack {
 
 /// The sweeper of the Slack stack: the stack's table and queue, posting through the Slack
 /// escalator, with generous budgets; `recheck_interval` is its window (production: 300 s).
-pub(crate) type SlackSweeper =
-    medic_sweeper::Sweeper<crate::support::stack::TestPorts<DynamoDbStore, SlackEscalator<DynamoDbEscalationStore>, FixedSwitch>>;
+pub(crate) type SlackSweeper = medic_sweeper::Sweeper<SlackSweeperPorts<medic_adapters::argocd::HttpArgoClient>>;
+
+/// [`SlackSweeper`]'s ports, reading Argo CD with `A`.
+pub(crate) type SlackSweeperPorts<A> = medic_stack::adapters::Adapters<
+    A,
+    DynamoDbStore,
+    DynamoDbStore,
+    DynamoDbStore,
+    SqsWorkQueue,
+    SlackEscalator<DynamoDbEscalationStore>,
+    medic_adapters::budget::LocalBudget,
+    medic_adapters::memory::SystemClock,
+    FixedSwitch,
+    medic_adapters::telemetry::Metrics,
+>;
 
 pub(crate) type SlackWorker = SwitchedWorker<FixedSwitch>;
 /// The stack's worker reading the instant switch (and its freezes) from `W`.
@@ -149,13 +162,25 @@ impl Stack {
 
     /// The sweeper over `sim`, this stack's table and queue, posting to its Slack simulator.
     pub(crate) fn sweeper(&self, sim: &ArgoSim, recheck_interval: Duration) -> SlackSweeper {
+        self.sweeper_reading(crate::support::client(sim), recheck_interval)
+    }
+
+    /// [`Stack::sweeper`] reading Argo CD with `argo`.
+    pub(crate) fn sweeper_reading<A: medic_core::ports::ArgoApi>(
+        &self,
+        argo: A,
+        recheck_interval: Duration,
+    ) -> medic_sweeper::Sweeper<SlackSweeperPorts<A>> {
         let config = medic_sweeper::SweeperConfig {
             recheck_interval,
             work_item_key: Some(crate::support::work_item_key()),
             ..medic_sweeper::SweeperConfig::default()
         };
         let escalator = slack_escalator(&self.slack, settings(&self.slack), self.escalations());
-        medic_sweeper::Sweeper::from(self.on_table(sim).with_escalator(escalator).sweep(config))
+        let adapters = medic_stack::lambda::on_table(argo, self.store(), self.queue())
+            .with_budget(crate::support::generous_budget())
+            .with_escalator(escalator);
+        medic_sweeper::Sweeper::from(adapters.sweep(config))
     }
 
     pub(crate) fn actions(&self) -> Actions {

@@ -20,10 +20,16 @@ use crate::keys::IncidentKey;
 use crate::ladder::{BudgetKind, RefreshKind};
 use crate::permit::Permit;
 
-/// Declares a port and its forwarding through `Arc` (one adapter shared by several handlers in
-/// one process: `medic serve` runs ingest, worker and sweeper together), so the forwarding is
-/// written once for every port and method, never by hand. A port's methods have no default body
-/// (tests/layering.rs): a forwarder or a decorator that forgot one would silently do the default.
+/// Declares a port, its decorator trait, and its forwarding through `Arc`, so forwarding is
+/// written once for every port and method, never by hand.
+///
+/// A decorator (a failpoint, a test's dying adapter, a lazily built client) wraps one adapter and
+/// changes one or two of its methods: it implements the port's decorator trait (`ArgoApiDecorator`
+/// for `ArgoApi`, ...), names its inner adapter, and writes only the methods it changes; every
+/// other method forwards to the inner one. `Arc<T>` is such a decorator that changes nothing (one
+/// adapter shared by several handlers in one process: `medic serve` runs ingest, worker and
+/// sweeper together). A port's own methods have no default body (tests/layering.rs): an adapter
+/// that forgot one would silently do the default.
 macro_rules! port {
     (
         $(#[$meta:meta])*
@@ -33,6 +39,7 @@ macro_rules! port {
                 fn $method:ident(&self $(, $arg:ident: $arg_ty:ty)* $(,)?) $(-> $ret:ty)?;
             )*
         }
+        decorated by $decorator:ident;
     ) => {
         $(#[$meta])*
         pub trait $port: Send + Sync {
@@ -42,12 +49,33 @@ macro_rules! port {
             )*
         }
 
-        impl<T: $port> $port for std::sync::Arc<T> {
+        #[doc = concat!("A decorator of [`", stringify!($port), "`]: every method forwards to [`", stringify!($decorator), "::inner`] unless the decorator writes its own (see `port!` in ports.rs).")]
+        pub trait $decorator: Send + Sync {
+            /// The adapter decorated.
+            type Inner: $port;
+            /// The adapter decorated.
+            fn inner(&self) -> &Self::Inner;
             $(
+                $(#[$method_meta])*
                 fn $method(&self $(, $arg: $arg_ty)*) $(-> $ret)? {
-                    (**self).$method($($arg),*)
+                    self.inner().$method($($arg),*)
                 }
             )*
+        }
+
+        impl<D: $decorator> $port for D {
+            $(
+                fn $method(&self $(, $arg: $arg_ty)*) $(-> $ret)? {
+                    <D as $decorator>::$method(self $(, $arg)*)
+                }
+            )*
+        }
+
+        impl<T: $port> $decorator for std::sync::Arc<T> {
+            type Inner = T;
+            fn inner(&self) -> &T {
+                self
+            }
         }
     };
 }
@@ -154,6 +182,7 @@ pub trait ArgoApi: Send + Sync {
     /// client: what the rules that differ between releases read.
     fn version(&self) -> impl Future<Output = Result<String, ArgoError>> + Send;
 }
+decorated by ArgoApiDecorator;
 }
 
 /// Store failures.
@@ -204,6 +233,7 @@ pub trait IncidentStore: Send + Sync {
         note: &DecisionNote,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
+decorated by IncidentStoreDecorator;
 }
 
 port! {
@@ -212,6 +242,7 @@ port! {
 pub trait IncidentLedger: Send + Sync {
     fn incidents(&self, include_closed: bool) -> impl Future<Output = Result<Vec<IncidentRecord>, StoreError>> + Send;
 }
+decorated by IncidentLedgerDecorator;
 }
 
 /// Escalation failures.
@@ -256,6 +287,7 @@ pub trait Escalator: Send + Sync {
     /// proposal ([`crate::trust::TrustLevel::Propose`]) needs one to be approved.
     fn takes_approvals(&self) -> bool;
 }
+decorated by EscalatorDecorator;
 }
 
 /// A record of an [`EscalationStore`], with the version its next write must name.
@@ -288,6 +320,7 @@ pub trait EscalationStore: Send + Sync {
     /// Every live record of a group, as `(id, record)`.
     fn list(&self, group: &str) -> impl Future<Output = Result<Vec<(String, Versioned)>, StoreError>> + Send;
 }
+decorated by EscalationStoreDecorator;
 }
 
 /// Out of budget for now.
@@ -304,6 +337,7 @@ port! {
 pub trait Budget: Send + Sync {
     fn acquire(&self, kind: BudgetKind) -> impl Future<Output = Result<(), BudgetExhausted>> + Send;
 }
+decorated by BudgetDecorator;
 }
 
 port! {
@@ -320,6 +354,7 @@ pub trait BucketStore: Send + Sync {
         next: &BucketState,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
+decorated by BucketStoreDecorator;
 }
 
 port! {
@@ -327,6 +362,7 @@ port! {
 pub trait Clock: Send + Sync {
     fn now(&self) -> DateTime<Utc>;
 }
+decorated by ClockDecorator;
 }
 
 port! {
@@ -342,6 +378,7 @@ pub trait Telemetry: Send + Sync {
     /// A level, not a count: the latest value is kept.
     fn gauge(&self, name: &str, extra: Option<(&str, &str)>, value: f64);
 }
+decorated by TelemetryDecorator;
 }
 
 /// Queue failures.
@@ -359,6 +396,7 @@ pub trait WorkQueue: Send + Sync {
     /// items enqueued, which is harmless because the worker dedupes.
     fn enqueue_batch(&self, items: &[crate::event::WorkItem]) -> impl Future<Output = Result<(), QueueError>> + Send;
 }
+decorated by WorkQueueDecorator;
 }
 
 /// The answer to "is this news new?".
@@ -414,6 +452,7 @@ pub trait DedupeStore: Send + Sync {
     /// outage's start, which keys its Slack parent, its buttons and its overdue alert.
     fn sighted(&self, key: &str, ttl: Duration) -> impl Future<Output = Result<DateTime<Utc>, StoreError>> + Send;
 }
+decorated by DedupeStoreDecorator;
 }
 
 port! {
@@ -424,6 +463,7 @@ pub trait AppLock: Send + Sync {
     fn try_lock(&self, app: &AppId, owner: &str, ttl: Duration) -> impl Future<Output = Result<bool, StoreError>> + Send;
     fn unlock(&self, app: &AppId, owner: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
+decorated by AppLockDecorator;
 }
 
 #[cfg(test)]

@@ -231,6 +231,18 @@ enum FleetHold {
 const HUMAN_ACTION_RECHECK: Duration = Duration::from_secs(60);
 
 impl<P: Ports> Work<P> {
+    /// The same work with its settings changed by `change` (a harness or a test's variant of a
+    /// built worker).
+    pub fn with_config(mut self, change: impl FnOnce(&mut WorkerConfig)) -> Self {
+        change(&mut self.config);
+        self
+    }
+
+    /// The same work deciding with `policy`.
+    pub fn with_policy(self, policy: WorkerPolicy) -> Self {
+        Self { policy, ..self }
+    }
+
     /// Handles one delivery of a work item: parse (a poison item fails), then the delivery's lease
     /// on its dedupe key, the app's lock, the route (a look, a person's button, a signed refresh),
     /// and the lease's end.
