@@ -9,14 +9,11 @@ pub mod check;
 pub mod check_stack;
 pub mod incidents;
 pub mod input;
-pub mod local_dedupe;
-pub mod local_queue;
 pub mod output;
 pub mod render;
 pub mod scenario;
 pub mod serve;
 pub mod slack_click;
-pub mod store;
 pub mod sweep;
 pub mod sweep_cmd;
 pub mod sweep_out;
@@ -89,3 +86,8 @@ pub mod exit {
         }
     }
 }
+
+/// The SQLite state, under the names medic's modules had when it lived here.
+pub use medic_adapters::sqlite::dedupe as local_dedupe;
+pub use medic_adapters::sqlite::queue as local_queue;
+pub use medic_adapters::sqlite::store;

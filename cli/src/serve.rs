@@ -27,20 +27,18 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget};
-use medic_adapters::memory::{MemoryLock, SystemClock};
+use medic_adapters::memory::SystemClock;
 use medic_adapters::telemetry::Metrics;
 use medic_core::sweep::SweepScope;
 use medic_core::{DecisionPolicy, PolicyConfig};
 use medic_ingest::{Ingest, IngestConfig, WebhookSecrets};
 use medic_slack::AnyEscalator;
 use medic_slack_actions::{ActionsConfig, AllowList, SigningSecret, SlackActions};
-use medic_stack::adapters::Adapters;
 use medic_sweeper::{Sweeper, SweeperConfig};
 use medic_worker::{Worker, WorkerConfig};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::local_dedupe::SqliteDedupe;
 use crate::local_queue::SqliteQueue;
 use crate::store::SqliteIncidentStore;
 
@@ -107,7 +105,7 @@ pub struct ServeOptions {
 /// log lines.
 pub type LocalEscalator = AnyEscalator<Arc<SqliteIncidentStore>>;
 
-type LocalActions = SlackActions<Arc<SqliteQueue>, Arc<SqliteDedupe>, Arc<SqliteIncidentStore>>;
+type LocalActions = SlackActions<Arc<SqliteQueue>, Arc<crate::local_dedupe::SqliteDedupe>, Arc<SqliteIncidentStore>>;
 
 /// The handlers behind the listener.
 struct Routes {
@@ -152,18 +150,7 @@ impl Health {
 
 type LocalIngest = Ingest<Arc<SqliteQueue>, Arc<HttpArgoClient>, SystemClock, Metrics>;
 /// The adapters `medic serve` runs on: the embedded SQLite state and queue.
-type LocalPorts = Adapters<
-    Arc<HttpArgoClient>,
-    Arc<SqliteIncidentStore>,
-    Arc<SqliteDedupe>,
-    MemoryLock,
-    Arc<SqliteQueue>,
-    Arc<LocalEscalator>,
-    Arc<LocalBudget>,
-    SystemClock,
-    medic_core::switch::FixedSwitch,
-    Metrics,
->;
+type LocalPorts = medic_stack::local::LocalPorts<Arc<HttpArgoClient>, Arc<LocalEscalator>, Arc<LocalBudget>>;
 
 type LocalWorker = Worker<LocalPorts>;
 type LocalSweeper = Sweeper<LocalPorts>;
@@ -231,10 +218,10 @@ pub fn stop_signal() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> +
 /// Starts ingest (HTTP on `listen`), the worker loop and the sweeper loop.
 pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let argo = Arc::new(argo);
-    // The queue lives in the state file, so a restart loses nothing accepted (issue 26).
-    let queue = Arc::new(SqliteQueue::new(Arc::clone(&opts.store)));
-    // Dedupe records too: a click handled before a restart is not handled again after it.
-    let dedupe = Arc::new(SqliteDedupe::new(Arc::clone(&opts.store)));
+    // The queue and the dedupe records live in the state file, so a restart loses nothing
+    // accepted (issue 26) and handles no click twice.
+    let state = medic_stack::local::LocalState::over(Arc::clone(&opts.store));
+    let queue = Arc::clone(&state.queue);
     let escalator = Arc::clone(&opts.escalator);
     let store = Arc::clone(&opts.store);
     let instance = opts.policy.instance_id.clone();
@@ -244,20 +231,7 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     // One budget for the worker and the sweeper's canaries, as the stack's shared buckets.
     let budget = Arc::new(LocalBudget::new(opts.rates));
     // Ingest's, the worker's and the sweeper's adapters: one state file, queue, escalator and budget.
-    let local = || -> LocalPorts {
-        Adapters {
-            argo: Arc::clone(&argo),
-            store: Arc::clone(&store),
-            dedupe: Arc::clone(&dedupe),
-            lock: MemoryLock::default(),
-            queue: Arc::clone(&queue),
-            escalator: Arc::clone(&escalator),
-            budget: Arc::clone(&budget),
-            clock: SystemClock,
-            switch: medic_core::switch::FixedSwitch::default(),
-            metrics: Metrics::quiet(&instance),
-        }
-    };
+    let local = || -> LocalPorts { state.adapters(Arc::clone(&argo), Arc::clone(&escalator), Arc::clone(&budget), &instance) };
     let ingest: LocalIngest = Ingest {
         secrets: WebhookSecrets::new(opts.webhook_secret.clone(), None),
         refresh_secrets: opts.refresh_secret.clone().map(|s| WebhookSecrets::new(s, None)),

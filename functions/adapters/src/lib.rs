@@ -37,6 +37,8 @@ pub mod memory;
 pub mod retry;
 pub mod sdk_http;
 pub mod settings;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 pub mod sqs;
 pub mod switch;
 pub mod telemetry;

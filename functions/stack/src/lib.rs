@@ -4,4 +4,6 @@
 
 pub mod adapters;
 pub mod lambda;
+#[cfg(feature = "local")]
+pub mod local;
 pub mod twins;

@@ -8,7 +8,7 @@
 //! the last [`CLOSED_RETENTION`] (`closed_incidents`), and the Slack escalator's records
 //! (`escalations`, the `EscalationStore` port: which message shows which incident, its buttons,
 //! fleets), so `medic serve` remembers its Slack threads across restarts and `medic incidents`
-//! can link them; and `medic serve`'s work queue (`work_queue`, [`crate::local_queue`]) with the
+//! can link them; and `medic serve`'s work queue (`work_queue`, [`super::queue`]) with the
 //! key its work items are signed with (`local_keys`), so a restart loses nothing it accepted.
 
 use std::path::Path;

@@ -12,7 +12,7 @@ use medic_core::event::{WorkItem, WorkItemKey};
 use medic_core::ports::{QueueError, StoreError, WorkQueue};
 use rusqlite::{OptionalExtension, params};
 
-use crate::store::{SqliteIncidentStore, err as store_error};
+use super::store::{SqliteIncidentStore, err as store_error};
 
 /// SQS's longest delay, which the ports' contract keeps.
 const MAX_DELAY: Duration = Duration::from_secs(900);

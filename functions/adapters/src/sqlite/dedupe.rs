@@ -12,7 +12,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use medic_core::ports::{Begun, DedupeStore, Seen, StoreError};
 use rusqlite::{OptionalExtension, params};
 
-use crate::store::{SqliteIncidentStore, err};
+use super::store::{SqliteIncidentStore, err};
 
 /// Dedupe markers, first sightings and work-item leases, on the state file of `store`.
 #[derive(Clone)]
