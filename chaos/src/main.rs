@@ -56,7 +56,10 @@ fn main() -> anyhow::Result<()> {
         Command::Worker => runtime.block_on(worker::run()),
         Command::Function { kind } => runtime.block_on(function::run(kind)),
         Command::Storm(options) => {
-            let ok = runtime.block_on(storm::run(options))?;
+            let ok = match options.moto {
+                true => runtime.block_on(storm_aws::run(options))?,
+                false => runtime.block_on(storm::run(options))?,
+            };
             std::process::exit(if ok { 0 } else { 1 });
         }
         Command::Envelope(options) => runtime.block_on(envelope::run(options)),

@@ -174,10 +174,9 @@ fn worker(sim: &ArgoSim, budget: StormBudget, state: &MemoryState) -> anyhow::Re
     Ok(Worker::from(state.adapters(client(sim)?, budget, "storm").with_escalator(LogEscalator::forgetful()).work(config, policy)))
 }
 
+/// The storm in one process over the in-memory twins (`--moto`: [`crate::storm_aws::run`], which
+/// takes this module's fleet, notifications and tally).
 pub async fn run(o: Options) -> anyhow::Result<bool> {
-    if o.moto {
-        return crate::storm_aws::run(o).await;
-    }
     let sample: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(medic_sim::workspace_root().join("events/webhook/stale-progressing.json"))?)?;
 

@@ -17,7 +17,7 @@ use crate::json::{lookup, str_at};
 use crate::log::Endpoint;
 use crate::rbac::{self, CONTROL_PLANE_NAMESPACE, Session};
 use crate::selector;
-use crate::sim::Shared;
+use crate::shared::Shared;
 use crate::state::{AppKey, Store};
 use crate::sync_request;
 

@@ -41,6 +41,7 @@ mod rebase;
 mod release;
 mod selector;
 mod server;
+mod shared;
 mod sim;
 pub mod slack;
 mod state;

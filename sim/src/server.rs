@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use crate::api::{self, Call, Reply, ReplyBody};
 use crate::faults::FaultKind;
 use crate::log::LoggedRequest;
-use crate::sim::Shared;
+use crate::shared::Shared;
 
 /// The service's error: the connection is to be dropped without an answer.
 #[derive(Debug, thiserror::Error)]

@@ -1,7 +1,6 @@
 //! [`ArgoSim`]: a running simulated Argo CD API server and the handles a test drives it with.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -13,13 +12,13 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::{AbortHandle, JoinHandle};
+use tokio::task::JoinHandle;
 
 use crate::config::SimConfig;
-use crate::controller::{self, Attempt};
+use crate::controller;
 use crate::faults::{Fault, FaultQueue};
 use crate::log::{CallCounts, LoggedRequest};
-use crate::outcomes::{Outcomes, RefreshOutcome, SyncOutcome};
+use crate::outcomes::{Outcomes, RefreshOutcome};
 
 /// The default `timeout.reconciliation` (argocd-cm, 120 s): an app compared longer ago is due for
 /// a comparison on the informer's resync (controller/appcontroller.go `needRefreshAppStatus`,
@@ -28,128 +27,8 @@ pub const RECONCILIATION_TIMEOUT: Duration = Duration::from_secs(120);
 use crate::rebase::Rebase;
 use crate::release::Behaviour;
 use crate::server;
+use crate::shared::Shared;
 use crate::state::{AppKey, Store};
-
-/// State shared by the server's tasks and the [`ArgoSim`] handle.
-pub(crate) struct Shared {
-    pub(crate) config: SimConfig,
-    /// What the served release (`config.version`) does where releases differ.
-    pub(crate) behaviour: Behaviour,
-    pub(crate) store: Mutex<Store>,
-    pub(crate) faults: Mutex<FaultQueue>,
-    pub(crate) log: Mutex<Vec<LoggedRequest>>,
-    /// `(method, path?query)` of every request as it arrives, before any fault or answer: a
-    /// harness waits on it to kill a client while its request is held open.
-    pub(crate) arrivals: Mutex<Vec<(String, String)>>,
-    pub(crate) counts: Mutex<CallCounts>,
-    /// The AppProjects' deny windows (`config.sync_windows` at start).
-    pub(crate) sync_windows: Mutex<Vec<crate::config::SyncWindowRule>>,
-    /// The bearer tokens accepted now (`config.tokens` at start; [`ArgoSim::set_tokens`] rotates them).
-    pub(crate) tokens: Mutex<Vec<crate::config::TokenGrant>>,
-    /// Stands in for a token's `iat` when the token carries none.
-    pub(crate) started_at: DateTime<Utc>,
-    /// Controller tasks (operations finishing), aborted at shutdown.
-    tasks: Mutex<Vec<AbortHandle>>,
-}
-
-impl Shared {
-    /// Controller work on `key` after `delay`, done only if `owner` still owns the app's
-    /// operation slot (a termination or a replaced app takes it over). `work` says whether it
-    /// finished the operation, which then writes the app and frees the slot.
-    pub(crate) fn later(
-        shared: &Arc<Shared>,
-        delay: Duration,
-        key: AppKey,
-        owner: u64,
-        work: impl FnOnce(&mut Value) -> bool + Send + 'static,
-    ) {
-        let task_shared = Arc::clone(shared);
-        shared.spawn(async move {
-            tokio::time::sleep(delay).await;
-            let mut store = task_shared.store.lock();
-            if !store.owns(&key, owner) {
-                return;
-            }
-            if store.get_mut(&key).is_some_and(work) {
-                store.touch(&key);
-                store.release(&key, owner);
-            }
-        });
-    }
-
-    /// Whether an active deny window holds the running operation of `app` (controller/sync.go
-    /// `syncWindowPreventsSync`, :624-640 at v3.5.1): a manual sync passes windows that allow
-    /// manual syncs and, from 3.5, a sync passes when every window holding it allows the overrun.
-    pub(crate) fn window_holds(&self, app: &Value) -> bool {
-        let project = crate::json::str_at(app, "spec.project").unwrap_or("default");
-        let manual =
-            crate::json::lookup(app, "status.operationState.operation.initiatedBy.automated").and_then(Value::as_bool) != Some(true);
-        let windows = self.sync_windows.lock();
-        let holding: Vec<_> = windows.iter().filter(|w| w.active && w.project == project && !(manual && w.manual_sync)).collect();
-        let overrun = self.behaviour.sync_overrun() && holding.iter().all(|w| w.sync_overrun);
-        !holding.is_empty() && !overrun
-    }
-
-    /// Runs the sync operation just begun on `key` as the controller would: each attempt takes
-    /// `operation_duration` and ends per `outcome`; a failed attempt with retries left waits as
-    /// long again (the simulator's back-off: one operation's time, not `retry.backoff`) and the
-    /// retry starts. Stops when the operation ends, hangs, or `owner` loses the app's operation
-    /// slot (a termination takes it over).
-    pub(crate) fn run_sync(shared: &Arc<Shared>, key: AppKey, owner: u64, outcome: SyncOutcome) {
-        let task_shared = Arc::clone(shared);
-        let pause = shared.config.operation_duration;
-        let behaviour = shared.behaviour;
-        shared.spawn(async move {
-            loop {
-                tokio::time::sleep(pause).await;
-                {
-                    let mut store = task_shared.store.lock();
-                    if !store.owns(&key, owner) {
-                        return;
-                    }
-                    if store.get(&key).is_some_and(|app| task_shared.window_holds(app)) {
-                        // Held, not ended: the controller says why and tries again on its next pass.
-                        if store.get_mut(&key).is_some_and(controller::hold_for_window) {
-                            store.touch(&key);
-                        }
-                        continue;
-                    }
-                    let now = Utc::now();
-                    let retry_at = now + chrono::TimeDelta::from_std(pause).unwrap_or_default();
-                    let attempt = match store.get_mut(&key) {
-                        Some(app) => controller::finish_sync(app, &outcome, behaviour, now, retry_at),
-                        None => return,
-                    };
-                    match attempt {
-                        Attempt::Running => return,
-                        Attempt::Ended => {
-                            store.touch(&key);
-                            store.release(&key, owner);
-                            return;
-                        }
-                        Attempt::RetryScheduled => store.touch(&key),
-                    }
-                }
-                tokio::time::sleep(pause).await;
-                let mut store = task_shared.store.lock();
-                if !store.owns(&key, owner) {
-                    return;
-                }
-                let Some(app) = store.get_mut(&key) else { return };
-                controller::begin_retry(app, behaviour);
-                store.touch(&key);
-            }
-        });
-    }
-
-    /// Spawns simulated controller work, remembered so shutdown can stop it.
-    fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
-        let handle = tokio::spawn(work);
-        let mut tasks = self.tasks.lock();
-        tasks.retain(|t| !t.is_finished());
-        tasks.push(handle.abort_handle());
-    }
-}
 
 /// A simulated Argo CD API server listening on `127.0.0.1`.
 ///
