@@ -7,6 +7,7 @@
 //! Leases and expiries are real (whole seconds, as DynamoDB keeps them); nothing here sets a
 //! clock to zero.
 
+use medic_core::keys::Marker;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
@@ -117,60 +118,61 @@ async fn every_incident_store_keeps_the_same_claim_contract() {
 async fn dedupe_contract<D: DedupeStore>(store: &D, label: &str) {
     let hour = Duration::from_secs(3600);
     let marker = unique("marker");
-    assert_eq!(store.first_sighting(&marker, hour).await.unwrap(), Seen::New, "{label}");
-    assert_eq!(store.first_sighting(&marker, hour).await.unwrap(), Seen::Duplicate, "{label}");
-    store.forget(&marker).await.unwrap();
-    assert_eq!(store.first_sighting(&marker, hour).await.unwrap(), Seen::New, "{label}: forgotten");
+    let m = |k: &str| Marker::for_tests(k);
+    assert_eq!(store.first_sighting(&m(&marker), hour).await.unwrap(), Seen::New, "{label}");
+    assert_eq!(store.first_sighting(&m(&marker), hour).await.unwrap(), Seen::Duplicate, "{label}");
+    store.forget(&m(&marker)).await.unwrap();
+    assert_eq!(store.first_sighting(&m(&marker), hour).await.unwrap(), Seen::New, "{label}: forgotten");
 
     // Which markers are set, many at once (more than one DynamoDB batch), expired ones not.
     let many: Vec<String> = (0..150).map(|i| format!("{marker}-{i}")).collect();
     for k in many.iter().step_by(3) {
-        store.first_sighting(k, hour).await.unwrap();
+        store.first_sighting(&m(k), hour).await.unwrap();
     }
-    store.first_sighting(&format!("{marker}-short"), Duration::from_secs(1)).await.unwrap();
+    store.first_sighting(&m(&format!("{marker}-short")), Duration::from_secs(1)).await.unwrap();
     // A mark is renewed by the next, whatever was there: marked with a second to live, then an
     // hour, it outlives the second; first seen for a second, a mark extends it too.
-    store.mark(&format!("{marker}-renewed"), Duration::from_secs(1)).await.unwrap();
-    store.mark(&format!("{marker}-renewed"), hour).await.unwrap();
-    store.first_sighting(&format!("{marker}-extended"), Duration::from_secs(1)).await.unwrap();
-    store.mark(&format!("{marker}-extended"), hour).await.unwrap();
+    store.mark(&m(&format!("{marker}-renewed")), Duration::from_secs(1)).await.unwrap();
+    store.mark(&m(&format!("{marker}-renewed")), hour).await.unwrap();
+    store.first_sighting(&m(&format!("{marker}-extended")), Duration::from_secs(1)).await.unwrap();
+    store.mark(&m(&format!("{marker}-extended")), hour).await.unwrap();
     tokio::time::sleep(Duration::from_millis(2100)).await;
     let mut asked = many.clone();
     asked.push(format!("{marker}-short"));
     asked.push(format!("{marker}-renewed"));
     asked.push(format!("{marker}-extended"));
     asked.push(marker.clone());
-    let found = store.marked(&asked).await.unwrap();
-    let mut expected: std::collections::BTreeSet<String> = many.iter().step_by(3).cloned().collect();
-    expected.insert(marker.clone());
-    expected.insert(format!("{marker}-renewed"));
-    expected.insert(format!("{marker}-extended"));
+    let found = store.marked(&asked.iter().map(|k| m(k)).collect::<Vec<_>>()).await.unwrap();
+    let mut expected: std::collections::BTreeSet<Marker> = many.iter().step_by(3).map(|k| m(k)).collect();
+    expected.insert(m(&marker));
+    expected.insert(m(&format!("{marker}-renewed")));
+    expected.insert(m(&format!("{marker}-extended")));
     assert_eq!(found, expected, "{label}: set and unexpired markers only");
     assert!(store.marked(&[]).await.unwrap().is_empty(), "{label}");
 
     // One delivery owns a work item; another waits; the owner's own retry still owns it.
     let item = unique("item");
-    assert_eq!(store.begin(&item, "m1#1", hour).await.unwrap(), Begun::Owned, "{label}");
-    assert!(matches!(store.begin(&item, "m1#2", hour).await.unwrap(), Begun::InProgress { .. }), "{label}: another delivery waits");
-    assert_eq!(store.begin(&item, "m1#1", hour).await.unwrap(), Begun::Owned, "{label}: an SDK retry recognises its own write");
-    store.end(&item, "m1#1", true, hour).await.unwrap();
-    assert_eq!(store.begin(&item, "m1#3", hour).await.unwrap(), Begun::Done, "{label}: handled once");
+    assert_eq!(store.begin(&m(&item), "m1#1", hour).await.unwrap(), Begun::Owned, "{label}");
+    assert!(matches!(store.begin(&m(&item), "m1#2", hour).await.unwrap(), Begun::InProgress { .. }), "{label}: another delivery waits");
+    assert_eq!(store.begin(&m(&item), "m1#1", hour).await.unwrap(), Begun::Owned, "{label}: an SDK retry recognises its own write");
+    store.end(&m(&item), "m1#1", true, hour).await.unwrap();
+    assert_eq!(store.begin(&m(&item), "m1#3", hour).await.unwrap(), Begun::Done, "{label}: handled once");
 
     // Given up: the next delivery handles it at once.
     let failed = unique("failed");
-    assert_eq!(store.begin(&failed, "m2#1", hour).await.unwrap(), Begun::Owned, "{label}");
-    store.end(&failed, "m2#1", false, hour).await.unwrap();
-    assert_eq!(store.begin(&failed, "m2#2", hour).await.unwrap(), Begun::Owned, "{label}: a failure is retried");
+    assert_eq!(store.begin(&m(&failed), "m2#1", hour).await.unwrap(), Begun::Owned, "{label}");
+    store.end(&m(&failed), "m2#1", false, hour).await.unwrap();
+    assert_eq!(store.begin(&m(&failed), "m2#2", hour).await.unwrap(), Begun::Owned, "{label}: a failure is retried");
 
     // A killed holder's lease runs out and the record is taken over; the dead holder's late end
     // then changes nothing.
     let killed = unique("killed");
-    assert_eq!(store.begin(&killed, "m3#1", Duration::from_secs(1)).await.unwrap(), Begun::Owned, "{label}");
+    assert_eq!(store.begin(&m(&killed), "m3#1", Duration::from_secs(1)).await.unwrap(), Begun::Owned, "{label}");
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    assert_eq!(store.begin(&killed, "m3#2", hour).await.unwrap(), Begun::Owned, "{label}: taken over after the lease");
-    store.end(&killed, "m3#1", false, hour).await.unwrap();
+    assert_eq!(store.begin(&m(&killed), "m3#2", hour).await.unwrap(), Begun::Owned, "{label}: taken over after the lease");
+    store.end(&m(&killed), "m3#1", false, hour).await.unwrap();
     assert!(
-        matches!(store.begin(&killed, "m3#3", hour).await.unwrap(), Begun::InProgress { .. }),
+        matches!(store.begin(&m(&killed), "m3#3", hour).await.unwrap(), Begun::InProgress { .. }),
         "{label}: the late end of the dead holder"
     );
 }

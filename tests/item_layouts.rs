@@ -5,6 +5,7 @@
 //! themselves) this is what lets the code be restructured without losing a record. The table's
 //! documentation is in `functions/adapters/src/dynamodb/mod.rs`.
 
+use medic_core::keys::Marker;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -71,10 +72,10 @@ async fn the_state_table_keeps_the_layout_deployed_versions_wrote() {
         .await
         .unwrap();
     store.close(&medic_core::AppId::new("argocd", "closed"), at).await.unwrap();
-    store.first_sighting("alert-outage-w1", Duration::from_secs(3600)).await.unwrap();
-    store.begin("ev1-8bdb6c078c9510343567df7a20a26669", "m1#1", Duration::from_secs(60)).await.unwrap();
-    store.begin("sw1-a0da5884c26ad252632740c3e1e1c625", "m2#1", Duration::from_secs(60)).await.unwrap();
-    store.end("sw1-a0da5884c26ad252632740c3e1e1c625", "m2#1", true, Duration::from_secs(3600)).await.unwrap();
+    store.first_sighting(&Marker::for_tests("alert-outage-w1"), Duration::from_secs(3600)).await.unwrap();
+    store.begin(&Marker::for_tests("ev1-8bdb6c078c9510343567df7a20a26669"), "m1#1", Duration::from_secs(60)).await.unwrap();
+    store.begin(&Marker::for_tests("sw1-a0da5884c26ad252632740c3e1e1c625"), "m2#1", Duration::from_secs(60)).await.unwrap();
+    store.end(&Marker::for_tests("sw1-a0da5884c26ad252632740c3e1e1c625"), "m2#1", true, Duration::from_secs(3600)).await.unwrap();
     store.try_lock(&medic_core::AppId::new("argocd", "payments"), "m1#1", Duration::from_secs(120)).await.unwrap();
     store.write_mode(Mode::DryRun, "U0ALICE001").await.unwrap();
     let slack = DynamoDbEscalationStore::new(ddb.clone(), table.clone(), "prod");

@@ -69,7 +69,7 @@ impl<T: DedupeStore> DedupeStoreDecorator for Failpoint<T> {
     fn inner(&self) -> &T {
         &self.0
     }
-    async fn begin(&self, key: &str, owner: &str, lease: Duration) -> Result<Begun, StoreError> {
+    async fn begin(&self, key: &medic_core::keys::Marker, owner: &str, lease: Duration) -> Result<Begun, StoreError> {
         let begun = self.0.begin(key, owner, lease).await?;
         if begun == Begun::Owned {
             reached("after-dedupe").await;

@@ -318,7 +318,8 @@ fn after(d: Duration) -> chrono::Duration {
 }
 
 impl medic_core::ports::DedupeStore for MemoryDedupe {
-    async fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> Result<medic_core::ports::Seen, StoreError> {
+    async fn first_sighting(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<medic_core::ports::Seen, StoreError> {
+        let dedupe_key = marker.as_str();
         let now = self.clock.now();
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         match seen.get(dedupe_key) {
@@ -330,13 +331,15 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
         }
     }
 
-    async fn forget(&self, dedupe_key: &str) -> Result<(), StoreError> {
+    async fn forget(&self, marker: &medic_core::keys::Marker) -> Result<(), StoreError> {
+        let dedupe_key = marker.as_str();
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).remove(dedupe_key);
         self.sightings.lock().unwrap_or_else(|e| e.into_inner()).remove(dedupe_key);
         Ok(())
     }
 
-    async fn sighted(&self, key: &str, ttl: Duration) -> Result<DateTime<Utc>, StoreError> {
+    async fn sighted(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<DateTime<Utc>, StoreError> {
+        let key = marker.as_str();
         let now = self.clock.now();
         let mut sightings = self.sightings.lock().unwrap_or_else(|e| e.into_inner());
         let first = match sightings.get(key) {
@@ -347,13 +350,15 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
         Ok(first)
     }
 
-    async fn mark(&self, dedupe_key: &str, ttl: Duration) -> Result<(), StoreError> {
+    async fn mark(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<(), StoreError> {
+        let dedupe_key = marker.as_str();
         let until = self.clock.now() + chrono::Duration::from_std(ttl).unwrap_or_default();
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(dedupe_key.to_owned(), until);
         Ok(())
     }
 
-    async fn begin(&self, dedupe_key: &str, owner: &str, lease: Duration) -> Result<medic_core::ports::Begun, StoreError> {
+    async fn begin(&self, marker: &medic_core::keys::Marker, owner: &str, lease: Duration) -> Result<medic_core::ports::Begun, StoreError> {
+        let dedupe_key = marker.as_str();
         use medic_core::ports::Begun;
         let now = self.clock.now();
         // One lock order everywhere: leases, then seen.
@@ -370,7 +375,8 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
         }
     }
 
-    async fn end(&self, dedupe_key: &str, owner: &str, handled: bool, ttl: Duration) -> Result<(), StoreError> {
+    async fn end(&self, marker: &medic_core::keys::Marker, owner: &str, handled: bool, ttl: Duration) -> Result<(), StoreError> {
+        let dedupe_key = marker.as_str();
         let mut leases = self.leases.lock().unwrap_or_else(|e| e.into_inner());
         if leases.get(dedupe_key).is_some_and(|(holder, _)| holder != owner) {
             return Ok(());
@@ -382,7 +388,7 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
         Ok(())
     }
 
-    async fn marked(&self, keys: &[String]) -> Result<std::collections::BTreeSet<String>, StoreError> {
+    async fn marked(&self, keys: &[medic_core::keys::Marker]) -> Result<std::collections::BTreeSet<medic_core::keys::Marker>, StoreError> {
         let now = self.clock.now();
         let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         Ok(keys.iter().filter(|k| seen.get(k.as_str()).is_some_and(|expires| *expires > now)).cloned().collect())
@@ -510,6 +516,7 @@ impl medic_core::ports::BucketStore for MemoryBuckets {
 
 #[cfg(test)]
 mod tests {
+    use medic_core::keys::Marker;
     use std::sync::Arc;
 
     use medic_core::ports::{AppLock, DedupeStore, WorkQueue};
@@ -523,10 +530,10 @@ mod tests {
     async fn the_twins_read_the_clock_they_are_given() {
         let clock = Arc::new(ManualClock::new("2026-12-07T12:00:00Z".parse().unwrap()));
         let dedupe = MemoryDedupe::with_clock(Arc::clone(&clock));
-        dedupe.mark("k", Duration::from_secs(3600)).await.unwrap();
-        assert!(dedupe.marked(&["k".into()]).await.unwrap().contains("k"));
+        dedupe.mark(&Marker::for_tests("k"), Duration::from_secs(3600)).await.unwrap();
+        assert!(dedupe.marked(&[Marker::for_tests("k")]).await.unwrap().contains(&Marker::for_tests("k")));
         clock.advance(Duration::from_secs(7200));
-        assert!(dedupe.marked(&["k".into()]).await.unwrap().is_empty(), "past its TTL on the given clock");
+        assert!(dedupe.marked(&[Marker::for_tests("k")]).await.unwrap().is_empty(), "past its TTL on the given clock");
 
         let lock = MemoryLock::with_clock(Arc::clone(&clock));
         let app = AppId::new("argocd", "web");

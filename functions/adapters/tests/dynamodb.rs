@@ -3,6 +3,7 @@
 
 mod common;
 
+use medic_core::keys::Marker;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{AttributeValue, BillingMode, KeyType, TimeToLiveStatus};
@@ -275,28 +276,28 @@ async fn a_claim_writes_the_documented_item_layout() {
 async fn dedupe_remembers_a_key_until_it_is_forgotten() {
     let store = store("dedupe").await;
     let ttl = Duration::from_secs(3600);
-    assert_eq!(store.first_sighting("ev1-aaaa", ttl).await.unwrap(), Seen::New);
-    assert_eq!(store.first_sighting("ev1-aaaa", ttl).await.unwrap(), Seen::Duplicate);
-    assert_eq!(store.first_sighting("ev1-bbbb", ttl).await.unwrap(), Seen::New);
-    store.forget("ev1-aaaa").await.unwrap();
-    assert_eq!(store.first_sighting("ev1-aaaa", ttl).await.unwrap(), Seen::New);
-    assert_eq!(store.first_sighting("ev1-aaaa", ttl).await.unwrap(), Seen::Duplicate);
+    assert_eq!(store.first_sighting(&Marker::for_tests("ev1-aaaa"), ttl).await.unwrap(), Seen::New);
+    assert_eq!(store.first_sighting(&Marker::for_tests("ev1-aaaa"), ttl).await.unwrap(), Seen::Duplicate);
+    assert_eq!(store.first_sighting(&Marker::for_tests("ev1-bbbb"), ttl).await.unwrap(), Seen::New);
+    store.forget(&Marker::for_tests("ev1-aaaa")).await.unwrap();
+    assert_eq!(store.first_sighting(&Marker::for_tests("ev1-aaaa"), ttl).await.unwrap(), Seen::New);
+    assert_eq!(store.first_sighting(&Marker::for_tests("ev1-aaaa"), ttl).await.unwrap(), Seen::Duplicate);
     // Keys are per Argo CD instance.
     let other = DynamoDbStore::new(dynamodb().await, store.table(), "other");
-    assert_eq!(other.first_sighting("ev1-aaaa", ttl).await.unwrap(), Seen::New);
+    assert_eq!(other.first_sighting(&Marker::for_tests("ev1-aaaa"), ttl).await.unwrap(), Seen::New);
     // Forgetting an unknown key is fine.
-    store.forget("ev1-never-seen").await.unwrap();
+    store.forget(&Marker::for_tests("ev1-never-seen")).await.unwrap();
 }
 
 #[tokio::test]
 async fn a_dedupe_record_is_new_again_once_its_ttl_has_passed_even_before_ttl_deletion() {
     let store = store("dedupe-expiry").await;
-    assert_eq!(store.first_sighting("ev1-short", Duration::from_secs(1)).await.unwrap(), Seen::New);
-    assert_eq!(store.first_sighting("ev1-short", Duration::from_secs(1)).await.unwrap(), Seen::Duplicate);
+    assert_eq!(store.first_sighting(&Marker::for_tests("ev1-short"), Duration::from_secs(1)).await.unwrap(), Seen::New);
+    assert_eq!(store.first_sighting(&Marker::for_tests("ev1-short"), Duration::from_secs(1)).await.unwrap(), Seen::Duplicate);
     tokio::time::sleep(Duration::from_millis(2100)).await;
     // moto does not delete expired items, like DynamoDB's lazy TTL: the condition decides.
-    assert_eq!(store.first_sighting("ev1-short", Duration::from_secs(3600)).await.unwrap(), Seen::New);
-    assert_eq!(store.first_sighting("ev1-short", Duration::from_secs(3600)).await.unwrap(), Seen::Duplicate);
+    assert_eq!(store.first_sighting(&Marker::for_tests("ev1-short"), Duration::from_secs(3600)).await.unwrap(), Seen::New);
+    assert_eq!(store.first_sighting(&Marker::for_tests("ev1-short"), Duration::from_secs(3600)).await.unwrap(), Seen::Duplicate);
 }
 
 /// A fleet outage's sighting (issue 22, H3): the first call's time, kept by every later call
@@ -304,16 +305,20 @@ async fn a_dedupe_record_is_new_again_once_its_ttl_has_passed_even_before_ttl_de
 #[tokio::test]
 async fn a_sighting_keeps_its_first_time_while_renewed_and_starts_anew_once_it_lapsed() {
     let store = store("sighting").await;
-    let first = store.sighted("fleet-seen-repo:x", Duration::from_secs(2)).await.unwrap();
+    let first = store.sighted(&Marker::for_tests("fleet-seen-repo:x"), Duration::from_secs(2)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert_eq!(store.sighted("fleet-seen-repo:x", Duration::from_secs(2)).await.unwrap(), first, "renewed, same time");
+    assert_eq!(store.sighted(&Marker::for_tests("fleet-seen-repo:x"), Duration::from_secs(2)).await.unwrap(), first, "renewed, same time");
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(store.sighted("fleet-seen-repo:x", Duration::from_secs(2)).await.unwrap(), first, "the renewal kept it alive");
+    assert_eq!(
+        store.sighted(&Marker::for_tests("fleet-seen-repo:x"), Duration::from_secs(2)).await.unwrap(),
+        first,
+        "the renewal kept it alive"
+    );
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    let later = store.sighted("fleet-seen-repo:x", Duration::from_secs(3600)).await.unwrap();
+    let later = store.sighted(&Marker::for_tests("fleet-seen-repo:x"), Duration::from_secs(3600)).await.unwrap();
     assert!(later > first, "lapsed: a new sighting ({first} then {later})");
-    store.forget("fleet-seen-repo:x").await.unwrap();
-    assert!(store.sighted("fleet-seen-repo:x", Duration::from_secs(3600)).await.unwrap() > later);
+    store.forget(&Marker::for_tests("fleet-seen-repo:x")).await.unwrap();
+    assert!(store.sighted(&Marker::for_tests("fleet-seen-repo:x"), Duration::from_secs(3600)).await.unwrap() > later);
 }
 
 #[tokio::test]
@@ -366,7 +371,7 @@ async fn store_errors_carry_the_service_code_and_message_not_a_debug_dump() {
     let errors = [
         store.history(&app()).await.unwrap_err(),
         store.claim(&app(), &incident(), &attempt(Rung::Refresh, 0), TTL).await.unwrap_err(),
-        store.first_sighting("ev1-x", TTL).await.unwrap_err(),
+        store.first_sighting(&Marker::for_tests("ev1-x"), TTL).await.unwrap_err(),
         store.try_lock(&app(), "w", TTL).await.unwrap_err(),
     ];
     for err in errors {

@@ -78,7 +78,7 @@ pub enum Request<'r> {
 /// "At most once while this marker lives" for an alert.
 #[derive(Debug, Clone, Copy)]
 pub struct Once<'r> {
-    pub key: &'r str,
+    pub key: &'r crate::keys::Marker,
     pub ttl: Duration,
     pub unsure: WhenUnsure,
 }

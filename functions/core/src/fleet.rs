@@ -411,7 +411,7 @@ pub struct FleetButton {
 impl FleetButton {
     /// The marker a click of `control` leaves for the sweeper: of its outage, or (a button of the
     /// previous release) of its scope.
-    pub fn marker(&self, control: FleetControl) -> String {
+    pub fn marker(&self, control: FleetControl) -> crate::keys::Marker {
         if self.since.is_empty() {
             let [pause, release, _] = crate::keys::legacy_fleet_markers(&self.scope);
             if control == FleetControl::Pause { pause } else { release }

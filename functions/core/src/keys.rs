@@ -61,16 +61,66 @@ impl IncidentKey {
     }
 }
 
+/// A key of the dedupe records ([`crate::ports::DedupeStore`]): a marker, or a work item's
+/// delivery lease. Made only in this file, so every key the state table holds is derived here
+/// and pinned by `tests/key_vectors.rs`; a store reads its text and never makes one.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Marker(String);
+
+impl Marker {
+    /// The key as the store keeps it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Any key, for a test of a store's own contract; compiled only with the `test-permit`
+    /// feature, which no product crate enables.
+    #[cfg(any(test, feature = "test-permit"))]
+    pub fn for_tests(key: &str) -> Marker {
+        Marker(key.to_owned())
+    }
+}
+
+impl std::fmt::Display for Marker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl PartialEq<&str> for Marker {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Marker {
+    fn eq(&self, other: &String) -> bool {
+        self.0 == *other
+    }
+}
+
+/// The delivery lease (and "handled" record) of a work item, by the item's dedupe key: the same
+/// text, which deployed releases wrote as the record's key.
+pub fn delivery_marker(dedupe_key: &str) -> Marker {
+    Marker(dedupe_key.to_owned())
+}
+
 /// The replay marker of a Slack request, by its v0 signature's tag: lower-cased hex, so a copy
 /// whose hex differs only in case (which decodes to the same tag and verifies) is the same request.
-pub fn slack_replay_marker(signature: &str) -> String {
-    format!("slack-request-{}", signature.trim().trim_start_matches("v0=").to_ascii_lowercase())
+pub fn slack_replay_marker(signature: &str) -> Marker {
+    Marker(format!("slack-request-{}", signature.trim().trim_start_matches("v0=").to_ascii_lowercase()))
+}
+
+/// The claim of a clicked button (slack-actions): the first click holds it while its action is
+/// enqueued and keeps it once it is, so a second click, from anyone, does nothing.
+pub fn click_claim_marker(action_id: &str) -> Marker {
+    Marker(format!("slack-action-{action_id}"))
 }
 
 /// The marker of a person's action that changed Argo CD, by its idempotency key: written once it
 /// is performed and before it is reported, so a redelivered click reports instead of acting again.
-pub fn performed_marker(key: &IdempotencyKey) -> String {
-    format!("performed-{}", key.as_str())
+pub fn performed_marker(key: &IdempotencyKey) -> Marker {
+    Marker(format!("performed-{}", key.as_str()))
 }
 
 /// The dedupe key of a notification (`ev1-`): the state it reports and its episode, hashed
@@ -92,44 +142,44 @@ pub fn work_dedupe_key(prefix: &str, namespace: &str, name: &str, trigger: &str,
 /// The marker the worker sets when a notification reports `app` (`namespace/name`), one per
 /// hour: the sweeper reads this hour's and the previous one's to tell which apps in trouble no
 /// notification reported (`MissedNotifications`).
-pub fn notified_marker(app: &AppId, at: DateTime<Utc>) -> String {
-    format!("notified-{app}-{}", at.format("%Y%m%d%H"))
+pub fn notified_marker(app: &AppId, at: DateTime<Utc>) -> Marker {
+    Marker(format!("notified-{app}-{}", at.format("%Y%m%d%H")))
 }
 
 /// The marker the sweeper keeps while a fleet outage's cause (`crate::fleet::CauseScope::key`)
 /// holds its apps back; the worker leaves a notification of a covered app to the cause.
-pub fn fleet_hold_marker(scope_key: &str) -> String {
-    format!("fleet-hold-{scope_key}")
+pub fn fleet_hold_marker(scope_key: &str) -> Marker {
+    Marker(format!("fleet-hold-{scope_key}"))
 }
 
 /// The marker of a fleet outage's first sighting ([`crate::ports::DedupeStore::sighted`]): kept
 /// by every sweep that sees the cause of `scope_key`, its time is the outage's identity (`since`
 /// below), which keys its Slack parent, its buttons, its alert and its controls.
-pub fn fleet_sighting_marker(scope_key: &str) -> String {
-    format!("fleet-seen-{scope_key}")
+pub fn fleet_sighting_marker(scope_key: &str) -> Marker {
+    Marker(format!("fleet-seen-{scope_key}"))
 }
 
 /// The marker a person's fleet button leaves for the sweeper: `fleet-pause-<scope>-<since>` holds
 /// the wave of the outage first sighted at `since` back, `fleet-release-<scope>-<since>` releases
 /// it at the next sweep. Keyed by the outage, so a pause outlives neither it nor its buttons: a
 /// later outage of the same scope starts unpaused.
-pub fn fleet_control_marker(scope_key: &str, since: &str, control: FleetControl) -> String {
-    format!("fleet-{}-{scope_key}-{since}", control.as_str())
+pub fn fleet_control_marker(scope_key: &str, since: &str, control: FleetControl) -> Marker {
+    Marker(format!("fleet-{}-{scope_key}-{since}", control.as_str()))
 }
 
 /// The marker a recovery wave of the outage first sighted at `since` leaves when most of one of
 /// its batches failed again (`fleet::batch_verdict`): the workers hold the rest of the wave, and
 /// the sweeper does not release it again while it lasts.
-pub fn fleet_relapse_marker(scope_key: &str, since: &str) -> String {
-    format!("fleet-relapse-{scope_key}-{since}")
+pub fn fleet_relapse_marker(scope_key: &str, since: &str) -> Marker {
+    Marker(format!("fleet-relapse-{scope_key}-{since}"))
 }
 
 /// The marker the sweeper keeps while it lets an outage's wave go: the wave is enqueued by the
 /// sweep that first decides to release it, not again by every later sweep that still sees the
 /// cause (M3). Forgotten when a sweep holds the cause again, so a later release sends the wave
 /// anew.
-pub fn fleet_released_marker(scope_key: &str, since: &str) -> String {
-    format!("fleet-released-{scope_key}-{since}")
+pub fn fleet_released_marker(scope_key: &str, since: &str) -> Marker {
+    Marker(format!("fleet-released-{scope_key}-{since}"))
 }
 
 /// The marker the sweeper keeps while a released recovery wave of the scope `scope_key` is being
@@ -138,21 +188,21 @@ pub fn fleet_released_marker(scope_key: &str, since: &str) -> String {
 /// `FleetRules::min_apps` and the sweep looks at the rest itself, and their last reconcile, from
 /// the outage, would escalate them before their wave step refreshed them. Keyed by scope, not by
 /// outage: it lapses by itself (the wave's time and two windows), and a hold forgets it.
-pub fn fleet_recovering_marker(scope_key: &str) -> String {
-    format!("fleet-recovering-{scope_key}")
+pub fn fleet_recovering_marker(scope_key: &str) -> Marker {
+    Marker(format!("fleet-recovering-{scope_key}"))
 }
 
 /// The markers of the release before outages had an identity (`fleet-pause-<scope>`,
 /// `fleet-release-<scope>`, `fleet-relapse-<scope>`): read, never written, so a pause, release
 /// or relapse left mid-outage by that release still counts for the outage going on (they lapse
 /// within a day).
-pub fn legacy_fleet_markers(scope_key: &str) -> [String; 3] {
-    [format!("fleet-pause-{scope_key}"), format!("fleet-release-{scope_key}"), format!("fleet-relapse-{scope_key}")]
+pub fn legacy_fleet_markers(scope_key: &str) -> [Marker; 3] {
+    [format!("fleet-pause-{scope_key}"), format!("fleet-release-{scope_key}"), format!("fleet-relapse-{scope_key}")].map(Marker)
 }
 
 /// The markers that pause the wave of `slot`, in order: the wave's own relapse and a person's
 /// pause, of its outage, or (an item of the previous release, without `since`) of its scope.
-pub fn wave_pause_markers(slot: &crate::ladder::WaveSlot) -> [String; 2] {
+pub fn wave_pause_markers(slot: &crate::ladder::WaveSlot) -> [Marker; 2] {
     if slot.since.is_empty() {
         let [pause, _, relapse] = legacy_fleet_markers(&slot.scope);
         [relapse, pause]
@@ -162,8 +212,8 @@ pub fn wave_pause_markers(slot: &crate::ladder::WaveSlot) -> [String; 2] {
 }
 
 /// The marker of how one item of a recovery wave went: `fleet-wave-<scope>-<wave>-<index>-<outcome>`.
-pub fn wave_outcome_marker(slot: &crate::ladder::WaveSlot, index: u32, outcome: crate::ladder::WaveOutcome) -> String {
-    format!("fleet-wave-{}-{}-{index}-{}", slot.scope, slot.wave, outcome.as_str())
+pub fn wave_outcome_marker(slot: &crate::ladder::WaveSlot, index: u32, outcome: crate::ladder::WaveOutcome) -> Marker {
+    Marker(format!("fleet-wave-{}-{}-{index}-{}", slot.scope, slot.wave, outcome.as_str()))
 }
 
 const FLEET_BUTTON_PREFIX: &str = "amfleet-";
@@ -180,8 +230,8 @@ pub fn is_fleet_button_id(s: &str) -> bool {
 }
 
 /// The marker that counts an app as missed by notifications at most once a day.
-pub fn missed_marker(app: &AppId, at: DateTime<Utc>) -> String {
-    format!("missed-{app}-{}", at.format("%Y%m%d"))
+pub fn missed_marker(app: &AppId, at: DateTime<Utc>) -> Marker {
+    Marker(format!("missed-{app}-{}", at.format("%Y%m%d")))
 }
 
 /// The prefix of every button id.
@@ -251,8 +301,8 @@ pub fn freeze_id(scope: &str, at: DateTime<Utc>) -> String {
 }
 
 /// The marker of a freeze's reminder: told once while it lives.
-pub fn freeze_reminder_marker(freeze_id: &str) -> String {
-    format!("freeze-reminder-{freeze_id}")
+pub fn freeze_reminder_marker(freeze_id: &str) -> Marker {
+    Marker(format!("freeze-reminder-{freeze_id}"))
 }
 
 /// The id of a group of incidents of one failure mode that Slack shows under one parent (the
@@ -279,24 +329,24 @@ pub fn recheck_dedupe_key(dedupe_key: &str, n: u32) -> String {
 
 /// The sweeper's marker of an item it enqueued in a window (the worker dedupes on the item's own
 /// key; this keeps the sweeper from enqueueing it again in the window).
-pub fn sweep_enqueued_marker(dedupe_key: &str) -> String {
-    format!("enqueued-{dedupe_key}")
+pub fn sweep_enqueued_marker(dedupe_key: &str) -> Marker {
+    Marker(format!("enqueued-{dedupe_key}"))
 }
 
 /// The marker of an alert told at most once a day (`alert-<kind>-<YYYYMMDD>`).
-pub fn daily_alert_marker(kind: &str, now: DateTime<Utc>) -> String {
-    format!("alert-{kind}-{}", now.format("%Y%m%d"))
+pub fn daily_alert_marker(kind: &str, now: DateTime<Utc>) -> Marker {
+    Marker(format!("alert-{kind}-{}", now.format("%Y%m%d")))
 }
 
 /// The marker of an alert told at most once an hour (`alert-<kind>-<YYYYMMDDHH>`).
-pub fn hourly_alert_marker(kind: &str, now: DateTime<Utc>) -> String {
-    format!("alert-{kind}-{}", now.format("%Y%m%d%H"))
+pub fn hourly_alert_marker(kind: &str, now: DateTime<Utc>) -> Marker {
+    Marker(format!("alert-{kind}-{}", now.format("%Y%m%d%H")))
 }
 
 /// The marker of an outage's escalation: once per outage (its scope and sighting), whatever the
 /// window and however its start is refined.
-pub fn outage_overdue_marker(scope_key: &str, sighted_at: Option<DateTime<Utc>>) -> String {
-    format!("alert-outage-overdue-{scope_key}-{}", sighted_at.map_or(0, |t| t.timestamp()))
+pub fn outage_overdue_marker(scope_key: &str, sighted_at: Option<DateTime<Utc>>) -> Marker {
+    Marker(format!("alert-outage-overdue-{scope_key}-{}", sighted_at.map_or(0, |t| t.timestamp())))
 }
 
 /// Lower-case hex SHA-256 over NUL-terminated parts (so `("ab","c")` and `("a","bc")` differ).

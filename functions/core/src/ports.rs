@@ -17,6 +17,7 @@ use crate::human_action::{HumanActionOutcome, HumanActionRequest};
 use crate::incident::{Attempt, DecisionNote, History, IncidentRecord, Outcome};
 use crate::keys::IdempotencyKey;
 use crate::keys::IncidentKey;
+use crate::keys::Marker;
 use crate::ladder::{BudgetKind, RefreshKind};
 use crate::permit::Permit;
 
@@ -427,30 +428,30 @@ port! {
 pub trait DedupeStore: Send + Sync {
     /// Marks the key seen unless it already is (a conditional write); `ttl` bounds how long it
     /// is remembered. For markers whose work is a single write (alert once, enqueue once).
-    fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> impl Future<Output = Result<Seen, StoreError>> + Send;
+    fn first_sighting(&self, key: &Marker, ttl: Duration) -> impl Future<Output = Result<Seen, StoreError>> + Send;
     /// Forgets a marker whose work failed, so the next attempt makes it again.
-    fn forget(&self, dedupe_key: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn forget(&self, key: &Marker) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Marks the key for `ttl` from now, marked already or not: a marker that must last as long
     /// as the condition it records (a fleet outage's hold), renewed by whoever still sees it.
-    fn mark(&self, dedupe_key: &str, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn mark(&self, key: &Marker, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Begins handling a work item: an in-progress record owned by `owner` (one delivery of the
     /// item) until `lease` passes, so that a killed handler's record is taken over once its
     /// lease ends instead of dropping the redelivery as a duplicate (the Powertools idempotency
     /// model). The lease must outlast the handler's timeout and end before the queue's
     /// visibility timeout brings the message back.
-    fn begin(&self, dedupe_key: &str, owner: &str, lease: Duration) -> impl Future<Output = Result<Begun, StoreError>> + Send;
+    fn begin(&self, key: &Marker, owner: &str, lease: Duration) -> impl Future<Output = Result<Begun, StoreError>> + Send;
     /// Ends `owner`'s handling: `handled` keeps the key as done for `ttl` (later deliveries are
     /// duplicates); otherwise the record is removed so a redelivery is handled at once. Does
     /// nothing when another delivery has taken the record over.
-    fn end(&self, dedupe_key: &str, owner: &str, handled: bool, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn end(&self, key: &Marker, owner: &str, handled: bool, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Which of `keys` are marked now (by [`DedupeStore::first_sighting`], not expired). Reads
     /// only, many keys per call: the sweeper asks about every app in trouble at once.
-    fn marked(&self, keys: &[String]) -> impl Future<Output = Result<std::collections::BTreeSet<String>, StoreError>> + Send;
+    fn marked(&self, keys: &[Marker]) -> impl Future<Output = Result<std::collections::BTreeSet<Marker>, StoreError>> + Send;
     /// When `key` was first sighted: its marker's time when it is live (its expiry renewed to
     /// `ttl` from now), else now (the marker written). A marker that must name the moment a
     /// condition was first seen and keep naming it while whoever sees it renews it: a fleet
     /// outage's start, which keys its Slack parent, its buttons and its overdue alert.
-    fn sighted(&self, key: &str, ttl: Duration) -> impl Future<Output = Result<DateTime<Utc>, StoreError>> + Send;
+    fn sighted(&self, key: &Marker, ttl: Duration) -> impl Future<Output = Result<DateTime<Utc>, StoreError>> + Send;
 }
 decorated by DedupeStoreDecorator;
 }

@@ -142,6 +142,9 @@ fn the_keys_moved_into_keys_rs_keep_their_bytes() {
     assert_eq!(click_work_key("amact-1"), "sa1-bbf038ebcb10c157b1101674543aadfb");
     assert_eq!(recheck_dedupe_key("w1-0123", 3), "w1-0123#3");
     assert_eq!(sweep_enqueued_marker("w1-0123"), "enqueued-w1-0123");
+    // The deployed slack-actions claimed a button under this key before keys.rs made it.
+    assert_eq!(medic_core::keys::click_claim_marker("amact-1"), "slack-action-amact-1");
+    assert_eq!(medic_core::keys::delivery_marker("ev1-0123"), "ev1-0123", "a delivery's lease is its item's own key");
     let t = Utc.with_ymd_and_hms(2026, 11, 30, 23, 59, 59).unwrap();
     assert_eq!(hourly_alert_marker("switch", t), "alert-switch-2026113023");
     assert_ne!(hourly_alert_marker("switch", t), hourly_alert_marker("switch", t + chrono::Duration::seconds(1)));

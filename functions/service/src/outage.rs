@@ -16,7 +16,7 @@ use medic_core::actuator::{Actuator, Once, Performed, Request};
 use medic_core::alerts::{self, WhenUnsure};
 use medic_core::event::AppRef;
 use medic_core::fleet::{FleetCause, FleetRules, OutageView, WaveState};
-use medic_core::keys::{fleet_control_marker, fleet_sighting_marker};
+use medic_core::keys::{Marker, fleet_control_marker, fleet_sighting_marker};
 use medic_core::ladder::FleetControl;
 use medic_core::ports::{ArgoApi, Budget, Clock, DedupeStore, Escalator, IncidentStore};
 use medic_core::step::StepError;
@@ -73,14 +73,14 @@ pub struct Release {
     pub apps: Vec<AppRef>,
     /// Marked, for two sweep intervals, once the wave is dispatched: an outage still seen is not
     /// released again by every later sweep (M3).
-    pub marker: String,
+    pub marker: Marker,
 }
 
 impl Release {
     /// The marker that pauses the rest of this wave when most of a batch failed again: the
     /// workers write it from their tally, `medic sweep` from its inline batches. The cause is
     /// held again while it lasts.
-    pub fn relapse_marker(&self) -> String {
+    pub fn relapse_marker(&self) -> Marker {
         medic_core::keys::fleet_relapse_marker(&self.scope, &self.since)
     }
 }
@@ -153,7 +153,7 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
             tracing::warn!(cause = %cause.scope, error = %e, "could not read the fleet buttons' markers; the canaries decide");
             Default::default()
         });
-        let has = |k: &String| controls.contains(k);
+        let has = |k: &Marker| controls.contains(k);
         let (paused, released_by_person) = (has(&pause) || has(&old_pause), has(&release) || has(&old_release));
         let relapsed = (has(&relapse) || has(&old_relapse)) && !released_by_person;
         let release_wave = !paused && (released_by_person || (probe.healed > 0 && !relapsed));
@@ -260,7 +260,7 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
             .chain(std::iter::once(medic_core::fleet::CauseScope::Instance.key()))
             .filter(|k| !current.contains(k))
             .collect();
-        let holds: Vec<String> = scopes.iter().map(|k| medic_core::keys::fleet_hold_marker(k)).collect();
+        let holds: Vec<Marker> = scopes.iter().map(|k| medic_core::keys::fleet_hold_marker(k)).collect();
         let Ok(held) = self.act.dedupe.marked(&holds).await else { return };
         for hold in held {
             tracing::info!(marker = %hold, "fleet outage over: its hold is lifted");

@@ -16,6 +16,7 @@ use medic_core::alerts::{self, WhenUnsure};
 use medic_core::event::AppRef;
 use medic_core::event::{WorkItem, WorkKind};
 use medic_core::gate::Gate;
+use medic_core::keys::Marker;
 use medic_core::ladder::WaveSlot;
 use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, IncidentStore, Seen, Telemetry, WorkQueue};
 use medic_core::sweep::{SweepScope, plan};
@@ -155,7 +156,7 @@ impl<P: Ports> Sweep<P> {
     }
 
     /// [`DedupeStore::first_sighting`] of every key, [`MARKER_WRITES`] at a time, in order.
-    async fn first_sightings(&self, keys: &[String], ttl: Duration) -> Vec<Result<Seen, medic_core::ports::StoreError>> {
+    async fn first_sightings(&self, keys: &[Marker], ttl: Duration) -> Vec<Result<Seen, medic_core::ports::StoreError>> {
         let mut seen = Vec::with_capacity(keys.len());
         for chunk in keys.chunks(MARKER_WRITES) {
             seen.extend(futures::future::join_all(chunk.iter().map(|k| self.dedupe.first_sighting(k, ttl))).await);
@@ -197,7 +198,7 @@ impl<P: Ports> Sweep<P> {
         let mut looks: Vec<(AppRef, Trigger, Option<WaveSlot>)> =
             plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).map(|a| (a.clone(), trigger.clone(), None)).collect();
         // Released markers to write once the wave items are on the queue.
-        let mut releases: Vec<String> = Vec::new();
+        let mut releases: Vec<Marker> = Vec::new();
         let outages = self.outages();
         for cause in &plan.causes {
             self.metrics.count("Outages", None, 1.0);
@@ -241,7 +242,7 @@ impl<P: Ports> Sweep<P> {
                 item
             })
             .collect();
-        let keys: Vec<String> = items.iter().map(|item| medic_core::keys::sweep_enqueued_marker(&item.dedupe_key)).collect();
+        let keys: Vec<Marker> = items.iter().map(|item| medic_core::keys::sweep_enqueued_marker(&item.dedupe_key)).collect();
         let sightings = items.into_iter().zip(self.first_sightings(&keys, self.config.recheck_interval).await);
         let mut batch = Vec::new();
         let mut failure = None;
@@ -272,7 +273,7 @@ impl<P: Ports> Sweep<P> {
         run.enqueued = batch.len();
         for marker in &releases {
             if let Err(e) = self.dedupe.mark(marker, self.config.recheck_interval * 2).await {
-                tracing::warn!(marker, error = %e, "could not mark the wave released; the next sweep may send it again (the workers' claims make that harmless)");
+                tracing::warn!(marker = %marker, error = %e, "could not mark the wave released; the next sweep may send it again (the workers' claims make that harmless)");
             }
         }
         self.metrics.count("SweepEnqueued", None, run.enqueued as f64);
@@ -347,7 +348,7 @@ impl<P: Ports> Sweep<P> {
             return 0;
         }
         let hour_before = now - chrono::TimeDelta::hours(1);
-        let markers: Vec<[String; 2]> = trouble.iter().map(|a| [notified_marker(a, now), notified_marker(a, hour_before)]).collect();
+        let markers: Vec<[Marker; 2]> = trouble.iter().map(|a| [notified_marker(a, now), notified_marker(a, hour_before)]).collect();
         let notified = match self.dedupe.marked(&markers.concat()).await {
             Ok(m) => m,
             Err(e) => {
@@ -357,7 +358,7 @@ impl<P: Ports> Sweep<P> {
         };
         let unreported: Vec<&AppId> =
             trouble.iter().zip(&markers).filter(|(_, m)| !m.iter().any(|k| notified.contains(k))).map(|(app, _)| app).collect();
-        let keys: Vec<String> = unreported.iter().map(|app| missed_marker(app, now)).collect();
+        let keys: Vec<Marker> = unreported.iter().map(|app| missed_marker(app, now)).collect();
         let seen = self.first_sightings(&keys, Duration::from_secs(24 * 3600)).await;
         let first: Vec<&AppId> = unreported.into_iter().zip(seen).filter(|(_, s)| matches!(s, Ok(Seen::New))).map(|(app, _)| app).collect();
         for app in &first {

@@ -260,7 +260,7 @@ impl<P: Ports> Work<P> {
             let owner = format!("{message_id}#{receives}");
             match self
                 .dedupe
-                .begin(&item.dedupe_key, &owner, self.config.dedupe_lease)
+                .begin(&medic_core::keys::delivery_marker(&item.dedupe_key), &owner, self.config.dedupe_lease)
                 .await
                 .map_err(|e| MessageError::Retry(e.to_string()))?
             {
@@ -293,7 +293,9 @@ impl<P: Ports> Work<P> {
                 other => other,
             };
             // Done, or given up so a redelivery is handled at once rather than after the lease.
-            if let Err(e) = self.dedupe.end(&item.dedupe_key, &owner, result.is_ok(), self.config.dedupe_ttl).await {
+            if let Err(e) =
+                self.dedupe.end(&medic_core::keys::delivery_marker(&item.dedupe_key), &owner, result.is_ok(), self.config.dedupe_ttl).await
+            {
                 tracing::warn!(error = %e, "could not record the end of handling; its lease expires by itself");
             }
             result
@@ -414,14 +416,14 @@ impl<P: Ports> Work<P> {
     /// refreshes the app in its turn, and a look before it would judge the app by its reconcile
     /// during the outage and escalate it.
     async fn held_scope(&self, keys: Vec<String>, item: &WorkItem) -> Option<String> {
-        let markers: Vec<(&String, String)> = keys
+        let markers: Vec<(&String, medic_core::keys::Marker)> = keys
             .iter()
             .flat_map(|k| {
                 let recovering = item.wave.is_none().then(|| medic_core::keys::fleet_recovering_marker(k));
                 std::iter::once(medic_core::keys::fleet_hold_marker(k)).chain(recovering).map(move |m| (k, m))
             })
             .collect();
-        let asked: Vec<String> = markers.iter().map(|(_, m)| m.clone()).collect();
+        let asked: Vec<medic_core::keys::Marker> = markers.iter().map(|(_, m)| m.clone()).collect();
         let held = self.dedupe.marked(&asked).await.ok()?;
         markers.into_iter().find(|(_, m)| held.contains(m)).map(|(key, _)| key.clone())
     }
@@ -461,7 +463,7 @@ impl<P: Ports> Work<P> {
         }
         const OUTCOMES: [WaveOutcome; 3] = [WaveOutcome::Healed, WaveOutcome::Failed, WaveOutcome::Neither];
         // Per item of the batch, the marker of each outcome it may have.
-        let markers: Vec<[String; 3]> =
+        let markers: Vec<[medic_core::keys::Marker; 3]> =
             slot.batch(self.config.fleet.wave_batch).map(|i| OUTCOMES.map(|o| medic_core::keys::wave_outcome_marker(slot, i, o))).collect();
         let Ok(marked) = self.dedupe.marked(&markers.concat()).await else { return };
         let recorded: Vec<Vec<WaveOutcome>> =

@@ -284,7 +284,7 @@ impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore, C: Clock, T: Telemetry> I
         // The button is held while this request enqueues its action and spent only once the
         // action is on the queue: a function killed in between leaves a lease that runs out, so a
         // later click works instead of the button being dead for its whole life.
-        let claim = format!("slack-action-{id}");
+        let claim = medic_core::keys::click_claim_marker(id);
         let owner = format!("{user}#{timestamp}");
         match self.dedupe.begin(&claim, &owner, self.config.enqueue_lease).await {
             Ok(Begun::Owned) => {}

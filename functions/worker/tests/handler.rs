@@ -294,7 +294,7 @@ async fn an_unsigned_wave_slot_is_ignored_and_the_app_looked_at_as_by_a_sweep() 
     let handled = w.handle_message(&as_record("m-1", &made_up)).await.unwrap();
     assert!(matches!(handled, Handled::Stepped(_) | Handled::Requeued { .. }), "looked at by its own ladder: {handled:?}");
     assert_eq!(w.metrics.total("RefusedFleetSlots"), 1.0);
-    let outcomes: Vec<String> = [medic_core::ladder::WaveOutcome::Healed, medic_core::ladder::WaveOutcome::Failed]
+    let outcomes: Vec<medic_core::keys::Marker> = [medic_core::ladder::WaveOutcome::Healed, medic_core::ladder::WaveOutcome::Failed]
         .into_iter()
         .map(|o| medic_core::keys::wave_outcome_marker(&slot, 0, o))
         .collect();

@@ -42,22 +42,24 @@ impl DynamoDbStore {
 }
 
 impl DedupeStore for DynamoDbStore {
-    async fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> Result<Seen, StoreError> {
+    async fn first_sighting(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<Seen, StoreError> {
+        let dedupe_key = marker.as_str();
         Ok(if self.put_if_absent(dedupe_key, Utc::now(), ttl).await? { Seen::New } else { Seen::Duplicate })
     }
 
     /// An unconditional `PutItem`: the marker and its expiry, whatever was there.
-    async fn mark(&self, dedupe_key: &str, ttl: Duration) -> Result<(), StoreError> {
+    async fn mark(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<(), StoreError> {
+        let dedupe_key = marker.as_str();
         self.marker_put(dedupe_key, Utc::now(), ttl).send().await.map_err(|e| StoreError(describe(&self.op("PutItem"), &e)))?;
         Ok(())
     }
 
     /// `BatchGetItem` in chunks of 100 keys (DynamoDB's limit); keys DynamoDB leaves unprocessed
     /// (throttling) are asked again, a few times, then the read fails rather than answer wrongly.
-    async fn marked(&self, keys: &[String]) -> Result<std::collections::BTreeSet<String>, StoreError> {
+    async fn marked(&self, keys: &[medic_core::keys::Marker]) -> Result<std::collections::BTreeSet<medic_core::keys::Marker>, StoreError> {
         use aws_sdk_dynamodb::types::KeysAndAttributes;
         let now = Utc::now().timestamp();
-        let by_pk: HashMap<String, &String> = keys.iter().map(|k| (self.dedupe_pk(k), k)).collect();
+        let by_pk: HashMap<String, &medic_core::keys::Marker> = keys.iter().map(|k| (self.dedupe_pk(k.as_str()), k)).collect();
         let pks: Vec<&String> = by_pk.keys().collect();
         let mut found = std::collections::BTreeSet::new();
         for chunk in pks.chunks(100) {
@@ -101,7 +103,8 @@ impl DedupeStore for DynamoDbStore {
     /// A conditional `PutItem` of a new sighting (absent or expired); when one is live, an
     /// `UpdateItem` that renews its expiry and returns its time. Both are idempotent, so the
     /// SDK's retry of either after a lost answer answers the same.
-    async fn sighted(&self, key: &str, ttl: Duration) -> Result<DateTime<Utc>, StoreError> {
+    async fn sighted(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<DateTime<Utc>, StoreError> {
+        let key = marker.as_str();
         let now = Utc::now();
         if self.put_if_absent(key, now, ttl).await? {
             return Ok(now);
@@ -128,7 +131,8 @@ impl DedupeStore for DynamoDbStore {
             .ok_or_else(|| StoreError(format!("{}: sighting {key} has no readable seen_at", self.op("UpdateItem"))))
     }
 
-    async fn forget(&self, dedupe_key: &str) -> Result<(), StoreError> {
+    async fn forget(&self, marker: &medic_core::keys::Marker) -> Result<(), StoreError> {
+        let dedupe_key = marker.as_str();
         self.client
             .delete_item()
             .table_name(&self.table)
@@ -140,7 +144,8 @@ impl DedupeStore for DynamoDbStore {
         Ok(())
     }
 
-    async fn begin(&self, dedupe_key: &str, owner: &str, lease: Duration) -> Result<Begun, StoreError> {
+    async fn begin(&self, marker: &medic_core::keys::Marker, owner: &str, lease: Duration) -> Result<Begun, StoreError> {
+        let dedupe_key = marker.as_str();
         let now = Utc::now();
         let lease_until = now + TimeDelta::from_std(lease).unwrap_or(TimeDelta::MAX);
         let result = self
@@ -190,7 +195,8 @@ impl DedupeStore for DynamoDbStore {
         }
     }
 
-    async fn end(&self, dedupe_key: &str, owner: &str, handled: bool, ttl: Duration) -> Result<(), StoreError> {
+    async fn end(&self, marker: &medic_core::keys::Marker, owner: &str, handled: bool, ttl: Duration) -> Result<(), StoreError> {
+        let dedupe_key = marker.as_str();
         if handled {
             let now = Utc::now();
             let result = self

@@ -39,7 +39,8 @@ fn time_of(ms: i64) -> DateTime<Utc> {
 }
 
 impl DedupeStore for SqliteDedupe {
-    async fn first_sighting(&self, dedupe_key: &str, ttl: Duration) -> Result<Seen, StoreError> {
+    async fn first_sighting(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<Seen, StoreError> {
+        let dedupe_key = marker.as_str();
         // One statement: a live marker stays, an absent or expired one is (re)written.
         let changed = self
             .store
@@ -53,7 +54,8 @@ impl DedupeStore for SqliteDedupe {
         Ok(if changed == 1 { Seen::New } else { Seen::Duplicate })
     }
 
-    async fn forget(&self, dedupe_key: &str) -> Result<(), StoreError> {
+    async fn forget(&self, marker: &medic_core::keys::Marker) -> Result<(), StoreError> {
+        let dedupe_key = marker.as_str();
         let mut conn = self.store.conn();
         let tx = conn.transaction().map_err(err)?;
         tx.execute("DELETE FROM dedupe WHERE key = ?1", params![dedupe_key]).map_err(err)?;
@@ -61,7 +63,8 @@ impl DedupeStore for SqliteDedupe {
         tx.commit().map_err(err)
     }
 
-    async fn mark(&self, dedupe_key: &str, ttl: Duration) -> Result<(), StoreError> {
+    async fn mark(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<(), StoreError> {
+        let dedupe_key = marker.as_str();
         self.store
             .conn()
             .execute(
@@ -72,7 +75,8 @@ impl DedupeStore for SqliteDedupe {
             .map_err(err)
     }
 
-    async fn begin(&self, dedupe_key: &str, owner: &str, lease: Duration) -> Result<Begun, StoreError> {
+    async fn begin(&self, marker: &medic_core::keys::Marker, owner: &str, lease: Duration) -> Result<Begun, StoreError> {
+        let dedupe_key = marker.as_str();
         let now = now_ms();
         let mut conn = self.store.conn();
         let tx = conn.transaction().map_err(err)?;
@@ -101,7 +105,8 @@ impl DedupeStore for SqliteDedupe {
         Ok(Begun::Owned)
     }
 
-    async fn end(&self, dedupe_key: &str, owner: &str, handled: bool, ttl: Duration) -> Result<(), StoreError> {
+    async fn end(&self, marker: &medic_core::keys::Marker, owner: &str, handled: bool, ttl: Duration) -> Result<(), StoreError> {
+        let dedupe_key = marker.as_str();
         let mut conn = self.store.conn();
         let tx = conn.transaction().map_err(err)?;
         let holder: Option<String> =
@@ -121,13 +126,13 @@ impl DedupeStore for SqliteDedupe {
         tx.commit().map_err(err)
     }
 
-    async fn marked(&self, keys: &[String]) -> Result<BTreeSet<String>, StoreError> {
+    async fn marked(&self, keys: &[medic_core::keys::Marker]) -> Result<BTreeSet<medic_core::keys::Marker>, StoreError> {
         let now = now_ms();
         let conn = self.store.conn();
         let mut select = conn.prepare_cached("SELECT expires_ms FROM dedupe WHERE key = ?1").map_err(err)?;
         let mut found = BTreeSet::new();
         for key in keys {
-            let expires: Option<i64> = select.query_row(params![key], |r| r.get(0)).optional().map_err(err)?;
+            let expires: Option<i64> = select.query_row(params![key.as_str()], |r| r.get(0)).optional().map_err(err)?;
             if expires.is_some_and(|e| e > now) {
                 found.insert(key.clone());
             }
@@ -135,7 +140,8 @@ impl DedupeStore for SqliteDedupe {
         Ok(found)
     }
 
-    async fn sighted(&self, key: &str, ttl: Duration) -> Result<DateTime<Utc>, StoreError> {
+    async fn sighted(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<DateTime<Utc>, StoreError> {
+        let key = marker.as_str();
         let now = now_ms();
         let mut conn = self.store.conn();
         let tx = conn.transaction().map_err(err)?;
@@ -158,6 +164,7 @@ impl DedupeStore for SqliteDedupe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use medic_core::keys::Marker;
 
     /// What a restart of `medic serve` keeps: a second process on the same state file sees the
     /// markers, the handled items and the first sightings of the first.
@@ -170,16 +177,24 @@ mod tests {
         let hour = Duration::from_secs(3600);
         let first_seen = {
             let before = SqliteDedupe::new(Arc::new(SqliteIncidentStore::open(&path).unwrap()));
-            assert_eq!(before.first_sighting("alert-once", hour).await.unwrap(), Seen::New);
-            assert_eq!(before.begin("click-1", "m#1", hour).await.unwrap(), Begun::Owned);
-            before.end("click-1", "m#1", true, hour).await.unwrap();
-            before.sighted("outage", hour).await.unwrap()
+            assert_eq!(before.first_sighting(&Marker::for_tests("alert-once"), hour).await.unwrap(), Seen::New);
+            assert_eq!(before.begin(&Marker::for_tests("click-1"), "m#1", hour).await.unwrap(), Begun::Owned);
+            before.end(&Marker::for_tests("click-1"), "m#1", true, hour).await.unwrap();
+            before.sighted(&Marker::for_tests("outage"), hour).await.unwrap()
         };
         let after = SqliteDedupe::new(Arc::new(SqliteIncidentStore::open(&path).unwrap()));
-        assert_eq!(after.first_sighting("alert-once", hour).await.unwrap(), Seen::Duplicate, "told once, across the restart");
-        assert_eq!(after.begin("click-1", "m#2", hour).await.unwrap(), Begun::Done, "a handled click is not handled again");
+        assert_eq!(
+            after.first_sighting(&Marker::for_tests("alert-once"), hour).await.unwrap(),
+            Seen::Duplicate,
+            "told once, across the restart"
+        );
+        assert_eq!(
+            after.begin(&Marker::for_tests("click-1"), "m#2", hour).await.unwrap(),
+            Begun::Done,
+            "a handled click is not handled again"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(after.sighted("outage", hour).await.unwrap(), first_seen, "the outage keeps its first sighting");
+        assert_eq!(after.sighted(&Marker::for_tests("outage"), hour).await.unwrap(), first_seen, "the outage keeps its first sighting");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
