@@ -100,7 +100,7 @@ impl medic_core::ports::EscalationStoreDecorator for DiesAfterPosting {
     }
     async fn store(&self, group: &str, id: &str, doc: &Value, expected: Option<u64>, ttl: Duration) -> Result<bool, StoreError> {
         if group == "msg" && doc["ts"].is_string() && self.armed.swap(false, Ordering::SeqCst) {
-            return Err(StoreError("the worker died before recording the ts".into()));
+            return Err(StoreError::unavailable("the worker died before recording the ts"));
         }
         self.inner.store(group, id, doc, expected, ttl).await
     }
@@ -665,11 +665,11 @@ async fn a_429_is_honoured_and_posts_to_a_channel_are_paced_about_one_per_second
     let d = escalation_of(&other);
     let started = Instant::now();
     let err = escalator.escalate(medic_core::permit::Permit::for_tests(), &other, &d).await.unwrap_err();
-    assert!(err.0.contains("rate limited, retry after 3s"), "{err}");
+    assert!(err.what().contains("rate limited, retry after 3s"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(2), "failed at once instead of sleeping 3 s");
     let posts = slack.calls_of("chat.postMessage").len();
     let err = escalator.escalate(medic_core::permit::Permit::for_tests(), &other, &d).await.unwrap_err();
-    assert!(err.0.contains("rate limited"), "{err}");
+    assert!(err.what().contains("rate limited"), "{err}");
     assert_eq!(slack.calls_of("chat.postMessage").len(), posts, "not called while Retry-After runs");
     assert_eq!(parents(&slack).len(), 1);
     tokio::time::sleep(Duration::from_millis(3100)).await;

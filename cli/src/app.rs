@@ -845,7 +845,7 @@ async fn serve(args: ServeArgs, argo: &crate::argocd_flags::ArgoFlags) -> Result
         (Ok(0), _) => {}
         (Ok(n), Some(path)) => crate::note!("medic: {n} queued messages stay in {} for the next start", path.display()),
         (Ok(n), None) => crate::note!("medic: {n} queued messages dropped: the simulation's state is in memory (give --state to keep it)"),
-        (Err(e), _) => crate::note!("medic: warning: the queue in the state file cannot be read: {}", e.0),
+        (Err(e), _) => crate::note!("medic: warning: the queue in the state file cannot be read: {}", e.what()),
     }
     let escalations = match (&*escalator, &slack_sim) {
         (medic_slack::AnyEscalator::Log(log), _) => log.escalations().len(),

@@ -139,7 +139,7 @@ impl Health {
                 }),
             ),
             // The state file does not answer: nothing can be queued or recorded.
-            Err(e) => (hyper::StatusCode::SERVICE_UNAVAILABLE, serde_json::json!({"status": "error", "error": e.0})),
+            Err(e) => (hyper::StatusCode::SERVICE_UNAVAILABLE, serde_json::json!({"status": "error", "error": e.what()})),
         };
         let mut response = hyper::Response::new(Full::new(Bytes::from(body.to_string())));
         *response.status_mut() = status;
@@ -377,7 +377,7 @@ async fn worker_loop(worker: Arc<LocalWorker>, queue: Arc<SqliteQueue>, handled:
         let batch = match queue.receive(10, IN_FLIGHT) {
             Ok(batch) => batch,
             Err(e) => {
-                tracing::error!(error = %e.0, "reading the queue from the state file failed");
+                tracing::error!(error = %e.what(), "reading the queue from the state file failed");
                 Vec::new()
             }
         };
@@ -435,7 +435,7 @@ async fn worker_loop(worker: Arc<LocalWorker>, queue: Arc<SqliteQueue>, handled:
             };
             if let Err(e) = settled {
                 // Left as it is, the item comes back when its visibility ends.
-                tracing::error!(error = %e.0, app = %item.app.id(), "updating the queue in the state file failed");
+                tracing::error!(error = %e.what(), app = %item.app.id(), "updating the queue in the state file failed");
             }
         }
     }

@@ -197,7 +197,7 @@ impl<S: IncidentStore> medic_core::ports::IncidentStoreDecorator for LosesComple
         &self.0
     }
     async fn complete(&self, _app: &AppId, _key: &IdempotencyKey, _outcome: Outcome) -> Result<(), StoreError> {
-        Err(StoreError("the process died before recording".into()))
+        Err(StoreError::unavailable("the process died before recording"))
     }
 }
 

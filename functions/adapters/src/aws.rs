@@ -181,6 +181,61 @@ where
     format!("{operation}: {}", chain(err))
 }
 
+/// Whether a failed SDK call may succeed if tried again later: no answer (a timeout, a dropped
+/// connection, a response that did not parse), throttling, a 5xx, a transaction that conflicted.
+/// A request the service refused as it stands (validation, access, a missing resource) will not.
+pub fn retryable<E, R>(err: &SdkError<E, R>) -> bool
+where
+    E: ProvideErrorMetadata,
+{
+    const LATER: [&str; 10] = [
+        "ThrottlingException",
+        "Throttling",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "LimitExceededException",
+        "InternalServerError",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "TransactionConflictException",
+        "TransactionInProgressException",
+    ];
+    match err {
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => true,
+        SdkError::ServiceError(service) => service.err().code().is_some_and(|code| LATER.contains(&code)),
+        _ => false,
+    }
+}
+
+/// A failed SDK call of a store as the store port's error: described as [`describe`] does,
+/// classified by [`retryable`], with the SDK error as its cause.
+pub fn store_error<E, R>(operation: &str, err: SdkError<E, R>) -> medic_core::ports::StoreError
+where
+    E: ProvideErrorMetadata + Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    let what = describe(operation, &err);
+    let error = match retryable(&err) {
+        true => medic_core::ports::StoreError::unavailable(what),
+        false => medic_core::ports::StoreError::invalid(what),
+    };
+    error.caused_by(err)
+}
+
+/// [`store_error`] for the work queue.
+pub fn queue_error<E, R>(operation: &str, err: SdkError<E, R>) -> medic_core::ports::QueueError
+where
+    E: ProvideErrorMetadata + Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    let what = describe(operation, &err);
+    let error = match retryable(&err) {
+        true => medic_core::ports::QueueError::unavailable(what),
+        false => medic_core::ports::QueueError::invalid(what),
+    };
+    error.caused_by(err)
+}
+
 /// An error and its sources, `: `-separated, each level once (SDK errors often repeat their
 /// source's text in their own).
 pub fn chain(err: &(dyn Error + 'static)) -> String {
@@ -200,6 +255,33 @@ pub fn chain(err: &(dyn Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What may pass and what will not, as the stores' errors classify a failed SDK call.
+    #[test]
+    fn a_failed_call_is_retryable_when_it_may_pass() {
+        use aws_sdk_dynamodb::operation::get_item::GetItemError;
+        use aws_smithy_types::error::ErrorMetadata;
+        let refused = |code: &str| {
+            let raw = aws_smithy_runtime_api::http::Response::new(
+                aws_smithy_runtime_api::http::StatusCode::try_from(400).unwrap(),
+                aws_smithy_types::body::SdkBody::empty(),
+            );
+            SdkError::service_error(GetItemError::generic(ErrorMetadata::builder().code(code).message("m").build()), raw)
+        };
+        assert!(retryable(&refused("ThrottlingException")));
+        assert!(retryable(&refused("ProvisionedThroughputExceededException")));
+        assert!(retryable(&refused("InternalServerError")));
+        assert!(!retryable(&refused("ValidationException")));
+        assert!(!retryable(&refused("ResourceNotFoundException")));
+        assert!(!retryable(&refused("AccessDeniedException")));
+        let timeout: SdkError<GetItemError, aws_smithy_runtime_api::http::Response> = SdkError::timeout_error("timed out");
+        assert!(retryable(&timeout));
+        let built: SdkError<GetItemError, aws_smithy_runtime_api::http::Response> = SdkError::construction_failure("no table name");
+        assert!(!retryable(&built));
+        let stored = store_error("DynamoDB GetItem t", refused("ThrottlingException"));
+        assert!(stored.retryable() && stored.to_string().contains("ThrottlingException: m"), "{stored}");
+        assert!(std::error::Error::source(&stored).is_some(), "the SDK error is the cause");
+    }
 
     #[derive(Debug)]
     struct Outer(Inner);

@@ -308,7 +308,7 @@ mod tests {
 
     impl BucketStore for Unreachable {
         async fn read_bucket(&self, _: BudgetKind) -> Result<Option<medic_core::budget::BucketState>, medic_core::ports::StoreError> {
-            Err(medic_core::ports::StoreError("DynamoDB GetItem: service unavailable".into()))
+            Err(medic_core::ports::StoreError::unavailable("DynamoDB GetItem: service unavailable"))
         }
         async fn replace_bucket(
             &self,

@@ -110,8 +110,10 @@ impl IncidentStore for MemoryIncidentStore {
     }
 
     async fn claim(&self, app: &AppId, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
-        let key =
-            attempt.idempotency_key.clone().ok_or_else(|| StoreError("an attempt without an idempotency key cannot be claimed".into()))?;
+        let key = attempt
+            .idempotency_key
+            .clone()
+            .ok_or_else(|| StoreError::invalid("an attempt without an idempotency key cannot be claimed"))?;
         let mut inner = self.lock();
         if let Some(existing) = inner.records.get(&key).filter(|r| !r.expired(attempt.at)) {
             if existing.done {
@@ -137,7 +139,7 @@ impl IncidentStore for MemoryIncidentStore {
 
     async fn complete(&self, _app: &AppId, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
         let mut inner = self.lock();
-        let record = inner.records.get_mut(key).ok_or_else(|| StoreError(format!("no claim for {key}")))?;
+        let record = inner.records.get_mut(key).ok_or_else(|| StoreError::invalid(format!("no claim for {key}")))?;
         record.attempt.outcome = outcome;
         record.done = true;
         Ok(())
@@ -473,7 +475,7 @@ impl MemoryQueue {
 impl medic_core::ports::WorkQueue for MemoryQueue {
     async fn enqueue(&self, item: &medic_core::event::WorkItem, delay: Duration) -> Result<(), medic_core::ports::QueueError> {
         if delay > Duration::from_secs(900) {
-            return Err(medic_core::ports::QueueError(format!("delay {}s exceeds the 900 s SQS allows", delay.as_secs())));
+            return Err(medic_core::ports::QueueError::invalid(format!("delay {}s exceeds the 900 s SQS allows", delay.as_secs())));
         }
         let at = self.clock.now() + chrono::Duration::from_std(delay).unwrap_or_default();
         self.items.lock().unwrap_or_else(|e| e.into_inner()).push((at, item.clone()));

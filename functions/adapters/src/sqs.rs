@@ -67,7 +67,7 @@ impl SqsWorkQueue {
             return Ok(());
         }
         let list: Vec<String> = failures.iter().map(ToString::to_string).collect();
-        Err(QueueError(format!("{} of {} items not enqueued: {}", failures.len(), items.len(), list.join("; "))))
+        Err(QueueError::unavailable(format!("{} of {} items not enqueued: {}", failures.len(), items.len(), list.join("; "))))
     }
 
     /// As [`send_batch`](Self::send_batch), returning the items that were not enqueued, so a
@@ -155,7 +155,7 @@ fn chunks(bodies: &[(usize, String)]) -> Vec<&[(usize, String)]> {
 /// most 900. A delay beyond 900 s is an error: SQS cannot hold it, the caller must chain it.
 pub fn delay_seconds(delay: Duration) -> Result<i32, QueueError> {
     if delay > MAX_DELAY {
-        return Err(QueueError(format!(
+        return Err(QueueError::invalid(format!(
             "a delay of {}s is longer than SQS allows ({}s): enqueue for at most {}s and re-enqueue then",
             delay.as_secs(),
             MAX_DELAY.as_secs(),
@@ -169,7 +169,7 @@ pub fn delay_seconds(delay: Duration) -> Result<i32, QueueError> {
 impl WorkQueue for SqsWorkQueue {
     async fn enqueue(&self, item: &WorkItem, delay: Duration) -> Result<(), QueueError> {
         let delay = delay_seconds(delay)?;
-        let body = serde_json::to_string(item).map_err(|e| QueueError(format!("serialising the work item: {e}")))?;
+        let body = serde_json::to_string(item).map_err(|e| QueueError::invalid(format!("serialising the work item: {e}")))?;
         self.client
             .send_message()
             .queue_url(&self.queue_url)
@@ -177,7 +177,7 @@ impl WorkQueue for SqsWorkQueue {
             .delay_seconds(delay)
             .send()
             .await
-            .map_err(|e| QueueError(describe("SendMessage", &e)))?;
+            .map_err(|e| crate::aws::queue_error("SendMessage", e))?;
         Ok(())
     }
 
@@ -198,7 +198,7 @@ mod tests {
         assert_eq!(delay_seconds(Duration::from_millis(899_500)).unwrap(), 900);
         assert_eq!(delay_seconds(MAX_DELAY).unwrap(), 900);
         let err = delay_seconds(Duration::from_secs(901)).unwrap_err();
-        assert!(err.0.contains("901s") && err.0.contains("900s"), "{err}");
+        assert!(err.what().contains("901s") && err.what().contains("900s"), "{err}");
     }
 
     #[test]

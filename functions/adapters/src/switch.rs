@@ -213,7 +213,7 @@ impl SwitchStore for MemorySwitchStore {
         // Lets concurrent callers pile up behind a read in progress (single-flight tests).
         YieldOnce(false).await;
         if let Some(problem) = self.broken.lock().expect("switch").clone() {
-            return Err(StoreError(problem));
+            return Err(StoreError::unavailable(problem));
         }
         Ok(*self.mode.lock().expect("switch"))
     }
@@ -225,7 +225,7 @@ impl SwitchStore for MemorySwitchStore {
 
     async fn read_freezes(&self) -> Result<Vec<Freeze>, StoreError> {
         if let Some(problem) = self.broken.lock().expect("switch").clone() {
-            return Err(StoreError(problem));
+            return Err(StoreError::unavailable(problem));
         }
         Ok(self.freezes.lock().expect("switch").clone())
     }

@@ -126,7 +126,7 @@ async fn a_released_claim_can_be_claimed_again_but_a_completed_one_cannot_be_rel
 async fn completing_a_claim_that_does_not_exist_is_an_error() {
     let store = store("complete-missing").await;
     let err = store.complete(&app(), &IdempotencyKey::derive(&incident(), Rung::Escalate), Outcome::Succeeded).await.unwrap_err();
-    assert!(err.0.contains("no claim for"), "{err}");
+    assert!(err.what().contains("no claim for"), "{err}");
     // Nor can a released claim be completed.
     let key = incident().key_for(Rung::Refresh);
     assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Refresh, 0), TTL).await.unwrap(), Claim::Granted);
@@ -140,7 +140,7 @@ async fn an_attempt_without_an_idempotency_key_cannot_be_claimed() {
     let mut a = attempt(Rung::Refresh, 0);
     a.idempotency_key = None;
     let err = store.claim(&app(), &incident(), &a, TTL).await.unwrap_err();
-    assert!(err.0.contains("without an idempotency key"), "{err}");
+    assert!(err.what().contains("without an idempotency key"), "{err}");
     assert_eq!(store.history(&app()).await.unwrap(), History::default());
 }
 
@@ -379,5 +379,21 @@ async fn store_errors_carry_the_service_code_and_message_not_a_debug_dump() {
         assert!(text.contains("ResourceNotFoundException"), "{text}");
         assert!(text.contains("no-such-table"), "{text}");
         assert!(!text.contains("ServiceError {") && !text.contains("raw:") && !text.contains("ErrorMetadata"), "{text}");
+        // A missing table stays missing: retrying changes nothing. The SDK's error is the cause.
+        assert!(!err.retryable(), "{text}");
+        let cause = std::error::Error::source(&err).map(ToString::to_string).unwrap_or_default();
+        assert!(!cause.is_empty(), "the SDK error is kept as the cause: {text}");
     }
+}
+
+/// A store that does not answer (nothing listens at its endpoint) fails retryably: the next
+/// delivery may find it back.
+#[tokio::test]
+async fn a_store_that_does_not_answer_fails_retryably_with_its_cause() {
+    let sdk = medic_adapters::aws::sdk_config(Some("http://127.0.0.1:1")).await;
+    let store = DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), "table", "default");
+    let err = store.first_sighting(&Marker::for_tests("ev1-x"), TTL).await.unwrap_err();
+    assert!(err.retryable(), "{err}");
+    assert!(std::error::Error::source(&err).is_some(), "{err}");
+    assert!(err.to_string().starts_with("incident store: "), "the port's prefix stays: {err}");
 }

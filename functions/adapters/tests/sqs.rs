@@ -71,7 +71,7 @@ async fn a_delay_beyond_fifteen_minutes_is_refused_and_nothing_is_sent() {
     let url = queue(&client, "long-delay").await;
     let q = SqsWorkQueue::new(client.clone(), &url);
     let err = q.enqueue(&item("web"), Duration::from_secs(901)).await.unwrap_err();
-    assert!(err.0.contains("901s") && err.0.contains("900s"), "{err}");
+    assert!(err.what().contains("901s") && err.what().contains("900s"), "{err}");
     q.enqueue(&item("web"), Duration::from_secs(900)).await.unwrap();
     let attrs = client
         .get_queue_attributes()

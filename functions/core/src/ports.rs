@@ -186,10 +186,101 @@ pub trait ArgoApi: Send + Sync {
 decorated by ArgoApiDecorator;
 }
 
-/// Store failures.
-#[derive(Debug, Clone, Error, PartialEq, Eq)]
-#[error("incident store: {0}")]
-pub struct StoreError(pub String);
+/// A failure's cause, kept for [`std::error::Error::source`] and the logs: an SDK error, a
+/// database error, a parse error. Two causes are equal when they read the same (tests compare
+/// errors).
+#[derive(Clone)]
+pub struct Cause(std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl Cause {
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(error))
+    }
+}
+
+impl std::fmt::Debug for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for Cause {}
+
+/// Declares a port's error: `Unavailable` (the other side did not answer, or answered "not now":
+/// a timeout, throttling, a 5xx, a busy database; trying again later can succeed) or `Invalid`
+/// (the request or a record is wrong as it stands: an item that does not parse, a value out of
+/// range, a request the service refuses; trying again changes nothing), each with what failed
+/// and, when there is one, its cause.
+macro_rules! port_error {
+    ($(#[$meta:meta])* $name:ident, $prefix:literal) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Error, PartialEq, Eq)]
+        pub enum $name {
+            /// Trying again later can succeed.
+            #[error("{}: {what}", $prefix)]
+            Unavailable { what: String, #[source] cause: Option<Cause> },
+            /// Trying again changes nothing.
+            #[error("{}: {what}", $prefix)]
+            Invalid { what: String, #[source] cause: Option<Cause> },
+        }
+
+        impl $name {
+            /// The other side did not answer, or answered "not now".
+            pub fn unavailable(what: impl Into<String>) -> Self {
+                Self::Unavailable { what: what.into(), cause: None }
+            }
+
+            /// The request or a record is wrong as it stands.
+            pub fn invalid(what: impl Into<String>) -> Self {
+                Self::Invalid { what: what.into(), cause: None }
+            }
+
+            /// The same failure, caused by `error`.
+            pub fn caused_by(self, error: impl std::error::Error + Send + Sync + 'static) -> Self {
+                match self {
+                    Self::Unavailable { what, .. } => Self::Unavailable { what, cause: Some(Cause::new(error)) },
+                    Self::Invalid { what, .. } => Self::Invalid { what, cause: Some(Cause::new(error)) },
+                }
+            }
+
+            /// Whether trying again later can succeed.
+            pub fn retryable(&self) -> bool {
+                matches!(self, Self::Unavailable { .. })
+            }
+
+            /// What failed, without the port's prefix.
+            pub fn what(&self) -> &str {
+                match self {
+                    Self::Unavailable { what, .. } | Self::Invalid { what, .. } => what,
+                }
+            }
+        }
+    };
+}
+
+port_error!(
+    /// Store failures (incidents, markers, locks, the Slack records).
+    StoreError,
+    "incident store"
+);
 
 /// The answer to "may I take this action now?".
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -246,10 +337,22 @@ pub trait IncidentLedger: Send + Sync {
 decorated by IncidentLedgerDecorator;
 }
 
-/// Escalation failures.
-#[derive(Debug, Clone, Error, PartialEq, Eq)]
-#[error("escalation failed: {0}")]
-pub struct EscalationError(pub String);
+port_error!(
+    /// Escalation failures (Slack, or its records).
+    EscalationError,
+    "escalation failed"
+);
+
+impl From<StoreError> for EscalationError {
+    /// The escalator's records could not be read or written: as retryable as the store's failure.
+    fn from(e: StoreError) -> Self {
+        let what = e.to_string();
+        match e.retryable() {
+            true => EscalationError::unavailable(what).caused_by(e),
+            false => EscalationError::invalid(what).caused_by(e),
+        }
+    }
+}
 
 port! {
 /// Where humans are told (Slack, or a log).
@@ -382,10 +485,11 @@ pub trait Telemetry: Send + Sync {
 decorated by TelemetryDecorator;
 }
 
-/// Queue failures.
-#[derive(Debug, Clone, Error, PartialEq, Eq)]
-#[error("work queue: {0}")]
-pub struct QueueError(pub String);
+port_error!(
+    /// Queue failures.
+    QueueError,
+    "work queue"
+);
 
 port! {
 /// The work queue (SQS on AWS, a channel locally).

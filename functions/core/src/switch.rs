@@ -122,7 +122,7 @@ impl Switch for FixedSwitch {
         std::future::ready(Vec::new())
     }
     fn freeze(&self, _: &Freeze) -> impl Future<Output = Result<(), StoreError>> + Send {
-        std::future::ready(Err(StoreError("a freeze needs the stack's switch table; this switch is fixed".into())))
+        std::future::ready(Err(StoreError::invalid("a freeze needs the stack's switch table; this switch is fixed")))
     }
 }
 

@@ -196,10 +196,76 @@ pub struct Delivery<'a> {
 /// Why one message failed (it stays on the queue and is retried, then goes to the DLQ).
 #[derive(Debug, thiserror::Error)]
 pub enum MessageError {
+    /// The message cannot be handled as it is (it does not parse, or names what it cannot be):
+    /// retrying changes nothing, and the queue ends it in the DLQ.
     #[error("poison message: {0}")]
     Poison(String),
-    #[error("retry later: {0}")]
-    Retry(String),
+    /// Not handled this time: another delivery holds it, or a call it needed failed (`cause`).
+    /// The queue offers it again; `retryable` says whether the failure can pass (a store that
+    /// did not answer) or will come back as it is (a record that does not parse).
+    #[error("retry later: {what}")]
+    Retry {
+        what: String,
+        retryable: bool,
+        #[source]
+        cause: Option<medic_core::ports::Cause>,
+    },
+}
+
+impl MessageError {
+    /// Not now, for a reason that passes (another delivery holds the item).
+    pub fn later(what: impl Into<String>) -> Self {
+        Self::Retry { what: what.into(), retryable: true, cause: None }
+    }
+
+    /// Whether a redelivery can succeed where this one failed.
+    pub fn retryable(&self) -> bool {
+        matches!(self, Self::Retry { retryable: true, .. })
+    }
+
+    fn failed(error: impl std::error::Error + Send + Sync + 'static, retryable: bool) -> Self {
+        Self::Retry { what: error.to_string(), retryable, cause: Some(medic_core::ports::Cause::new(error)) }
+    }
+}
+
+impl From<medic_core::ports::StoreError> for MessageError {
+    fn from(e: medic_core::ports::StoreError) -> Self {
+        let retryable = e.retryable();
+        Self::failed(e, retryable)
+    }
+}
+
+impl From<medic_core::ports::QueueError> for MessageError {
+    fn from(e: medic_core::ports::QueueError) -> Self {
+        let retryable = e.retryable();
+        Self::failed(e, retryable)
+    }
+}
+
+impl From<medic_core::ports::EscalationError> for MessageError {
+    fn from(e: medic_core::ports::EscalationError) -> Self {
+        let retryable = e.retryable();
+        Self::failed(e, retryable)
+    }
+}
+
+impl From<ArgoError> for MessageError {
+    fn from(e: ArgoError) -> Self {
+        let retryable = e.is_retryable();
+        Self::failed(e, retryable)
+    }
+}
+
+impl From<StepError> for MessageError {
+    fn from(e: StepError) -> Self {
+        let retryable = match &e {
+            StepError::Argo(e) => e.is_retryable(),
+            StepError::Store(e) => e.retryable(),
+            StepError::Escalation(e) => e.retryable(),
+            StepError::Policy(_) => false,
+        };
+        Self::failed(e, retryable)
+    }
 }
 
 /// What happened to one message that did not fail.
@@ -262,7 +328,7 @@ impl<P: Ports> Work<P> {
                 .dedupe
                 .begin(&medic_core::keys::delivery_marker(&item.dedupe_key), &owner, self.config.dedupe_lease)
                 .await
-                .map_err(|e| MessageError::Retry(e.to_string()))?
+                .map_err(MessageError::from)?
             {
                 Begun::Owned => {}
                 Begun::Done => {
@@ -273,7 +339,7 @@ impl<P: Ports> Work<P> {
                 Begun::InProgress { until } => {
                     // Never dropped: the queue offers it again, and once the holder's lease has
                     // run out (it was killed) this delivery takes over.
-                    return Err(MessageError::Retry(format!("another delivery is handling it until {until}")));
+                    return Err(MessageError::later(format!("another delivery is handling it until {until}")));
                 }
             }
             if item.kind == WorkKind::Notification {
@@ -287,8 +353,8 @@ impl<P: Ports> Work<P> {
             let result = match self.locked(&item, &app, message_id).await {
                 // The last receive of a person's click that still fails: answered in its thread
                 // rather than left unanswered in the DLQ (nobody re-offers a request from there).
-                Err(MessageError::Retry(why)) if receives.parse::<u32>().is_ok_and(|n| n >= self.config.max_receive_count) => {
-                    self.answer_failed_click(&item, receives, &why).await.unwrap_or(Err(MessageError::Retry(why)))
+                Err(e @ MessageError::Retry { .. }) if receives.parse::<u32>().is_ok_and(|n| n >= self.config.max_receive_count) => {
+                    self.answer_failed_click(&item, receives, &e.to_string()).await.unwrap_or(Err(e))
                 }
                 other => other,
             };
@@ -329,11 +395,11 @@ impl<P: Ports> Work<P> {
         }
         tracing::warn!(audit = true, action_id = id, requested_by = %by, error = why, answered = reported.is_ok(), "a click failed on its last receive");
         self.metrics.count("ClicksGivenUp", None, 1.0);
-        Some(reported.map(|_| Handled::RequestedDone).map_err(|e| MessageError::Retry(e.to_string())))
+        Some(reported.map(|_| Handled::RequestedDone).map_err(MessageError::from))
     }
 
     async fn locked(&self, item: &WorkItem, app: &AppId, owner: &str) -> Result<Handled, MessageError> {
-        let locked = self.lock.try_lock(app, owner, self.config.lock_ttl).await.map_err(|e| MessageError::Retry(e.to_string()))?;
+        let locked = self.lock.try_lock(app, owner, self.config.lock_ttl).await.map_err(MessageError::from)?;
         if !locked {
             return self.requeue(item, self.config.busy_delay, "another worker is acting on this app").await;
         }
@@ -402,7 +468,7 @@ impl<P: Ports> Work<P> {
         if let Some(pending) = *known {
             return Ok(pending);
         }
-        let history = self.store.history(&item.app.id()).await.map_err(|e| MessageError::Retry(e.to_string()))?;
+        let history = self.store.history(&item.app.id()).await.map_err(MessageError::from)?;
         let pending = history.pending();
         if let Some(a) = pending {
             tracing::info!(rung = a.rung.as_str(), claimed_at = %a.at, "held, but an action claimed before the hold is resumed first");
@@ -529,7 +595,7 @@ impl<P: Ports> Work<P> {
             Err(StepError::Argo(e @ ArgoError::Unauthenticated(_))) => {
                 self.metrics.count("ArgoUnauthenticated", None, 1.0);
                 self.alert_unauthenticated(&e).await;
-                return Err(MessageError::Retry(e.to_string()));
+                return Err(MessageError::from(e));
             }
             Err(e) => {
                 if let StepError::Argo(a) = &e {
@@ -538,7 +604,7 @@ impl<P: Ports> Work<P> {
                 if let StepError::Escalation(_) = &e {
                     self.metrics.count("EscalationErrors", Some(("Step", "escalate")), 1.0);
                 }
-                return Err(MessageError::Retry(e.to_string()));
+                return Err(MessageError::from(e));
             }
         };
         let result_name = serde_json::to_value(report.result).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
@@ -588,7 +654,7 @@ impl<P: Ports> Work<P> {
             && let Err(e) = self.actuator().perform(Request::Resolve { app: &report.app, decision: d }).await
         {
             self.metrics.count("EscalationErrors", Some(("Step", "resolve")), 1.0);
-            return Err(MessageError::Retry(e.to_string()));
+            return Err(MessageError::from(e));
         }
         match report.result {
             StepResult::Waiting | StepResult::Deferred => {
@@ -643,7 +709,7 @@ impl<P: Ports> Work<P> {
                 tracing::warn!(error = %m, "requested refresh of an app that does not exist");
                 return Ok(Handled::RequestedDone);
             }
-            Err(e) => return Err(MessageError::Retry(e.to_string())),
+            Err(e) => return Err(MessageError::from(e)),
         }
         match self.actuator().perform(Request::SignedRefresh { app: &item.app, kind }).await {
             Ok(Performed::Held(answer)) if answer.mode == medic_core::switch::Mode::Off => {
@@ -663,7 +729,7 @@ impl<P: Ports> Work<P> {
                 tracing::warn!(error = %m, "requested refresh of an app that does not exist");
                 Ok(Handled::RequestedDone)
             }
-            Err(e) => Err(MessageError::Retry(e.to_string())),
+            Err(e) => Err(MessageError::from(e)),
         }
     }
 
@@ -672,9 +738,8 @@ impl<P: Ports> Work<P> {
     /// thread. A sync carries the request's idempotency key in Argo CD's `infos`, so a redelivered
     /// message finds the sync it already started instead of starting another.
     async fn human_action(&self, item: &WorkItem, id: &str) -> Result<Handled, MessageError> {
-        let retry = |e: &dyn std::fmt::Display| MessageError::Retry(e.to_string());
         let by = item.requested_by.clone().unwrap_or_else(|| "unknown".into());
-        let Some(request) = self.escalator.human_action(id).await.map_err(|e| retry(&e))? else {
+        let Some(request) = self.escalator.human_action(id).await.map_err(MessageError::from)? else {
             tracing::warn!(action_id = id, requested_by = %by, "a button whose action is unknown or expired; nothing done");
             return Ok(Handled::RequestedDone);
         };
@@ -705,11 +770,11 @@ impl<P: Ports> Work<P> {
             }
             // Argo CD busy or failing: the message is retried (a sync that went through is found
             // by its key in operation.info on the retry; a performed action by its marker).
-            Err(e) => return Err(retry(&e)),
+            Err(e) => return Err(MessageError::from(e)),
         };
         match self.actuator().perform(Request::Reply { request: &request, by: &by, outcome: &outcome }).await {
             Ok(_) => {}
-            Err(e) => return Err(retry(&e)),
+            Err(e) => return Err(MessageError::from(e)),
         }
         tracing::info!(
             audit = true,
@@ -803,7 +868,7 @@ impl<P: Ports> Work<P> {
                 key.sign(&mut next);
             }
         }
-        self.queue.enqueue(&next, delay).await.map_err(|e| MessageError::Retry(e.to_string()))?;
+        self.queue.enqueue(&next, delay).await.map_err(MessageError::from)?;
         tracing::info!(delay_secs = delay.as_secs(), why, "re-enqueued");
         Ok(Handled::Requeued { delay_secs: delay.as_secs(), why: why.to_owned() })
     }
@@ -856,6 +921,23 @@ mod tests {
     use medic_core::PolicyConfig;
 
     use super::*;
+
+    /// A failed message keeps what failed as its cause, and whether a redelivery can pass.
+    #[test]
+    fn a_message_error_keeps_its_cause_and_whether_it_can_pass() {
+        use medic_core::ports::StoreError;
+        let busy = MessageError::from(StoreError::unavailable("GetItem: ThrottlingException"));
+        assert!(busy.retryable());
+        assert_eq!(busy.to_string(), "retry later: incident store: GetItem: ThrottlingException");
+        assert!(std::error::Error::source(&busy).is_some());
+        let broken = MessageError::from(StoreError::invalid("item x: `at` is not a time"));
+        assert!(!broken.retryable(), "a record that does not parse comes back as it is");
+        let argo = MessageError::from(StepError::Argo(ArgoError::Transient("503".into())));
+        assert!(argo.retryable());
+        assert!(!MessageError::from(StepError::Argo(ArgoError::PermissionDenied("no".into()))).retryable());
+        assert!(MessageError::later("another delivery is handling it").retryable());
+        assert!(!MessageError::Poison("not a work item".into()).retryable());
+    }
 
     fn counting(answer: Option<&'static str>, delay: Duration) -> (Arc<AtomicUsize>, WorkerPolicy) {
         let asked = Arc::new(AtomicUsize::new(0));

@@ -103,6 +103,25 @@ pub enum SlackError {
     Transport { method: String, message: String },
 }
 
+/// A failed Slack call as the escalator port's error: rate limits, transport failures and the
+/// API's own transient errors may pass; a refusal of the call as it stands (a missing channel, a
+/// revoked token, a message too long) will not.
+impl From<SlackError> for medic_core::ports::EscalationError {
+    fn from(e: SlackError) -> Self {
+        const PASSING: [&str; 5] = ["ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"];
+        let passing = match &e {
+            SlackError::Api { error, .. } => PASSING.contains(&error.as_str()),
+            SlackError::RateLimited { .. } | SlackError::Transport { .. } => true,
+        };
+        let what = e.to_string();
+        let error = match passing {
+            true => medic_core::ports::EscalationError::unavailable(what),
+            false => medic_core::ports::EscalationError::invalid(what),
+        };
+        error.caused_by(e)
+    }
+}
+
 impl SlackError {
     /// True when Slack certainly did not act on the call.
     pub fn not_applied(&self) -> bool {
@@ -366,3 +385,31 @@ impl SlackClient {
 // ------------------------------------------------------------------------------------------------
 // The store port: DynamoDB and memory
 // ------------------------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Slack's refusals of a call as it stands are permanent; rate limits, transport failures and
+    /// its own transient errors may pass.
+    #[test]
+    fn slack_failures_are_classified_for_the_escalator() {
+        use medic_core::ports::EscalationError;
+        let api = |error: &str| SlackError::Api { method: "chat.postMessage".into(), error: error.into(), detail: vec![] };
+        for (e, retryable) in [
+            (api("channel_not_found"), false),
+            (api("invalid_auth"), false),
+            (api("msg_too_long"), false),
+            (api("internal_error"), true),
+            (api("ratelimited"), true),
+            (SlackError::RateLimited { method: "chat.update".into(), retry_after: Duration::from_secs(30) }, true),
+            (SlackError::Transport { method: "chat.update".into(), message: "connection reset".into() }, true),
+        ] {
+            let text = e.to_string();
+            let escalation = EscalationError::from(e);
+            assert_eq!(escalation.retryable(), retryable, "{text}");
+            assert!(escalation.to_string().contains(&text), "{escalation}");
+            assert!(std::error::Error::source(&escalation).is_some(), "{escalation}");
+        }
+    }
+}

@@ -96,7 +96,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
                     break;
                 }
                 if try_no == CAS_TRIES {
-                    return Err(EscalationError(format!("{group}/{id}: too many concurrent writers; retry later")));
+                    return Err(EscalationError::unavailable(format!("{group}/{id}: too many concurrent writers; retry later")));
                 }
             }
         }
@@ -139,7 +139,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
             }
             tokio::time::sleep(Duration::from_millis(5 + rand::random_range(0..20))).await;
         }
-        Err(EscalationError(format!("{group}/{id}: too many concurrent writers; retry later")))
+        Err(EscalationError::unavailable(format!("{group}/{id}: too many concurrent writers; retry later")))
     }
 
     /// The `ts` of a posted message.
@@ -155,7 +155,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 return Ok(ts);
             }
             if Instant::now() >= deadline {
-                return Err(EscalationError(format!("message {key} is not posted yet; retry later")));
+                return Err(EscalationError::unavailable(format!("message {key} is not posted yet; retry later")));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -192,7 +192,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
                 Some((_, rec)) if rec.ts.is_some() => return Ok(rec.ts.expect("checked")),
                 Some((_, rec)) if rec.lease_until.is_some_and(|u| u > now) => {
                     if Instant::now() >= deadline {
-                        return Err(EscalationError(format!("another worker is posting {key}; retry later")));
+                        return Err(EscalationError::unavailable(format!("another worker is posting {key}; retry later")));
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
@@ -264,9 +264,9 @@ impl<S: EscalationStore> SlackEscalator<S> {
     /// Rewrites the message posted for `key`.
     pub(super) async fn update_message(&self, key: &str, message: &Rendered) -> Result<(), EscalationError> {
         let Some((_, rec)) = self.load::<MessageRec>("msg", key).await? else {
-            return Err(EscalationError(format!("no message {key} to update")));
+            return Err(EscalationError::invalid(format!("no message {key} to update")));
         };
-        let Some(ts) = rec.ts else { return Err(EscalationError(format!("message {key} is not posted yet; retry later"))) };
+        let Some(ts) = rec.ts else { return Err(EscalationError::unavailable(format!("message {key} is not posted yet; retry later"))) };
         self.client.update(&rec.channel, &ts, message).await.map_err(esc_err)
     }
 
@@ -343,7 +343,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
 
     async fn escalate(&self, _: &Permit, app: &Application, decision: &Decision) -> Result<(), EscalationError> {
         let Some(incident) = decision.incident.as_ref() else {
-            return Err(EscalationError(format!("{}: an escalation without an incident", decision.app)));
+            return Err(EscalationError::invalid(format!("{}: an escalation without an incident", decision.app)));
         };
         let incident_id = incident.id();
         let name = app.id();
@@ -388,7 +388,7 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
                     self.load::<IncidentRec>(&group, &incident_id)
                         .await?
                         .map(|(_, r)| r)
-                        .ok_or_else(|| esc_err("incident record vanished"))?
+                        .ok_or_else(|| EscalationError::invalid("incident record vanished"))?
                 } else {
                     rec
                 }

@@ -58,7 +58,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
             }
             tokio::time::sleep(Duration::from_millis(5 + rand::random_range(0..20))).await;
         }
-        Err(EscalationError(format!("group window of {mode}: too many concurrent writers; retry later")))
+        Err(EscalationError::unavailable(format!("group window of {mode}: too many concurrent writers; retry later")))
     }
 
     /// Makes sure the group parent of `group_id` exists and the incidents that arrived before the
@@ -66,7 +66,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
     pub(super) async fn ensure_group(&self, group_id: &str) -> Result<String, EscalationError> {
         let group_key = stored::parent_key(group_id);
         let Some((_, group)) = self.load::<GroupRec>(stored::GROUP, group_id).await? else {
-            return Err(EscalationError(format!("incident group {group_id} has no record")));
+            return Err(EscalationError::invalid(format!("incident group {group_id} has no record")));
         };
         if !group.established {
             // Adopt the first incident's parent as the group parent, so the channel keeps one
@@ -99,7 +99,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
             match choice {
                 Some(first) => {
                     let Some((_, r)) = self.find_incident(&first).await? else {
-                        return Err(EscalationError(format!("incident {first} vanished")));
+                        return Err(EscalationError::invalid(format!("incident {first} vanished")));
                     };
                     // Its parent exists, is being posted, or was never posted (its worker
                     // stopped): post_once gives its ts in every case, posting at most once.
@@ -154,7 +154,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
         let member_key = format!("fm:{group_id}:{}", facts.incident_id);
         let group = app_group(&facts.app());
         let Some((_, current)) = self.load::<IncidentRec>(&group, &facts.incident_id).await? else {
-            return Err(EscalationError(format!("incident {} has no record", facts.incident_id)));
+            return Err(EscalationError::invalid(format!("incident {} has no record", facts.incident_id)));
         };
         let listed = |f: &GroupRec| f.members.iter().any(|m| m.incident_id == facts.incident_id);
         let room = match self.load::<GroupRec>(stored::GROUP, group_id).await? {
@@ -285,7 +285,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
         if held {
             self.release_group(group_id, me).await;
         }
-        Err(EscalationError(format!("incident group {group_id}: too many concurrent writers; retry later")))
+        Err(EscalationError::unavailable(format!("incident group {group_id}: too many concurrent writers; retry later")))
     }
 
     /// Gives the group parent's lease up, when `me` holds it.

@@ -197,12 +197,13 @@ pub(super) struct SnoozeRec {
     pub(super) by: String,
 }
 
-pub(super) fn esc_err(e: impl std::fmt::Display) -> EscalationError {
-    EscalationError(e.to_string())
+/// A failure of the records or of Slack as the escalator's, keeping whether it may pass.
+pub(super) fn esc_err(e: impl Into<EscalationError>) -> EscalationError {
+    e.into()
 }
 
 pub(super) fn parse<T: DeserializeOwned>(v: &Versioned, what: &str) -> Result<T, EscalationError> {
-    serde_json::from_value(v.doc.clone()).map_err(|e| EscalationError(format!("{what}: unreadable record: {e}")))
+    serde_json::from_value(v.doc.clone()).map_err(|e| EscalationError::invalid(format!("{what}: unreadable record: {e}")).caused_by(e))
 }
 
 pub(super) fn to_doc<T: Serialize>(value: &T) -> Value {
@@ -244,7 +245,9 @@ pub async fn load_action<S: EscalationStore>(store: &S, id: &str) -> Result<Opti
         return Ok(None);
     }
     match store.load("action", id).await? {
-        Some(v) => serde_json::from_value(v.doc).map(Some).map_err(|e| StoreError(format!("action {id}: unreadable record: {e}"))),
+        Some(v) => serde_json::from_value(v.doc)
+            .map(Some)
+            .map_err(|e| StoreError::invalid(format!("action {id}: unreadable record: {e}")).caused_by(e)),
         None => Ok(None),
     }
 }
@@ -260,13 +263,13 @@ pub async fn load_fleet_button<S: EscalationStore>(store: &S, id: &str) -> Resul
         return Ok(None);
     }
     let Some(v) = store.load("fleetbtn", id).await? else { return Ok(None) };
-    let mut button: medic_core::fleet::FleetButton =
-        serde_json::from_value(v.doc).map_err(|e| StoreError(format!("fleet button {id}: unreadable record: {e}")))?;
+    let mut button: medic_core::fleet::FleetButton = serde_json::from_value(v.doc)
+        .map_err(|e| StoreError::invalid(format!("fleet button {id}: unreadable record: {e}")).caused_by(e))?;
     if !button.outage.is_empty()
         && let Some(v) = store.load("outage", &button.outage).await?
     {
-        let rec: OutageRec =
-            serde_json::from_value(v.doc).map_err(|e| StoreError(format!("outage {}: unreadable record: {e}", button.outage)))?;
+        let rec: OutageRec = serde_json::from_value(v.doc)
+            .map_err(|e| StoreError::invalid(format!("outage {}: unreadable record: {e}", button.outage)).caused_by(e))?;
         let projects: std::collections::BTreeSet<String> = button.projects.drain(..).chain(rec.view.projects).collect();
         button.projects = projects.into_iter().collect();
     }
@@ -311,7 +314,10 @@ pub struct GroupView {
 /// The Slack records of incident `incident_id` of `app` (`namespace/name`), read straight from
 /// the store (no Slack call); `None` when it was never escalated (or its records expired).
 pub async fn incident_view<S: EscalationStore>(store: &S, app: &AppId, incident_id: &str) -> Result<Option<SlackIncidentView>, StoreError> {
-    let read = |e: EscalationError| StoreError(e.0);
+    let read = |e: EscalationError| match e.retryable() {
+        true => StoreError::unavailable(e.what()).caused_by(e),
+        false => StoreError::invalid(e.what()).caused_by(e),
+    };
     let Some(v) = store.load(&app_group(app), incident_id).await? else { return Ok(None) };
     let rec: IncidentRec = parse(&v, incident_id).map_err(read)?;
     let message = |key: String| async move {

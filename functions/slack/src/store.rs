@@ -11,8 +11,6 @@ use chrono::{DateTime, TimeDelta, Utc};
 use medic_core::ports::{EscalationStore, StoreError, Versioned};
 use serde_json::Value;
 
-use medic_adapters::aws::describe;
-
 /// [`EscalationStore`] on the state table: `pk` = `ESC#<instance>#<group>`, `sk` = id, `doc` (the
 /// JSON), `version` (a number), `expires_at` (the table's TTL attribute; reads check it too).
 #[derive(Debug, Clone)]
@@ -53,15 +51,15 @@ pub(super) fn attr_n(v: i64) -> AttributeValue {
 
 pub(super) fn versioned(item: &HashMap<String, AttributeValue>, now: i64) -> Result<Option<Versioned>, StoreError> {
     let n = |name: &str| match item.get(name) {
-        Some(AttributeValue::N(v)) => v.parse::<i64>().map_err(|_| StoreError(format!("`{name}` is not an integer"))),
-        _ => Err(StoreError(format!("`{name}` is missing"))),
+        Some(AttributeValue::N(v)) => v.parse::<i64>().map_err(|_| StoreError::invalid(format!("`{name}` is not an integer"))),
+        _ => Err(StoreError::invalid(format!("`{name}` is missing"))),
     };
     if n(medic_adapters::dynamodb::TTL_ATTRIBUTE)? <= now {
         return Ok(None);
     }
     let doc = match item.get("doc") {
-        Some(AttributeValue::S(s)) => serde_json::from_str(s).map_err(|e| StoreError(format!("`doc` is not JSON: {e}")))?,
-        _ => return Err(StoreError("`doc` is missing".into())),
+        Some(AttributeValue::S(s)) => serde_json::from_str(s).map_err(|e| StoreError::invalid(format!("`doc` is not JSON: {e}")))?,
+        _ => return Err(StoreError::invalid("`doc` is missing")),
     };
     Ok(Some(Versioned { version: n("version")? as u64, doc }))
 }
@@ -77,7 +75,7 @@ impl EscalationStore for DynamoDbEscalationStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| StoreError(describe(&self.err("GetItem"), &e)))?;
+            .map_err(|e| medic_adapters::aws::store_error(&self.err("GetItem"), e))?;
         match out.item {
             Some(item) => versioned(&item, self.clock.now().timestamp()),
             None => Ok(None),
@@ -111,7 +109,7 @@ impl EscalationStore for DynamoDbEscalationStore {
         match put.send().await {
             Ok(_) => Ok(true),
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
-            Err(e) => Err(StoreError(describe(&self.err("PutItem"), &e))),
+            Err(e) => Err(medic_adapters::aws::store_error(&self.err("PutItem"), e)),
         }
     }
 
@@ -131,11 +129,11 @@ impl EscalationStore for DynamoDbEscalationStore {
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
-                .map_err(|e| StoreError(describe(&self.err("Query"), &e)))?;
+                .map_err(|e| medic_adapters::aws::store_error(&self.err("Query"), e))?;
             for item in page.items.unwrap_or_default() {
                 let id = match item.get("sk") {
                     Some(AttributeValue::S(s)) => s.clone(),
-                    _ => return Err(StoreError("`sk` is missing".into())),
+                    _ => return Err(StoreError::invalid("`sk` is missing")),
                 };
                 if let Some(v) = versioned(&item, now)? {
                     out.push((id, v));

@@ -62,7 +62,11 @@ impl<P: Ports> Worker<P> {
                         self.work.metrics.count("PoisonMessages", None, 1.0);
                         tracing::error!(message_id = %id, receives = %receives, error = %e, "poison message; it goes to the DLQ after maxReceiveCount");
                     }
-                    MessageError::Retry(_) => tracing::warn!(message_id = %id, receives = %receives, error = %e, "message will be retried"),
+                    // A failure that will come back as it is (a record that does not parse) is
+                    // retried all the same, to the DLQ: said so, so it is not mistaken for a blip.
+                    MessageError::Retry { retryable, .. } => {
+                        tracing::warn!(message_id = %id, receives = %receives, error = %e, retryable, "message will be retried")
+                    }
                 }
                 response.add_failure(id);
             }

@@ -14,7 +14,7 @@ impl DynamoDbStore {
 
 fn get_u(item: &Item, attribute: &str) -> Result<u64, StoreError> {
     let v = get_n(item, attribute)?;
-    u64::try_from(v).map_err(|_| StoreError(format!("item {}: `{attribute}` is negative: {v}", describe_item(item))))
+    u64::try_from(v).map_err(|_| StoreError::invalid(format!("item {}: `{attribute}` is negative: {v}", describe_item(item))))
 }
 
 impl BucketStore for DynamoDbStore {
@@ -51,7 +51,7 @@ impl BucketStore for DynamoDbStore {
         match put.send().await {
             Ok(_) => Ok(true),
             Err(e) if is_conditional_failure(&e) => Ok(false),
-            Err(e) => Err(StoreError(describe(&self.op("PutItem"), &e))),
+            Err(e) => Err(crate::aws::store_error(&self.op("PutItem"), e)),
         }
     }
 }

@@ -36,7 +36,7 @@ impl DynamoDbStore {
         match result {
             Ok(_) => Ok(true),
             Err(e) if is_conditional_failure(&e) => Ok(false),
-            Err(e) => Err(StoreError(describe(&self.op("PutItem"), &e))),
+            Err(e) => Err(crate::aws::store_error(&self.op("PutItem"), e)),
         }
     }
 }
@@ -50,7 +50,7 @@ impl DedupeStore for DynamoDbStore {
     /// An unconditional `PutItem`: the marker and its expiry, whatever was there.
     async fn mark(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<(), StoreError> {
         let dedupe_key = marker.as_str();
-        self.marker_put(dedupe_key, Utc::now(), ttl).send().await.map_err(|e| StoreError(describe(&self.op("PutItem"), &e)))?;
+        self.marker_put(dedupe_key, Utc::now(), ttl).send().await.map_err(|e| crate::aws::store_error(&self.op("PutItem"), e))?;
         Ok(())
     }
 
@@ -79,7 +79,7 @@ impl DedupeStore for DynamoDbStore {
                     .request_items(&self.table, request.clone())
                     .send()
                     .await
-                    .map_err(|e| StoreError(describe(&self.op("BatchGetItem"), &e)))?;
+                    .map_err(|e| crate::aws::store_error(&self.op("BatchGetItem"), e))?;
                 for item in out.responses.unwrap_or_default().remove(&self.table).unwrap_or_default() {
                     if !expired(&item, now)
                         && let Some(key) = item.get("pk").and_then(|v| v.as_s().ok()).and_then(|pk| by_pk.get(pk))
@@ -91,7 +91,7 @@ impl DedupeStore for DynamoDbStore {
                     break;
                 };
                 let Some(wait) = waits.next() else {
-                    return Err(StoreError(format!("{}: keys left unprocessed after 5 tries", self.op("BatchGetItem"))));
+                    return Err(StoreError::unavailable(format!("{}: keys left unprocessed after 5 tries", self.op("BatchGetItem"))));
                 };
                 request = left;
                 tokio::time::sleep(wait).await;
@@ -124,11 +124,11 @@ impl DedupeStore for DynamoDbStore {
             .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
             .send()
             .await
-            .map_err(|e| StoreError(describe(&self.op("UpdateItem"), &e)))?;
+            .map_err(|e| crate::aws::store_error(&self.op("UpdateItem"), e))?;
         let seen = out.attributes.as_ref().and_then(|a| a.get("seen_at")).and_then(|v| v.as_s().ok());
         seen.and_then(|t| DateTime::parse_from_rfc3339(t).ok())
             .map(|t| t.with_timezone(&Utc))
-            .ok_or_else(|| StoreError(format!("{}: sighting {key} has no readable seen_at", self.op("UpdateItem"))))
+            .ok_or_else(|| StoreError::invalid(format!("{}: sighting {key} has no readable seen_at", self.op("UpdateItem"))))
     }
 
     async fn forget(&self, marker: &medic_core::keys::Marker) -> Result<(), StoreError> {
@@ -140,7 +140,7 @@ impl DedupeStore for DynamoDbStore {
             .key("sk", s(SINGLETON_SK))
             .send()
             .await
-            .map_err(|e| StoreError(describe(&self.op("DeleteItem"), &e)))?;
+            .map_err(|e| crate::aws::store_error(&self.op("DeleteItem"), e))?;
         Ok(())
     }
 
@@ -191,7 +191,7 @@ impl DedupeStore for DynamoDbStore {
                     Ok(Begun::Done)
                 }
             }
-            Err(e) => Err(StoreError(describe(&self.op("PutItem"), &e))),
+            Err(e) => Err(crate::aws::store_error(&self.op("PutItem"), e)),
         }
     }
 
@@ -217,7 +217,7 @@ impl DedupeStore for DynamoDbStore {
                 .send()
                 .await;
             return match result {
-                Err(e) if !is_conditional_failure(&e) => Err(StoreError(describe(&self.op("UpdateItem"), &e))),
+                Err(e) if !is_conditional_failure(&e) => Err(crate::aws::store_error(&self.op("UpdateItem"), e)),
                 _ => Ok(()),
             };
         }
@@ -249,7 +249,7 @@ impl AppLock for DynamoDbStore {
         match result {
             Ok(_) => Ok(true),
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
-            Err(e) => Err(StoreError(describe(&self.op("PutItem"), &e))),
+            Err(e) => Err(crate::aws::store_error(&self.op("PutItem"), e)),
         }
     }
 
@@ -272,7 +272,7 @@ impl AppLock for DynamoDbStore {
                 tracing::warn!(app = %app, owner, "unlock: the lock is not held by this owner (it expired or was taken over); left as it is");
                 Ok(())
             }
-            Err(e) => Err(StoreError(describe(&self.op("DeleteItem"), &e))),
+            Err(e) => Err(crate::aws::store_error(&self.op("DeleteItem"), e)),
         }
     }
 }

@@ -8,7 +8,7 @@ impl IncidentStore for DynamoDbStore {
         let pk = self.app_pk(app);
         let Some(item) = self.get(&pk, INCIDENT_SK).await? else { return Ok(History::default()) };
         let incident: IncidentKey = serde_json::from_str(get_s(&item, "incident")?)
-            .map_err(|e| StoreError(format!("{pk} INCIDENT: `incident` is not an incident: {e}")))?;
+            .map_err(|e| StoreError::invalid(format!("{pk} INCIDENT: `incident` is not an incident: {e}")))?;
         let items = self.action_items(&pk, &incident.id()).await?;
         // Actions of an open incident are kept for its life; a record written by an earlier
         // release still carries an expiry from its claim (M1), which is removed here, once.
@@ -20,8 +20,10 @@ impl IncidentStore for DynamoDbStore {
     }
 
     async fn claim(&self, app: &AppId, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
-        let key =
-            attempt.idempotency_key.as_ref().ok_or_else(|| StoreError("an attempt without an idempotency key cannot be claimed".into()))?;
+        let key = attempt
+            .idempotency_key
+            .as_ref()
+            .ok_or_else(|| StoreError::invalid("an attempt without an idempotency key cannot be claimed"))?;
         let pk = self.app_pk(app);
         let sk = format!("ACTION#{}#{}", incident.id(), key.as_str());
         let now_ms = attempt.at.timestamp_millis();
@@ -93,14 +95,16 @@ impl IncidentStore for DynamoDbStore {
                         tokio::time::sleep(wait).await;
                     }
                 }
-                Err(e) => return Err(StoreError(describe(&self.op("TransactWriteItems"), &e))),
+                Err(e) => return Err(crate::aws::store_error(&self.op("TransactWriteItems"), e)),
             }
         }
-        Err(StoreError(format!("claim of {key} for {app}: cancelled {CLAIM_TRIES} times by concurrent writes; try again later")))
+        Err(StoreError::unavailable(format!(
+            "claim of {key} for {app}: cancelled {CLAIM_TRIES} times by concurrent writes; try again later"
+        )))
     }
 
     async fn complete(&self, app: &AppId, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
-        let no_claim = || StoreError(format!("no claim for {key}"));
+        let no_claim = || StoreError::invalid(format!("no claim for {key}"));
         let sk = self.find_action(app, key).await?.ok_or_else(no_claim)?;
         let result = self
             .client
@@ -122,7 +126,7 @@ impl IncidentStore for DynamoDbStore {
             Ok(_) => Ok(()),
             // Released between the lookup and the update.
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Err(no_claim()),
-            Err(e) => Err(StoreError(describe(&self.op("UpdateItem"), &e))),
+            Err(e) => Err(crate::aws::store_error(&self.op("UpdateItem"), e)),
         }
     }
 
@@ -187,14 +191,16 @@ impl IncidentStore for DynamoDbStore {
                 Err(e) if e.as_service_error().is_some_and(|e| e.is_transaction_canceled_exception()) => {
                     tokio::time::sleep(Duration::from_millis(20 + rand::random_range(0..40))).await;
                 }
-                Err(e) => return Err(StoreError(describe(&self.op("TransactWriteItems"), &e))),
+                Err(e) => return Err(crate::aws::store_error(&self.op("TransactWriteItems"), e)),
             }
         }
-        Err(StoreError(format!("closing the incident of {app}: cancelled {CLAIM_TRIES} times by concurrent writes; try again later")))
+        Err(StoreError::unavailable(format!(
+            "closing the incident of {app}: cancelled {CLAIM_TRIES} times by concurrent writes; try again later"
+        )))
     }
 
     async fn note_decision(&self, app: &AppId, incident: &IncidentKey, note: &DecisionNote) -> Result<(), StoreError> {
-        let json = serde_json::to_string(note).map_err(|e| StoreError(format!("serialising the decision note: {e}")))?;
+        let json = serde_json::to_string(note).map_err(|e| StoreError::invalid(format!("serialising the decision note: {e}")))?;
         let result = self
             .client
             .update_item()
@@ -213,7 +219,7 @@ impl IncidentStore for DynamoDbStore {
         match result {
             Ok(_) => Ok(()),
             Err(e) if is_conditional_failure(&e) => Ok(()),
-            Err(e) => Err(StoreError(describe(&self.op("UpdateItem"), &e))),
+            Err(e) => Err(crate::aws::store_error(&self.op("UpdateItem"), e)),
         }
     }
 
@@ -240,7 +246,7 @@ impl IncidentStore for DynamoDbStore {
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
-                .map_err(|e| StoreError(describe(&self.op("Scan"), &e)))?;
+                .map_err(|e| crate::aws::store_error(&self.op("Scan"), e))?;
             for item in out.items.unwrap_or_default() {
                 let app = get_app(&item)?;
                 // The prefix of instance `a` also matches instance `a#b`: keep exact matches.
@@ -285,7 +291,7 @@ impl IncidentLedger for DynamoDbStore {
             } else {
                 scan.filter_expression("begins_with(#pk, :prefix) AND #sk = :incident")
             };
-            let out = scan.send().await.map_err(|e| StoreError(describe(&self.op("Scan"), &e)))?;
+            let out = scan.send().await.map_err(|e| crate::aws::store_error(&self.op("Scan"), e))?;
             for item in out.items.unwrap_or_default() {
                 // The prefix of instance `a` also matches instance `a#b`: keep exact matches.
                 if get_s(&item, "pk")?.strip_prefix(&prefix) != Some(get_s(&item, "app")?) {

@@ -155,7 +155,7 @@ impl DynamoDbStore {
             .send()
             .await;
         match result {
-            Err(e) if !is_conditional_failure(&e) => Err(StoreError(describe(&self.op("DeleteItem"), &e))),
+            Err(e) if !is_conditional_failure(&e) => Err(crate::aws::store_error(&self.op("DeleteItem"), e)),
             _ => Ok(()),
         }
     }
@@ -170,7 +170,7 @@ impl DynamoDbStore {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| StoreError(describe(&self.op("GetItem"), &e)))?;
+            .map_err(|e| crate::aws::store_error(&self.op("GetItem"), e))?;
         Ok(out.item)
     }
 
@@ -196,7 +196,7 @@ impl DynamoDbStore {
                     .expression_attribute_names("#f", *attribute)
                     .expression_attribute_values(*placeholder, value.clone());
             }
-            let out = q.send().await.map_err(|e| StoreError(describe(&self.op("Query"), &e)))?;
+            let out = q.send().await.map_err(|e| crate::aws::store_error(&self.op("Query"), e))?;
             items.extend(out.items.unwrap_or_default());
             match out.last_evaluated_key {
                 Some(key) if !key.is_empty() => start = Some(key),
@@ -231,7 +231,9 @@ impl DynamoDbStore {
             let pk = get_s(&item, "pk")?;
             attempts.push(Attempt {
                 rung: parse_name::<Rung>(get_s(&item, "rung")?)?,
-                at: get_s(&item, "at")?.parse::<DateTime<Utc>>().map_err(|e| StoreError(format!("{pk}: `at` is not a time: {e}")))?,
+                at: get_s(&item, "at")?
+                    .parse::<DateTime<Utc>>()
+                    .map_err(|e| StoreError::invalid(format!("{pk}: `at` is not a time: {e}")))?,
                 idempotency_key: IdempotencyKey::parse(get_s(&item, "idempotency_key")?),
                 outcome: parse_name::<Outcome>(get_s(&item, "outcome")?)?,
             });
@@ -247,10 +249,10 @@ impl DynamoDbStore {
         let time = |attribute: &str| -> Result<DateTime<Utc>, StoreError> {
             get_s(item, attribute)?
                 .parse::<DateTime<Utc>>()
-                .map_err(|e| StoreError(format!("{}: `{attribute}` is not a time: {e}", describe_item(item))))
+                .map_err(|e| StoreError::invalid(format!("{}: `{attribute}` is not a time: {e}", describe_item(item))))
         };
         let incident: IncidentKey = serde_json::from_str(get_s(item, "incident")?)
-            .map_err(|e| StoreError(format!("{}: `incident` is not an incident: {e}", describe_item(item))))?;
+            .map_err(|e| StoreError::invalid(format!("{}: `incident` is not an incident: {e}", describe_item(item))))?;
         // A note this version cannot read is shown as absent rather than hiding the incident.
         let last_decision = match item.get("last_decision") {
             Some(AttributeValue::S(json)) => serde_json::from_str::<DecisionNote>(json).ok(),
@@ -279,7 +281,7 @@ impl DynamoDbStore {
                 let until_ms = get_n(&item, "in_progress_until")?;
                 if now_ms < until_ms {
                     let until = DateTime::from_timestamp_millis(until_ms)
-                        .ok_or_else(|| StoreError(format!("{pk} {sk}: in_progress_until {until_ms} is out of range")))?;
+                        .ok_or_else(|| StoreError::invalid(format!("{pk} {sk}: in_progress_until {until_ms} is out of range")))?;
                     Ok(Some(Claim::Held { until }))
                 } else {
                     Ok(None)
@@ -311,7 +313,7 @@ impl DynamoDbStore {
         let result = self.client.transact_write_items().transact_items(self.expiry_write(pk, sk, expires)?).send().await;
         match result {
             Err(e) if !e.as_service_error().is_some_and(|e| e.is_transaction_canceled_exception()) => {
-                Err(StoreError(describe(&self.op("TransactWriteItems"), &e)))
+                Err(crate::aws::store_error(&self.op("TransactWriteItems"), e))
             }
             _ => Ok(()),
         }
@@ -341,7 +343,7 @@ impl DynamoDbStore {
                 .map_err(build_err)?;
             return Ok(TransactWriteItem::builder().condition_check(check).build());
         }
-        let json = serde_json::to_string(incident).map_err(|e| StoreError(format!("serialising the incident: {e}")))?;
+        let json = serde_json::to_string(incident).map_err(|e| StoreError::invalid(format!("serialising the incident: {e}")))?;
         let put = Put::builder()
             .table_name(&self.table)
             .item("pk", s(pk))
@@ -386,7 +388,7 @@ pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError>
     match created {
         Ok(_) => {}
         Err(e) if e.as_service_error().is_some_and(|e| e.is_resource_in_use_exception()) => {}
-        Err(e) => return Err(StoreError(describe(&format!("DynamoDB CreateTable {name}"), &e))),
+        Err(e) => return Err(crate::aws::store_error(&format!("DynamoDB CreateTable {name}"), e)),
     }
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
@@ -396,12 +398,12 @@ pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError>
             .table_name(name)
             .send()
             .await
-            .map_err(|e| StoreError(describe(&format!("DynamoDB DescribeTable {name}"), &e)))?;
+            .map_err(|e| crate::aws::store_error(&format!("DynamoDB DescribeTable {name}"), e))?;
         if out.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
             break;
         }
         if tokio::time::Instant::now() > deadline {
-            return Err(StoreError(format!("table {name} did not become ACTIVE within 120 s")));
+            return Err(StoreError::unavailable(format!("table {name} did not become ACTIVE within 120 s")));
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -411,7 +413,7 @@ pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError>
         .table_name(name)
         .send()
         .await
-        .map_err(|e| StoreError(describe(&format!("DynamoDB DescribeTimeToLive {name}"), &e)))?;
+        .map_err(|e| crate::aws::store_error(&format!("DynamoDB DescribeTimeToLive {name}"), e))?;
     let status = ttl.time_to_live_description().and_then(|d| d.time_to_live_status());
     if !matches!(status, Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)) {
         let spec = TimeToLiveSpecification::builder().enabled(true).attribute_name(TTL_ATTRIBUTE).build().map_err(build_err)?;
@@ -421,7 +423,7 @@ pub async fn create_table(client: &Client, name: &str) -> Result<(), StoreError>
             .time_to_live_specification(spec)
             .send()
             .await
-            .map_err(|e| StoreError(describe(&format!("DynamoDB UpdateTimeToLive {name}"), &e)))?;
+            .map_err(|e| crate::aws::store_error(&format!("DynamoDB UpdateTimeToLive {name}"), e))?;
     }
     Ok(())
 }
@@ -449,24 +451,24 @@ fn n(v: i64) -> AttributeValue {
 /// The `app` attribute: the `namespace/name` every record of an app carries.
 fn get_app(item: &Item) -> Result<AppId, StoreError> {
     let text = get_s(item, "app")?;
-    AppId::parse(text).ok_or_else(|| StoreError(format!("item {}: `app` is not `namespace/name`: `{text}`", describe_item(item))))
+    AppId::parse(text).ok_or_else(|| StoreError::invalid(format!("item {}: `app` is not `namespace/name`: `{text}`", describe_item(item))))
 }
 
 fn get_s<'a>(item: &'a Item, attribute: &str) -> Result<&'a str, StoreError> {
     match item.get(attribute) {
         Some(AttributeValue::S(v)) => Ok(v),
-        Some(_) => Err(StoreError(format!("item {}: `{attribute}` is not a string", describe_item(item)))),
-        None => Err(StoreError(format!("item {}: `{attribute}` is missing", describe_item(item)))),
+        Some(_) => Err(StoreError::invalid(format!("item {}: `{attribute}` is not a string", describe_item(item)))),
+        None => Err(StoreError::invalid(format!("item {}: `{attribute}` is missing", describe_item(item)))),
     }
 }
 
 fn get_n(item: &Item, attribute: &str) -> Result<i64, StoreError> {
     match item.get(attribute) {
         Some(AttributeValue::N(v)) => {
-            v.parse().map_err(|_| StoreError(format!("item {}: `{attribute}` is not an integer: {v}", describe_item(item))))
+            v.parse().map_err(|_| StoreError::invalid(format!("item {}: `{attribute}` is not an integer: {v}", describe_item(item))))
         }
-        Some(_) => Err(StoreError(format!("item {}: `{attribute}` is not a number", describe_item(item)))),
-        None => Err(StoreError(format!("item {}: `{attribute}` is missing", describe_item(item)))),
+        Some(_) => Err(StoreError::invalid(format!("item {}: `{attribute}` is not a number", describe_item(item)))),
+        None => Err(StoreError::invalid(format!("item {}: `{attribute}` is missing", describe_item(item)))),
     }
 }
 
@@ -479,20 +481,20 @@ fn describe_item(item: &Item) -> String {
 }
 
 fn build_err(e: aws_sdk_dynamodb::error::BuildError) -> StoreError {
-    StoreError(format!("building a DynamoDB request: {e}"))
+    StoreError::invalid(format!("building a DynamoDB request: {e}"))
 }
 
 /// Enum values as their serde names (`"hard_refresh"`, `"no_effect"`), as the SQLite store keeps them.
 fn name<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
     match serde_json::to_value(v) {
         Ok(serde_json::Value::String(s)) => Ok(s),
-        Ok(other) => Err(StoreError(format!("expected a name, got {other}"))),
-        Err(e) => Err(StoreError(e.to_string())),
+        Ok(other) => Err(StoreError::invalid(format!("expected a name, got {other}"))),
+        Err(e) => Err(StoreError::invalid(e.to_string())),
     }
 }
 
 fn parse_name<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
-    serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(|e| StoreError(format!("`{s}`: {e}")))
+    serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(|e| StoreError::invalid(format!("`{s}`: {e}")))
 }
 
 #[cfg(test)]
@@ -518,7 +520,7 @@ mod tests {
     fn malformed_items_are_named_in_the_error() {
         let item: Item =
             [("pk".to_owned(), s("APP#default#argocd/web")), ("sk".to_owned(), s("INCIDENT")), ("n".to_owned(), s("x"))].into();
-        assert_eq!(get_s(&item, "missing").unwrap_err().0, "item APP#default#argocd/web INCIDENT: `missing` is missing");
-        assert!(get_n(&item, "n").unwrap_err().0.contains("`n` is not a number"));
+        assert_eq!(get_s(&item, "missing").unwrap_err().what(), "item APP#default#argocd/web INCIDENT: `missing` is missing");
+        assert!(get_n(&item, "n").unwrap_err().what().contains("`n` is not a number"));
     }
 }

@@ -21,7 +21,7 @@ impl DynamoDbStore {
             return Ok(None);
         };
         let mode = get_s(&item, "mode")?;
-        let mode = mode.parse().map_err(|e| StoreError(format!("the switch item of {}: {e}", self.table)))?;
+        let mode = mode.parse().map_err(|e| StoreError::invalid(format!("the switch item of {}: {e}", self.table)))?;
         let text = |a: &str| item.get(a).and_then(|v| v.as_s().ok()).cloned().unwrap_or_default();
         Ok(Some(SwitchRecord { mode, set_by: text("set_by"), set_at: text("set_at") }))
     }
@@ -45,13 +45,13 @@ impl medic_core::switch::SwitchStore for DynamoDbStore {
             .iter()
             .map(|item| {
                 let doc = get_s(item, "doc")?;
-                serde_json::from_str(doc).map_err(|e| StoreError(format!("a freeze item of {}: {e}", self.table)))
+                serde_json::from_str(doc).map_err(|e| StoreError::invalid(format!("a freeze item of {}: {e}", self.table)))
             })
             .collect()
     }
 
     async fn write_freeze(&self, freeze: &medic_core::freeze::Freeze) -> Result<(), StoreError> {
-        let doc = serde_json::to_string(freeze).map_err(|e| StoreError(e.to_string()))?;
+        let doc = serde_json::to_string(freeze).map_err(|e| StoreError::invalid(e.to_string()))?;
         let expires = (freeze.until + FREEZE_KEPT_AFTER_END).timestamp();
         self.client
             .put_item()
@@ -62,7 +62,7 @@ impl medic_core::switch::SwitchStore for DynamoDbStore {
             .item("expires_at", AttributeValue::N(expires.to_string()))
             .send()
             .await
-            .map_err(|e| StoreError(describe(&self.op("PutItem"), &e)))?;
+            .map_err(|e| crate::aws::store_error(&self.op("PutItem"), e))?;
         Ok(())
     }
 
@@ -76,7 +76,7 @@ impl medic_core::switch::SwitchStore for DynamoDbStore {
             .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
             .send()
             .await
-            .map_err(|e| StoreError(describe(&self.op("DeleteItem"), &e)))?;
+            .map_err(|e| crate::aws::store_error(&self.op("DeleteItem"), e))?;
         Ok(out.attributes.is_some_and(|a| !a.is_empty()))
     }
 
@@ -95,7 +95,7 @@ impl medic_core::switch::SwitchStore for DynamoDbStore {
             .item("set_at", s(Utc::now().to_rfc3339()))
             .send()
             .await
-            .map_err(|e| StoreError(describe(&self.op("PutItem"), &e)))?;
+            .map_err(|e| crate::aws::store_error(&self.op("PutItem"), e))?;
         Ok(())
     }
 }

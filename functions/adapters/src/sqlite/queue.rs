@@ -161,21 +161,28 @@ impl SqliteQueue {
                 conn.query_row("SELECT value FROM local_keys WHERE name = ?1", params![NAME], |r| r.get(0)).map_err(store_error)?
             }
         };
-        WorkItemKey::new(&secret).ok_or_else(|| StoreError("the state file's work-item key is too short".into()))
+        WorkItemKey::new(&secret).ok_or_else(|| StoreError::invalid("the state file's work-item key is too short"))
     }
 }
 
 impl WorkQueue for SqliteQueue {
     async fn enqueue(&self, item: &WorkItem, delay: Duration) -> Result<(), QueueError> {
         if delay > MAX_DELAY {
-            return Err(QueueError(format!("delay {}s exceeds the 900 s SQS allows", delay.as_secs())));
+            return Err(QueueError::invalid(format!("delay {}s exceeds the 900 s SQS allows", delay.as_secs())));
         }
-        self.push(std::slice::from_ref(item), delay).map_err(|e| QueueError(e.0))
+        self.push(std::slice::from_ref(item), delay).map_err(queue_error)
     }
 
     async fn enqueue_batch(&self, items: &[WorkItem]) -> Result<(), QueueError> {
-        self.push(items, Duration::ZERO).map_err(|e| QueueError(e.0))
+        self.push(items, Duration::ZERO).map_err(queue_error)
     }
+}
+
+/// A failure of the state file as the queue port's, as retryable as the store's.
+fn queue_error(e: StoreError) -> QueueError {
+    let what = e.what().to_owned();
+    let error = if e.retryable() { QueueError::unavailable(what) } else { QueueError::invalid(what) };
+    error.caused_by(e)
 }
 
 #[cfg(test)]

@@ -101,11 +101,18 @@ pub struct SqliteIncidentStore {
 
 /// An app id kept as text in a row.
 fn app_id(text: &str) -> Result<AppId, StoreError> {
-    AppId::parse(text).ok_or_else(|| StoreError(format!("`{text}` is not namespace/name")))
+    AppId::parse(text).ok_or_else(|| StoreError::invalid(format!("`{text}` is not namespace/name")))
 }
 
-pub(crate) fn err(e: impl std::fmt::Display) -> StoreError {
-    StoreError(e.to_string())
+/// A failure of the state file as the store port's: a busy or locked database, or a failed read
+/// or write of the file, may pass; anything else (a constraint, a bad statement, a value that
+/// does not parse) will not.
+pub(crate) fn err<E: std::error::Error + Send + Sync + 'static>(e: E) -> StoreError {
+    use rusqlite::ErrorCode::{CannotOpen, DatabaseBusy, DatabaseLocked, DiskFull, SystemIoFailure};
+    let sqlite = (&e as &dyn std::any::Any).downcast_ref::<rusqlite::Error>();
+    let passing = matches!(sqlite, Some(rusqlite::Error::SqliteFailure(f, _)) if matches!(f.code, DatabaseBusy | DatabaseLocked | SystemIoFailure | DiskFull | CannotOpen));
+    let error = if passing { StoreError::unavailable(e.to_string()) } else { StoreError::invalid(e.to_string()) };
+    error.caused_by(e)
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
@@ -129,9 +136,9 @@ impl SqliteIncidentStore {
     /// Opens (creating if needed) the state file; `:memory:` keeps state for this process only.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError(format!("creating {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::invalid(format!("creating {}: {e}", dir.display())))?;
         }
-        let conn = Connection::open(path).map_err(|e| StoreError(format!("opening {}: {e}", path.display())))?;
+        let conn = Connection::open(path).map_err(|e| StoreError::invalid(format!("opening {}: {e}", path.display())))?;
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;").map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
         // Files written before decision notes (NULL reads as "no note") and before actions
@@ -201,8 +208,10 @@ impl IncidentStore for SqliteIncidentStore {
     }
 
     async fn claim(&self, app: &AppId, incident: &IncidentKey, attempt: &Attempt, in_progress_for: Duration) -> Result<Claim, StoreError> {
-        let key =
-            attempt.idempotency_key.as_ref().ok_or_else(|| StoreError("an attempt without an idempotency key cannot be claimed".into()))?;
+        let key = attempt
+            .idempotency_key
+            .as_ref()
+            .ok_or_else(|| StoreError::invalid("an attempt without an idempotency key cannot be claimed"))?;
         let mut conn = self.conn();
         let tx = conn.transaction().map_err(err)?;
         let existing: Option<(String, String, bool)> = tx
@@ -249,7 +258,7 @@ impl IncidentStore for SqliteIncidentStore {
             .conn()
             .execute("UPDATE actions SET outcome = ?2, done = 1 WHERE key = ?1", params![key.as_str(), name(&outcome)?])
             .map_err(err)?;
-        if n == 0 { Err(StoreError(format!("no claim for {key}"))) } else { Ok(()) }
+        if n == 0 { Err(StoreError::invalid(format!("no claim for {key}"))) } else { Ok(()) }
     }
 
     async fn release(&self, _app: &AppId, key: &IdempotencyKey) -> Result<(), StoreError> {
