@@ -207,33 +207,24 @@ where
     }
 }
 
-/// A failed SDK call of a store as the store port's error: described as [`describe`] does,
-/// classified by [`retryable`], with the SDK error as its cause.
+/// A failed SDK call as a port's error (a store's, the queue's): described as [`describe`]
+/// does, classified by [`retryable`], with the SDK error as its cause.
+pub fn port_error<P, E, R>(operation: &str, err: SdkError<E, R>) -> P
+where
+    P: medic_core::ports::PortError,
+    E: ProvideErrorMetadata + Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    P::classified(retryable(&err), describe(operation, &err)).caused_by(err)
+}
+
+/// [`port_error`] as the stores' error.
 pub fn store_error<E, R>(operation: &str, err: SdkError<E, R>) -> medic_core::ports::StoreError
 where
     E: ProvideErrorMetadata + Error + Send + Sync + 'static,
     R: std::fmt::Debug + Send + Sync + 'static,
 {
-    let what = describe(operation, &err);
-    let error = match retryable(&err) {
-        true => medic_core::ports::StoreError::unavailable(what),
-        false => medic_core::ports::StoreError::invalid(what),
-    };
-    error.caused_by(err)
-}
-
-/// [`store_error`] for the work queue.
-pub fn queue_error<E, R>(operation: &str, err: SdkError<E, R>) -> medic_core::ports::QueueError
-where
-    E: ProvideErrorMetadata + Error + Send + Sync + 'static,
-    R: std::fmt::Debug + Send + Sync + 'static,
-{
-    let what = describe(operation, &err);
-    let error = match retryable(&err) {
-        true => medic_core::ports::QueueError::unavailable(what),
-        false => medic_core::ports::QueueError::invalid(what),
-    };
-    error.caused_by(err)
+    port_error(operation, err)
 }
 
 /// An error and its sources, `: `-separated, each level once (SDK errors often repeat their

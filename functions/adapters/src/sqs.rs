@@ -177,7 +177,7 @@ impl WorkQueue for SqsWorkQueue {
             .delay_seconds(delay)
             .send()
             .await
-            .map_err(|e| crate::aws::queue_error("SendMessage", e))?;
+            .map_err(|e| crate::aws::port_error("SendMessage", e))?;
         Ok(())
     }
 

@@ -224,6 +224,26 @@ impl PartialEq for Cause {
 
 impl Eq for Cause {}
 
+/// What every port's error is: made of what failed and whether it may pass, and able to say so.
+/// One failure can then become another port's with its class and cause ([`pass_on`]), and an
+/// adapter classifies its client's errors once for every port ([`PortError::classified`]).
+pub trait PortError: std::error::Error + Send + Sync + Sized + 'static {
+    /// Unavailable (`retryable`) or invalid, with `what` failed.
+    fn classified(retryable: bool, what: String) -> Self;
+    /// The same failure, caused by `error`.
+    fn caused_by(self, error: impl std::error::Error + Send + Sync + 'static) -> Self;
+    /// Whether trying again later can succeed.
+    fn retryable(&self) -> bool;
+    /// What failed, without the port's prefix.
+    fn what(&self) -> &str;
+}
+
+/// `error`, one port's failure, as another's: as retryable, caused by it (the escalator's records
+/// failing in their store, the queue kept in the state file).
+pub fn pass_on<T: PortError>(error: impl PortError) -> T {
+    T::classified(error.retryable(), error.what().to_owned()).caused_by(error)
+}
+
 /// Declares a port's error: `Unavailable` (the other side did not answer, or answered "not now":
 /// a timeout, throttling, a 5xx, a busy database; trying again later can succeed) or `Invalid`
 /// (the request or a record is wrong as it stands: an item that does not parse, a value out of
@@ -271,6 +291,27 @@ macro_rules! port_error {
                 match self {
                     Self::Unavailable { what, .. } | Self::Invalid { what, .. } => what,
                 }
+            }
+        }
+
+        impl PortError for $name {
+            fn classified(retryable: bool, what: String) -> Self {
+                match retryable {
+                    true => Self::unavailable(what),
+                    false => Self::invalid(what),
+                }
+            }
+
+            fn caused_by(self, error: impl std::error::Error + Send + Sync + 'static) -> Self {
+                $name::caused_by(self, error)
+            }
+
+            fn retryable(&self) -> bool {
+                $name::retryable(self)
+            }
+
+            fn what(&self) -> &str {
+                $name::what(self)
             }
         }
     };
@@ -346,11 +387,7 @@ port_error!(
 impl From<StoreError> for EscalationError {
     /// The escalator's records could not be read or written: as retryable as the store's failure.
     fn from(e: StoreError) -> Self {
-        let what = e.to_string();
-        match e.retryable() {
-            true => EscalationError::unavailable(what).caused_by(e),
-            false => EscalationError::invalid(what).caused_by(e),
-        }
+        pass_on(e)
     }
 }
 
@@ -577,6 +614,20 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
+
+    /// One port's failure as another's keeps whether it may pass, and the first as its cause.
+    #[test]
+    fn a_failure_keeps_its_class_and_cause_across_ports() {
+        let busy: QueueError = pass_on(StoreError::unavailable("the state file is locked"));
+        assert!(busy.retryable());
+        assert_eq!(busy.to_string(), "work queue: the state file is locked");
+        assert_eq!(std::error::Error::source(&busy).map(ToString::to_string).as_deref(), Some("incident store: the state file is locked"));
+        let broken = EscalationError::from(StoreError::invalid("action x: unreadable record"));
+        assert!(!broken.retryable());
+        assert_eq!(broken.what(), "action x: unreadable record");
+        assert_eq!(StoreError::classified(true, "t".into()), StoreError::unavailable("t"));
+        assert_ne!(StoreError::unavailable("t"), StoreError::invalid("t"), "the class is part of the error");
+    }
 
     /// Counts the calls of the escalator methods an `Arc` forwarder once dropped.
     #[derive(Default)]

@@ -113,12 +113,8 @@ impl From<SlackError> for medic_core::ports::EscalationError {
             SlackError::Api { error, .. } => PASSING.contains(&error.as_str()),
             SlackError::RateLimited { .. } | SlackError::Transport { .. } => true,
         };
-        let what = e.to_string();
-        let error = match passing {
-            true => medic_core::ports::EscalationError::unavailable(what),
-            false => medic_core::ports::EscalationError::invalid(what),
-        };
-        error.caused_by(e)
+        use medic_core::ports::PortError;
+        medic_core::ports::EscalationError::classified(passing, e.to_string()).caused_by(e)
     }
 }
 

@@ -314,10 +314,7 @@ pub struct GroupView {
 /// The Slack records of incident `incident_id` of `app` (`namespace/name`), read straight from
 /// the store (no Slack call); `None` when it was never escalated (or its records expired).
 pub async fn incident_view<S: EscalationStore>(store: &S, app: &AppId, incident_id: &str) -> Result<Option<SlackIncidentView>, StoreError> {
-    let read = |e: EscalationError| match e.retryable() {
-        true => StoreError::unavailable(e.what()).caused_by(e),
-        false => StoreError::invalid(e.what()).caused_by(e),
-    };
+    let read = medic_core::ports::pass_on::<StoreError>;
     let Some(v) = store.load(&app_group(app), incident_id).await? else { return Ok(None) };
     let rec: IncidentRec = parse(&v, incident_id).map_err(read)?;
     let message = |key: String| async move {

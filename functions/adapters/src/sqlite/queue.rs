@@ -170,19 +170,12 @@ impl WorkQueue for SqliteQueue {
         if delay > MAX_DELAY {
             return Err(QueueError::invalid(format!("delay {}s exceeds the 900 s SQS allows", delay.as_secs())));
         }
-        self.push(std::slice::from_ref(item), delay).map_err(queue_error)
+        self.push(std::slice::from_ref(item), delay).map_err(medic_core::ports::pass_on)
     }
 
     async fn enqueue_batch(&self, items: &[WorkItem]) -> Result<(), QueueError> {
-        self.push(items, Duration::ZERO).map_err(queue_error)
+        self.push(items, Duration::ZERO).map_err(medic_core::ports::pass_on)
     }
-}
-
-/// A failure of the state file as the queue port's, as retryable as the store's.
-fn queue_error(e: StoreError) -> QueueError {
-    let what = e.what().to_owned();
-    let error = if e.retryable() { QueueError::unavailable(what) } else { QueueError::invalid(what) };
-    error.caused_by(e)
 }
 
 #[cfg(test)]

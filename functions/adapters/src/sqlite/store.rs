@@ -11,6 +11,7 @@
 //! can link them; and `medic serve`'s work queue (`work_queue`, [`super::queue`]) with the
 //! key its work items are signed with (`local_keys`), so a restart loses nothing it accepted.
 
+use medic_core::ports::PortError;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -111,8 +112,7 @@ pub(crate) fn err<E: std::error::Error + Send + Sync + 'static>(e: E) -> StoreEr
     use rusqlite::ErrorCode::{CannotOpen, DatabaseBusy, DatabaseLocked, DiskFull, SystemIoFailure};
     let sqlite = (&e as &dyn std::any::Any).downcast_ref::<rusqlite::Error>();
     let passing = matches!(sqlite, Some(rusqlite::Error::SqliteFailure(f, _)) if matches!(f.code, DatabaseBusy | DatabaseLocked | SystemIoFailure | DiskFull | CannotOpen));
-    let error = if passing { StoreError::unavailable(e.to_string()) } else { StoreError::invalid(e.to_string()) };
-    error.caused_by(e)
+    StoreError::classified(passing, e.to_string()).caused_by(e)
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
