@@ -185,7 +185,7 @@ where
     }
     machine.conclude(&listed, &plan.causes, &told).await;
     // The canaries are probed, not put through the per-app ladder: a refresh each, no incident,
-    // no escalation of their own (the cause has one alert).
+    // no escalation of their own (the cause has its parent).
     let candidates: Vec<AppRef> = plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).cloned().collect();
     // The steps need only the candidates' references: at 50,000 apps the listed ones held through
     // the steps added their size to the steps' own peak.
@@ -253,7 +253,7 @@ where
             }
         }
         if stepped {
-            r.dedupe.mark(&release.marker, lasts).await.ok();
+            r.dedupe.mark(&release.released_marker(), lasts).await.ok();
         }
     }
 

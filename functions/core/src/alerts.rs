@@ -15,20 +15,6 @@ pub fn unauthenticated(e: &ArgoError) -> String {
     )
 }
 
-/// A shared cause: many apps of one scope cannot be compared. `eta_secs` is how long the recovery
-/// wave takes at the refresh budget.
-pub fn outage(cause: &FleetCause, eta_secs: u64) -> String {
-    format!(
-        "Fleet outage: {} of {} apps of {} cannot be compared (sync status Unknown). Per-app actions on them are held back; {} canary app(s) are probed each sweep, and when one heals the other {} are refreshed as one wave in priority order (about {} s at the refresh budget).",
-        cause.apps.len(),
-        cause.listed,
-        cause.scope.describe(),
-        cause.canaries().len(),
-        cause.wave().len(),
-        eta_secs
-    )
-}
-
 /// A cause past its time bound ([`FleetCause::overdue`]): the escalation of its fleet incident,
 /// for the apps it holds back.
 pub fn outage_overdue(cause: &FleetCause, now: DateTime<Utc>) -> String {
@@ -61,25 +47,4 @@ pub enum WhenUnsure {
     Tell,
     /// Stay silent: a repeat is likely, since every message meeting the problem would tell.
     Skip,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_outage_alert_names_the_cause_the_count_and_the_wave() {
-        let apps: Vec<crate::AppId> = (0..30).map(|i| crate::AppId::new("argocd", &format!("a{i}"))).collect();
-        let cause = FleetCause {
-            scope: crate::fleet::CauseScope::RepoHost("git.example.com".into()),
-            listed: 40,
-            apps,
-            canaries: 3,
-            sighted_at: None,
-            began_at: None,
-        };
-        let text = outage(&cause, 12);
-        assert!(text.starts_with("Fleet outage: 30 of 40 apps of source host git.example.com cannot be compared"), "{text}");
-        assert!(text.contains("3 canary app(s)") && text.contains("the other 27 are refreshed") && text.contains("about 12 s"), "{text}");
-    }
 }

@@ -4,7 +4,7 @@
 //! cause's apps or releases their recovery wave, escalates an outage past its time bound once, and
 //! tells its parent. Only the dispatch of a wave differs: the sweeper enqueues it for the workers,
 //! `medic sweep` steps it inline; each marks it released once it is dispatched
-//! ([`Release::marker`]).
+//! ([`Release::released_marker`]).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -71,12 +71,15 @@ pub struct Release {
     pub since: String,
     /// The covered apps, in priority order.
     pub apps: Vec<AppRef>,
-    /// Marked, for two sweep intervals, once the wave is dispatched: an outage still seen is not
-    /// released again by every later sweep (M3).
-    pub marker: Marker,
 }
 
 impl Release {
+    /// Marked, for two sweep intervals, once the wave is dispatched: an outage still seen is not
+    /// released again by every later sweep (M3).
+    pub fn released_marker(&self) -> Marker {
+        medic_core::keys::fleet_released_marker(&self.scope, &self.since)
+    }
+
     /// The marker that pauses the rest of this wave when most of a batch failed again: the
     /// workers write it from their tally, `medic sweep` from its inline batches. The cause is
     /// held again while it lasts.
@@ -200,7 +203,7 @@ impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: C
                 dedupe.mark(&released_marker, lasts).await.ok();
             } else {
                 let apps = medic_core::sweep::wave(listed, &cause);
-                wave = Some(Release { scope: scope.clone(), since: since.clone(), apps, marker: released_marker });
+                wave = Some(Release { scope: scope.clone(), since: since.clone(), apps });
             }
         }
         let view = OutageView {

@@ -214,13 +214,13 @@ impl<P: Ports> Sweep<P> {
             if let Some(release) = turn.release {
                 // The workers step the wave, each item signed with its slot.
                 run.released += release.apps.len();
+                releases.push(release.released_marker());
                 let len = u32::try_from(release.apps.len()).unwrap_or(u32::MAX);
                 looks.extend(release.apps.into_iter().enumerate().map(|(i, a)| {
                     let index = u32::try_from(i).unwrap_or(u32::MAX);
                     let slot = WaveSlot { scope: release.scope.clone(), since: release.since.clone(), wave: window.clone(), index, len };
                     (a, Trigger::recovery(), Some(slot))
                 }));
-                releases.push(release.marker);
             }
         }
         // A cause told before and not seen now is over: its parent says so, once.
