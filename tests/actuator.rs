@@ -470,3 +470,54 @@ async fn a_person_s_requests_made_while_off_wait_for_the_switch_and_are_performe
     let replies = stack.slack.replies(crate::support::slack::CH, &parent.ts);
     assert_eq!(replies.len(), 1, "the click is answered in its thread");
 }
+
+/// Ports by capability (issue 28): the actuator needs markers only, not the delivery leases the
+/// dedupe table also keeps. A store that keeps markers and nothing else (`MarkerStore` alone)
+/// drives a once-alert: told once while its marker lives, told again after it is forgotten.
+#[tokio::test]
+async fn the_actuator_tells_a_once_alert_once_with_a_store_that_keeps_markers_only() {
+    use medic_adapters::memory::{LogEscalator, MemoryDedupe, MemoryIncidentStore, SystemClock};
+    use medic_core::actions::ActionKind;
+    use medic_core::actuator::{Actuator, Once, Request};
+    use medic_core::alerts::WhenUnsure;
+    use medic_core::gate::Gate;
+    use medic_core::ports::MarkerStore;
+
+    /// Markers, and no `DeliveryLeases`: the actuator must not need them.
+    struct MarkersOnly(MemoryDedupe);
+    impl medic_core::ports::MarkerStoreDecorator for MarkersOnly {
+        type Inner = MemoryDedupe;
+        fn inner(&self) -> &MemoryDedupe {
+            &self.0
+        }
+    }
+
+    let sim = ArgoSim::start(medic_sim::SimConfig::default()).await.unwrap();
+    let (argo, store, markers, escalator) =
+        (client(&sim), MemoryIncidentStore::default(), MarkersOnly(MemoryDedupe::default()), LogEscalator::default());
+    let budget = crate::support::generous_budget();
+    let switch = FixedSwitch(Mode::Act);
+    let act = Actuator {
+        argo: &argo,
+        store: &store,
+        dedupe: &markers,
+        escalator: &escalator,
+        budget: &budget,
+        clock: &SystemClock,
+        gate: Gate { dry_run: false, kill_switch: false, switch: &switch },
+        claim_timeout: Duration::from_secs(60),
+    };
+    let key = medic_core::keys::hourly_alert_marker("unauthenticated", Utc::now());
+    let alert = || Request::Alert {
+        kind: ActionKind::ServiceAlert,
+        text: "Argo CD rejected the token",
+        once: Some(Once { key: &key, ttl: Duration::from_secs(3600), unsure: WhenUnsure::Skip }),
+    };
+    act.perform(alert()).await.unwrap();
+    act.perform(alert()).await.unwrap();
+    assert_eq!(escalator.alerts().len(), 1, "told once while its marker lives: {:?}", escalator.alerts());
+    markers.forget(&key).await.unwrap();
+    act.perform(alert()).await.unwrap();
+    assert_eq!(escalator.alerts().len(), 2, "and again once it is forgotten");
+    assert_eq!(mutations(&sim), 0, "an alert changes nothing in Argo CD");
+}

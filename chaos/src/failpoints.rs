@@ -21,8 +21,8 @@ use medic_core::ladder::RefreshKind;
 use medic_core::ladder::Rung;
 use medic_core::permit::Permit;
 use medic_core::ports::{
-    ArgoApi, ArgoApiDecorator, ArgoError, Begun, Claim, DedupeStore, DedupeStoreDecorator, EscalationStore, EscalationStoreDecorator,
-    IncidentStore, IncidentStoreDecorator, StoreError,
+    ArgoApi, ArgoApiDecorator, ArgoError, Begun, Claim, DeliveryLeases, DeliveryLeasesDecorator, EscalationStore, EscalationStoreDecorator,
+    IncidentStore, IncidentStoreDecorator, MarkerStore, MarkerStoreDecorator, StoreError,
 };
 
 /// The boundaries, in the order a message meets them.
@@ -64,7 +64,14 @@ async fn reached(boundary: &str) {
 /// method forwards to the adapter it wraps.
 pub struct Failpoint<T>(pub T);
 
-impl<T: DedupeStore> DedupeStoreDecorator for Failpoint<T> {
+impl<T: MarkerStore> MarkerStoreDecorator for Failpoint<T> {
+    type Inner = T;
+    fn inner(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: DeliveryLeases> DeliveryLeasesDecorator for Failpoint<T> {
     type Inner = T;
     fn inner(&self) -> &T {
         &self.0

@@ -13,7 +13,7 @@ use medic_core::alerts;
 use medic_core::event::AppRef;
 use medic_core::fleet::{WaveState, is_down, should_pause};
 use medic_core::ladder::WaveOutcome;
-use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, DedupeStore, Escalator, IncidentStore};
+use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, Escalator, IncidentStore, MarkerStore};
 use medic_core::step::{StepError, StepReport, StepResult};
 use medic_core::sweep::{SweepScope, plan};
 use medic_core::switch::Switch;
@@ -122,7 +122,7 @@ pub async fn sweep<A, S, D, E, B, C, W>(
 where
     A: ArgoApi,
     S: IncidentStore,
-    D: DedupeStore,
+    D: MarkerStore,
     E: Escalator,
     B: Budget,
     C: Clock,
@@ -284,7 +284,7 @@ async fn unauthenticated<A, S, D, E, B, C, W>(r: &Remediator<'_, A, S, D, E, B, 
 where
     A: ArgoApi,
     S: IncidentStore,
-    D: DedupeStore,
+    D: MarkerStore,
     E: Escalator,
     B: Budget,
     C: Clock,

@@ -13,7 +13,7 @@ use medic_core::incident::{Attempt, History, Outcome};
 use medic_core::keys::IdempotencyKey;
 use medic_core::keys::IncidentKey;
 use medic_core::permit::Permit;
-use medic_core::ports::{Claim, Clock, EscalationError, Escalator, IncidentStore, StoreError};
+use medic_core::ports::{Claim, Clock, EscalationError, HumanActions, IncidentChannel, IncidentStore, OutageBoard, StoreError};
 
 /// The wall clock.
 #[derive(Debug, Clone, Copy, Default)]
@@ -219,7 +219,7 @@ impl LogEscalator {
     }
 }
 
-impl Escalator for LogEscalator {
+impl IncidentChannel for LogEscalator {
     /// Log lines have no buttons: nobody can approve a proposal.
     fn takes_approvals(&self) -> bool {
         false
@@ -246,6 +246,13 @@ impl Escalator for LogEscalator {
         Ok(())
     }
 
+    async fn resolve(&self, _: &Permit, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
+        tracing::info!(app = %app, reason = %decision.reason, "resolved");
+        Ok(())
+    }
+}
+
+impl OutageBoard for LogEscalator {
     async fn outage(&self, _: &Permit, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
         tracing::error!(cause = %view.scope, covered = view.covered, listed = view.listed, state = ?view.state, released = view.released, eta_secs = view.eta_secs, overdue = view.overdue, "fleet outage");
         if !self.forgetful {
@@ -272,12 +279,9 @@ impl Escalator for LogEscalator {
         outages.extend(ended.iter().cloned());
         Ok(ended.len())
     }
+}
 
-    async fn resolve(&self, _: &Permit, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
-        tracing::info!(app = %app, reason = %decision.reason, "resolved");
-        Ok(())
-    }
-
+impl HumanActions for LogEscalator {
     /// A log line offers no buttons, so no id stands for anything.
     async fn human_action(&self, _id: &str) -> Result<Option<medic_core::human_action::HumanActionRequest>, EscalationError> {
         Ok(None)
@@ -319,7 +323,7 @@ fn after(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
 }
 
-impl medic_core::ports::DedupeStore for MemoryDedupe {
+impl medic_core::ports::MarkerStore for MemoryDedupe {
     async fn first_sighting(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<medic_core::ports::Seen, StoreError> {
         let dedupe_key = marker.as_str();
         let now = self.clock.now();
@@ -359,6 +363,14 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
         Ok(())
     }
 
+    async fn marked(&self, keys: &[medic_core::keys::Marker]) -> Result<std::collections::BTreeSet<medic_core::keys::Marker>, StoreError> {
+        let now = self.clock.now();
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(keys.iter().filter(|k| seen.get(k.as_str()).is_some_and(|expires| *expires > now)).cloned().collect())
+    }
+}
+
+impl medic_core::ports::DeliveryLeases for MemoryDedupe {
     async fn begin(&self, marker: &medic_core::keys::Marker, owner: &str, lease: Duration) -> Result<medic_core::ports::Begun, StoreError> {
         let dedupe_key = marker.as_str();
         use medic_core::ports::Begun;
@@ -388,12 +400,6 @@ impl medic_core::ports::DedupeStore for MemoryDedupe {
             self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(dedupe_key.to_owned(), self.clock.now() + after(ttl));
         }
         Ok(())
-    }
-
-    async fn marked(&self, keys: &[medic_core::keys::Marker]) -> Result<std::collections::BTreeSet<medic_core::keys::Marker>, StoreError> {
-        let now = self.clock.now();
-        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(keys.iter().filter(|k| seen.get(k.as_str()).is_some_and(|expires| *expires > now)).cloned().collect())
     }
 }
 

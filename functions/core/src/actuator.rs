@@ -26,7 +26,7 @@ use crate::keys::IdempotencyKey;
 use crate::ladder::Rung;
 use crate::ladder::{BudgetKind, HumanAction, RefreshKind};
 use crate::permit::Permit;
-use crate::ports::{ArgoApi, ArgoError, Budget, BudgetExhausted, Claim, Clock, DedupeStore, Escalator, IncidentStore, Seen};
+use crate::ports::{ArgoApi, ArgoError, Budget, BudgetExhausted, Claim, Clock, Escalator, IncidentStore, MarkerStore, Seen};
 use crate::step::{StepError, StepReport, StepResult, sync_request};
 use crate::switch::Switch;
 use crate::trust::TrustLevel;
@@ -38,12 +38,20 @@ pub const PERFORMED_MEMORY: Duration = Duration::from_secs(15 * 24 * 3600);
 /// The actuator's collaborators, borrowed from whoever holds them (the worker, the sweeper,
 /// `medic sweep`, `medic serve`).
 pub struct Actuator<'a, A, S, D, E, B, C, W> {
+    /// Argo CD: the calls that change it, and the reads that verify them.
     pub argo: &'a A,
+    /// The incidents' histories: an action is claimed there before it is made, and completed
+    /// after.
     pub store: &'a S,
+    /// Once-only markers: alerts told once, persons' actions performed once.
     pub dedupe: &'a D,
+    /// Where people are told: incidents, outages, buttons' outcomes.
     pub escalator: &'a E,
+    /// The instance's budgets for the actions that load Argo CD.
     pub budget: &'a B,
+    /// The time every claim, marker and record is stamped with.
     pub clock: &'a C,
+    /// Dry run, kill switch, instant switch and trust level: the one gate.
     pub gate: Gate<'a, W>,
     /// How long a claim may stay in progress before another run may take it over.
     pub claim_timeout: Duration,
@@ -53,33 +61,91 @@ pub struct Actuator<'a, A, S, D, E, B, C, W> {
 pub enum Request<'r> {
     /// The ladder's rung for `decision` (the app as read, and the incident's history as read
     /// before deciding): keyed and claimed.
-    Rung { app_ref: &'r AppRef, app: &'r Application, decision: &'r Decision, history: &'r History, report: Box<StepReport> },
+    Rung {
+        /// The app as the event named it.
+        app_ref: &'r AppRef,
+        /// The app as read before deciding.
+        app: &'r Application,
+        /// The policy's decision, with its rung, incident and key.
+        decision: &'r Decision,
+        /// The incident's history as read before deciding.
+        history: &'r History,
+        /// The step's report so far, completed with what the rung did.
+        report: Box<StepReport>,
+    },
     /// A person's Slack button, pressed at `clicked_at` by `by`.
-    Button { request: &'r HumanActionRequest, clicked_at: DateTime<Utc>, snooze: Duration, by: &'r str },
+    Button {
+        /// What the button stands for.
+        request: &'r HumanActionRequest,
+        /// When it was pressed: a snooze runs from then.
+        clicked_at: DateTime<Utc>,
+        /// How long a snooze holds the incident's escalations.
+        snooze: Duration,
+        /// Who pressed it (a Slack user id).
+        by: &'r str,
+    },
     /// A refresh asked for through the signed refresh endpoint.
-    SignedRefresh { app: &'r AppRef, kind: RefreshKind },
+    SignedRefresh {
+        /// The app to refresh.
+        app: &'r AppRef,
+        /// Normal, or hard (the manifests regenerated).
+        kind: RefreshKind,
+    },
     /// A fleet outage's canary: refreshed, and hard-refreshed when Argo CD answers with a cached
     /// generation failure ([`crate::fleet::needs_hard_probe`]); held where `trust` is not `act`
     /// ([`crate::freeze::canary_level`]).
-    Canary { app: &'r AppRef, trust: TrustLevel },
+    Canary {
+        /// The canary.
+        app: &'r AppRef,
+        /// The trust level of the canary's mode and project.
+        trust: TrustLevel,
+    },
     /// A button's outcome told in its thread.
-    Reply { request: &'r HumanActionRequest, by: &'r str, outcome: &'r HumanActionOutcome },
+    Reply {
+        /// The button pressed.
+        request: &'r HumanActionRequest,
+        /// Who pressed it (a Slack user id).
+        by: &'r str,
+        /// How it turned out.
+        outcome: &'r HumanActionOutcome,
+    },
     /// The app is out of trouble: its open escalations are marked resolved.
-    Resolve { app: &'r AppId, decision: &'r Decision },
+    Resolve {
+        /// The app.
+        app: &'r AppId,
+        /// The decision that found it out of trouble (its reason is told).
+        decision: &'r Decision,
+    },
     /// A fleet outage's parent, as it stands this sweep.
-    Outage { view: &'r crate::fleet::OutageView },
+    Outage {
+        /// The outage as this sweep sees it.
+        view: &'r crate::fleet::OutageView,
+    },
     /// Fleet outages told before and not in `current`, told over.
-    OutagesEnded { current: &'r [String] },
+    OutagesEnded {
+        /// The parent keys of the causes this sweep sees.
+        current: &'r [String],
+    },
     /// An alert of `kind` ([`ActionKind::ServiceAlert`], [`ActionKind::OutageOverdue`],
     /// [`ActionKind::OutageParent`]); with a marker, told at most once while the marker lives.
-    Alert { kind: ActionKind, text: &'r str, once: Option<Once<'r>> },
+    Alert {
+        /// Which alert it is: its row in the actions table (gate, budget).
+        kind: ActionKind,
+        /// What people read.
+        text: &'r str,
+        /// At most once while this marker lives; `None`: every time.
+        once: Option<Once<'r>>,
+    },
 }
 
 /// "At most once while this marker lives" for an alert.
 #[derive(Debug, Clone, Copy)]
 pub struct Once<'r> {
+    /// The marker written when the alert is told.
     pub key: &'r crate::keys::Marker,
+    /// How long the marker lives: the alert is told again after.
     pub ttl: Duration,
+    /// What to do when the marker cannot be written: tell anyway, or stay silent.
     pub unsure: WhenUnsure,
 }
 
@@ -120,7 +186,9 @@ pub const OLDER_THAN_DEPLOYED_MARGIN: chrono::TimeDelta = chrono::TimeDelta::day
 /// A rung performed (or held by the gate).
 #[derive(Debug)]
 pub struct RungDone {
+    /// The step's report, with what the rung did.
     pub report: StepReport,
+    /// The gate's answer: acted, reported, silent or proposed, and why.
     pub answer: Answer,
     /// How the claimed action turned out, when one was claimed and completed.
     pub outcome: Option<Outcome>,
@@ -131,6 +199,7 @@ pub struct RungDone {
 /// What [`Actuator::perform`] did.
 #[derive(Debug)]
 pub enum Performed {
+    /// The ladder's rung, performed or held.
     Rung(Box<RungDone>),
     /// A person's button: how it turned out (refusals by Argo CD included, `performed: false`).
     Button(HumanActionOutcome),
@@ -149,7 +218,7 @@ impl<A, S, D, E, B, C, W> Actuator<'_, A, S, D, E, B, C, W>
 where
     A: ArgoApi,
     S: IncidentStore,
-    D: DedupeStore,
+    D: MarkerStore,
     E: Escalator,
     B: Budget,
     C: Clock,

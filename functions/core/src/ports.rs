@@ -81,37 +81,104 @@ macro_rules! port {
     };
 }
 
+/// Declares a port made of capability ports, so an adapter implements (and a decorator decorates)
+/// each capability on its own, and a consumer names only the capabilities it uses.
+///
+/// Each part is a [`port!`] of its own. The sum names every method of its parts and is
+/// implemented by every adapter that implements them all (a blanket impl writes the forwarding):
+/// it is the name for "the whole store" where one adapter is held (a test's store, a composition
+/// root's set). Generic code bounds on the parts, never on the sum, which does not imply them; and
+/// a module that imports a part does not import its sum, whose methods would then be ambiguous.
+macro_rules! port_sum {
+    (
+        $(#[$meta:meta])*
+        pub trait $sum:ident = $(
+            $(#[$part_meta:meta])*
+            pub trait $part:ident: Send + Sync {
+                $(
+                    $(#[$method_meta:meta])*
+                    fn $method:ident(&self $(, $arg:ident: $arg_ty:ty)* $(,)?) $(-> $ret:ty)?;
+                )*
+            }
+            decorated by $decorator:ident;
+        )+
+    ) => {
+        $(
+            port! {
+                $(#[$part_meta])*
+                pub trait $part: Send + Sync {
+                    $(
+                        $(#[$method_meta])*
+                        fn $method(&self $(, $arg: $arg_ty)*) $(-> $ret)?;
+                    )*
+                }
+                decorated by $decorator;
+            }
+        )+
+
+        $(#[$meta])*
+        pub trait $sum: Send + Sync {
+            $($(
+                $(#[$method_meta])*
+                fn $method(&self $(, $arg: $arg_ty)*) $(-> $ret)?;
+            )*)+
+        }
+
+        impl<T: Send + Sync $(+ $part)+> $sum for T {
+            $($(
+                fn $method(&self $(, $arg: $arg_ty)*) $(-> $ret)? {
+                    <T as $part>::$method(self $(, $arg)*)
+                }
+            )*)+
+        }
+    };
+}
+
 /// Filters for listing apps. `fields` is Argo CD's response mask (`items.status.sync.status`, ...).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListQuery {
     /// One app by name (with `app_namespace`): how absence is confirmed.
     pub name: String,
+    /// Only apps of these projects (`projects=`; empty: every project the token may read).
     pub projects: Vec<String>,
+    /// A label selector (`selector=`, Kubernetes syntax; empty: no filter).
     pub selector: String,
+    /// Only apps whose source is this repository URL (`repo=`).
     pub repo: String,
+    /// The namespace the Applications live in (`appNamespace=`; empty: Argo CD's own).
     pub app_namespace: String,
+    /// Argo CD's response mask (`fields=`): only these JSON paths of each item come back.
     pub fields: Vec<String>,
 }
 
 /// Argo CD errors, typed by what to do about them.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum ArgoError {
+    /// 404: the app does not exist (deleted, or never was).
     #[error("not found: {0}")]
     NotFound(String),
+    /// 403: the token may not do this to this app (Argo CD also answers 403 for an app of a
+    /// project the token cannot see).
     #[error("permission denied: {0}")]
     PermissionDenied(String),
     /// The service's token is invalid, expired or revoked: never retried, escalated once.
     #[error("Argo CD rejected Argo Medic's token (invalid or expired): {0}")]
     Unauthenticated(String),
+    /// A sync was refused because the app already runs an operation.
     #[error("another operation is already in progress")]
     OperationInProgress,
+    /// A sync was refused by one of the project's sync windows.
     #[error("blocked by sync window: {0}")]
     SyncWindowBlocked(String),
+    /// The app has a deletion timestamp: Argo CD refuses to operate on it.
     #[error("application is deleting")]
     AppDeleting,
     /// 429 from Argo CD or the proxy in front of it.
     #[error("rate limited{}", .retry_after.map(|d| format!(", retry after {}s", d.as_secs())).unwrap_or_default())]
-    RateLimited { retry_after: Option<Duration> },
+    RateLimited {
+        /// The wait the `Retry-After` header asked for, when it gave one.
+        retry_after: Option<Duration>,
+    },
     /// 5xx, timeouts, connection errors.
     #[error("Argo CD unavailable: {0}")]
     Transient(String),
@@ -120,7 +187,10 @@ pub enum ArgoError {
     Invalid(String),
     /// The circuit breaker is open: Argo CD has been failing; no call was made.
     #[error("circuit open after repeated Argo CD failures; retry after {}s", .retry_after.as_secs())]
-    CircuitOpen { retry_after: Duration },
+    CircuitOpen {
+        /// How long until the breaker lets a trial call through.
+        retry_after: Duration,
+    },
 }
 
 impl ArgoError {
@@ -193,6 +263,7 @@ decorated by ArgoApiDecorator;
 pub struct Cause(std::sync::Arc<dyn std::error::Error + Send + Sync>);
 
 impl Cause {
+    /// Keeps `error` as a cause.
     pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
         Self(std::sync::Arc::new(error))
     }
@@ -256,10 +327,22 @@ macro_rules! port_error {
         pub enum $name {
             /// Trying again later can succeed.
             #[error("{}: {what}", $prefix)]
-            Unavailable { what: String, #[source] cause: Option<Cause> },
+            Unavailable {
+                /// What failed, in words (the operation and its target).
+                what: String,
+                /// The error underneath, when there is one.
+                #[source]
+                cause: Option<Cause>,
+            },
             /// Trying again changes nothing.
             #[error("{}: {what}", $prefix)]
-            Invalid { what: String, #[source] cause: Option<Cause> },
+            Invalid {
+                /// What failed, in words (the operation and its target).
+                what: String,
+                /// The error underneath, when there is one.
+                #[source]
+                cause: Option<Cause>,
+            },
         }
 
         impl $name {
@@ -331,7 +414,10 @@ pub enum Claim {
     /// Already done with this outcome: do not act again.
     AlreadyDone(Outcome),
     /// Someone else holds it (another worker, or a crashed one whose claim has not expired).
-    Held { until: DateTime<Utc> },
+    Held {
+        /// When the holder's claim expires.
+        until: DateTime<Utc>,
+    },
 }
 
 port! {
@@ -373,6 +459,7 @@ port! {
 /// The operator's read of a store's incidents (`medic incidents`): open ones, and with
 /// `include_closed` those closed recently enough to still be kept.
 pub trait IncidentLedger: Send + Sync {
+    /// Every open incident, and the closed ones still kept when `include_closed`.
     fn incidents(&self, include_closed: bool) -> impl Future<Output = Result<Vec<IncidentRecord>, StoreError>> + Send;
 }
 decorated by IncidentLedgerDecorator;
@@ -391,28 +478,42 @@ impl From<StoreError> for EscalationError {
     }
 }
 
-port! {
-/// Where humans are told (Slack, or a log).
+port_sum! {
+/// Where humans are told (Slack, or a log): its incidents, its outages and the buttons people
+/// press, the sum of [`IncidentChannel`], [`OutageBoard`] and [`HumanActions`].
 ///
 /// Every method is required, with no default: a forwarding or wrapping escalator that forgot
 /// one would silently do nothing (an `Arc` forwarder once dropped `resolve` that way).
-pub trait Escalator: Send + Sync {
+pub trait Escalator =
+/// Where people are told of one app's incident, and of the service's own problems.
+pub trait IncidentChannel: Send + Sync {
     /// One incident that needs a human. Called again for the same incident after a crash or a
     /// redelivery: it must not tell twice (Slack: never a second parent message).
     fn escalate(&self, permit: &Permit, app: &Application, decision: &Decision)
     -> impl Future<Output = Result<(), EscalationError>> + Send;
     /// A problem of the service itself (for example Argo CD rejecting its token).
     fn alert(&self, permit: &Permit, summary: &str) -> impl Future<Output = Result<(), EscalationError>> + Send;
-    /// A fleet outage as it stands this sweep: one parent per cause and start (Slack: posted
-    /// once, then rewritten in place, with pause and release buttons while the wave waits).
-    fn outage(&self, permit: &Permit, view: &crate::fleet::OutageView) -> impl Future<Output = Result<(), EscalationError>> + Send;
-    /// Every fleet outage told before ([`Escalator::outage`]) whose parent key
-    /// (`OutageView::key`) is not in `current`, the causes this sweep sees, is told once more as
-    /// over (`WaveState::Recovered`: Slack rewrites its parent a last time). Returns how many.
-    fn outages_ended(&self, permit: &Permit, current: &[String]) -> impl Future<Output = Result<usize, EscalationError>> + Send;
     /// The app (`namespace/name`) is out of trouble (`decision` says why): every open escalation
     /// of it is marked resolved. Idempotent; cheap when nothing is open.
     fn resolve(&self, permit: &Permit, app: &AppId, decision: &Decision) -> impl Future<Output = Result<(), EscalationError>> + Send;
+    /// Whether a person can answer what is posted with a button (Slack can; log lines cannot): a
+    /// proposal ([`crate::trust::TrustLevel::Propose`]) needs one to be approved.
+    fn takes_approvals(&self) -> bool;
+}
+decorated by IncidentChannelDecorator;
+/// Where a shared-cause outage is shown while it lasts, one parent per cause and start.
+pub trait OutageBoard: Send + Sync {
+    /// A fleet outage as it stands this sweep: one parent per cause and start (Slack: posted
+    /// once, then rewritten in place, with pause and release buttons while the wave waits).
+    fn outage(&self, permit: &Permit, view: &crate::fleet::OutageView) -> impl Future<Output = Result<(), EscalationError>> + Send;
+    /// Every fleet outage told before ([`OutageBoard::outage`]) whose parent key
+    /// (`OutageView::key`) is not in `current`, the causes this sweep sees, is told once more as
+    /// over (`WaveState::Recovered`: Slack rewrites its parent a last time). Returns how many.
+    fn outages_ended(&self, permit: &Permit, current: &[String]) -> impl Future<Output = Result<usize, EscalationError>> + Send;
+}
+decorated by OutageBoardDecorator;
+/// The buttons offered to people: what each stands for, and how a pressed one turned out.
+pub trait HumanActions: Send + Sync {
     /// What the button with opaque id `id` stands for; `None` when unknown or expired.
     fn human_action(&self, id: &str) -> impl Future<Output = Result<Option<HumanActionRequest>, EscalationError>> + Send;
     /// Reports how a human action requested by `by` (a Slack user id) turned out, in the
@@ -424,17 +525,16 @@ pub trait Escalator: Send + Sync {
         by: &str,
         outcome: &HumanActionOutcome,
     ) -> impl Future<Output = Result<(), EscalationError>> + Send;
-    /// Whether a person can answer what is posted with a button (Slack can; log lines cannot): a
-    /// proposal ([`crate::trust::TrustLevel::Propose`]) needs one to be approved.
-    fn takes_approvals(&self) -> bool;
 }
-decorated by EscalatorDecorator;
+decorated by HumanActionsDecorator;
 }
 
 /// A record of an [`EscalationStore`], with the version its next write must name.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Versioned {
+    /// The record's version: 1 when first written, one more with every write.
     pub version: u64,
+    /// The record's JSON document.
     pub doc: serde_json::Value,
 }
 
@@ -468,7 +568,9 @@ decorated by EscalationStoreDecorator;
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
 #[error("{kind:?} budget exhausted; retry after {}s", .retry_after.as_secs())]
 pub struct BudgetExhausted {
+    /// The budget that ran out.
     pub kind: BudgetKind,
+    /// When its bucket has a token again.
     pub retry_after: Duration,
 }
 
@@ -476,6 +578,7 @@ port! {
 /// Per-instance budgets (token buckets) for the actions that load Argo CD. Behind a port so the
 /// serverless pipeline can share one bucket across concurrent workers.
 pub trait Budget: Send + Sync {
+    /// Takes one token of `kind`, or says when the bucket has one again.
     fn acquire(&self, kind: BudgetKind) -> impl Future<Output = Result<(), BudgetExhausted>> + Send;
 }
 decorated by BudgetDecorator;
@@ -485,6 +588,7 @@ port! {
 /// The token buckets every worker shares ([`crate::budget`]), on the state table: read a bucket,
 /// and replace it only if nobody wrote it since (an optimistic compare-and-set).
 pub trait BucketStore: Send + Sync {
+    /// The bucket of `kind` as stored; `None` before its first write.
     fn read_bucket(&self, kind: BudgetKind) -> impl Future<Output = Result<Option<BucketState>, StoreError>> + Send;
     /// Writes `next` when the stored bucket is still `read` (`None`: still absent); `false` when
     /// another writer came first.
@@ -501,6 +605,7 @@ decorated by BucketStoreDecorator;
 port! {
 /// The time. A port so tests can fix it; the policy itself only ever receives `now`.
 pub trait Clock: Send + Sync {
+    /// Now, in UTC.
     fn now(&self) -> DateTime<Utc>;
 }
 decorated by ClockDecorator;
@@ -512,9 +617,13 @@ port! {
 /// one more dimension; `properties` are searchable properties of the line, not dimensions (each
 /// dimension set is one more billed metric, docs/cost.md).
 pub trait Telemetry: Send + Sync {
+    /// Adds `value` to the count `name` (with the `extra` dimension when given).
     fn count(&self, name: &str, extra: Option<(&str, &str)>, value: f64);
+    /// Adds `value` to the count `name`, with `properties` on its line.
     fn count_with(&self, name: &str, properties: &[(&str, &str)], value: f64);
+    /// One latency of `name`, in milliseconds (with the `extra` dimension when given).
     fn millis(&self, name: &str, extra: Option<(&str, &str)>, value: f64);
+    /// One latency of `name`, in milliseconds, with `properties` on its line.
     fn millis_with(&self, name: &str, properties: &[(&str, &str)], value: f64);
     /// A level, not a count: the latest value is kept.
     fn gauge(&self, name: &str, extra: Option<(&str, &str)>, value: f64);
@@ -550,23 +659,30 @@ pub enum Seen {
     Duplicate,
 }
 
-/// What a delivery found when it began handling a work item (see [`DedupeStore::begin`]).
+/// What a delivery found when it began handling a work item (see [`DeliveryLeases::begin`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Begun {
     /// This delivery owns the item now: it was new, its last holder's lease ran out (a killed
     /// invocation), or the record is this delivery's own (an SDK retry after a lost answer).
-    /// Handle it, then [`DedupeStore::end`] it.
+    /// Handle it, then [`DeliveryLeases::end`] it.
     Owned,
     /// Handled before: drop it.
     Done,
     /// Another delivery is handling it until its lease ends: report the message failed so the
     /// queue offers it again later; never delete it.
-    InProgress { until: DateTime<Utc> },
+    InProgress {
+        /// When the other delivery's lease ends.
+        until: DateTime<Utc>,
+    },
 }
 
-port! {
-/// Durable record of which work items were handled, by dedupe key, with an expiry.
-pub trait DedupeStore: Send + Sync {
+port_sum! {
+/// Durable markers with an expiry, and the leases of work items being handled: the sum of
+/// [`MarkerStore`] and [`DeliveryLeases`], which one table (or file) keeps.
+pub trait DedupeStore =
+/// Durable markers by key, each with an expiry: "seen", "held", "paused", "told once". Keys are
+/// [`Marker`]s, made only by `keys.rs`.
+pub trait MarkerStore: Send + Sync {
     /// Marks the key seen unless it already is (a conditional write); `ttl` bounds how long it
     /// is remembered. For markers whose work is a single write (alert once, enqueue once).
     fn first_sighting(&self, key: &Marker, ttl: Duration) -> impl Future<Output = Result<Seen, StoreError>> + Send;
@@ -575,6 +691,19 @@ pub trait DedupeStore: Send + Sync {
     /// Marks the key for `ttl` from now, marked already or not: a marker that must last as long
     /// as the condition it records (a fleet outage's hold), renewed by whoever still sees it.
     fn mark(&self, key: &Marker, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Which of `keys` are marked now (by [`MarkerStore::first_sighting`], not expired). Reads
+    /// only, many keys per call: the sweeper asks about every app in trouble at once.
+    fn marked(&self, keys: &[Marker]) -> impl Future<Output = Result<std::collections::BTreeSet<Marker>, StoreError>> + Send;
+    /// When `key` was first sighted: its marker's time when it is live (its expiry renewed to
+    /// `ttl` from now), else now (the marker written). A marker that must name the moment a
+    /// condition was first seen and keep naming it while whoever sees it renews it: a fleet
+    /// outage's start, which keys its Slack parent, its buttons and its overdue alert.
+    fn sighted(&self, key: &Marker, ttl: Duration) -> impl Future<Output = Result<DateTime<Utc>, StoreError>> + Send;
+}
+decorated by MarkerStoreDecorator;
+/// Which deliveries of a work item (or a click) are being handled, and which were handled, so a
+/// redelivery is dropped or taken over, never handled twice at once.
+pub trait DeliveryLeases: Send + Sync {
     /// Begins handling a work item: an in-progress record owned by `owner` (one delivery of the
     /// item) until `lease` passes, so that a killed handler's record is taken over once its
     /// lease ends instead of dropping the redelivery as a duplicate (the Powertools idempotency
@@ -585,16 +714,8 @@ pub trait DedupeStore: Send + Sync {
     /// duplicates); otherwise the record is removed so a redelivery is handled at once. Does
     /// nothing when another delivery has taken the record over.
     fn end(&self, key: &Marker, owner: &str, handled: bool, ttl: Duration) -> impl Future<Output = Result<(), StoreError>> + Send;
-    /// Which of `keys` are marked now (by [`DedupeStore::first_sighting`], not expired). Reads
-    /// only, many keys per call: the sweeper asks about every app in trouble at once.
-    fn marked(&self, keys: &[Marker]) -> impl Future<Output = Result<std::collections::BTreeSet<Marker>, StoreError>> + Send;
-    /// When `key` was first sighted: its marker's time when it is live (its expiry renewed to
-    /// `ttl` from now), else now (the marker written). A marker that must name the moment a
-    /// condition was first seen and keep naming it while whoever sees it renews it: a fleet
-    /// outage's start, which keys its Slack parent, its buttons and its overdue alert.
-    fn sighted(&self, key: &Marker, ttl: Duration) -> impl Future<Output = Result<DateTime<Utc>, StoreError>> + Send;
 }
-decorated by DedupeStoreDecorator;
+decorated by DeliveryLeasesDecorator;
 }
 
 port! {
@@ -603,6 +724,7 @@ pub trait AppLock: Send + Sync {
     /// Takes the lock for `app` until `ttl` passes (a crashed holder's lock expires). False when
     /// another holder has it.
     fn try_lock(&self, app: &AppId, owner: &str, ttl: Duration) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// Gives the lock back if `owner` still holds it; nothing when another holder took it over.
     fn unlock(&self, app: &AppId, owner: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 decorated by AppLockDecorator;
@@ -639,7 +761,7 @@ mod tests {
         ended: AtomicUsize,
     }
 
-    impl Escalator for Counting {
+    impl IncidentChannel for Counting {
         fn takes_approvals(&self) -> bool {
             false
         }
@@ -649,6 +771,13 @@ mod tests {
         async fn alert(&self, _: &Permit, _: &str) -> Result<(), EscalationError> {
             Ok(())
         }
+        async fn resolve(&self, _: &Permit, _: &AppId, _: &Decision) -> Result<(), EscalationError> {
+            self.resolved.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    impl OutageBoard for Counting {
         async fn outage(&self, _: &Permit, _: &crate::fleet::OutageView) -> Result<(), EscalationError> {
             self.outages.fetch_add(1, Ordering::SeqCst);
             Ok(())
@@ -657,10 +786,9 @@ mod tests {
             self.ended.fetch_add(1, Ordering::SeqCst);
             Ok(0)
         }
-        async fn resolve(&self, _: &Permit, _: &AppId, _: &Decision) -> Result<(), EscalationError> {
-            self.resolved.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        }
+    }
+
+    impl HumanActions for Counting {
         async fn human_action(&self, _: &str) -> Result<Option<HumanActionRequest>, EscalationError> {
             self.looked_up.fetch_add(1, Ordering::SeqCst);
             Ok(None)
@@ -688,7 +816,7 @@ mod tests {
     }
 
     #[test]
-    fn an_escalator_behind_an_arc_forwards_every_method() {
+    fn an_escalator_behind_an_arc_forwards_every_method_of_every_capability() {
         let inner = Arc::new(Counting::default());
         let shared: Arc<Counting> = Arc::clone(&inner);
         let decision: Decision = serde_json::from_value(serde_json::json!({

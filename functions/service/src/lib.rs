@@ -10,7 +10,7 @@ pub mod remediate;
 pub mod sweep;
 pub mod work;
 
-use medic_core::ports::{AppLock, ArgoApi, Budget, Clock, DedupeStore, Escalator, IncidentStore, Telemetry, WorkQueue};
+use medic_core::ports::{AppLock, ArgoApi, Budget, Clock, DeliveryLeases, Escalator, IncidentStore, MarkerStore, Telemetry, WorkQueue};
 use medic_core::switch::Switch;
 
 /// One set of adapters, named once: what the application is generic over. A composition root
@@ -19,8 +19,9 @@ use medic_core::switch::Switch;
 pub trait Ports {
     type Argo: ArgoApi;
     type Incidents: IncidentStore;
-    /// Markers, delivery leases and once-only notes ([`DedupeStore`]).
-    type Markers: DedupeStore;
+    /// Markers and once-only notes ([`MarkerStore`]), and the leases of work items being handled
+    /// ([`DeliveryLeases`]): one table.
+    type Markers: MarkerStore + DeliveryLeases;
     type Lock: AppLock;
     type Queue: WorkQueue;
     type Escalator: Escalator;

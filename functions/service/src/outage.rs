@@ -18,7 +18,7 @@ use medic_core::event::AppRef;
 use medic_core::fleet::{FleetCause, FleetRules, OutageView, WaveState};
 use medic_core::keys::{Marker, fleet_control_marker, fleet_sighting_marker};
 use medic_core::ladder::FleetControl;
-use medic_core::ports::{ArgoApi, Budget, Clock, DedupeStore, Escalator, IncidentStore};
+use medic_core::ports::{ArgoApi, Budget, Clock, Escalator, IncidentStore, MarkerStore};
 use medic_core::step::StepError;
 use medic_core::switch::Switch;
 use medic_core::trust::TrustConfig;
@@ -88,7 +88,7 @@ impl Release {
     }
 }
 
-impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: Clock, W: Switch> Outages<'_, A, S, D, E, B, C, W> {
+impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: Clock, W: Switch> Outages<'_, A, S, D, E, B, C, W> {
     /// Refreshes the canaries of `cause` through the actuator (within the refresh budget, unless
     /// the gate holds refreshes; hard, within its budget, after a normal refresh answered with a
     /// cached generation failure: [`medic_core::fleet::needs_hard_probe`]). A canary Argo CD can

@@ -12,7 +12,7 @@ use medic_core::gate::Gate;
 use medic_core::incident::{DecisionNote, History, Outcome};
 use medic_core::ladder::Action;
 use medic_core::policy::DecisionPolicy;
-use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, DedupeStore, Escalator, IncidentStore, ListQuery};
+use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, Escalator, IncidentStore, ListQuery, MarkerStore};
 use medic_core::switch::Switch;
 use medic_core::trigger::Trigger;
 
@@ -40,7 +40,7 @@ pub struct Remediator<'a, A, S, D, E, B, C, W> {
     pub claim_timeout: Duration,
 }
 
-impl<A: ArgoApi, S: IncidentStore, D: DedupeStore, E: Escalator, B: Budget, C: Clock, W: Switch> Remediator<'_, A, S, D, E, B, C, W> {
+impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: Clock, W: Switch> Remediator<'_, A, S, D, E, B, C, W> {
     /// The one actuator, over this step's collaborators.
     pub fn actuator(&self) -> Actuator<'_, A, S, D, E, B, C, W> {
         Actuator {

@@ -18,7 +18,7 @@ use medic_core::event::{WorkItem, WorkKind};
 use medic_core::gate::Gate;
 use medic_core::keys::Marker;
 use medic_core::ladder::WaveSlot;
-use medic_core::ports::{ArgoApi, ArgoError, Clock, DedupeStore, IncidentStore, Seen, Telemetry, WorkQueue};
+use medic_core::ports::{ArgoApi, ArgoError, Clock, IncidentStore, MarkerStore, Seen, Telemetry, WorkQueue};
 use medic_core::sweep::{SweepScope, plan};
 use medic_core::switch::Switch;
 use medic_core::{AppId, Trigger};
@@ -155,7 +155,7 @@ impl<P: Ports> Sweep<P> {
         }
     }
 
-    /// [`DedupeStore::first_sighting`] of every key, [`MARKER_WRITES`] at a time, in order.
+    /// [`MarkerStore::first_sighting`] of every key, [`MARKER_WRITES`] at a time, in order.
     async fn first_sightings(&self, keys: &[Marker], ttl: Duration) -> Vec<Result<Seen, medic_core::ports::StoreError>> {
         let mut seen = Vec::with_capacity(keys.len());
         for chunk in keys.chunks(MARKER_WRITES) {

@@ -18,7 +18,9 @@ use medic_core::event::{Request as ItemRequest, WorkItem, WorkKind};
 use medic_core::gate::{Gate, Verdict};
 use medic_core::human_action::HumanActionOutcome;
 use medic_core::ladder::HumanAction;
-use medic_core::ports::{AppLock, ArgoApi, ArgoError, Begun, Clock, DedupeStore, Escalator, IncidentStore, Telemetry, WorkQueue};
+use medic_core::ports::{
+    AppLock, ArgoApi, ArgoError, Begun, Clock, DeliveryLeases, Escalator, IncidentStore, MarkerStore, Telemetry, WorkQueue,
+};
 use medic_core::step::{StepError, StepResult};
 use medic_core::switch::Switch;
 use medic_core::{DecisionPolicy, FailureMode, Trigger};

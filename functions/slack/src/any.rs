@@ -7,7 +7,7 @@ use medic_core::Application;
 use medic_core::decision::Decision;
 use medic_core::human_action::{HumanActionOutcome, HumanActionRequest};
 use medic_core::permit::Permit;
-use medic_core::ports::{EscalationError, EscalationStore, Escalator};
+use medic_core::ports::{EscalationError, EscalationStore, HumanActions, IncidentChannel, OutageBoard};
 
 use medic_adapters::memory::LogEscalator;
 
@@ -17,7 +17,7 @@ pub enum AnyEscalator<S> {
     Slack(Box<SlackEscalator<S>>),
 }
 
-impl<S: EscalationStore> Escalator for AnyEscalator<S> {
+impl<S: EscalationStore> IncidentChannel for AnyEscalator<S> {
     fn takes_approvals(&self) -> bool {
         matches!(self, AnyEscalator::Slack(_))
     }
@@ -36,6 +36,15 @@ impl<S: EscalationStore> Escalator for AnyEscalator<S> {
         }
     }
 
+    async fn resolve(&self, permit: &Permit, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
+        match self {
+            AnyEscalator::Log(e) => e.resolve(permit, app, decision).await,
+            AnyEscalator::Slack(e) => e.resolve(permit, app, decision).await,
+        }
+    }
+}
+
+impl<S: EscalationStore> OutageBoard for AnyEscalator<S> {
     async fn outage(&self, permit: &Permit, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
         match self {
             AnyEscalator::Log(e) => e.outage(permit, view).await,
@@ -49,14 +58,9 @@ impl<S: EscalationStore> Escalator for AnyEscalator<S> {
             AnyEscalator::Slack(e) => e.outages_ended(permit, current).await,
         }
     }
+}
 
-    async fn resolve(&self, permit: &Permit, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
-        match self {
-            AnyEscalator::Log(e) => e.resolve(permit, app, decision).await,
-            AnyEscalator::Slack(e) => e.resolve(permit, app, decision).await,
-        }
-    }
-
+impl<S: EscalationStore> HumanActions for AnyEscalator<S> {
     async fn human_action(&self, id: &str) -> Result<Option<HumanActionRequest>, EscalationError> {
         match self {
             AnyEscalator::Log(e) => e.human_action(id).await,

@@ -14,7 +14,7 @@ use medic_core::decision::Decision;
 use medic_core::human_action::{HumanActionOutcome, HumanActionRequest, IncidentState};
 use medic_core::ladder::HumanAction;
 use medic_core::permit::Permit;
-use medic_core::ports::{EscalationError, EscalationStore, Escalator};
+use medic_core::ports::{EscalationError, EscalationStore, HumanActions, IncidentChannel, OutageBoard};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -336,7 +336,7 @@ impl<S: EscalationStore> SlackEscalator<S> {
     }
 }
 
-impl<S: EscalationStore> Escalator for SlackEscalator<S> {
+impl<S: EscalationStore> IncidentChannel for SlackEscalator<S> {
     fn takes_approvals(&self) -> bool {
         true
     }
@@ -457,70 +457,6 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         self.client.post_message(&self.settings.channel, None, &message, None).await.map(|_| ()).map_err(esc_err)
     }
 
-    /// Posts the cause's parent once (its buttons stored first, so a click never meets an
-    /// unknown id), then rewrites it in place on every later sweep.
-    async fn outage(&self, _: &Permit, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
-        let key = view.key();
-        // The view as told, for the sweep that finds the cause gone (written each sweep: a
-        // concurrent writer's newer view wins, one sweep's is as good as another's).
-        let version = self.store.load("outage", &key).await.map_err(esc_err)?.map(|v| v.version);
-        let rec = OutageRec { view: view.clone(), ended: false };
-        self.save("outage", &key, &rec, version, self.settings.action_ttl).await?;
-        let message = blocks::outage_parent(view);
-        // Posted: rewritten in place, one read and one chat.update a sweep. Its buttons were
-        // stored before it was posted.
-        if let Some((_, MessageRec { channel, ts: Some(ts), .. })) = self.load::<MessageRec>("msg", &key).await? {
-            return self.client.update(&channel, &ts, &message).await.map_err(esc_err);
-        }
-        let adopted = self.adopt_previous_parent(view).await?;
-        for control in [medic_core::ladder::FleetControl::Pause, medic_core::ladder::FleetControl::Release] {
-            let button = medic_core::fleet::FleetButton {
-                id: view.button(control),
-                control,
-                scope: view.scope.clone(),
-                projects: view.projects.clone(),
-                offered_at: self.clock.now(),
-                since: view.since.clone().unwrap_or_default(),
-                outage: key.clone(),
-            };
-            // Created once (a retry after a crash finds it); a click is checked against the
-            // outage's latest projects too (`load_fleet_button`). Kept while the outage lasts;
-            // its end gives it `action_ttl`.
-            self.save("fleetbtn", &button.id, &button, None, self.ttl()).await?;
-        }
-        if let Some(posted) = adopted {
-            // Its message is this outage's now; its buttons are this outage's (stored above).
-            self.save("msg", &key, &posted, None, self.ttl()).await?;
-            if let Some(ts) = &posted.ts {
-                return self.client.update(&posted.channel, ts, &message).await.map_err(esc_err);
-            }
-        }
-        self.post_once(&key, None, &message).await.map(|_| ())
-    }
-
-    /// One `Query` of the `outage` group a sweep; for each cause told and no longer seen, one
-    /// `chat.update` of its parent (when it was posted) and the record marked ended.
-    async fn outages_ended(&self, _: &Permit, current: &[String]) -> Result<usize, EscalationError> {
-        let mut ended = 0;
-        for (key, v) in self.store.list("outage").await.map_err(esc_err)? {
-            let rec: OutageRec = parse(&v, &format!("outage/{key}"))?;
-            if rec.ended || current.contains(&key) {
-                continue;
-            }
-            let over = rec.view.recovered();
-            if let Some((_, MessageRec { channel, ts: Some(ts), .. })) = self.load::<MessageRec>("msg", &key).await? {
-                self.client.update(&channel, &ts, &blocks::outage_parent(&over)).await.map_err(esc_err)?;
-            }
-            let buttons = [medic_core::ladder::FleetControl::Pause, medic_core::ladder::FleetControl::Release].map(|c| rec.view.button(c));
-            // Another sweep that told it first wins; either way it is over.
-            if self.save("outage", &key, &OutageRec { view: over, ended: true }, Some(v.version), self.settings.action_ttl).await? {
-                ended += 1;
-            }
-            self.retire_for(&buttons.iter().map(|id| ("fleetbtn", id.as_str())).collect::<Vec<_>>(), self.settings.action_ttl).await?;
-        }
-        Ok(ended)
-    }
-
     async fn resolve(&self, _: &Permit, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
         let group = app_group(app);
         for (incident_id, v) in self.store.list(&group).await.map_err(esc_err)? {
@@ -601,12 +537,78 @@ impl<S: EscalationStore> Escalator for SlackEscalator<S> {
         }
         Ok(())
     }
+}
 
-    async fn human_action(&self, id: &str) -> Result<Option<HumanActionRequest>, EscalationError> {
-        if !medic_core::keys::is_action_id(id) {
-            return Ok(None);
+impl<S: EscalationStore> OutageBoard for SlackEscalator<S> {
+    /// Posts the cause's parent once (its buttons stored first, so a click never meets an
+    /// unknown id), then rewrites it in place on every later sweep.
+    async fn outage(&self, _: &Permit, view: &medic_core::fleet::OutageView) -> Result<(), EscalationError> {
+        let key = view.key();
+        // The view as told, for the sweep that finds the cause gone (written each sweep: a
+        // concurrent writer's newer view wins, one sweep's is as good as another's).
+        let version = self.store.load("outage", &key).await.map_err(esc_err)?.map(|v| v.version);
+        let rec = OutageRec { view: view.clone(), ended: false };
+        self.save("outage", &key, &rec, version, self.settings.action_ttl).await?;
+        let message = blocks::outage_parent(view);
+        // Posted: rewritten in place, one read and one chat.update a sweep. Its buttons were
+        // stored before it was posted.
+        if let Some((_, MessageRec { channel, ts: Some(ts), .. })) = self.load::<MessageRec>("msg", &key).await? {
+            return self.client.update(&channel, &ts, &message).await.map_err(esc_err);
         }
-        Ok(self.load::<HumanActionRequest>("action", id).await?.map(|(_, r)| r))
+        let adopted = self.adopt_previous_parent(view).await?;
+        for control in [medic_core::ladder::FleetControl::Pause, medic_core::ladder::FleetControl::Release] {
+            let button = medic_core::fleet::FleetButton {
+                id: view.button(control),
+                control,
+                scope: view.scope.clone(),
+                projects: view.projects.clone(),
+                offered_at: self.clock.now(),
+                since: view.since.clone().unwrap_or_default(),
+                outage: key.clone(),
+            };
+            // Created once (a retry after a crash finds it); a click is checked against the
+            // outage's latest projects too (`load_fleet_button`). Kept while the outage lasts;
+            // its end gives it `action_ttl`.
+            self.save("fleetbtn", &button.id, &button, None, self.ttl()).await?;
+        }
+        if let Some(posted) = adopted {
+            // Its message is this outage's now; its buttons are this outage's (stored above).
+            self.save("msg", &key, &posted, None, self.ttl()).await?;
+            if let Some(ts) = &posted.ts {
+                return self.client.update(&posted.channel, ts, &message).await.map_err(esc_err);
+            }
+        }
+        self.post_once(&key, None, &message).await.map(|_| ())
+    }
+
+    /// One `Query` of the `outage` group a sweep; for each cause told and no longer seen, one
+    /// `chat.update` of its parent (when it was posted) and the record marked ended.
+    async fn outages_ended(&self, _: &Permit, current: &[String]) -> Result<usize, EscalationError> {
+        let mut ended = 0;
+        for (key, v) in self.store.list("outage").await.map_err(esc_err)? {
+            let rec: OutageRec = parse(&v, &format!("outage/{key}"))?;
+            if rec.ended || current.contains(&key) {
+                continue;
+            }
+            let over = rec.view.recovered();
+            if let Some((_, MessageRec { channel, ts: Some(ts), .. })) = self.load::<MessageRec>("msg", &key).await? {
+                self.client.update(&channel, &ts, &blocks::outage_parent(&over)).await.map_err(esc_err)?;
+            }
+            let buttons = [medic_core::ladder::FleetControl::Pause, medic_core::ladder::FleetControl::Release].map(|c| rec.view.button(c));
+            // Another sweep that told it first wins; either way it is over.
+            if self.save("outage", &key, &OutageRec { view: over, ended: true }, Some(v.version), self.settings.action_ttl).await? {
+                ended += 1;
+            }
+            self.retire_for(&buttons.iter().map(|id| ("fleetbtn", id.as_str())).collect::<Vec<_>>(), self.settings.action_ttl).await?;
+        }
+        Ok(ended)
+    }
+}
+
+impl<S: EscalationStore> HumanActions for SlackEscalator<S> {
+    /// The one lookup of a button, shared with slack-actions ([`crate::load_action`]).
+    async fn human_action(&self, id: &str) -> Result<Option<HumanActionRequest>, EscalationError> {
+        Ok(crate::load_action(&self.store, id).await?)
     }
 
     async fn record_human_action(

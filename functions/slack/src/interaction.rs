@@ -44,7 +44,7 @@ use medic_adapters::edge::{Rejection, RotatingSecret};
 use medic_core::Trigger;
 use medic_core::event::{WorkItem, WorkKind};
 use medic_core::human_action::HumanActionRequest;
-use medic_core::ports::{Begun, Clock, DedupeStore, EscalationStore, Seen, Telemetry, WorkQueue};
+use medic_core::ports::{Begun, Clock, DeliveryLeases, EscalationStore, MarkerStore, Seen, Telemetry, WorkQueue};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -188,7 +188,7 @@ struct PayloadAction {
 const PAUSE_TTL: Duration = Duration::from_secs(24 * 3600);
 const RELEASE_TTL: Duration = Duration::from_secs(3600);
 
-impl<Q: WorkQueue, D: DedupeStore, S: EscalationStore, C: Clock, T: Telemetry> Interactions<Q, D, S, C, T> {
+impl<Q: WorkQueue, D: MarkerStore + DeliveryLeases, S: EscalationStore, C: Clock, T: Telemetry> Interactions<Q, D, S, C, T> {
     /// Handles one HTTP request: step 1 (method, media type, size), then [`Self::accept`]. Every
     /// refusal gets its status and a JSON `{"error", "reason"}` and is counted
     /// (`SlackActionRejected` by `Reason`); Slack shows the clicker that the action failed.

@@ -1,6 +1,7 @@
-//! Slack escalation: [`SlackEscalator`] implements the core's `Escalator` port with the Slack Web
-//! API (a bot token, `chat.postMessage`, `chat.update`, threads), and [`SlackClient`] is the
-//! minimal Web API client it uses. The messages are rendered by [`blocks`].
+//! Slack escalation: [`SlackEscalator`] implements the core's escalation ports (`IncidentChannel`,
+//! `OutageBoard`, `HumanActions`) with the Slack Web API (a bot token, `chat.postMessage`, `chat.update`,
+//! threads), and [`SlackClient`] is the minimal Web API client it uses. The messages are rendered
+//! by [`blocks`].
 //!
 //! # One parent per incident, whatever crashes
 //!

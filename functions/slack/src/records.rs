@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The last view of a fleet outage told (group `outage`, keyed like its parent message), so that
-/// a later sweep that no longer sees the cause can tell it over (`Escalator::outages_ended`).
+/// a later sweep that no longer sees the cause can tell it over (`OutageBoard::outages_ended`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct OutageRec {
     pub(super) view: medic_core::fleet::OutageView,

@@ -3,7 +3,7 @@
 //! [`Adapters::twins`]); a test or a harness changes one port with `with_*`, which gives a new
 //! set (a decorator around one port wraps it: `with_argo(Failpoint(a.argo))`).
 
-use medic_core::ports::{AppLock, ArgoApi, Budget, Clock, DedupeStore, Escalator, IncidentStore, Telemetry, WorkQueue};
+use medic_core::ports::{AppLock, ArgoApi, Budget, Clock, DeliveryLeases, Escalator, IncidentStore, MarkerStore, Telemetry, WorkQueue};
 use medic_core::switch::Switch;
 use medic_service::Ports;
 use medic_service::intake::{IngestConfig, Intake};
@@ -30,7 +30,7 @@ impl<A, S, D, L, Q, E, B, C, W, T> Ports for Adapters<A, S, D, L, Q, E, B, C, W,
 where
     A: ArgoApi,
     S: IncidentStore,
-    D: DedupeStore,
+    D: MarkerStore + DeliveryLeases,
     L: AppLock,
     Q: WorkQueue,
     E: Escalator,

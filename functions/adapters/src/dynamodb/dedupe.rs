@@ -41,7 +41,7 @@ impl DynamoDbStore {
     }
 }
 
-impl DedupeStore for DynamoDbStore {
+impl MarkerStore for DynamoDbStore {
     async fn first_sighting(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<Seen, StoreError> {
         let dedupe_key = marker.as_str();
         Ok(if self.put_if_absent(dedupe_key, Utc::now(), ttl).await? { Seen::New } else { Seen::Duplicate })
@@ -143,7 +143,9 @@ impl DedupeStore for DynamoDbStore {
             .map_err(|e| crate::aws::store_error(&self.op("DeleteItem"), e))?;
         Ok(())
     }
+}
 
+impl DeliveryLeases for DynamoDbStore {
     async fn begin(&self, marker: &medic_core::keys::Marker, owner: &str, lease: Duration) -> Result<Begun, StoreError> {
         let dedupe_key = marker.as_str();
         let now = Utc::now();

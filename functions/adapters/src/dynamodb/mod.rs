@@ -63,7 +63,7 @@ use medic_core::incident::{Attempt, DecisionNote, History, IncidentRecord, Outco
 use medic_core::keys::IdempotencyKey;
 use medic_core::keys::IncidentKey;
 use medic_core::ladder::Rung;
-use medic_core::ports::{AppLock, Begun, Claim, DedupeStore, IncidentLedger, IncidentStore, Seen, StoreError};
+use medic_core::ports::{AppLock, Begun, Claim, DeliveryLeases, IncidentLedger, IncidentStore, MarkerStore, Seen, StoreError};
 
 use crate::aws::describe;
 

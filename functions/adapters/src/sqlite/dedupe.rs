@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
-use medic_core::ports::{Begun, DedupeStore, Seen, StoreError};
+use medic_core::ports::{Begun, DeliveryLeases, MarkerStore, Seen, StoreError};
 use rusqlite::{OptionalExtension, params};
 
 use super::store::{SqliteIncidentStore, err};
@@ -38,7 +38,7 @@ fn time_of(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(ms).single().unwrap_or_else(Utc::now)
 }
 
-impl DedupeStore for SqliteDedupe {
+impl MarkerStore for SqliteDedupe {
     async fn first_sighting(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<Seen, StoreError> {
         let dedupe_key = marker.as_str();
         // One statement: a live marker stays, an absent or expired one is (re)written.
@@ -75,6 +75,42 @@ impl DedupeStore for SqliteDedupe {
             .map_err(err)
     }
 
+    async fn marked(&self, keys: &[medic_core::keys::Marker]) -> Result<BTreeSet<medic_core::keys::Marker>, StoreError> {
+        let now = now_ms();
+        let conn = self.store.conn();
+        let mut select = conn.prepare_cached("SELECT expires_ms FROM dedupe WHERE key = ?1").map_err(err)?;
+        let mut found = BTreeSet::new();
+        for key in keys {
+            let expires: Option<i64> = select.query_row(params![key.as_str()], |r| r.get(0)).optional().map_err(err)?;
+            if expires.is_some_and(|e| e > now) {
+                found.insert(key.clone());
+            }
+        }
+        Ok(found)
+    }
+
+    async fn sighted(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<DateTime<Utc>, StoreError> {
+        let key = marker.as_str();
+        let now = now_ms();
+        let mut conn = self.store.conn();
+        let tx = conn.transaction().map_err(err)?;
+        let live: Option<i64> = tx
+            .query_row("SELECT first_ms FROM sightings WHERE key = ?1 AND expires_ms > ?2", params![key, now], |r| r.get(0))
+            .optional()
+            .map_err(err)?;
+        let first = live.unwrap_or(now);
+        tx.execute(
+            "INSERT INTO sightings (key, first_ms, expires_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT (key) DO UPDATE SET first_ms = excluded.first_ms, expires_ms = excluded.expires_ms",
+            params![key, first, ms_after(ttl)],
+        )
+        .map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(time_of(first))
+    }
+}
+
+impl DeliveryLeases for SqliteDedupe {
     async fn begin(&self, marker: &medic_core::keys::Marker, owner: &str, lease: Duration) -> Result<Begun, StoreError> {
         let dedupe_key = marker.as_str();
         let now = now_ms();
@@ -124,40 +160,6 @@ impl DedupeStore for SqliteDedupe {
             .map_err(err)?;
         }
         tx.commit().map_err(err)
-    }
-
-    async fn marked(&self, keys: &[medic_core::keys::Marker]) -> Result<BTreeSet<medic_core::keys::Marker>, StoreError> {
-        let now = now_ms();
-        let conn = self.store.conn();
-        let mut select = conn.prepare_cached("SELECT expires_ms FROM dedupe WHERE key = ?1").map_err(err)?;
-        let mut found = BTreeSet::new();
-        for key in keys {
-            let expires: Option<i64> = select.query_row(params![key.as_str()], |r| r.get(0)).optional().map_err(err)?;
-            if expires.is_some_and(|e| e > now) {
-                found.insert(key.clone());
-            }
-        }
-        Ok(found)
-    }
-
-    async fn sighted(&self, marker: &medic_core::keys::Marker, ttl: Duration) -> Result<DateTime<Utc>, StoreError> {
-        let key = marker.as_str();
-        let now = now_ms();
-        let mut conn = self.store.conn();
-        let tx = conn.transaction().map_err(err)?;
-        let live: Option<i64> = tx
-            .query_row("SELECT first_ms FROM sightings WHERE key = ?1 AND expires_ms > ?2", params![key, now], |r| r.get(0))
-            .optional()
-            .map_err(err)?;
-        let first = live.unwrap_or(now);
-        tx.execute(
-            "INSERT INTO sightings (key, first_ms, expires_ms) VALUES (?1, ?2, ?3)
-             ON CONFLICT (key) DO UPDATE SET first_ms = excluded.first_ms, expires_ms = excluded.expires_ms",
-            params![key, first, ms_after(ttl)],
-        )
-        .map_err(err)?;
-        tx.commit().map_err(err)?;
-        Ok(time_of(first))
     }
 }
 
