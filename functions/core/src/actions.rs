@@ -31,6 +31,7 @@ pub enum Effect {
 /// A Slack button: its label, style and whether Slack asks to confirm the press.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Button {
+    /// The button's text in Slack (`Hard refresh`, `Freeze 4h`).
     pub label: &'static str,
     /// `danger` for a button that stops something midway; `None` leaves the style to the
     /// recommendation (the recommended button is `primary`).
@@ -43,12 +44,19 @@ pub struct Button {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {
+    /// A normal refresh: Argo CD compares the app with its source again.
     Refresh,
+    /// A hard refresh: a refresh whose manifests are generated afresh, past the repo-server's cache.
     HardRefresh,
+    /// A sync operation started through Argo CD's API, carrying its idempotency key in `infos`.
     Sync,
+    /// Ending the app's running operation; a person's button only, never a rung.
     TerminateOperation,
+    /// Handing the incident to people: its parent message in Slack.
     Escalate,
+    /// A person's "Acknowledge": someone has taken the incident, which becomes Investigating.
     Acknowledge,
+    /// A person's "Snooze": new incidents of the app are muted for 4 hours.
     Snooze,
     /// A button's outcome told in its thread.
     Reply,
@@ -71,6 +79,7 @@ pub enum ActionKind {
 /// A row of [`ACTIONS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ActionRow {
+    /// The kind this row describes; every kind has exactly one row.
     pub kind: ActionKind,
     /// The name in logs, metrics and the audit (`hard_refresh`).
     pub wire: &'static str,
@@ -80,6 +89,7 @@ pub struct ActionRow {
     pub button: Option<Button>,
     /// The budget a token is taken from before the call.
     pub budget: Option<BudgetKind>,
+    /// What the action changes: all the gate decides on.
     pub effect: Effect,
     /// How the actuator knows it took effect.
     pub verified_by: &'static str,
@@ -249,10 +259,12 @@ impl ActionKind {
         ACTIONS.iter().find(|r| r.kind == self).expect("every action kind has a row in ACTIONS")
     }
 
+    /// The kind's name in logs, metrics and the audit (its row's `wire`).
     pub fn as_str(self) -> &'static str {
         self.row().wire
     }
 
+    /// What this kind changes (its row's `effect`), for the gate.
     pub fn effect(self) -> Effect {
         self.row().effect
     }

@@ -3,7 +3,7 @@
 //! Shapes follow Argo CD's own `assets/swagger.json` (v3.5.1) with the wire differences noted in
 //! docs/argo-cd-behaviour.md §2: int64 values are JSON numbers, every field may be absent
 //! (Go `omitempty`), and unknown fields are ignored. Every struct therefore defaults every field, so
-//! a field-masked list item deserialises too; [`Application::is_complete`] tells such an item apart
+//! a field-masked list item deserialises too; [`Application::incompleteness`] tells such an item apart
 //! from a full object, because an absent field proves nothing.
 
 use std::collections::BTreeMap;
@@ -35,6 +35,7 @@ pub fn strip_nulls(value: &mut serde_json::Value) {
 pub struct AppId(String);
 
 impl AppId {
+    /// The id of the Application `name` in `namespace`.
     pub fn new(namespace: &str, name: &str) -> Self {
         Self(format!("{namespace}/{name}"))
     }
@@ -46,14 +47,17 @@ impl AppId {
         (!namespace.is_empty() && !name.is_empty() && !name.contains('/')).then(|| Self(text.to_owned()))
     }
 
+    /// The id as `namespace/name` text, the form stores, keys and logs hold.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// The namespace the Application object lives in.
     pub fn namespace(&self) -> &str {
         self.0.split_once('/').map_or("", |(ns, _)| ns)
     }
 
+    /// The Application's name within its namespace.
     pub fn name(&self) -> &str {
         self.0.split_once('/').map_or(self.0.as_str(), |(_, name)| name)
     }
@@ -128,13 +132,16 @@ pub fn revision_of(single: &str, list: &[String]) -> Option<String> {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct RevisionMetadata {
+    /// Who made the commit, typically `Name <email>`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub author: String,
     /// The commit's date (`util/git/client.go` `RevisionMetadata`: the author date).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub date: Option<DateTime<Utc>>,
+    /// The commit message.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
+    /// The tags on the commit when it was read; a floating tag may have moved on since.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
 }
@@ -143,8 +150,11 @@ pub struct RevisionMetadata {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Application {
+    /// The object's identity, labels, annotations, owners, writers and deletion state.
     pub metadata: ObjectMeta,
+    /// The desired state: project, sources, destination and sync policy.
     pub spec: ApplicationSpec,
+    /// What the controller last observed: sync and health, the last operation, conditions and resources.
     pub status: ApplicationStatus,
     /// Non-null while an operation is requested or running (the "busy" signal).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -155,41 +165,60 @@ pub struct Application {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ApplicationList {
+    /// The Applications the caller may see; field-masked when the request named `fields`, so check `Application::incompleteness`.
     pub items: Vec<Application>,
 }
 
+/// The Kubernetes metadata of an Application (`metadata`, `v1ObjectMeta`), the part Argo Medic reads.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ObjectMeta {
+    /// The Application's name, unique within its namespace; with the namespace, the app's `AppId`.
     pub name: String,
+    /// The namespace the Application object lives in (not the one it deploys to, `spec.destination.namespace`).
     pub namespace: String,
+    /// The app's labels; matched against the configured scope's label selector and the `argo-medic.io/opt-out` label.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// The app's annotations; Argo Medic reads its own `argo-medic.io/*` keys and Argo CD's refresh and skip-reconcile ones.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+    /// The objects that own the app; an `ApplicationSet` among them marks a generated app.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub owner_references: Vec<OwnerReference>,
+    /// Finalizers that hold a deletion until removed, e.g. `resources-finalizer.argocd.argoproj.io` for a cascading delete.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub finalizers: Vec<String>,
+    /// Set by the API server when the Application is deleted; the object stays until its finalizers are removed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deletion_timestamp: Option<DateTime<Utc>>,
+    /// When the Application was created; a new app may still be waiting for its first automated sync.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<DateTime<Utc>>,
+    /// The API server's opaque version of the object, changed by every write; a field-masked list item never has it.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub resource_version: String,
+    /// Incremented by the API server on every change to the spec.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generation: Option<i64>,
+    /// Who wrote which fields, and when; how a hand edit of an ApplicationSet-generated app shows.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub managed_fields: Vec<ManagedFieldsEntry>,
 }
 
+/// One owner of the Application (`metadata.ownerReferences[]`, `v1OwnerReference`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OwnerReference {
+    /// The owner's API version, `argoproj.io/v1alpha1` for an ApplicationSet.
     pub api_version: String,
+    /// The owner's kind; `ApplicationSet` for a generated app.
     pub kind: String,
+    /// The owner's name: for a generated app, its ApplicationSet, named in the escalation of a hand edit.
     pub name: String,
+    /// The owner's Kubernetes UID.
     pub uid: String,
+    /// True when this owner is the app's managing controller.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub controller: Option<bool>,
 }
@@ -198,23 +227,33 @@ pub struct OwnerReference {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ManagedFieldsEntry {
+    /// Who wrote the fields: `argocd-applicationset-controller`, `argocd-server`, `kubectl-edit`, the controller, …
     pub manager: String,
+    /// How they were written: `Update`, or `Apply` for server-side apply.
     pub operation: String,
+    /// When this manager last wrote its fields.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time: Option<DateTime<Utc>>,
+    /// The fields this manager owns, as Kubernetes' `FieldsV1` tree (`f:spec`, `f:metadata`, …); `null` when absent.
     #[serde(rename = "fieldsV1", skip_serializing_if = "serde_json::Value::is_null")]
     pub fields_v1: serde_json::Value,
 }
 
+/// The Application's desired state (`spec`, `v1alpha1ApplicationSpec`), the part Argo Medic reads.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ApplicationSpec {
+    /// The AppProject the app belongs to (empty means `default`); it bounds the app's repositories, destinations and sync windows.
     pub project: String,
+    /// The source of a single-source app; `None` for a multi-source app.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<ApplicationSource>,
+    /// The sources of a multi-source app, in order; empty for a single-source app.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<ApplicationSource>,
+    /// The cluster and namespace the app deploys to.
     pub destination: ApplicationDestination,
+    /// When and how the controller syncs the app by itself; `None` when only manual syncs run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync_policy: Option<Box<SyncPolicy>>,
     /// The source hydrator (`spec.sourceHydrator`, Argo CD ≥3.1), the part the policy reads.
@@ -227,6 +266,7 @@ pub struct ApplicationSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SourceHydrator {
+    /// The staging branch to commit hydrated manifests to; `None` when the hydrator commits to the sync branch itself.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hydrate_to: Option<HydrateTo>,
 }
@@ -235,49 +275,67 @@ pub struct SourceHydrator {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct HydrateTo {
+    /// The branch the hydrator commits to; a process outside Argo CD (a pull request) promotes it to the sync branch.
     pub target_branch: String,
 }
 
+/// Where an app's manifests come from (`v1alpha1ApplicationSource`): a repository, a path or chart, and a revision.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ApplicationSource {
+    /// URL of the Git, Helm or OCI repository that holds the manifests or chart (`repoURL` on the wire).
     #[serde(rename = "repoURL")]
     pub repo_url: String,
+    /// The directory within a Git repository that holds the manifests; empty for a Helm chart.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub path: String,
+    /// The branch, tag or commit to deploy, or a Helm chart's version or semver range; `HEAD` when empty.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub target_revision: String,
+    /// The Helm chart's name, for a source in a Helm repository; empty otherwise.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub chart: String,
 }
 
+/// Where an app deploys (`spec.destination`): a cluster, by API server URL or by name, and a namespace.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ApplicationDestination {
+    /// The target cluster's Kubernetes API server URL; set when `name` is not.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub server: String,
+    /// The target cluster's name as registered in Argo CD; set when `server` is not.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// The namespace for namespaced resources that name none, and the one `CreateNamespace=true` creates.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
 }
 
+/// When and how the controller syncs the app by itself (`spec.syncPolicy`, `v1alpha1SyncPolicy`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SyncPolicy {
+    /// Automated sync; `None` when only people (or Argo Medic) sync the app. `Application::auto_sync` also checks `enabled`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub automated: Option<SyncPolicyAutomated>,
+    /// App-wide sync options as `Key=value` text: `CreateNamespace=true`, `ServerSideApply=true`, `Prune=confirm`, …
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sync_options: Vec<String>,
+    /// How failed syncs are retried; without it an automated sync is retried 5 times.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryStrategy>,
 }
 
+/// The automated sync block (`spec.syncPolicy.automated`): the controller syncs the app when it is OutOfSync.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SyncPolicyAutomated {
+    /// Automated syncs also delete resources the source no longer renders (default false).
     pub prune: bool,
+    /// Automated syncs also revert live changes at a revision already synced (default false).
     pub self_heal: bool,
+    /// Lets an automated sync with prune leave the app with no resources at all (default false).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_empty: Option<bool>,
     /// Argo CD ≥2.14: `enabled: false` keeps the block but switches automation off.
@@ -285,32 +343,44 @@ pub struct SyncPolicyAutomated {
     pub enabled: Option<bool>,
 }
 
+/// How a failed sync is retried (`v1alpha1RetryStrategy`): in the sync policy, on one operation or in a sync request.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct RetryStrategy {
+    /// How many times a failed sync is retried: 0 never, a negative number without end.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
+    /// Argo CD ≥3.2: a retry syncs the target's latest revision instead of the one first requested (default false).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refresh: Option<bool>,
+    /// The wait between retries (`duration`, `factor`, `maxDuration`), kept as raw JSON: Argo Medic does not read it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backoff: Option<serde_json::Value>,
 }
 
+/// What the controller last observed of the app (`status`, `v1alpha1ApplicationStatus`), the part Argo Medic reads.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ApplicationStatus {
+    /// The result of the last comparison with the source: `Synced`, `OutOfSync` or `Unknown`, and at which revision.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncStatus>,
+    /// The app's aggregated health: the worst health of its non-hook resources.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health: Option<HealthStatus>,
+    /// The operation the controller started last (running or ended): its phase, message and result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operation_state: Option<Box<OperationState>>,
+    /// Errors and warnings the controller currently reports (`ComparisonError`, `SyncError`, `SharedResourceWarning`, …).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<ApplicationCondition>,
+    /// The Kubernetes resources the app manages, each with its sync status and health.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceStatus>,
+    /// When the controller last compared the app with its source; a refresh is verified by this moving.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reconciled_at: Option<DateTime<Utc>>,
+    /// The external URLs and container images of the app's resources.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<Box<ApplicationSummary>>,
     /// Past deployments, newest last (`status.history`, kept to `spec.revisionHistoryLimit`).
@@ -328,6 +398,7 @@ pub struct ApplicationStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SourceHydratorStatus {
+    /// The last or running hydration: its phase, message and end.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current_operation: Option<HydrateOperation>,
 }
@@ -342,6 +413,7 @@ pub struct HydrateOperation {
     /// `Failed to hydrate: <the error>` when it failed (`controller/hydrator/hydrator.go:327`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
+    /// When the last hydration failed or finished.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<DateTime<Utc>>,
 }
@@ -350,65 +422,92 @@ pub struct HydrateOperation {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct RevisionHistory {
+    /// The deployment's number, one more than the previous entry's; the id `argocd app rollback` takes.
     pub id: i64,
+    /// The revision a single-source app was deployed at; empty for a multi-source app.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub revision: String,
+    /// The revisions a multi-source app was deployed at, one per entry of `spec.sources`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub revisions: Vec<String>,
+    /// When the operation that made this deployment started; absent from entries older than the field.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deploy_started_at: Option<DateTime<Utc>>,
+    /// When the deployment finished.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deployed_at: Option<DateTime<Utc>>,
+    /// Who started the deployment: a user, or the controller's automated sync.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub initiated_by: Option<OperationInitiator>,
 }
 
+/// The result of the controller's last comparison of live state with the source (`status.sync`, `v1alpha1SyncStatus`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SyncStatus {
+    /// `Synced`, `OutOfSync` or `Unknown` (the `sync_status` constants); empty when the field was left out.
     pub status: String,
+    /// The commit (or chart version) a single-source app was last compared at; empty for a multi-source app.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub revision: String,
+    /// The revisions a multi-source app's sources were last compared at, in `spec.sources` order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub revisions: Vec<String>,
 }
 
+/// A health assessment (`v1alpha1HealthStatus`): the app's aggregate in `status.health`, or one resource's.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct HealthStatus {
+    /// `Healthy`, `Progressing`, `Degraded`, `Suspended`, `Missing` or `Unknown` (the `health` constants).
     pub status: String,
+    /// A resource's health check explanation (`Waiting for Ready condition`); deprecated and empty for the app itself.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
+    /// When the app's health status last changed; deprecated and never written for a resource.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<DateTime<Utc>>,
 }
 
+/// An operation asked of the controller (`v1alpha1Operation`): `operation` while pending, `status.operationState.operation` once started.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Operation {
+    /// The sync asked for: revisions, prune, options and which resources.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncOperation>,
+    /// Who asked for the operation: a user through the API, or the controller's automated sync.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub initiated_by: Option<OperationInitiator>,
+    /// `{name, value}` pairs from the sync request's `infos`; Argo Medic's syncs carry their idempotency key and incident here.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub info: Vec<Info>,
+    /// How a failed attempt is retried: the request's or the spec's strategy, or a limit of 5 for an automated sync.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryStrategy>,
 }
 
+/// The sync an operation performs (`v1alpha1SyncOperation`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SyncOperation {
+    /// The commit, tag or branch (or Helm chart version) to sync to; empty for the spec's target and for a multi-source app.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub revision: String,
+    /// The revisions to sync a multi-source app's sources to, in `spec.sources` order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub revisions: Vec<String>,
+    /// Whether the sync may delete resources the source no longer renders.
     pub prune: bool,
+    /// A dry run (`argocd app sync --dry-run`): applied with `--dry-run`, so nothing changes.
     pub dry_run: bool,
+    /// This sync's options (`ServerSideApply=true`, `Prune=confirm`, …): the spec's, or the request's in their place.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sync_options: Vec<String>,
+    /// `hook` (the default) or `apply` (hooks skipped), each with `force`; kept as raw JSON: Argo Medic does not read it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync_strategy: Option<serde_json::Value>,
+    /// The resources of a partial sync (`group`, `kind`, `name`, `namespace`); `None` syncs them all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resources: Option<Vec<serde_json::Value>>,
     /// Self-heal syncs in a row (Go `SelfHealAttemptsCount`; `autoHealAttemptsCount` on the wire).
@@ -416,11 +515,14 @@ pub struct SyncOperation {
     pub auto_heal_attempts_count: Option<i64>,
 }
 
+/// Who started an operation (`v1alpha1OperationInitiator`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OperationInitiator {
+    /// The user who asked for it through the API; empty for an automated operation.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub username: String,
+    /// True when the controller started it by itself (automated sync or self-heal).
     pub automated: bool,
 }
 
@@ -428,35 +530,49 @@ pub struct OperationInitiator {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Info {
+    /// The key, e.g. `argo-medic.io/idempotency-key` (`IDEMPOTENCY_INFO_NAME`).
     pub name: String,
+    /// The value, free text that Argo CD copies without reading it.
     pub value: String,
 }
 
+/// The operation the controller started last, running or ended (`status.operationState`, `v1alpha1OperationState`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OperationState {
+    /// The operation as started, copied from `operation` together with its `info`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operation: Option<Box<Operation>>,
+    /// `Running`, `Terminating`, `Failed`, `Error` or `Succeeded` (the `phase` constants).
     pub phase: String,
+    /// The operation's latest message: progress (`waiting for healthy state of …`), an error, or a retry's.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
+    /// What the sync did: the revisions it synced and the result of each resource and hook.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync_result: Option<Box<SyncOperationResult>>,
+    /// When the operation started; kept across its retries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_at: Option<DateTime<Utc>>,
+    /// When the operation completed; on a `Running` one, when a failed attempt ended and its retry is waiting.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<DateTime<Utc>>,
+    /// How many retries of the operation have been scheduled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_count: Option<i64>,
 }
 
+/// The result of a sync (`status.operationState.syncResult`, `v1alpha1SyncOperationResult`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct SyncOperationResult {
+    /// The commit (or chart version) the sync applied; empty for a multi-source app.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub revision: String,
+    /// The revisions a multi-source sync applied, in `spec.sources` order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub revisions: Vec<String>,
+    /// One result for each resource or hook the sync touched.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceResult>,
 }
@@ -465,30 +581,43 @@ pub struct SyncOperationResult {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ResourceResult {
+    /// The API group of the resource or hook; empty for the core group.
     pub group: String,
+    /// The API version of the resource or hook.
     pub version: String,
+    /// The kind of the resource or hook (`Deployment`, `Job`, …).
     pub kind: String,
+    /// The namespace of the resource or hook; empty for a cluster-scoped resource.
     pub namespace: String,
+    /// The name of the resource or hook.
     pub name: String,
     /// `Synced`, `SyncFailed`, `Pruned`, `PruneSkipped`; empty for hooks.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub status: String,
+    /// The apply, prune or hook message: the Kubernetes API server's error, or a hook's health message.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
+    /// `PreSync`, `Sync`, `PostSync`, `SyncFail` or `Skip` for a hook; empty for other resources.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub hook_type: String,
+    /// A hook's state: `Running`, `Succeeded`, `Failed` or `Error`; other resources may carry one too.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub hook_phase: String,
+    /// The sync phase the result was taken in: `PreSync`, `Sync`, `PostSync` or `SyncFail`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub sync_phase: String,
 }
 
+/// A condition the controller reports on the app (`status.conditions[]`), usually an error or a warning.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ApplicationCondition {
+    /// The condition type (`ComparisonError`, `SyncError`, `SharedResourceWarning`, …); `type` on the wire.
     #[serde(rename = "type")]
     pub kind: String,
+    /// What the condition reports, e.g. a ComparisonError's wrapped repo-server or Git error.
     pub message: String,
+    /// When the condition appeared or its message last changed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<DateTime<Utc>>,
 }
@@ -497,54 +626,82 @@ pub struct ApplicationCondition {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ResourceStatus {
+    /// The API group of the managed resource; empty for the core group.
     pub group: String,
+    /// The API version of the managed resource.
     pub version: String,
+    /// The kind of the managed resource.
     pub kind: String,
+    /// The namespace of the managed resource; empty for a cluster-scoped one.
     pub namespace: String,
+    /// The name of the managed resource.
     pub name: String,
+    /// The resource's own sync status, `Synced` or `OutOfSync`; empty for hooks and ignored resources.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub status: String,
+    /// The resource's health, from a built-in check or a Lua script; `None` without a check, and in list items of Argo CD ≥3.0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health: Option<HealthStatus>,
+    /// True for a live hook resource (annotated `argocd.argoproj.io/hook` or `helm.sh/hook`) still in the cluster.
     pub hook: bool,
+    /// True for a live resource the source no longer renders: a sync with prune deletes it.
     pub requires_pruning: bool,
+    /// The resource's `argocd.argoproj.io/sync-wave`: lower waves are applied first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync_wave: Option<i64>,
+    /// True when pruning or deleting the resource waits for a person (`Prune=confirm` or `Delete=confirm`).
     pub requires_deletion_confirmation: bool,
 }
 
+/// Links and images of the app's resources (`status.summary`, `v1alpha1ApplicationSummary`), for people.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ApplicationSummary {
+    /// The external URLs of the app's resources (ingress hosts, `link.argocd.argoproj.io/*` annotations).
     #[serde(rename = "externalURLs", skip_serializing_if = "Vec::is_empty")]
     pub external_urls: Vec<String>,
+    /// The container images the app's resources run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<String>,
 }
 
 /// Sync status values (`status.sync.status`).
 pub mod sync_status {
+    /// Every managed resource matches its desired state.
     pub const SYNCED: &str = "Synced";
+    /// A managed resource differs from its desired state, is missing, or needs pruning.
     pub const OUT_OF_SYNC: &str = "OutOfSync";
+    /// The comparison could not be made: live state failed to load, or the spec or project is invalid.
     pub const UNKNOWN: &str = "Unknown";
 }
 
 /// Health values (`status.health.status`).
 pub mod health {
+    /// Every managed resource with a health check is healthy.
     pub const HEALTHY: &str = "Healthy";
+    /// A resource is not healthy yet but may become so (a rollout, a custom resource still reconciling).
     pub const PROGRESSING: &str = "Progressing";
+    /// A resource failed or did not become healthy in time (a Deployment past its progress deadline, a failed Job).
     pub const DEGRADED: &str = "Degraded";
+    /// A resource is suspended or paused on purpose (a suspended CronJob, a paused Rollout).
     pub const SUSPENDED: &str = "Suspended";
+    /// The app expects resources but none of them exists live.
     pub const MISSING: &str = "Missing";
+    /// Health could not be assessed: a health check failed to run, or the spec or project is invalid.
     pub const UNKNOWN: &str = "Unknown";
 }
 
 /// Operation phases (`status.operationState.phase`).
 pub mod phase {
+    /// In progress, or failed and waiting for its next retry (then `finishedAt` is set and the message says `Retrying attempt #n`).
     pub const RUNNING: &str = "Running";
+    /// Termination was requested; the running hooks are stopped and the operation ends `Failed` (or `Error`).
     pub const TERMINATING: &str = "Terminating";
+    /// Ran and failed (a resource failed to apply, a hook failed, or it was terminated), with no retries left.
     pub const FAILED: &str = "Failed";
+    /// Could not run or ended in an error: a comparison or spec error at its start, a cluster or project lookup failure.
     pub const ERROR: &str = "Error";
+    /// Finished successfully: every task ran and every hook succeeded.
     pub const SUCCEEDED: &str = "Succeeded";
 }
 
@@ -554,14 +711,17 @@ impl Application {
         AppId::new(&self.metadata.namespace, &self.metadata.name)
     }
 
+    /// `status.sync.status` (`Synced`, `OutOfSync`, `Unknown`), or `""` when absent.
     pub fn sync_status(&self) -> &str {
         self.status.sync.as_ref().map_or("", |s| s.status.as_str())
     }
 
+    /// `status.health.status` (`Healthy`, `Degraded`, …), or `""` when absent.
     pub fn health_status(&self) -> &str {
         self.status.health.as_ref().map_or("", |h| h.status.as_str())
     }
 
+    /// True when the app is `Synced` and `Healthy`, whatever its operation and conditions say (unlike `is_calm`).
     pub fn is_synced_and_healthy(&self) -> bool {
         self.sync_status() == sync_status::SYNCED && self.health_status() == health::HEALTHY
     }
@@ -596,6 +756,7 @@ impl Application {
         self.metadata.owner_references.iter().find(|o| o.kind == "ApplicationSet")
     }
 
+    /// True once the Application's deletion was requested (`metadata.deletionTimestamp` is set).
     pub fn is_deleting(&self) -> bool {
         self.metadata.deletion_timestamp.is_some()
     }
@@ -615,6 +776,7 @@ impl Application {
         self.metadata.annotations.get(OPT_OUT_KEY).is_some_and(truthy) || self.metadata.labels.get(OPT_OUT_KEY).is_some_and(truthy)
     }
 
+    /// The first condition of type `kind` (`ComparisonError`, `SyncError`, …), if the controller reports one.
     pub fn condition(&self, kind: &str) -> Option<&ApplicationCondition> {
         self.status.conditions.iter().find(|c| c.kind == kind)
     }
@@ -767,22 +929,31 @@ impl Application {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationSyncRequest {
+    /// The app's name; the URL path's `{name}` overrides it on the server.
     pub name: String,
     /// Empty means the app's target revision.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub revision: String,
+    /// Whether the sync may delete resources the source no longer renders; false unless set, even for an app whose automated sync prunes.
     pub prune: bool,
+    /// Apply with `--dry-run` only, changing nothing; Argo Medic's syncs leave it false.
     pub dry_run: bool,
+    /// `hook` or `apply`, with or without `force`; `None` (what Argo Medic sends) for the default, hooks without force.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strategy: Option<SyncStrategy>,
+    /// Sync options for this operation, replacing `spec.syncPolicy.syncOptions` rather than adding to them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync_options: Option<SyncOptions>,
+    /// How the operation retries a failed attempt; `None` (what Argo Medic sends) takes `spec.syncPolicy.retry`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_strategy: Option<RetryStrategy>,
+    /// `{name, value}` pairs copied into `operation.info`: Argo Medic's idempotency key, incident, failure mode and incident start.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub infos: Vec<Info>,
+    /// The app's AppProject (`spec.project`); the server answers 404 when the app is not in it.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub project: String,
+    /// The namespace of the Application object (`metadata.namespace`), which the server needs for apps outside its own.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub app_namespace: String,
 }
@@ -791,20 +962,25 @@ pub struct ApplicationSyncRequest {
 /// the wire although the swagger nests it under `syncStrategyApply`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SyncStrategy {
+    /// Sync with hooks, the default; `{"hook": {"force": …}}` on the wire.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hook: Option<SyncStrategyForce>,
+    /// Plain `kubectl apply`, skipping hooks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub apply: Option<SyncStrategyForce>,
 }
 
+/// The options of one sync strategy: only whether to force.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SyncStrategyForce {
+    /// Delete and recreate a resource when applying it conflicts (`kubectl apply --force`).
     pub force: bool,
 }
 
 /// `{"items": ["ApplyOutOfSyncOnly=true"]}`; replaces the app's own sync options for this operation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SyncOptions {
+    /// Sync options as `Key=value` text, e.g. `ApplyOutOfSyncOnly=true`.
     pub items: Vec<String>,
 }
 

@@ -33,6 +33,7 @@ pub struct BucketState {
 /// A bucket's rate and capacity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BucketRate {
+    /// Tokens added per minute: the budget's rate (`MEDIC_REFRESH_PER_MINUTE` and the like).
     pub per_minute: u32,
     /// The most tokens the bucket holds (what an idle period can save up).
     pub burst: u32,
@@ -51,7 +52,12 @@ impl BucketRate {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Take {
     /// `tokens` (at least one), and the state to write in place of the one read.
-    Granted { tokens: u32, next: BucketState },
+    Granted {
+        /// The tokens granted: at least one, at most the `want` asked for.
+        tokens: u32,
+        /// The bucket with them taken out, to write if the stored state is still the one read.
+        next: BucketState,
+    },
     /// Not one token yet: look again after this long.
     Wait(Duration),
 }

@@ -20,7 +20,12 @@ macro_rules! failure_modes {
         /// Every failure mode Argo Medic recognises (plus the healthy and out-of-scope states).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         pub enum FailureMode {
-            $(#[serde(rename = $id)] $variant,)+
+            // Each mode's title, signals, diagnosis and runbook are its catalogue entry's.
+            $(
+                #[doc = concat!("`", $id, "`: its title, how it is recognised, diagnosis and runbook are its catalogue entry's ([`FailureMode::entry`]).")]
+                #[serde(rename = $id)]
+                $variant,
+            )+
         }
 
         impl FailureMode {
@@ -89,7 +94,9 @@ impl fmt::Display for FailureMode {
 /// One catalogue entry.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct CatalogueEntry {
+    /// The failure mode this entry describes.
     pub id: FailureMode,
+    /// A short name for people, the heading of the mode's Slack messages (`Sync hook failed`).
     pub title: &'static str,
     /// How the mode is recognised, in words: the status fields the classifier reads.
     pub recognised_by: &'static str,
@@ -115,7 +122,9 @@ pub struct CatalogueEntry {
     /// when the button is not offered for the app at hand, and for a recommended sync that was
     /// already tried in the incident or would re-run hooks not marked idempotent.
     pub recommends: HumanAction,
+    /// What is probably wrong and whether a sync can help, quoted in the escalation.
     pub diagnosis: &'static str,
+    /// Steps for a person, in order; placeholders (`<hook-job>`, `<namespace>`) are filled from the incident where known.
     pub runbook: &'static [&'static str],
 }
 

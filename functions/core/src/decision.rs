@@ -14,10 +14,12 @@ use crate::ladder::{Action, HumanAction};
 pub struct Evidence {
     /// JSON path into the Application (or `history`, `trigger`).
     pub field: String,
+    /// What the field said, as text.
     pub value: String,
 }
 
 impl Evidence {
+    /// A fact: `field` said `value`.
     pub fn new(field: impl Into<String>, value: impl Into<String>) -> Self {
         Self { field: field.into(), value: value.into() }
     }
@@ -28,7 +30,9 @@ impl Evidence {
 pub struct SyncPlan {
     /// The revision to sync; the one that failed, never a newer one nobody asked for.
     pub revision: String,
+    /// Whether the sync may delete resources the source no longer renders: the automated policy's `prune`, or the failed sync's.
     pub prune: bool,
+    /// The sync options to send (`ServerSideApply=true`, …): the app's own for an automated app, else the failed sync's.
     pub sync_options: Vec<String>,
     /// Why a sync is wanted at all: automated sync policy, or the operator who started the failed
     /// operation.
@@ -40,7 +44,9 @@ pub struct SyncPlan {
 pub struct Decision {
     /// `namespace/name` of the app.
     pub app: AppId,
+    /// The one thing to do now.
     pub action: Action,
+    /// What is wrong with the app, as the catalogue names it (`Healthy` when nothing is).
     pub failure_mode: FailureMode,
     /// The rule that decided: the classifier rule that named the mode, then the step of the ladder
     /// or the gate that chose the action (`failed-operation/hook-failed → ladder:escalate`), so a
@@ -49,6 +55,7 @@ pub struct Decision {
     pub rule: String,
     /// One or two sentences a human can act on.
     pub reason: String,
+    /// The facts the decision rests on: which field said what.
     pub evidence: Vec<Evidence>,
     /// For `wait`: when to look again.
     #[serde(skip_serializing_if = "Option::is_none")]

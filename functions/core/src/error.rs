@@ -8,7 +8,12 @@ pub enum PolicyError {
     /// The Application is partial (for example a field-masked list item); absent fields prove
     /// nothing, so the policy refuses to decide on it.
     #[error("application `{app}` is incomplete: {why}; decide needs the full object as `GET /api/v1/applications/{{name}}` returns it")]
-    IncompleteApplication { app: crate::app::AppId, why: &'static str },
+    IncompleteApplication {
+        /// The app whose object is partial.
+        app: crate::app::AppId,
+        /// Which field is missing and what that suggests, from `Application::incompleteness`.
+        why: &'static str,
+    },
 }
 
 /// Why a trigger name is not acceptable.

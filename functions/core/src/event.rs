@@ -36,19 +36,28 @@ pub const MAX_EVENT_BYTES: usize = 64 * 1024;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NotificationEvent {
+    /// The body's schema version; only `SCHEMA_VERSION` is accepted.
     pub schema_version: u32,
+    /// The argocd-notifications trigger that fired (`on-sync-failed`, `on-health-degraded`, …).
     pub trigger: Trigger,
+    /// The app the notification is about: its name, namespace and project.
     pub app: AppRef,
+    /// `status.sync` when the notification was rendered: sync status and revision.
     #[serde(default)]
     pub sync: Option<EventSync>,
+    /// `status.health` when the notification was rendered.
     #[serde(default)]
     pub health: Option<EventHealth>,
+    /// `status.operationState` when the notification was rendered; `None` before the app's first operation.
     #[serde(default)]
     pub operation: Option<EventOperation>,
+    /// `status.reconciledAt`; floored to a `NOTIFICATION_EPISODE`, it places the news in its episode for the dedupe key.
     #[serde(default)]
     pub reconciled_at: Option<DateTime<Utc>>,
+    /// `metadata.resourceVersion` when rendered; it moves on every write, so the dedupe key leaves it out.
     #[serde(default)]
     pub resource_version: Option<String>,
+    /// The Argo CD UI's base URL, from argocd-notifications' `context.argocdUrl`.
     #[serde(default, rename = "argocdUrl")]
     pub argocd_url: Option<String>,
     /// Where the app's manifests come from and go, as the notification saw them (absent from
@@ -65,6 +74,7 @@ pub struct EventSource {
     /// template writes one for the source an app does not have).
     #[serde(default, rename = "repoURLs")]
     pub repo_urls: Vec<String>,
+    /// The cluster the app deploys to, for the cluster scope of a fleet outage.
     #[serde(default)]
     pub destination: Option<EventDestination>,
 }
@@ -72,8 +82,10 @@ pub struct EventSource {
 /// `spec.destination`: the cluster by API server URL or by name.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EventDestination {
+    /// `spec.destination.server`, the cluster's API server URL; empty when the app names the cluster instead.
     #[serde(default)]
     pub server: Option<String>,
+    /// `spec.destination.name`, the cluster's name in Argo CD; empty when the app gives the URL instead.
     #[serde(default)]
     pub name: Option<String>,
 }
@@ -81,8 +93,11 @@ pub struct EventDestination {
 /// Which app: its namespace, name and project.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct AppRef {
+    /// The Application's name (`metadata.name`), a DNS-1123 subdomain.
     pub name: String,
+    /// The namespace of the Application object (`metadata.namespace`), a DNS-1123 label.
     pub namespace: String,
+    /// The app's AppProject (`spec.project`); `None` when unknown, as for an app named by its id alone.
     #[serde(default)]
     pub project: Option<String>,
 }
@@ -98,29 +113,39 @@ impl From<&crate::app::Application> for AppRef {
     }
 }
 
+/// `status.sync` in a notification.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EventSync {
+    /// `Synced`, `OutOfSync` or `Unknown`; `Unknown` makes the event name its fleet scopes (`down_scopes`).
     #[serde(default)]
     pub status: Option<String>,
+    /// The revision the app was last compared at (`status.sync.revision`); absent for a multi-source app.
     #[serde(default)]
     pub revision: Option<String>,
 }
 
+/// `status.health` in a notification.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EventHealth {
+    /// The app's health code (`Healthy`, `Degraded`, …).
     #[serde(default)]
     pub status: Option<String>,
 }
 
+/// `status.operationState` in a notification: enough to tell one operation and its outcome from another.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventOperation {
+    /// `Running`, `Terminating`, `Failed`, `Error` or `Succeeded`.
     #[serde(default)]
     pub phase: Option<String>,
+    /// When the operation started; part of the dedupe key, so each operation is its own news.
     #[serde(default)]
     pub started_at: Option<DateTime<Utc>>,
+    /// When the operation, or its last failed attempt, ended.
     #[serde(default)]
     pub finished_at: Option<DateTime<Utc>>,
+    /// The operation's message, cut to 2000 characters by the template.
     #[serde(default)]
     pub message: Option<String>,
 }
@@ -128,14 +153,23 @@ pub struct EventOperation {
 /// Why a body is not a valid notification event.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum EventError {
+    /// The body is longer than `MAX_EVENT_BYTES`; holds its length in bytes.
     #[error("the body is {0} bytes, more than the {MAX_EVENT_BYTES} allowed")]
     TooLarge(usize),
+    /// The body is not JSON of the expected shape; holds the parser's message.
     #[error("the body is not a valid event: {0}")]
     Malformed(String),
+    /// The body's `schemaVersion` is not the one this build reads; holds the version found.
     #[error("schemaVersion {0} is not supported (this build reads {SCHEMA_VERSION})")]
     UnsupportedVersion(u32),
+    /// The app's name, namespace or project is not a valid Kubernetes name.
     #[error("`{field}` is not a valid Kubernetes name: `{value}`")]
-    InvalidName { field: &'static str, value: String },
+    InvalidName {
+        /// The event's field at fault: `app.name`, `app.namespace` or `app.project`.
+        field: &'static str,
+        /// The value found there.
+        value: String,
+    },
 }
 
 impl NotificationEvent {
@@ -178,6 +212,7 @@ impl From<&AppId> for AppRef {
 }
 
 impl AppRef {
+    /// The app's `namespace/name` identity.
     pub fn id(&self) -> AppId {
         AppId::new(&self.namespace, &self.name)
     }
@@ -248,13 +283,18 @@ pub enum WorkKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkItem {
+    /// The item's schema version; only `SCHEMA_VERSION` is accepted.
     pub schema_version: u32,
+    /// Why the item is on the queue: a notification, the sweep, a recheck or a person's request.
     pub kind: WorkKind,
+    /// The app to look at.
     pub app: AppRef,
+    /// What prompted the look: a notification's trigger, or `sweep`, `fleet-recovery`, `slack-action`, `requested-refresh`.
     pub trigger: Trigger,
     /// Identifies this piece of news about the app, so the same news delivered twice (webhook
     /// retries, the sweeper racing a notification, SQS redelivery) is handled once.
     pub dedupe_key: String,
+    /// When the item was enqueued; a person's request keeps its first time across rechecks, so a button judges "since the click" by it.
     pub enqueued_at: DateTime<Utc>,
     /// For `requested` items: what the person asked for (`refresh`, `hard_refresh`, `sync`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -134,6 +134,7 @@ pub struct FleetRules {
     /// The wave is released in batches of this many; it pauses when more than
     /// [`FleetRules::pause_percent`] of a batch does not heal.
     pub wave_batch: usize,
+    /// The share (percent) of a batch's judged apps that may fail again; more than this pauses the wave (`should_pause`).
     pub pause_percent: usize,
     /// The fleet incident's own time bound: a cause still down this long after its first app
     /// went down is escalated to a person, once per cause. Its apps' own ladders, which it holds
@@ -160,6 +161,7 @@ impl Default for FleetRules {
 /// One shared cause and the apps it covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FleetCause {
+    /// What the covered apps depend on together: a repo host, a cluster, or Argo CD itself.
     pub scope: CauseScope,
     /// Listed apps of the scope (down or not).
     pub listed: usize,
@@ -178,6 +180,7 @@ pub struct FleetCause {
 }
 
 impl FleetCause {
+    /// The canaries: the first `canaries` apps in wave order, probed while the cause lasts.
     pub fn canaries(&self) -> &[AppId] {
         &self.apps[..self.canaries.min(self.apps.len())]
     }
@@ -187,6 +190,7 @@ impl FleetCause {
         &self.apps[self.canaries.min(self.apps.len())..]
     }
 
+    /// True when `app` is one of the apps this cause covers.
     pub fn covers(&self, app: &AppId) -> bool {
         self.apps.contains(app)
     }
@@ -341,6 +345,7 @@ pub enum WaveState {
 pub struct OutageView {
     /// [`CauseScope::key`] and [`CauseScope::describe`].
     pub scope: String,
+    /// The cause in words, for people (`source host git.example.com`).
     pub describe: String,
     /// When the outage began ([`FleetCause::began_at`], RFC 3339, seconds).
     pub began: Option<String>,
@@ -350,14 +355,19 @@ pub struct OutageView {
     pub since: Option<String>,
     /// Covered apps, and the listed apps of the scope.
     pub covered: usize,
+    /// The listed apps of the scope, down or not.
     pub listed: usize,
+    /// How many of the covered apps are canaries.
     pub canaries: usize,
     /// This sweep's probes, and how many canaries came back.
     pub probed: usize,
+    /// How many of the probed canaries can be compared again.
     pub healed: usize,
+    /// Where the recovery wave stands.
     pub state: WaveState,
     /// Apps released as the wave (this sweep), and the seconds the refresh budget needs for them.
     pub released: usize,
+    /// Seconds the refresh budget needs for the released apps (`FleetCause::wave_secs`).
     pub eta_secs: u64,
     /// A person's button set the state (pause, or release before a canary healed).
     pub by_person: bool,
@@ -393,17 +403,22 @@ impl OutageView {
 /// What a fleet button stands for, stored when its parent is posted and read on the click.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FleetButton {
+    /// The button's opaque id (`amfleet-…`, `keys::fleet_button_id`).
     pub id: String,
+    /// What the button does to the wave: pause it or release it.
     pub control: FleetControl,
     /// The cause's [`CauseScope::key`], and its projects when the parent was first posted (the
     /// click is checked against the outage's latest view, [`FleetButton::outage`], when there is one).
     pub scope: String,
+    /// The projects of the cause's apps when the parent was first posted; the person clicking must be allowed on every one.
     pub projects: Vec<String>,
+    /// When the parent offered the button.
     pub offered_at: DateTime<Utc>,
     /// The outage it belongs to: its sighting (keys the markers a click leaves) and its parent's
     /// key ([`OutageView::key`]). Empty on buttons of the release before outages had one.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub since: String,
+    /// The key of the outage's Slack parent (`OutageView::key`); empty on older buttons.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub outage: String,
 }

@@ -34,6 +34,7 @@ pub enum FreezeScope {
 }
 
 impl FreezeScope {
+    /// True when this scope takes in `app`: its id, its project, or its labels.
     pub fn covers(&self, app: &Application) -> bool {
         match self {
             FreezeScope::App(id) => *id == app.id(),
@@ -68,10 +69,15 @@ impl fmt::Display for FreezeScope {
 pub struct Freeze {
     /// `frz-` and 12 hex digits ([`crate::keys::freeze_id`]).
     pub id: String,
+    /// What the freeze covers: an app, a project, or the apps a label selector matches.
     pub scope: FreezeScope,
+    /// When the freeze lifts by itself.
     pub until: DateTime<Utc>,
+    /// Why, as the person who set it wrote it; shown in details and replies.
     pub reason: String,
+    /// Who set it: `medic freeze (<user>)`, or the Slack user (`slack:<id>`) who pressed "Freeze 4h".
     pub by: String,
+    /// When it was set, and so when it begins.
     pub at: DateTime<Utc>,
 }
 
@@ -82,6 +88,7 @@ impl Freeze {
         Freeze { id, scope, until: at + length, reason: reason.trim().to_owned(), by: by.to_owned(), at }
     }
 
+    /// True when the freeze is in force at `now`: set at or before it and not yet lifted.
     pub fn active(&self, now: DateTime<Utc>) -> bool {
         self.at <= now && now < self.until
     }

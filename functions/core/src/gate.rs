@@ -48,9 +48,13 @@ pub enum Caller {
 /// What the gate is asked about.
 #[derive(Debug, Clone, Copy)]
 pub struct GateRequest<'r> {
+    /// The kind of action, whose effect the verdict turns on.
     pub kind: ActionKind,
+    /// Who asks for it.
     pub caller: Caller,
+    /// The app the action is about; `None` for one about no single app (an outage post, a service alert).
     pub app: Option<&'r AppId>,
+    /// The app's AppProject, when known.
     pub project: Option<&'r str>,
     /// The trust level of the action's scope (`act` where none applies: a person's button, an
     /// alert).
@@ -75,6 +79,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict's name in the audit line and the logs.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Act => "act",
@@ -119,13 +124,16 @@ pub fn trusted_verdict(mode: Mode, kind: ActionKind, trust: TrustLevel, approvab
 /// The gate's answer with its reasons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Answer {
+    /// What to do with the action: act, report, stay silent or propose it.
     pub verdict: Verdict,
+    /// The mode it was judged in: the strictest of the stack's parameters and the switch.
     pub mode: Mode,
     /// Why the mode is what it is, for the step's detail and the reply to a person.
     pub why: &'static str,
 }
 
 impl Answer {
+    /// True when the call may be made.
     pub fn acts(&self) -> bool {
         self.verdict == Verdict::Act
     }
@@ -133,8 +141,11 @@ impl Answer {
 
 /// The stack's parameters and the instant switch.
 pub struct Gate<'a, W> {
+    /// `MEDIC_DRY_RUN`: the stack runs in dry-run mode.
     pub dry_run: bool,
+    /// `MEDIC_KILL_SWITCH`: the stack is off.
     pub kill_switch: bool,
+    /// The instant switch (`medic switch`), read only when the stack's own mode is not already off.
     pub switch: &'a W,
 }
 

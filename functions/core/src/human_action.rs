@@ -27,6 +27,7 @@ pub enum IncidentState {
 }
 
 impl IncidentState {
+    /// The state as the parent message shows it (`Needs a human`).
     pub fn label(self) -> &'static str {
         match self {
             IncidentState::Investigating => "Investigating",
@@ -48,18 +49,23 @@ pub fn human_action_key(action_id: &str) -> IdempotencyKey {
 pub struct HumanActionRequest {
     /// The button's opaque id.
     pub id: String,
+    /// What the button asks for.
     pub action: HumanAction,
+    /// The incident the button was offered on.
     pub incident_id: String,
+    /// The app of that incident.
     pub app: AppRef,
+    /// The failure mode the escalation diagnosed.
     pub failure_mode: FailureMode,
     /// For `sync`: exactly what is requested.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncPlan>,
     /// Carried by the sync in Argo CD's `infos`.
     pub idempotency_key: IdempotencyKey,
+    /// When the escalation offered the button.
     pub offered_at: DateTime<Utc>,
-    /// When the incident's episode began (see [`IncidentFacts::incident_began`]); absent on
-    /// buttons offered by earlier releases.
+    /// When the incident's episode began (the decision's `incident.began_at`, which the escalation
+    /// shows); absent on buttons offered by earlier releases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incident_began: Option<DateTime<Utc>>,
 }

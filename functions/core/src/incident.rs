@@ -74,10 +74,14 @@ impl Outcome {
 /// One rung taken in an incident.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attempt {
+    /// The rung taken: refresh, hard refresh, sync or escalate.
     pub rung: Rung,
+    /// When the decision to take it was made; the claim is dated by it.
     pub at: DateTime<Utc>,
+    /// The key the rung was claimed under (a sync carries it in Argo CD's `infos`); `None` when the stored key does not parse.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<IdempotencyKey>,
+    /// How it turned out; `Requested` while the claim is still in progress.
     #[serde(default)]
     pub outcome: Outcome,
 }
@@ -134,6 +138,7 @@ impl History {
         view
     }
 
+    /// The latest attempt of the incident, by time.
     pub fn last(&self) -> Option<&Attempt> {
         self.attempts.iter().max_by_key(|a| a.at)
     }
@@ -155,6 +160,7 @@ impl History {
 /// Most evidence lines a [`DecisionNote`] keeps, and the longest value of each (characters): a
 /// note lives on the incident's item, which DynamoDB caps at 400 KB.
 pub const NOTE_MAX_EVIDENCE: usize = 20;
+/// The longest evidence value (and reason) a note keeps, in characters; a longer one is cut and ends in `…`.
 pub const NOTE_MAX_VALUE_CHARS: usize = 500;
 
 /// The last decision taken in an open incident, as the stores keep it for operators
@@ -172,13 +178,16 @@ pub struct DecisionNote {
     pub failure_mode: String,
     /// The app's Argo CD project.
     pub project: String,
+    /// The decision's reason, cut to `NOTE_MAX_VALUE_CHARS`.
     pub reason: String,
+    /// The decision's evidence: at most `NOTE_MAX_EVIDENCE` lines, each value cut to `NOTE_MAX_VALUE_CHARS`.
     pub evidence: Vec<crate::decision::Evidence>,
     /// For a wait: seconds after `decided_at` when the app is looked at again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_secs: Option<i64>,
     /// What prompted the look (`on-sync-failed`, `sweep`, `slack-action`, ...).
     pub trigger: String,
+    /// When the decision was taken.
     pub decided_at: Option<DateTime<Utc>>,
     /// For an action that changes Argo CD: the trust level that applied and what set it
     /// (`propose: trust rule 2 of the policy`); empty otherwise, and in notes written before
@@ -224,6 +233,7 @@ impl DecisionNote {
 pub struct IncidentRecord {
     /// `namespace/name`.
     pub app: AppId,
+    /// The incident's identity: instance, app, revision and when the episode began.
     pub incident: IncidentKey,
     /// When the store opened it (the first claimed action).
     pub opened_at: DateTime<Utc>,

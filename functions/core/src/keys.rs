@@ -33,6 +33,7 @@ use crate::ladder::{FleetControl, HumanAction, Rung};
 pub struct IncidentKey {
     /// The Argo CD instance id from the configuration.
     pub instance: String,
+    /// The app in trouble.
     pub app: AppId,
     /// The revision the app was at when the episode began.
     pub revision: String,
@@ -277,6 +278,7 @@ impl IdempotencyKey {
         Self(format!("am1-{}", &digest(&["argo-medic/human-action/v1", action_id])[..32]))
     }
 
+    /// The key as text: `am1-` and 32 hex digits, as stores, logs and Argo CD's `infos` carry it.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -308,7 +310,7 @@ pub fn freeze_reminder_marker(freeze_id: &str) -> Marker {
 /// The id of a group of incidents of one failure mode that Slack shows under one parent (the
 /// records still say `fleet`, as the deployed releases wrote them): `flt-` and 20 hex digits over
 /// the instance, the mode and when the group began (microseconds). Its parts are NUL-separated,
-/// not NUL-terminated: the scheme predates [`digest`].
+/// not NUL-terminated: the scheme predates `digest`.
 pub fn group_id(instance: &str, mode: &str, began: DateTime<Utc>) -> String {
     let digest = Sha256::digest(format!("argo-medic/fleet/v1\0{instance}\0{mode}\0{}", began.timestamp_micros()).as_bytes());
     format!("flt-{}", hex::encode(&digest[..10]))
@@ -316,7 +318,7 @@ pub fn group_id(instance: &str, mode: &str, began: DateTime<Utc>) -> String {
 
 /// The work item of a person's click (slack-actions): `sa1-` and 32 hex digits over the button's
 /// id, so a double click or a redelivered interaction is one item. (Its parts are NUL-separated,
-/// not NUL-terminated: the scheme predates [`digest`].)
+/// not NUL-terminated: the scheme predates `digest`.)
 pub fn click_work_key(action_id: &str) -> String {
     let digest = Sha256::digest(format!("argo-medic/slack-action-work/v1\0{action_id}").as_bytes());
     format!("sa1-{}", &hex::encode(digest)[..32])

@@ -17,15 +17,16 @@ pub enum Action {
     Refresh,
     /// `GET /api/v1/applications/{name}?refresh=hard`.
     HardRefresh,
-    /// `POST /api/v1/applications/{name}/sync` with the plan in [`Decision::sync`].
+    /// `POST /api/v1/applications/{name}/sync` with the plan in [`crate::decision::Decision::sync`].
     Sync,
     /// Hand the incident to a human.
     Escalate,
-    /// Look again after [`Decision::retry_after_secs`].
+    /// Look again after [`crate::decision::Decision::retry_after_secs`].
     Wait,
 }
 
 impl Action {
+    /// The action's name as serde writes it (`hard_refresh`), also in logs and metrics.
     pub fn as_str(self) -> &'static str {
         match self {
             Action::None => "none",
@@ -54,13 +55,18 @@ impl fmt::Display for Action {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rung {
+    /// Ask Argo CD to compare the app with its source again (a normal refresh).
     Refresh,
+    /// A refresh that regenerates the manifests, past the repo-server's cache and a cached generation error.
     HardRefresh,
+    /// Start a sync of the app (a `SyncPlan`).
     Sync,
+    /// Hand the incident to people in Slack.
     Escalate,
 }
 
 impl Rung {
+    /// The action that takes this rung.
     pub fn action(self) -> Action {
         match self {
             Rung::Refresh => Action::Refresh,
@@ -70,6 +76,7 @@ impl Rung {
         }
     }
 
+    /// The rung's name as serde writes it; the same as its action's.
     pub fn as_str(self) -> &'static str {
         match self {
             Rung::Refresh => "refresh",
@@ -115,11 +122,14 @@ impl Rung {
 /// Normal or hard refresh (`?refresh=normal|hard`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RefreshKind {
+    /// `?refresh=normal`: compare again; manifests of an unchanged revision may come from the repo-server's cache.
     Normal,
+    /// `?refresh=hard`: compare again with manifests generated afresh, bypassing the cache.
     Hard,
 }
 
 impl RefreshKind {
+    /// The value of the `refresh` query parameter: `normal` or `hard`.
     pub fn as_str(self) -> &'static str {
         match self {
             RefreshKind::Normal => "normal",
@@ -131,8 +141,11 @@ impl RefreshKind {
 /// Which budget an action draws from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BudgetKind {
+    /// Normal refreshes: `MEDIC_REFRESH_PER_MINUTE` per instance (default 300).
     Refresh,
+    /// Hard refreshes, the repo-server's heaviest work: `MEDIC_HARD_REFRESH_PER_MINUTE` (default 10).
     HardRefresh,
+    /// Syncs: `MEDIC_SYNC_PER_MINUTE` (default 30).
     Sync,
 }
 
@@ -171,12 +184,17 @@ impl FleetControl {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HumanAction {
+    /// Start the sync the escalation describes (its `SyncPlan`); not offered where the diagnosis says not to sync.
     Sync,
     /// Ask Argo CD to compare again; offered only when a trust level proposes a refresh.
     Refresh,
+    /// Ask Argo CD for a hard refresh, regenerating the manifests past the repo-server's cache.
     HardRefresh,
+    /// End the operation that was running when the button was pressed (never a later one).
     TerminateOperation,
+    /// Mute new incidents of the app for 4 hours.
     Snooze,
+    /// Say that a person has taken the incident; it becomes Investigating.
     Acknowledge,
     /// Freeze the app for [`crate::freeze::BUTTON_FREEZE_HOURS`] hours: Argo Medic takes no
     /// automatic action on it until then.
@@ -217,11 +235,16 @@ impl HumanAction {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WaveSlot {
+    /// The outage's cause, as `CauseScope::key` writes it (`repo:git.example.com`).
     pub scope: String,
+    /// The outage's start, the sweeper's first sighting of it, which keys its pause and relapse markers; empty on older items.
     #[serde(default)]
     pub since: String,
+    /// The wave: the sweep window that released it; a wave released again after a pause is another wave.
     pub wave: String,
+    /// The item's place in wave order, from 0.
     pub index: u32,
+    /// How many items the wave holds.
     pub len: u32,
 }
 
@@ -247,6 +270,7 @@ pub enum WaveOutcome {
 }
 
 impl WaveOutcome {
+    /// The outcome's name in logs and metrics.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Healed => "healed",

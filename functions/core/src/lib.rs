@@ -12,12 +12,14 @@
 //! - [`keys`]: every key derivation (incident ids, idempotency and dedupe keys, button ids);
 //! - [`incident`]: incident history and outcomes;
 //! - [`sweep`]: the one sweep plan;
-//! - [`config`]: thresholds and safety limits with documented defaults;
+//! - `config`: thresholds and safety limits with documented defaults, re-exported as [`PolicyConfig`];
 //! - [`decision`]: what the policy returns;
 //! - [`human_action`]: a person's action on an incident: what a button stands for, how it went.
 //!
 //! This crate does no I/O and reads no clock; its Cargo.toml admits no async, HTTP, AWS or Lambda
 //! crate, so the compiler keeps it that way.
+
+#![warn(missing_docs)]
 
 pub mod actions;
 pub mod actuator;

@@ -2,10 +2,10 @@
 //! `ArgoApi` (refresh, sync, terminate) and the posting methods of `Escalator` take one, and only
 //! the actuator ([`crate::actuator`]) issues one, so no other code in the product compiles a call
 //! to them:
-//! - outside this crate a permit cannot be made at all (its field is private and [`Permit::issue`]
+//! - outside this crate a permit cannot be made at all (its field is private and `Permit::issue`
 //!   is `pub(crate)`); adapters receive it and may forward it (a decorator wrapping a client);
 //! - inside it, `tests/layering.rs` holds `Permit::issue` to `actuator.rs`;
-//! - tests of an adapter's own calls get one from [`Permit::for_tests`], behind the `test-permit`
+//! - tests of an adapter's own calls get one from `Permit::for_tests`, behind the `test-permit`
 //!   feature that no product crate enables (`make lint` checks the product crates alone).
 //!
 //! Its own module at the bottom of the core, so the ports can name it without importing the

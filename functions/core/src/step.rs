@@ -49,14 +49,21 @@ pub enum StepResult {
 /// One app's step, for reports and audit.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepReport {
+    /// The app the step looked at.
     pub app: AppId,
+    /// The failure mode the decision named; `None` when the step decided nothing.
     pub failure_mode: Option<FailureMode>,
+    /// The action the decision chose; `None` when the step decided nothing.
     pub action: Option<Action>,
+    /// What the step did.
     pub result: StepResult,
+    /// What happened, in a line for the logs: the decision's reason, then what the step added.
     pub detail: String,
+    /// The idempotency key of the decision's action, as the store and Argo CD's `infos` record it; `None` without an incident.
     pub idempotency_key: Option<IdempotencyKey>,
     /// Argo CD calls this step made.
     pub argo_calls: u32,
+    /// The decision the step acted on, for the caller; not serialised.
     #[serde(skip)]
     pub decision: Option<Decision>,
     /// The incident closed within this step: a verified refresh read the app back out of
@@ -79,12 +86,16 @@ pub struct StepReport {
 /// Why a step could not finish; the caller retries it later (the message stays on the queue).
 #[derive(Debug, Error)]
 pub enum StepError {
+    /// An Argo CD call failed.
     #[error(transparent)]
     Argo(#[from] ArgoError),
+    /// A store failed: incidents, markers, locks or the Slack records.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Telling people failed: a Slack call or its records.
     #[error(transparent)]
     Escalation(#[from] EscalationError),
+    /// The policy could not judge the app (an incomplete object).
     #[error(transparent)]
     Policy(#[from] PolicyError),
 }

@@ -47,8 +47,11 @@ pub fn needs_look(item: &Application) -> bool {
 /// What a sweep covers and when apps failing together are one cause ([`crate::fleet`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SweepScope {
+    /// The Argo CD projects in scope; empty for all.
     pub projects: Vec<String>,
+    /// The label selector in scope (`k=v`, `k!=v`, `k`, `!k`, comma = and); empty for all apps.
     pub selector: String,
+    /// When apps failing together are one cause, and how its recovery wave runs.
     pub fleet: FleetRules,
 }
 
@@ -67,6 +70,7 @@ impl SweepScope {
 /// What one sweep should look at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SweepPlan {
+    /// How many apps the sweep's list returned.
     pub listed: usize,
     /// Shared causes found in the list: their apps are held back, but for the canaries.
     pub causes: Vec<FleetCause>,

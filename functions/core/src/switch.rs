@@ -57,6 +57,7 @@ impl Mode {
         self != Mode::Off
     }
 
+    /// The mode's name as `medic switch` takes it and the audit shows it: `act`, `dry-run` or `off`.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Act => "act",
@@ -93,6 +94,7 @@ impl FromStr for Mode {
 /// The switch as the step reads it: the current mode, from a value recent enough, failing closed
 /// when it cannot be known.
 pub trait Switch: Send + Sync {
+    /// The mode now, from a value read recently enough; `Off` (fail closed) when it cannot be known.
     fn mode(&self) -> impl Future<Output = Mode> + Send;
     /// A problem with the switch itself to tell a human about, returned once (for example: it has
     /// been unreadable long enough that Argo Medic fails closed). No default: a wrapper that forgot
@@ -144,11 +146,13 @@ impl<T: Switch> Switch for std::sync::Arc<T> {
 /// Where the switch is kept (the state table on AWS, memory in tests). `None`: never set, which
 /// means [`Mode::Act`] (the stack's parameters alone decide).
 pub trait SwitchStore: Send + Sync {
+    /// The mode as kept; `None` when it was never set.
     fn read_mode(&self) -> impl Future<Output = Result<Option<Mode>, StoreError>> + Send;
     /// Sets the mode; `by` (who flipped it) is kept for the audit.
     fn write_mode(&self, mode: Mode, by: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Every freeze kept (ended ones too, until the store lets them go).
     fn read_freezes(&self) -> impl Future<Output = Result<Vec<Freeze>, StoreError>> + Send;
+    /// Keeps `freeze`, replacing one with the same id (a redelivered click writes the same freeze).
     fn write_freeze(&self, freeze: &Freeze) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Lifts the freeze `id` before its time; false when there was none.
     fn lift_freeze(&self, id: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;

@@ -15,7 +15,9 @@ use crate::error::InvalidTrigger;
 pub struct Trigger(String);
 
 impl Trigger {
+    /// A look no notification prompted: the sweeper's, and the follow-up looks Argo Medic makes by itself.
     pub const SWEEP: &'static str = "sweep";
+    /// A look asked for by hand: `medic decide`'s default trigger.
     pub const MANUAL: &'static str = "manual";
     /// The recovery wave of a fleet outage ([`crate::fleet`]): a canary showed the shared cause is
     /// over, and the app is looked at to be compared again.
@@ -42,26 +44,32 @@ impl Trigger {
         Self::NOTIFICATIONS.contains(&self.0.as_str())
     }
 
+    /// A look asked for by hand (`Trigger::MANUAL`).
     pub fn manual() -> Self {
         Self(Self::MANUAL.to_owned())
     }
 
+    /// A look no notification prompted (`Trigger::SWEEP`).
     pub fn sweep() -> Self {
         Self(Self::SWEEP.to_owned())
     }
 
+    /// A look in a fleet outage's recovery wave (`Trigger::RECOVERY`).
     pub fn recovery() -> Self {
         Self(Self::RECOVERY.to_owned())
     }
 
+    /// The look after a person's Slack button (`Trigger::SLACK_ACTION`).
     pub fn slack_action() -> Self {
         Self(Self::SLACK_ACTION.to_owned())
     }
 
+    /// A refresh asked for through the signed refresh endpoint (`Trigger::REQUESTED_REFRESH`).
     pub fn requested_refresh() -> Self {
         Self(Self::REQUESTED_REFRESH.to_owned())
     }
 
+    /// The trigger's name, as the wire, the keys and the logs carry it.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -38,6 +38,7 @@ pub enum TrustLevel {
 }
 
 impl TrustLevel {
+    /// The level's name in the configuration, the annotation and the audit: `act`, `propose` or `observe`.
     pub fn as_str(self) -> &'static str {
         match self {
             TrustLevel::Act => "act",
@@ -58,6 +59,7 @@ impl fmt::Display for TrustLevel {
     }
 }
 
+/// A level name that is not `observe`, `propose` or `act`; holds the text read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{0}` is not a trust level (observe, propose or act)")]
 pub struct UnknownTrustLevel(pub String);
@@ -87,6 +89,7 @@ pub struct TrustRule {
     pub failure_modes: Vec<FailureMode>,
     /// Action kinds (`refresh`, `hard_refresh`, `sync`).
     pub actions: Vec<ActionKind>,
+    /// The level for the actions the rule matches; `observe` when the rule gives none.
     pub level: TrustLevel,
 }
 
@@ -122,12 +125,14 @@ pub struct TrustConfig {
     /// existed, so an upgrade changes nothing; docs/configuration.md has the first-install
     /// progression (observe, then propose, then act, one scope at a time).
     pub default: TrustLevel,
+    /// The rules, in order; of those matching an action, the strictest applies.
     pub rules: Vec<TrustRule>,
 }
 
 /// The level that applies to one action on one app, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppliedTrust {
+    /// The level that applies: the configured one, made stricter by the app's annotation or a freeze.
     pub level: TrustLevel,
     /// What set it: `the default`, `rule 2`, `the annotation argo-medic.io/trust`.
     pub why: String,

@@ -13,12 +13,16 @@ use std::fmt;
 /// An Argo CD version, `major.minor.patch` (the build and pre-release parts ignored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Version {
+    /// The major version: the 3 of v3.5.1.
     pub major: u64,
+    /// The minor version: the 5 of v3.5.1.
     pub minor: u64,
+    /// The patch version: the 1 of v3.5.1; 0 when the text gave none.
     pub patch: u64,
 }
 
 impl Version {
+    /// The version `major.minor.patch`.
     pub const fn new(major: u64, minor: u64, patch: u64) -> Self {
         Self { major, minor, patch }
     }
@@ -33,6 +37,7 @@ impl Version {
         Some(Self { major, minor, patch })
     }
 
+    /// True when this version is `major.minor.patch` or later: how a behaviour that changed is asked about.
     pub fn at_least(self, major: u64, minor: u64, patch: u64) -> bool {
         self >= Self::new(major, minor, patch)
     }
@@ -70,6 +75,7 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// The profile's version, read from its tag.
     pub fn version(&self) -> Version {
         Version::parse(self.tag).expect("a profile's tag is a version")
     }

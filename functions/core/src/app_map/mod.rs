@@ -51,6 +51,7 @@ pub enum RowKind {
 }
 
 impl RowKind {
+    /// The kind's name in the rendered map and in row names (`sync code`).
     pub fn as_str(self) -> &'static str {
         match self {
             RowKind::Field => "field",
@@ -72,7 +73,9 @@ impl RowKind {
 pub struct Flip {
     /// `<class>/<id>` of a case in `events/corpus/`.
     pub case: &'static str,
+    /// The JSON pointer of the field to change (`/metadata/finalizers`).
     pub pointer: &'static str,
+    /// The JSON text to set it to; `null` removes the member.
     pub to: &'static str,
 }
 
@@ -82,7 +85,12 @@ pub enum Use {
     /// Policy rules read it: each is a prefix of a decision's rule (`failed-operation`,
     /// `failed-operation/hook-failed`, `opt-out`, `sync-gate`). Each flip turns one corpus case into
     /// a near miss whose decision (action, failure mode or rule) must differ.
-    Rule { rules: &'static [&'static str], flips: &'static [Flip] },
+    Rule {
+        /// The rules that read the row, each a prefix of a decision's rule.
+        rules: &'static [&'static str],
+        /// The near misses that show it: each must change its case's decision.
+        flips: &'static [Flip],
+    },
     /// Read by Argo Medic outside the policy's choice (the app's identity, the actuator's
     /// idempotency keys, the sweep's field mask): changing it changes no decision.
     Carried(&'static str),
@@ -93,6 +101,7 @@ pub enum Use {
 /// One row of the map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MapRow {
+    /// What the row covers: a field, an annotation or label key, a condition type, a code or a cause class.
     pub kind: RowKind,
     /// For [`RowKind::Field`], the swagger path (see there); otherwise the constant's value.
     pub key: &'static str,
@@ -104,6 +113,7 @@ pub struct MapRow {
     /// The field of [`crate::Application`] that models it (`status.operation_state.phase`), or
     /// `""` when it is not modelled.
     pub modelled: &'static str,
+    /// What Argo Medic does with it: a rule reads it, it is carried, or it is not relevant.
     pub used: Use,
     /// For a non-field row, or a field row marked not relevant whose field no corpus case has:
     /// where to put it in a case to show it changes nothing. Unused for rule rows (their flips

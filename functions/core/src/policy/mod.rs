@@ -1,7 +1,7 @@
 //! The decision policy: a pure function of the Application, the trigger, the incident's history,
 //! the time and the configuration. It performs no I/O and reads no clock.
 //!
-//! Two steps. [`classify`] names the failure mode from the Application alone (with the evidence
+//! Two steps. [`classify()`] names the failure mode from the Application alone (with the evidence
 //! and, for modes that are waited out first, how long). [`DecisionPolicy::decide`] then places
 //! the app's incident on that mode's remediation ladder, using what was already done, and applies
 //! the safety gates before any sync.
@@ -22,9 +22,11 @@ use crate::trigger::Trigger;
 /// What the classifier found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
+    /// The failure mode found; `Healthy` when nothing is wrong.
     pub mode: FailureMode,
     /// Specific detail for the reason, beyond the catalogue title.
     pub detail: String,
+    /// The fields the finding rests on, carried into the decision's evidence.
     pub evidence: Vec<Evidence>,
     /// When this episode of trouble began, as far as the Application shows.
     pub began_at: Option<DateTime<Utc>>,
@@ -141,6 +143,8 @@ fn moves_back(app: &Application) -> Option<String> {
     ))
 }
 
+/// The sync Argo Medic may request for `app`: what its automated policy would sync, or a re-run of a person's failed
+/// sync; otherwise why it must not sync.
 pub fn sync_plan(app: &Application, cfg: &PolicyConfig) -> Result<SyncPlan, String> {
     if app.is_deleting() {
         return Err("the application is being deleted".into());
@@ -233,10 +237,12 @@ fn hooks_marked_idempotent(app: &Application, cfg: &PolicyConfig) -> bool {
 /// The decision policy with its configuration.
 #[derive(Debug, Clone, Default)]
 pub struct DecisionPolicy {
+    /// The thresholds and safety limits the policy judges by.
     pub config: PolicyConfig,
 }
 
 impl DecisionPolicy {
+    /// A policy that judges by `config`.
     pub fn new(config: PolicyConfig) -> Self {
         Self { config }
     }
