@@ -193,23 +193,7 @@ impl<Q: WorkQueue, D: MarkerStore + DeliveryLeases, S: EscalationStore, C: Clock
     /// refusal gets its status and a JSON `{"error", "reason"}` and is counted
     /// (`SlackActionRejected` by `Reason`); Slack shows the clicker that the action failed.
     pub async fn handle<B: AsRef<[u8]>>(&self, req: http::Request<B>) -> http::Response<String> {
-        let answer = if req.method() != http::Method::POST {
-            Err(reject(StatusCode::METHOD_NOT_ALLOWED, "method", "use POST"))
-        } else {
-            match medic_adapters::edge::checked_body(
-                req.headers(),
-                req.body().as_ref(),
-                "application/x-www-form-urlencoded",
-                self.config.max_body_bytes,
-            ) {
-                Ok(body) => {
-                    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-                    self.accept(header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER), body).await
-                }
-                Err(r) => Err(r),
-            }
-        };
-        match answer {
+        match self.answer(&req).await {
             Ok(answer) => medic_adapters::edge::json_response(StatusCode::OK, &answer),
             Err(r) => {
                 self.metrics.count("SlackActionRejected", Some(("Reason", r.reason)), 1.0);
@@ -217,6 +201,21 @@ impl<Q: WorkQueue, D: MarkerStore + DeliveryLeases, S: EscalationStore, C: Clock
                 r.response(None)
             }
         }
+    }
+
+    /// Step 1 of [`Self::handle`] (method, media type, size), then [`Self::accept`].
+    async fn answer<B: AsRef<[u8]>>(&self, req: &http::Request<B>) -> Result<Value, Rejection> {
+        if req.method() != http::Method::POST {
+            return Err(reject(StatusCode::METHOD_NOT_ALLOWED, "method", "use POST"));
+        }
+        let body = medic_adapters::edge::checked_body(
+            req.headers(),
+            req.body().as_ref(),
+            "application/x-www-form-urlencoded",
+            self.config.max_body_bytes,
+        )?;
+        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+        self.accept(header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER), body).await
     }
 
     /// One interaction's raw body with its timestamp and signature headers (the handler has
