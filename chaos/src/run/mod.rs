@@ -824,6 +824,20 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     if !outages_over {
         eprintln!("chaos: the run ended before its outages did");
     }
+    // An outage app left in trouble has no incident when its outage held it, so the account
+    // cannot call it stuck: its state here is what a long settle is read by.
+    for name in outage_names.iter().filter(|n| !calm(&argo, n)) {
+        let app = argo.app("argocd", name).unwrap_or_default();
+        let conditions: Vec<&str> =
+            app["status"]["conditions"].as_array().into_iter().flatten().filter_map(|c| c["type"].as_str()).collect();
+        eprintln!(
+            "chaos: outage app {name} not calm at the end: sync {}, health {}, operation {}, conditions {conditions:?}, reconciled at {}",
+            app["status"]["sync"]["status"],
+            app["status"]["health"]["status"],
+            app["status"]["operationState"]["phase"],
+            app["status"]["reconciledAt"],
+        );
+    }
     if o.redrive {
         let unanswered = unanswered_clicks(&slack, &tally.lock().unwrap().accepted_clicks);
         let (in_dlq, _, _) = depth(&sqs, &dlq_url).await;
