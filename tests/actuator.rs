@@ -138,6 +138,47 @@ async fn the_ladder_step_acts_and_posts_only_when_the_gate_says_act() {
     }
 }
 
+/// Issue 30: every decision is recorded in the state table whatever the gate says, a dry run
+/// and `off` too (before, a dry run recorded nothing), with the mode it was taken in and the
+/// parts of the app the policy read.
+#[tokio::test]
+async fn every_decision_is_recorded_whatever_the_gate_says() {
+    use medic_core::ports::IncidentLedger;
+    for setting in SETTINGS {
+        let stack = stack().await;
+        let since = Utc::now() - chrono::TimeDelta::seconds(1);
+        let w = worker(&stack, setting);
+        for (name, project) in [("inventory", "payments"), ("observability", "platform"), ("storefront", "payments")] {
+            let app = AppRef { name: name.into(), namespace: "argocd".into(), project: Some(project.into()) };
+            stack
+                .queue()
+                .enqueue(&WorkItem::for_app(WorkKind::Sweep, app, Trigger::sweep(), "w1", Utc::now()), Duration::ZERO)
+                .await
+                .unwrap();
+        }
+        stack.poll(&w).await;
+        let records = stack.store().decisions(since).await.unwrap();
+        let mut seen: Vec<(String, &str, &str)> =
+            records.iter().map(|r| (r.decision.app.to_string(), r.mode.as_str(), r.project.as_str())).collect();
+        seen.sort();
+        let mode = setting.mode().as_str();
+        assert_eq!(
+            seen,
+            [
+                ("argocd/inventory".to_owned(), mode, "payments"),
+                ("argocd/observability".to_owned(), mode, "platform"),
+                ("argocd/storefront".to_owned(), mode, "payments")
+            ],
+            "{setting:?}"
+        );
+        for r in &records {
+            assert_eq!(r.fields.app["metadata"]["name"], r.decision.app.name(), "{setting:?}: the app's identity is kept");
+            assert!(!r.fields.app["status"].is_null(), "{setting:?}: and what the policy read of its status");
+            assert!(!r.fields.truncated);
+        }
+    }
+}
+
 /// A person's button on `app`'s escalation, clicked and handled at each gate setting: a button
 /// that changes Argo CD is performed only in `act` (one mutating call) and answered "not
 /// performed" in `dry-run`; nothing is posted in `off`.

@@ -357,6 +357,56 @@ async fn both_incident_ledgers_keep_the_same_contract() {
     ledger_contract(&dynamodb().await, "dynamodb").await;
 }
 
+// --- Decision records ------------------------------------------------------------------------
+
+/// A decision about `app` at `at`, recorded in `mode` on an app whose status says `sync`.
+fn decision_record(app: &AppId, at: DateTime<Utc>, mode: &str, sync: &str) -> medic_core::record::DecisionRecord {
+    let decision = Decision { rule: "health-and-sync → nothing-to-do".into(), ..Decision::nothing(app, at) };
+    let json = json!({
+        "metadata": {"name": app.name(), "namespace": app.namespace(), "uid": "not-read"},
+        "spec": {"project": "payments"},
+        "status": {"sync": {"status": sync}}
+    });
+    medic_core::record::DecisionRecord::new(&decision, &json, "payments", "sweep", mode, &medic_core::History::default())
+}
+
+/// Every decision is kept once (a second write of the same app and time, a retry, keeps the
+/// first), read back oldest first from `since` (across days: DynamoDB partitions by day), with
+/// what the policy read of the app and not the rest.
+async fn decision_log_contract<S: IncidentStore + medic_core::ports::IncidentLedger>(store: &S, label: &str) {
+    let now = chrono::SubsecRound::trunc_subsecs(Utc::now(), 3);
+    let other = AppId::new("argocd", "other");
+    let older = decision_record(&app(), now - TimeDelta::hours(40), "act", "OutOfSync");
+    let yesterday = decision_record(&app(), now - TimeDelta::hours(25), "dry-run", "OutOfSync");
+    let same_time = decision_record(&other, now - TimeDelta::hours(25), "dry-run", "Synced");
+    let latest = decision_record(&app(), now, "act", "Synced");
+    for r in [&latest, &older, &yesterday, &same_time] {
+        store.record_decision(r).await.unwrap();
+    }
+    store.record_decision(&decision_record(&app(), now, "off", "Unknown")).await.unwrap();
+    let read = store.decisions(now - TimeDelta::hours(30)).await.unwrap();
+    let seen: Vec<(String, String, String)> =
+        read.iter().map(|r| (r.decision.app.to_string(), r.mode.clone(), r.fields.app["status"]["sync"]["status"].to_string())).collect();
+    assert_eq!(
+        seen,
+        [
+            ("argocd/contract".into(), "dry-run".into(), "\"OutOfSync\"".into()),
+            ("argocd/other".into(), "dry-run".into(), "\"Synced\"".into()),
+            ("argocd/contract".into(), "act".into(), "\"Synced\"".into()),
+        ],
+        "{label}: since 30 hours ago, oldest first, the retry kept once"
+    );
+    assert_eq!(read[2], latest, "{label}: read back as written");
+    assert!(read[0].fields.app["metadata"].get("uid").is_none(), "{label}: what the policy does not read is not kept");
+    assert_eq!(store.decisions(now - TimeDelta::hours(48)).await.unwrap().len(), 4, "{label}");
+}
+
+#[tokio::test]
+async fn both_decision_logs_keep_the_same_contract() {
+    decision_log_contract(&SqliteIncidentStore::in_memory().unwrap(), "sqlite").await;
+    decision_log_contract(&dynamodb().await, "dynamodb").await;
+}
+
 // --- Escalator -------------------------------------------------------------------------------
 
 /// What every escalator does alike: it takes an escalation, an alert and a resolution without

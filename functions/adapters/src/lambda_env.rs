@@ -408,6 +408,17 @@ impl LambdaEnv {
         Ok(DynamoDbStore::new(self.dynamodb_client(), self.table()?, self.instance_id.clone()))
     }
 
+    /// How long the state table keeps a closed incident and a decision.
+    pub fn history(&self) -> Result<std::time::Duration, EnvError> {
+        Ok(std::time::Duration::from_secs(self.settings.number::<u64>(&vars::MEDIC_HISTORY_DAYS)?.saturating_mul(86_400)))
+    }
+
+    /// The incident store: the state table, keeping closed incidents and decisions for
+    /// [`Self::history`].
+    pub fn incident_store(&self) -> Result<DynamoDbStore, EnvError> {
+        Ok(self.store()?.with_retention(self.history()?))
+    }
+
     /// The worker's budget: the instance's rates in token buckets on the state table, shared by
     /// every worker that runs ([`SharedBudget`]). Its share of them
     /// ([`BudgetRates::worker_share`]: the event source runs at most

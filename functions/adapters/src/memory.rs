@@ -72,6 +72,8 @@ impl Record {
 struct Inner {
     open: HashMap<AppId, IncidentKey>,
     records: HashMap<IdempotencyKey, Record>,
+    /// Decisions by time and app, kept [`medic_core::record::DEFAULT_RETENTION`].
+    decisions: std::collections::BTreeMap<(DateTime<Utc>, AppId), medic_core::record::DecisionRecord>,
 }
 
 /// Incidents and idempotency records in a map.
@@ -177,6 +179,22 @@ impl IncidentStore for MemoryIncidentStore {
         _note: &medic_core::incident::DecisionNote,
     ) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    async fn record_decision(&self, record: &medic_core::record::DecisionRecord) -> Result<(), StoreError> {
+        let oldest = self.clock.now() - chrono::Duration::from_std(medic_core::record::DEFAULT_RETENTION).unwrap_or_default();
+        let mut inner = self.lock();
+        inner.decisions.retain(|(at, _), _| *at >= oldest);
+        inner.decisions.entry((record.decided_at(), record.decision.app.clone())).or_insert_with(|| record.clone());
+        Ok(())
+    }
+}
+
+impl MemoryIncidentStore {
+    /// The decisions recorded and still kept, oldest first (what `IncidentLedger::decisions`
+    /// answers for the stores that have a ledger).
+    pub fn decisions(&self) -> Vec<medic_core::record::DecisionRecord> {
+        self.lock().decisions.values().cloned().collect()
     }
 }
 

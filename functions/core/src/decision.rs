@@ -69,7 +69,7 @@ pub struct Decision {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncPlan>,
     /// For `escalate`: the actions a human may take from the escalation.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub human_actions: Vec<HumanAction>,
     /// For `escalate`: the one of `human_actions` the catalogue's diagnosis recommends (the
     /// escalation styles it as the recommended button), judged on this app and incident.
@@ -83,7 +83,7 @@ pub struct Decision {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<crate::route::Route>,
     /// True when this observation closes an open incident (the app is Synced and Healthy again).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resolves_incident: bool,
     /// When the decision was taken.
     pub decided_at: DateTime<Utc>,
@@ -121,6 +121,23 @@ impl Decision {
             route: None,
             resolves_incident: false,
             decided_at: now,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A decision is kept as JSON (a decision record) and read back: every field it leaves out
+    /// when empty reads back empty. `human_actions` and `resolves_incident` did not (a record
+    /// of a decision with no buttons could not be read).
+    #[test]
+    fn a_decision_round_trips_through_json_whatever_it_leaves_out() {
+        let at = "2026-12-01T10:00:00Z".parse().unwrap();
+        for decision in [Decision::nothing(&AppId::new("argocd", "a"), at), Decision::gone(&AppId::new("argocd", "a"), at)] {
+            let json = serde_json::to_string(&decision).unwrap();
+            assert_eq!(serde_json::from_str::<Decision>(&json).unwrap(), decision, "{json}");
         }
     }
 }

@@ -15,6 +15,8 @@
 //! - `config`: thresholds and safety limits with documented defaults, re-exported as [`PolicyConfig`];
 //! - [`decision`]: what the policy returns;
 //! - [`human_action`]: a person's action on an incident: what a button stands for, how it went.
+//! - [`record`]: what a decision read, kept: the parts of the Application the policy reads, at most 16 KB.
+//! - [`report`]: the shadow report: per failure mode and project, what each level would have done and what happened next.
 //!
 //! This crate does no I/O and reads no clock; its Cargo.toml admits no async, HTTP, AWS or Lambda
 //! crate, so the compiler keeps it that way.
@@ -43,6 +45,8 @@ pub mod ladder;
 pub mod permit;
 pub mod policy;
 pub mod ports;
+pub mod record;
+pub mod report;
 pub mod route;
 pub mod step;
 pub mod sweep;

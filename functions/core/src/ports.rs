@@ -20,6 +20,7 @@ use crate::keys::IncidentKey;
 use crate::keys::Marker;
 use crate::ladder::{BudgetKind, RefreshKind};
 use crate::permit::Permit;
+use crate::record::DecisionRecord;
 
 /// Declares a port, its decorator trait, and its forwarding through `Arc`, so forwarding is
 /// written once for every port and method, never by hand.
@@ -451,6 +452,10 @@ pub trait IncidentStore: Send + Sync {
         incident: &IncidentKey,
         note: &DecisionNote,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Keeps `record`, one decision taken at whatever level and in whatever mode (a dry run too),
+    /// for the store's retention: what `medic report` and `medic replay` read. Idempotent: the
+    /// same record (app and time) written twice is kept once. The policy never reads it.
+    fn record_decision(&self, record: &DecisionRecord) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 decorated by IncidentStoreDecorator;
 }
@@ -461,6 +466,8 @@ port! {
 pub trait IncidentLedger: Send + Sync {
     /// Every open incident, and the closed ones still kept when `include_closed`.
     fn incidents(&self, include_closed: bool) -> impl Future<Output = Result<Vec<IncidentRecord>, StoreError>> + Send;
+    /// The decisions recorded at or after `since` and still kept, oldest first.
+    fn decisions(&self, since: DateTime<Utc>) -> impl Future<Output = Result<Vec<DecisionRecord>, StoreError>> + Send;
 }
 decorated by IncidentLedgerDecorator;
 }

@@ -13,6 +13,7 @@ use medic_core::incident::{DecisionNote, History, Outcome};
 use medic_core::ladder::Action;
 use medic_core::policy::DecisionPolicy;
 use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, Escalator, IncidentStore, ListQuery, MarkerStore};
+use medic_core::record::DecisionRecord;
 use medic_core::switch::Switch;
 use medic_core::trigger::Trigger;
 
@@ -34,7 +35,7 @@ pub struct Remediator<'a, A, S, D, E, B, C, W> {
     /// Change nothing and post nothing (the stack's kill switch).
     pub kill_switch: bool,
     /// The instant switch, read by the gate right before acting: anything but `act` makes the
-    /// step report [`StepResult::DryRun`] and record nothing.
+    /// step report [`StepResult::DryRun`] and claim nothing (the decision is still recorded).
     pub switch: &'a W,
     /// How long a claim may stay in progress before another run may take it over.
     pub claim_timeout: Duration,
@@ -96,6 +97,7 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
         let (history, settled) = self.settle_sends(&app, trigger).await?;
         let mut decision = self.policy.decide(&app, trigger, &history, self.clock.now())?;
         self.apply_freezes(&app, &mut decision).await;
+        self.record(&app, &decision, trigger, &history).await;
         let mut out = report(name.clone(), Some(&decision), StepResult::NoAction, decision.reason.clone(), calls);
         if let Some(settled) = settled {
             out.detail = format!("{settled}; {}", out.detail);
@@ -115,6 +117,24 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
             let _ = self.store.note_decision(&name, incident, &note).await;
         }
         done.map(|(report, _)| report)
+    }
+
+    /// Records the decision with the parts of the app the policy read, whatever the level and
+    /// the mode (a dry run too): the history `medic report` and `medic replay` read. The policy
+    /// never reads it, so a record that could not be written must not fail the step.
+    async fn record(&self, app: &Application, decision: &Decision, trigger: &Trigger, history: &History) {
+        let (mode, _) = self.actuator().gate.mode().await;
+        let json = match serde_json::to_value(app) {
+            Ok(json) => json,
+            Err(e) => {
+                tracing::warn!(app = %decision.app, error = %e, "could not record the decision: the app does not serialise");
+                return;
+            }
+        };
+        let record = DecisionRecord::new(decision, &json, &app.spec.project, trigger.as_str(), mode.as_str(), history);
+        if let Err(e) = self.store.record_decision(&record).await {
+            tracing::warn!(app = %decision.app, error = %e, retryable = e.retryable(), "could not record the decision; the report will miss it");
+        }
     }
 
     /// A freeze over the app ([`medic_core::freeze`]) makes the decision's action `observe` until it

@@ -130,7 +130,7 @@ pub async fn adapters(env: &LambdaEnv) -> Result<(LambdaPorts, WorkItemKey), Env
     let (argo, work_item_key, escalator) = tokio::try_join!(env.argo_client(), env.work_item_key(), escalator(env))?;
     let adapters = Adapters {
         argo,
-        store: env.store()?,
+        store: env.incident_store()?,
         dedupe: env.store()?,
         lock: env.store()?,
         queue: env.queue(),

@@ -137,13 +137,13 @@ impl IncidentStore for DynamoDbStore {
     }
 
     async fn close(&self, app: &AppId, at: DateTime<Utc>) -> Result<(), StoreError> {
-        // The open incident becomes a closed record (kept `CLOSED_RETENTION`) in the same
+        // The open incident becomes a closed record (kept for the retention) in the same
         // transaction that deletes it, conditioned on it still being the incident read here.
         let pk = self.app_pk(app);
         for _ in 0..CLAIM_TRIES {
             let Some(item) = self.get(&pk, INCIDENT_SK).await? else { return Ok(()) };
             let id = get_s(&item, "incident_id")?.to_owned();
-            let expires = at.checked_add_signed(TimeDelta::from_std(CLOSED_RETENTION).unwrap_or(TimeDelta::MAX)).unwrap_or(at);
+            let expires = at.checked_add_signed(TimeDelta::from_std(self.retention).unwrap_or(TimeDelta::MAX)).unwrap_or(at);
             let mut closed = Put::builder()
                 .table_name(&self.table)
                 .item("pk", s(&pk))
@@ -197,6 +197,10 @@ impl IncidentStore for DynamoDbStore {
         Err(StoreError::unavailable(format!(
             "closing the incident of {app}: cancelled {CLAIM_TRIES} times by concurrent writes; try again later"
         )))
+    }
+
+    async fn record_decision(&self, record: &medic_core::record::DecisionRecord) -> Result<(), StoreError> {
+        self.put_decision(record).await
     }
 
     async fn note_decision(&self, app: &AppId, incident: &IncidentKey, note: &DecisionNote) -> Result<(), StoreError> {
@@ -314,5 +318,9 @@ impl IncidentLedger for DynamoDbStore {
         }
         records.sort_by(|a, b| (a.closed_at.is_some(), &a.app, a.opened_at).cmp(&(b.closed_at.is_some(), &b.app, b.opened_at)));
         Ok(records)
+    }
+
+    async fn decisions(&self, since: DateTime<Utc>) -> Result<Vec<medic_core::record::DecisionRecord>, StoreError> {
+        self.query_decisions(since).await
     }
 }

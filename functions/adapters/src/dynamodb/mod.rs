@@ -10,9 +10,10 @@
 //! | item | `pk` | `sk` | other attributes |
 //! | --- | --- | --- | --- |
 //! | open incident | `APP#<instance>#<app>` | `INCIDENT` | `app`, `incident_id`, `incident` (the `IncidentKey` as JSON), `opened_at` (RFC 3339), optionally `last_decision` (the step's last `DecisionNote` as JSON: action, failure mode, project, reason, evidence, retry time, trigger, time; written by the worker after each step, read only by `medic incidents`). No expiry: deleted when the incident closes |
-//! | closed incident | `APP#<instance>#<app>` | `CLOSED#<incident id>` | `app`, `incident_id`, `incident`, `opened_at`, `last_decision` (as the open incident had them), `closed_at` (RFC 3339), `expires_at` (`closed_at` + 7 days). Written with the deletion of the open incident, in one transaction, so `medic incidents --closed` can list what closed recently; nothing in the pipeline reads it |
+//! | closed incident | `APP#<instance>#<app>` | `CLOSED#<incident id>` | `app`, `incident_id`, `incident`, `opened_at`, `last_decision` (as the open incident had them), `closed_at` (RFC 3339), `expires_at` (`closed_at` + the retention, 7 days unless `MEDIC_HISTORY_DAYS` says otherwise). Written with the deletion of the open incident, in one transaction, so `medic incidents --closed` can list what closed recently; nothing in the pipeline reads it |
 //! | action (idempotency record) | `APP#<instance>#<app>` | `ACTION#<incident id>#<idempotency key>` | `app`, `incident_id`, `idempotency_key`, `rung`, `at` (RFC 3339), `outcome` (serde names: `hard_refresh`, `no_effect`), `status` (`INPROGRESS` or `COMPLETED`), `in_progress_until` (epoch milliseconds, while in progress); `expires_at` only once the incident has closed (`closed_at` + 30 days): while the incident is open its actions are kept, however long it lasts |
 //! | dedupe record | `DEDUPE#<instance>#<dedupe key>` | `-` | `seen_at` (RFC 3339), `expires_at`; a work item's record also `status` (`INPROGRESS` while a delivery handles it, then `COMPLETED`), `owner` (the delivery: message id and receive count) and `lease_until` (epoch milliseconds, while in progress). A record without `status` (markers, and releases before leases) is done |
+//! | a decision | `DECISION#<instance>#<UTC day: YYYY-MM-DD>` | `<decided_at, RFC 3339 to the microsecond>#<app>` | `app`, `record` (the `DecisionRecord` as JSON: the decision, project, trigger, mode, the history decided on, and the fields of the Application the policy read, at most 16 KB), `expires_at` (`decided_at` + the retention, 7 days unless `MEDIC_HISTORY_DAYS` says otherwise). Written by the worker for every decision, at every trust level and in a dry run; read by `medic report` and `medic replay` with one `Query` per day |
 //! | app lock | `LOCK#<instance>#<app>` | `-` | `owner`, `locked_at` (RFC 3339), `expires_at` |
 //! | a shared budget | `BUDGET#<instance>#<kind>` (`refresh`, `hard_refresh`, `sync`) | `-` | `milli_tokens`, `at_ms` (epoch milliseconds), `version` (bumped by every write; each write is conditional on the version read). The token bucket the workers draw from (`medic_core::budget`). No expiry |
 //! | the switch | `SWITCH#<instance>` | `-` | `mode` (`act`, `dry-run` or `off`), `set_by`, `set_at` (RFC 3339). Written by `medic switch`, read by the worker (cached 30 s per container). No expiry |
@@ -68,6 +69,7 @@ use medic_core::ports::{AppLock, Begun, Claim, DeliveryLeases, IncidentLedger, I
 use crate::aws::describe;
 
 mod budget;
+mod decisions;
 mod dedupe;
 mod incidents;
 mod switch;
@@ -80,8 +82,10 @@ pub const TTL_ATTRIBUTE: &str = "expires_at";
 /// How long action records are kept after their incident closed (the core's rule).
 pub const ACTION_RETENTION: Duration = medic_core::incident::ACTION_RETENTION;
 
-/// How long the record of a closed incident is kept (for `medic incidents --closed`).
-pub const CLOSED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// How long the record of a closed incident and a decision are kept unless
+/// [`DynamoDbStore::with_retention`] says otherwise (for `medic incidents --closed` and
+/// `medic report`).
+pub const CLOSED_RETENTION: Duration = medic_core::record::DEFAULT_RETENTION;
 
 const CLOSED_SK_PREFIX: &str = "CLOSED#";
 
@@ -109,11 +113,19 @@ pub struct DynamoDbStore {
     client: Client,
     table: String,
     instance: String,
+    /// How long a closed incident and a decision are kept (`MEDIC_HISTORY_DAYS`).
+    retention: Duration,
 }
 
 impl DynamoDbStore {
     pub fn new(client: Client, table: impl Into<String>, instance: impl Into<String>) -> Self {
-        Self { client, table: table.into(), instance: instance.into() }
+        Self { client, table: table.into(), instance: instance.into(), retention: CLOSED_RETENTION }
+    }
+
+    /// The store keeping closed incidents and decisions for `retention` instead of
+    /// [`CLOSED_RETENTION`].
+    pub fn with_retention(self, retention: Duration) -> Self {
+        Self { retention, ..self }
     }
 
     pub fn table(&self) -> &str {

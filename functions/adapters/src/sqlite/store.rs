@@ -5,7 +5,9 @@
 //!
 //! The same file also keeps, for `medic incidents`, each open incident's last decision
 //! (`open_incidents.last_decision`, a `DecisionNote` as JSON), a record of every incident closed in
-//! the last [`CLOSED_RETENTION`] (`closed_incidents`), and the Slack escalator's records
+//! the last [`CLOSED_RETENTION`] (`closed_incidents`), every decision taken in that time
+//! (`decisions`: a `DecisionRecord` as JSON, what `medic report` and `medic replay` read), and
+//! the Slack escalator's records
 //! (`escalations`, the `EscalationStore` port: which message shows which incident, its buttons,
 //! fleets), so `medic serve` remembers its Slack threads across restarts and `medic incidents`
 //! can link them; and `medic serve`'s work queue (`work_queue`, [`super::queue`]) with the
@@ -23,6 +25,7 @@ use medic_core::keys::IdempotencyKey;
 use medic_core::keys::IncidentKey;
 use medic_core::ladder::Rung;
 use medic_core::ports::{Claim, EscalationStore, IncidentLedger, IncidentStore, StoreError, Versioned};
+use medic_core::record::DecisionRecord;
 use rusqlite::{Connection, OptionalExtension, params};
 
 const SCHEMA: &str = "
@@ -51,6 +54,13 @@ CREATE TABLE IF NOT EXISTS closed_incidents (
     last_decision TEXT,
     expires_at INTEGER NOT NULL,
     PRIMARY KEY (app, incident_id)
+);
+CREATE TABLE IF NOT EXISTS decisions (
+    decided_at_us INTEGER NOT NULL,
+    app TEXT NOT NULL,
+    record TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (decided_at_us, app)
 );
 CREATE TABLE IF NOT EXISTS work_queue (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -93,11 +103,14 @@ CREATE TABLE IF NOT EXISTS escalations (
 );
 ";
 
-/// How long the record of a closed incident is kept (as the DynamoDB store keeps it).
-pub const CLOSED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// How long the record of a closed incident is kept unless [`SqliteIncidentStore::with_retention`]
+/// says otherwise (as the DynamoDB store keeps it).
+pub const CLOSED_RETENTION: Duration = medic_core::record::DEFAULT_RETENTION;
 
 pub struct SqliteIncidentStore {
     conn: Mutex<Connection>,
+    /// How long a closed incident and a decision are kept (`MEDIC_HISTORY_DAYS`).
+    retention: Duration,
 }
 
 /// An app id kept as text in a row.
@@ -145,7 +158,13 @@ impl SqliteIncidentStore {
         // expired (M1; NULL: kept, its incident open) get the columns added.
         add_column(&conn, "open_incidents", "last_decision", "TEXT")?;
         add_column(&conn, "actions", "expires_at", "INTEGER")?;
-        Ok(Self { conn: Mutex::new(conn) })
+        Ok(Self { conn: Mutex::new(conn), retention: CLOSED_RETENTION })
+    }
+
+    /// The store keeping closed incidents and decisions for `retention` instead of
+    /// [`CLOSED_RETENTION`].
+    pub fn with_retention(self, retention: Duration) -> Self {
+        Self { retention, ..self }
     }
 
     pub fn in_memory() -> Result<Self, StoreError> {
@@ -277,7 +296,7 @@ impl IncidentStore for SqliteIncidentStore {
             .map_err(err)?;
         if let Some((incident, opened_at, last_decision)) = open {
             let id = from_json::<IncidentKey>(&incident)?.id();
-            let expires = at + chrono::Duration::from_std(CLOSED_RETENTION).unwrap_or_default();
+            let expires = at + chrono::Duration::from_std(self.retention).unwrap_or_default();
             tx.execute(
                 "INSERT OR REPLACE INTO closed_incidents (app, incident_id, incident, opened_at, closed_at, last_decision, expires_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -314,6 +333,21 @@ impl IncidentStore for SqliteIncidentStore {
         let mut stmt = conn.prepare("SELECT app FROM open_incidents ORDER BY app").map_err(err)?;
         let apps = stmt.query_map([], |r| r.get(0)).map_err(err)?.collect::<Result<Vec<String>, _>>().map_err(err)?;
         apps.iter().map(|a| app_id(a)).collect()
+    }
+
+    /// One row per app and time (`INSERT OR IGNORE`: a second write of the same record keeps
+    /// the first); rows past their expiry go with the write, as TTL deletes them in DynamoDB.
+    async fn record_decision(&self, record: &DecisionRecord) -> Result<(), StoreError> {
+        let at = record.decided_at();
+        let expires = at + chrono::Duration::from_std(self.retention).unwrap_or_default();
+        let conn = self.conn();
+        conn.execute(
+            "INSERT OR IGNORE INTO decisions (decided_at_us, app, record, expires_at) VALUES (?1, ?2, ?3, ?4)",
+            params![at.timestamp_micros(), record.decision.app.as_str(), to_json(record)?, expires.timestamp()],
+        )
+        .map_err(err)?;
+        conn.execute("DELETE FROM decisions WHERE expires_at <= ?1", params![Utc::now().timestamp()]).map_err(err)?;
+        Ok(())
     }
 }
 
@@ -370,6 +404,19 @@ impl IncidentLedger for SqliteIncidentStore {
             }
         }
         Ok(records)
+    }
+
+    async fn decisions(&self, since: DateTime<Utc>) -> Result<Vec<DecisionRecord>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT record FROM decisions WHERE decided_at_us >= ?1 AND expires_at > ?2 ORDER BY decided_at_us, app")
+            .map_err(err)?;
+        let rows = stmt
+            .query_map(params![since.timestamp_micros(), Utc::now().timestamp()], |r| r.get::<_, String>(0))
+            .map_err(err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
+        rows.iter().map(|r| from_json(r)).collect()
     }
 }
 
