@@ -27,6 +27,8 @@ mod leases;
 mod outage;
 /// The serverless pipeline end to end on real wire protocols (SQS, DynamoDB, Argo CD).
 mod pipeline;
+/// `medic report`: the shadow report over a recorded history, in SQLite and DynamoDB.
+mod report;
 /// How long an incident's action records live, the same in every incident store.
 mod retention;
 /// Secrets rotated without a redeploy (the Argo CD token, the Slack token).

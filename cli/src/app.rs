@@ -75,6 +75,10 @@ enum Command {
     /// stack's DynamoDB table with --table): rungs taken, next step, Slack thread, fleet. `show APP`
     /// prints one app's incidents in full with the evidence of the last decision.
     Incidents(IncidentsArgs),
+    /// The shadow report: from the decisions the state store recorded (at every trust level and
+    /// in a dry run), per failure mode and project, how many, what each level would have done,
+    /// and what happened next: Argo Medic acted, a person acted, healed by itself, still broken.
+    Report(ReportArgs),
     /// Show or flip a deployed stack's instant switch (`act`, `dry-run` or `off`), kept in its
     /// state table: workers see a change within 30 seconds, no stack update needed. The stack's
     /// DryRun and KillSwitch parameters still apply: the switch can only make Argo Medic more
@@ -250,6 +254,40 @@ struct SweepArgs {
     passes: usize,
     #[arg(short = 'o', long, value_enum, default_value = "table")]
     output: SweepOutput,
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// How far back: the decisions taken in this time (90m, 24h, 7d). The store keeps them for
+    /// its retention (`MEDIC_HISTORY_DAYS`, 7 days unless the stack says otherwise).
+    #[arg(long, default_value = "7d")]
+    since: String,
+    /// The SQLite state file (default: the one `medic sweep` and `medic serve` use).
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// Read a deployed stack's DynamoDB state table instead (its StateTableName output).
+    #[arg(long, conflicts_with = "state")]
+    table: Option<String>,
+    /// With --table: another DynamoDB endpoint (moto, DynamoDB Local).
+    #[arg(long)]
+    endpoint_url: Option<String>,
+    /// With --table: the stack's InstanceId.
+    #[arg(long, default_value = "default")]
+    instance: String,
+    /// Policy configuration (JSON): its settle_secs is how soon a healing counts as "by itself".
+    #[arg(long)]
+    config: Option<String>,
+    #[arg(short = 'o', long, value_enum, default_value = "table")]
+    output: ReportOutput,
+}
+
+/// `medic report`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ReportOutput {
+    /// A row per failure mode and project, and what the columns mean.
+    Table,
+    /// One JSON document: `since`, `decisions` and the `rows`.
+    Json,
 }
 
 #[derive(clap::Args)]
@@ -636,6 +674,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
             runtime.block_on(incidents(args))
         }
+        Command::Report(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            runtime.block_on(report(args))
+        }
         Command::Demo { events, output } => {
             let scenarios = scenario::load_all(&events).with_context(|| {
                 // The scenarios are the repository's test fixtures, not compiled in (the sample
@@ -1000,6 +1042,34 @@ async fn argo_cd_sync_windows(argo: &crate::argocd_flags::ArgoFlags) -> Result<E
             Ok(ExitCode::from(crate::exit::of(&anyhow::Error::from(e))))
         }
     }
+}
+
+async fn report(args: ReportArgs) -> Result<ExitCode> {
+    let now = Utc::now();
+    let back = crate::incidents::parse_duration(&args.since)?;
+    let since = now - chrono::Duration::from_std(back).context("--since is too long")?;
+    let policy: medic_core::PolicyConfig = args.config.as_deref().map(input::read_config).transpose()?.unwrap_or_default();
+    let settle = chrono::Duration::seconds(policy.settle_secs);
+    let report = match &args.table {
+        Some(table) => {
+            let sdk = medic_adapters::aws::sdk_config(args.endpoint_url.as_deref()).await;
+            let store = medic_adapters::dynamodb::DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), table, &args.instance);
+            crate::report::read(&store, since, settle).await?
+        }
+        None => {
+            let path = args.state.unwrap_or_else(crate::sweep_cmd::default_state_path);
+            if !path.exists() {
+                anyhow::bail!("no state file at {}: `medic sweep` and `medic serve` create it (or name one with --state)", path.display());
+            }
+            crate::report::read(&crate::store::SqliteIncidentStore::open(&path)?, since, settle).await?
+        }
+    };
+    let text = match args.output {
+        ReportOutput::Table => crate::report::table(&report, now),
+        ReportOutput::Json => document(&report, Document::Json)?,
+    };
+    emit(&text)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn incidents(args: IncidentsArgs) -> Result<ExitCode> {

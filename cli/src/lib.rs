@@ -11,6 +11,7 @@ pub mod incidents;
 pub mod input;
 pub mod output;
 pub mod render;
+pub mod report;
 pub mod scenario;
 pub mod serve;
 pub mod slack_click;

@@ -235,6 +235,11 @@ impl TestClock {
     pub fn advance(&self, by: chrono::TimeDelta) {
         *self.0.lock().unwrap() += by;
     }
+
+    /// The time it shows now.
+    pub fn now_at(&self) -> chrono::DateTime<Utc> {
+        *self.0.lock().unwrap()
+    }
 }
 
 impl medic_core::ports::Clock for TestClock {

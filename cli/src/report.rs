@@ -1,0 +1,72 @@
+//! `medic report`: the shadow report over the decisions a state store recorded
+//! ([`medic_core::report`]), as a table or JSON.
+
+use chrono::{DateTime, Utc};
+use medic_core::ports::{IncidentLedger, StoreError};
+use medic_core::report::{Next, Report};
+
+/// The report over the decisions `ledger` recorded since `since`; a healing within `settle` of a
+/// decision counts as "by itself".
+pub async fn read<L: IncidentLedger>(ledger: &L, since: DateTime<Utc>, settle: chrono::Duration) -> Result<Report, StoreError> {
+    Ok(medic_core::report::report(&ledger.decisions(since).await?, since, settle))
+}
+
+/// The report as aligned columns: a row per failure mode and project; then what the columns
+/// mean, so a team reading it for the first time needs no manual.
+pub fn table(report: &Report, now: DateTime<Utc>) -> String {
+    let days = (now - report.since).num_hours() as f64 / 24.0;
+    let mut out = format!(
+        "{} decisions recorded since {} ({days:.1} days); {} rows of trouble\n\n",
+        report.decisions,
+        report.since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        report.rows.len()
+    );
+    if report.rows.is_empty() {
+        out.push_str("nothing in trouble was decided in that time\n");
+        return out;
+    }
+    let header = [
+        "MODE",
+        "PROJECT",
+        "DECISIONS",
+        "APPS",
+        "LEVELS",
+        "CHANGE",
+        "ESCALATE",
+        "WAIT",
+        "MEDIC",
+        "PERSON",
+        "HEALED",
+        "LATER",
+        "BROKEN",
+        "UNSEEN",
+    ];
+    let rows: Vec<Vec<String>> = report
+        .rows
+        .iter()
+        .map(|r| {
+            let levels = r.levels.iter().map(|(level, n)| format!("{level} {n}")).collect::<Vec<_>>().join(", ");
+            let mut row = vec![
+                r.failure_mode.clone(),
+                r.project.clone(),
+                r.decisions.to_string(),
+                r.apps.to_string(),
+                levels,
+                r.would_change.to_string(),
+                r.would_escalate.to_string(),
+                r.would_wait.to_string(),
+            ];
+            row.extend(Next::ALL.iter().map(|n| r.next.get(n).copied().unwrap_or(0).to_string()));
+            row
+        })
+        .collect();
+    out.push_str(&crate::render::table(&header, &rows));
+    out.push_str(
+        "\nCHANGE: decisions that change Argo CD (refresh, hard refresh, sync): performed at act, offered to a person at propose, only recorded at observe.\n\
+         ESCALATE: handed to a person (not at observe). WAIT: waited or did nothing.\n\
+         What happened next, from the app's later records: MEDIC Argo Medic acted; PERSON a person started an operation; \
+         HEALED healthy again within the settle time with nobody acting; LATER the same, after it; BROKEN still in trouble; \
+         UNSEEN no later record (in a dry run and at observe a calm app is not looked at again).\n",
+    );
+    out
+}

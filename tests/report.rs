@@ -1,0 +1,147 @@
+//! `medic report` over a history the per-app step recorded, with outcomes known by construction,
+//! in SQLite and in DynamoDB (moto_server on 127.0.0.1): the counts per failure mode, project and
+//! outcome are the history's.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{TimeDelta, Utc};
+use medic::store::SqliteIncidentStore;
+use medic_adapters::dynamodb::{DynamoDbStore, create_table};
+use medic_core::ports::{IncidentLedger, IncidentStore};
+use medic_core::report::Next;
+use medic_core::{PolicyConfig, Trigger};
+use medic_sim::moto::{moto, unique};
+use medic_sim::{ArgoSim, SimConfig};
+use serde_json::json;
+
+use crate::support::{Parts, TestClock, app, client, events_dir};
+
+/// The app `name` as Argo CD shows it once it is Synced and Healthy again at `at`, with the
+/// operation `operation` (or none) as its last.
+fn healed(sim: &ArgoSim, name: &str, at: chrono::DateTime<Utc>, operation: Option<serde_json::Value>) {
+    let mut a = sim.app("argocd", name).unwrap();
+    let status = &mut a["status"];
+    status["sync"]["status"] = json!("Synced");
+    status["health"] = json!({"status": "Healthy", "lastTransitionTime": at.to_rfc3339()});
+    status["conditions"] = json!([]);
+    status["reconciledAt"] = json!(at.to_rfc3339());
+    match operation {
+        Some(op) => status["operationState"] = op,
+        None => {
+            status.as_object_mut().unwrap().remove("operationState");
+        }
+    }
+    if let Some(resources) = status["resources"].as_array_mut() {
+        for r in resources {
+            r["status"] = json!("Synced");
+            r["health"] = json!({"status": "Healthy"});
+        }
+    }
+    sim.insert_app(a);
+}
+
+/// The app `name` as the controller leaves it after reconciling at `at`, unchanged otherwise.
+fn reconciled(sim: &ArgoSim, name: &str, at: chrono::DateTime<Utc>) {
+    let mut a = sim.app("argocd", name).unwrap();
+    a["status"]["reconciledAt"] = json!(at.to_rfc3339());
+    sim.insert_app(a);
+}
+
+/// A week's history, recorded by the real step over the sample fleet, two days ago:
+/// - inventory (stale): decided in a dry run, Synced and Healthy again 5 minutes later, looked at;
+/// - accounts (a failed hook): decided in a dry run, looked at again 30 minutes later, unchanged;
+/// - observability: decided in a dry run; a person syncs it 2 minutes later, healthy at 3;
+/// - payouts (a transient sync failure): decided and synced in `act`.
+async fn record_history<S: IncidentStore>(store: S) {
+    let clock = TestClock::now_real();
+    clock.advance(-TimeDelta::days(2));
+    let t0 = clock.now_at();
+    // The sample fleet as it stood then.
+    let sim = &ArgoSim::start(SimConfig::default()).await.unwrap();
+    sim.load_samples(&events_dir(), t0).unwrap();
+    let parts = Parts::new(store, PolicyConfig { settle_secs: 600, ..PolicyConfig::default() });
+    let c = client(sim);
+    let dry = parts.step_with_clock(&c, clock.as_ref(), true, Duration::from_secs(60));
+    let live = parts.step_with_clock(&c, clock.as_ref(), false, Duration::from_secs(60));
+    let look = |name: &'static str, project: &'static str| app(name, project);
+    for (name, project) in [("inventory", "payments"), ("accounts", "payments"), ("observability", "platform")] {
+        dry.run(&look(name, project), &Trigger::sweep(), None).await.unwrap();
+    }
+    live.run(&look("payouts", "payments"), &Trigger::sweep(), None).await.unwrap();
+    let person = json!({
+        "operation": {"initiatedBy": {"username": "alice"}, "sync": {"revision": "HEAD"}},
+        "phase": "Succeeded", "message": "successfully synced (all tasks run)",
+        "startedAt": (t0 + TimeDelta::minutes(2)).to_rfc3339(), "finishedAt": (t0 + TimeDelta::minutes(2)).to_rfc3339()
+    });
+    clock.advance(TimeDelta::minutes(3));
+    healed(sim, "observability", clock.now_at(), Some(person));
+    dry.run(&look("observability", "platform"), &Trigger::sweep(), None).await.unwrap();
+    clock.advance(TimeDelta::minutes(2));
+    healed(sim, "inventory", clock.now_at(), None);
+    dry.run(&look("inventory", "payments"), &Trigger::sweep(), None).await.unwrap();
+    clock.advance(TimeDelta::minutes(25));
+    reconciled(sim, "accounts", clock.now_at());
+    dry.run(&look("accounts", "payments"), &Trigger::sweep(), None).await.unwrap();
+}
+
+/// The report's rows as (mode, project) → (decisions, apps, would change, would escalate, outcomes).
+type Rows = BTreeMap<(String, String), (usize, usize, usize, usize, BTreeMap<Next, usize>)>;
+
+async fn rows_of<L: IncidentLedger>(ledger: &L) -> (usize, Rows) {
+    let since = Utc::now() - TimeDelta::days(7);
+    let report = medic::report::read(ledger, since, TimeDelta::seconds(600)).await.unwrap();
+    let rows = report
+        .rows
+        .iter()
+        .map(|r| ((r.failure_mode.clone(), r.project.clone()), (r.decisions, r.apps, r.would_change, r.would_escalate, r.next.clone())))
+        .collect();
+    (report.decisions, rows)
+}
+
+fn expected() -> Rows {
+    let row = |mode: &str, project: &str, counts: (usize, usize, usize, usize), next: &[(Next, usize)]| {
+        ((mode.to_owned(), project.to_owned()), (counts.0, counts.1, counts.2, counts.3, next.iter().copied().collect()))
+    };
+    [
+        row("crd-not-established", "platform", (1, 1, 1, 0), &[(Next::PersonActed, 1)]),
+        row("hook-failed", "payments", (2, 1, 0, 2), &[(Next::StillBroken, 1), (Next::NotSeenSince, 1)]),
+        row("stale-reconcile", "payments", (1, 1, 1, 0), &[(Next::HealedByItself, 1)]),
+        row("sync-failed-transient", "payments", (1, 1, 1, 0), &[(Next::ArgoMedicActed, 1)]),
+    ]
+    .into_iter()
+    .collect()
+}
+
+#[tokio::test]
+async fn the_report_counts_what_the_recorded_history_did_in_sqlite_and_in_dynamodb() {
+    let sqlite = Arc::new(SqliteIncidentStore::in_memory().unwrap());
+    record_history(Arc::clone(&sqlite)).await;
+    let (decisions, rows) = rows_of(sqlite.as_ref()).await;
+    assert_eq!(rows, expected(), "sqlite");
+    assert_eq!(decisions, 7, "sqlite: the two healthy looks are read too, and make no row");
+
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let ddb = aws_sdk_dynamodb::Client::new(&sdk);
+    let table = unique("report");
+    create_table(&ddb, &table).await.unwrap();
+    let dynamodb = DynamoDbStore::new(ddb, table, "report");
+    record_history(dynamodb.clone()).await;
+    assert_eq!(rows_of(&dynamodb).await, (7, expected()), "dynamodb");
+
+    let text = medic::report::table(
+        &medic::report::read(&dynamodb, Utc::now() - TimeDelta::days(7), TimeDelta::seconds(600)).await.unwrap(),
+        Utc::now(),
+    );
+    assert!(text.starts_with("7 decisions recorded since"), "{text}");
+    // docs/operations.md shows this table as its example: it is what the code prints.
+    let docs = std::fs::read_to_string(crate::support::events_dir().join("../docs/operations.md")).unwrap();
+    let example = docs
+        .split("<!-- report-example")
+        .nth(1)
+        .and_then(|rest| rest.split("```").nth(1))
+        .expect("docs/operations.md has the report example");
+    let table: String = text.lines().skip(2).take_while(|l| !l.is_empty()).map(|l| format!("{l}\n")).collect();
+    assert_eq!(example.trim_start_matches('\n'), table, "docs/operations.md's example is the table the code prints for this history");
+}
