@@ -1,6 +1,8 @@
-//! `medic report` over a history the per-app step recorded, with outcomes known by construction,
-//! in SQLite and in DynamoDB (moto_server on 127.0.0.1): the counts per failure mode, project and
-//! outcome are the history's.
+//! `medic report` and `medic replay` over a history the per-app step recorded, with outcomes known
+//! by construction, in SQLite and in DynamoDB (moto_server on 127.0.0.1): the report's counts per
+//! failure mode, project and outcome are the history's; a replay with the recording's own
+//! configuration decides every record the same, and one threshold changed changes exactly the
+//! decisions it governs.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -42,6 +44,11 @@ fn healed(sim: &ArgoSim, name: &str, at: chrono::DateTime<Utc>, operation: Optio
     sim.insert_app(a);
 }
 
+/// The configuration the history is recorded with.
+fn recording_config() -> PolicyConfig {
+    PolicyConfig { settle_secs: 600, ..PolicyConfig::default() }
+}
+
 /// The app `name` as the controller leaves it after reconciling at `at`, unchanged otherwise.
 fn reconciled(sim: &ArgoSim, name: &str, at: chrono::DateTime<Utc>) {
     let mut a = sim.app("argocd", name).unwrap();
@@ -61,7 +68,7 @@ async fn record_history<S: IncidentStore>(store: S) {
     // The sample fleet as it stood then.
     let sim = &ArgoSim::start(SimConfig::default()).await.unwrap();
     sim.load_samples(&events_dir(), t0).unwrap();
-    let parts = Parts::new(store, PolicyConfig { settle_secs: 600, ..PolicyConfig::default() });
+    let parts = Parts::new(store, recording_config());
     let c = client(sim);
     let dry = parts.step_with_clock(&c, clock.as_ref(), true, Duration::from_secs(60));
     let live = parts.step_with_clock(&c, clock.as_ref(), false, Duration::from_secs(60));
@@ -144,4 +151,53 @@ async fn the_report_counts_what_the_recorded_history_did_in_sqlite_and_in_dynamo
         .expect("docs/operations.md has the report example");
     let table: String = text.lines().skip(2).take_while(|l| !l.is_empty()).map(|l| format!("{l}\n")).collect();
     assert_eq!(example.trim_start_matches('\n'), table, "docs/operations.md's example is the table the code prints for this history");
+}
+
+/// Replayed with the configuration it was recorded with, the history is decided the same, record
+/// for record; with `stale_reconcile_secs` raised to a day, exactly the decision that judged
+/// inventory's status stale is taken otherwise, and nothing else.
+async fn replay_contract<L: IncidentLedger>(ledger: &L, label: &str) {
+    let since = Utc::now() - TimeDelta::days(7);
+    let same = medic::report::replay(ledger, since, &medic_core::DecisionPolicy::new(recording_config())).await.unwrap();
+    assert_eq!((same.decisions, same.replayed, same.truncated, same.unreadable), (7, 7, 0, 0), "{label}: {same:?}");
+    assert!(same.differences.is_empty(), "{label}: {:#?}", same.differences);
+    let candidate = PolicyConfig { stale_reconcile_secs: 24 * 3600, ..recording_config() };
+    let changed = medic::report::replay(ledger, since, &medic_core::DecisionPolicy::new(candidate)).await.unwrap();
+    let differ: Vec<(String, String, String)> =
+        changed.differences.iter().map(|d| (d.app.to_string(), d.recorded.failure_mode.clone(), d.replayed.failure_mode.clone())).collect();
+    assert_eq!(differ.len(), 1, "{label}: {differ:?}");
+    assert_eq!((differ[0].0.as_str(), differ[0].1.as_str()), ("argocd/inventory", "stale-reconcile"), "{label}: {differ:?}");
+    assert_ne!(differ[0].2, "stale-reconcile", "{label}");
+    let text = medic::report::replay_table(&changed);
+    // docs/operations.md shows this as its example, but for the time the decision was taken.
+    let docs = std::fs::read_to_string(crate::support::events_dir().join("../docs/operations.md")).unwrap();
+    let example = docs
+        .split("<!-- replay-example")
+        .nth(1)
+        .and_then(|rest| rest.split("```").nth(1))
+        .expect("docs/operations.md has the replay example");
+    let shown = changed.differences[0].decided_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let documented = example.lines().last().and_then(|l| l.split_whitespace().next()).unwrap_or_default();
+    assert_eq!(example.trim_start_matches('\n'), text.replace(&shown, documented), "{label}: docs/operations.md's replay example");
+    assert!(
+        text.starts_with(
+            "7 decisions read, 7 decided again, 0 cut to their size bound and 0 unreadable (not decided again); 1 decided otherwise"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("argocd/inventory"), "{text}");
+}
+
+#[tokio::test]
+async fn a_replay_reproduces_the_history_and_a_changed_threshold_changes_exactly_its_decisions() {
+    let sqlite = Arc::new(SqliteIncidentStore::in_memory().unwrap());
+    record_history(Arc::clone(&sqlite)).await;
+    replay_contract(sqlite.as_ref(), "sqlite").await;
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let ddb = aws_sdk_dynamodb::Client::new(&sdk);
+    let table = unique("replay");
+    create_table(&ddb, &table).await.unwrap();
+    let dynamodb = DynamoDbStore::new(ddb, table, "replay");
+    record_history(dynamodb.clone()).await;
+    replay_contract(&dynamodb, "dynamodb").await;
 }

@@ -79,6 +79,10 @@ enum Command {
     /// in a dry run), per failure mode and project, how many, what each level would have done,
     /// and what happened next: Argo Medic acted, a person acted, healed by itself, still broken.
     Report(ReportArgs),
+    /// Decide the recorded decisions again with the policy and configuration given (--config; the
+    /// defaults without it) and print those decided otherwise: a policy change judged on the
+    /// fleet's own history before it is deployed.
+    Replay(ReplayArgs),
     /// Show or flip a deployed stack's instant switch (`act`, `dry-run` or `off`), kept in its
     /// state table: workers see a change within 30 seconds, no stack update needed. The stack's
     /// DryRun and KillSwitch parameters still apply: the switch can only make Argo Medic more
@@ -281,12 +285,39 @@ struct ReportArgs {
     output: ReportOutput,
 }
 
-/// `medic report`.
+#[derive(clap::Args)]
+struct ReplayArgs {
+    /// How far back: the decisions taken in this time (90m, 24h, 7d).
+    #[arg(long, default_value = "7d")]
+    since: String,
+    /// The SQLite state file (default: the one `medic sweep` and `medic serve` use).
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// Read a deployed stack's DynamoDB state table instead (its StateTableName output).
+    #[arg(long, conflicts_with = "state")]
+    table: Option<String>,
+    /// With --table: another DynamoDB endpoint (moto, DynamoDB Local).
+    #[arg(long)]
+    endpoint_url: Option<String>,
+    /// With --table: the stack's InstanceId.
+    #[arg(long, default_value = "default")]
+    instance: String,
+    /// The policy configuration to decide with (JSON, a file or `-`; as `medic decide --config`):
+    /// the stack's own reproduces its records, a candidate shows what it would change.
+    #[arg(long)]
+    config: Option<String>,
+    #[arg(short = 'o', long, value_enum, default_value = "table")]
+    output: ReportOutput,
+}
+
+/// `medic report` and `medic replay`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum ReportOutput {
-    /// A row per failure mode and project, and what the columns mean.
+    /// Aligned columns: the report's row per failure mode and project (and what the columns
+    /// mean), the replay's row per decision taken otherwise.
     Table,
-    /// One JSON document: `since`, `decisions` and the `rows`.
+    /// One JSON document: the report's `since`, `decisions` and `rows`; the replay's counts and
+    /// `differences`.
     Json,
 }
 
@@ -678,6 +709,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
             runtime.block_on(report(args))
         }
+        Command::Replay(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+            runtime.block_on(replay(args))
+        }
         Command::Demo { events, output } => {
             let scenarios = scenario::load_all(&events).with_context(|| {
                 // The scenarios are the repository's test fixtures, not compiled in (the sample
@@ -1067,6 +1102,32 @@ async fn report(args: ReportArgs) -> Result<ExitCode> {
     let text = match args.output {
         ReportOutput::Table => crate::report::table(&report, now),
         ReportOutput::Json => document(&report, Document::Json)?,
+    };
+    emit(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn replay(args: ReplayArgs) -> Result<ExitCode> {
+    let back = crate::incidents::parse_duration(&args.since)?;
+    let since = Utc::now() - chrono::Duration::from_std(back).context("--since is too long")?;
+    let policy = medic_core::DecisionPolicy::new(args.config.as_deref().map(input::read_config).transpose()?.unwrap_or_default());
+    let replay = match &args.table {
+        Some(table) => {
+            let sdk = medic_adapters::aws::sdk_config(args.endpoint_url.as_deref()).await;
+            let store = medic_adapters::dynamodb::DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), table, &args.instance);
+            crate::report::replay(&store, since, &policy).await?
+        }
+        None => {
+            let path = args.state.unwrap_or_else(crate::sweep_cmd::default_state_path);
+            if !path.exists() {
+                anyhow::bail!("no state file at {}: `medic sweep` and `medic serve` create it (or name one with --state)", path.display());
+            }
+            crate::report::replay(&crate::store::SqliteIncidentStore::open(&path)?, since, &policy).await?
+        }
+    };
+    let text = match args.output {
+        ReportOutput::Table => crate::report::replay_table(&replay),
+        ReportOutput::Json => document(&replay, Document::Json)?,
     };
     emit(&text)?;
     Ok(ExitCode::SUCCESS)

@@ -70,3 +70,49 @@ pub fn table(report: &Report, now: DateTime<Utc>) -> String {
     );
     out
 }
+
+/// The records `ledger` kept since `since`, decided again by `policy`.
+pub async fn replay<L: IncidentLedger>(
+    ledger: &L,
+    since: DateTime<Utc>,
+    policy: &medic_core::DecisionPolicy,
+) -> Result<medic_core::replay::Replay, StoreError> {
+    Ok(medic_core::replay::replay(&ledger.decisions(since).await?, policy))
+}
+
+/// A replay as a summary line and a row per decision taken otherwise.
+pub fn replay_table(replay: &medic_core::replay::Replay) -> String {
+    use medic_core::replay::Outline;
+    let mut out = format!(
+        "{} decisions read, {} decided again, {} cut to their size bound and {} unreadable (not decided again); {} decided otherwise\n",
+        replay.decisions,
+        replay.replayed,
+        replay.truncated,
+        replay.unreadable,
+        replay.differences.len()
+    );
+    if replay.differences.is_empty() {
+        return out;
+    }
+    let outline = |o: &Outline| match o.level {
+        Some(level) => format!("{} {} ({})", o.failure_mode, o.action, level.as_str()),
+        None => format!("{} {}", o.failure_mode, o.action),
+    };
+    let rows: Vec<Vec<String>> = replay
+        .differences
+        .iter()
+        .map(|d| {
+            vec![
+                d.decided_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                d.app.to_string(),
+                d.project.clone(),
+                outline(&d.recorded),
+                outline(&d.replayed),
+                d.replayed.rule.clone(),
+            ]
+        })
+        .collect();
+    out.push('\n');
+    out.push_str(&crate::render::table(&["DECIDED", "APP", "PROJECT", "RECORDED", "REPLAYED", "RULE NOW"], &rows));
+    out
+}

@@ -16,6 +16,7 @@
 //! - [`decision`]: what the policy returns;
 //! - [`human_action`]: a person's action on an incident: what a button stands for, how it went.
 //! - [`record`]: what a decision read, kept: the parts of the Application the policy reads, at most 16 KB.
+//! - [`replay`]: recorded decisions decided again by the current or a candidate policy, and the differences;
 //! - [`report`]: the shadow report: per failure mode and project, what each level would have done and what happened next.
 //!
 //! This crate does no I/O and reads no clock; its Cargo.toml admits no async, HTTP, AWS or Lambda
@@ -46,6 +47,7 @@ pub mod permit;
 pub mod policy;
 pub mod ports;
 pub mod record;
+pub mod replay;
 pub mod report;
 pub mod route;
 pub mod step;

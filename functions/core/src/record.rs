@@ -173,6 +173,10 @@ pub struct DecisionRecord {
     pub fields: Fields,
     /// The names of the map rows the decision's rule read (`field status.sync.status`), for people.
     pub rows: Vec<String>,
+    /// The freeze that covered the app (`medic freeze`), which made its level `observe`: a replay
+    /// applies it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frozen: Option<String>,
 }
 
 impl DecisionRecord {
@@ -187,7 +191,13 @@ impl DecisionRecord {
             history: history.clone(),
             fields: fields_read(app),
             rows: app_map::rows_read_by(&decision.rule).iter().map(|r| r.name()).collect(),
+            frozen: None,
         }
+    }
+
+    /// The record of a decision a freeze covered (`why`: the freeze as it describes itself).
+    pub fn frozen_by(self, why: Option<String>) -> Self {
+        Self { frozen: why, ..self }
     }
 
     /// When the decision was taken.

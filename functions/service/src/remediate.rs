@@ -96,8 +96,8 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
         let name = app.id();
         let (history, settled) = self.settle_sends(&app, trigger).await?;
         let mut decision = self.policy.decide(&app, trigger, &history, self.clock.now())?;
-        self.apply_freezes(&app, &mut decision).await;
-        self.record(&app, &decision, trigger, &history).await;
+        let frozen = self.apply_freezes(&app, &mut decision).await;
+        self.record(&app, &decision, trigger, &history, frozen).await;
         let mut out = report(name.clone(), Some(&decision), StepResult::NoAction, decision.reason.clone(), calls);
         if let Some(settled) = settled {
             out.detail = format!("{settled}; {}", out.detail);
@@ -122,7 +122,7 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
     /// Records the decision with the parts of the app the policy read, whatever the level and
     /// the mode (a dry run too): the history `medic report` and `medic replay` read. The policy
     /// never reads it, so a record that could not be written must not fail the step.
-    async fn record(&self, app: &Application, decision: &Decision, trigger: &Trigger, history: &History) {
+    async fn record(&self, app: &Application, decision: &Decision, trigger: &Trigger, history: &History, frozen: Option<String>) {
         let (mode, _) = self.actuator().gate.mode().await;
         let json = match serde_json::to_value(app) {
             Ok(json) => json,
@@ -131,7 +131,7 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
                 return;
             }
         };
-        let record = DecisionRecord::new(decision, &json, &app.spec.project, trigger.as_str(), mode.as_str(), history);
+        let record = DecisionRecord::new(decision, &json, &app.spec.project, trigger.as_str(), mode.as_str(), history).frozen_by(frozen);
         if let Err(e) = self.store.record_decision(&record).await {
             tracing::warn!(app = %decision.app, error = %e, retryable = e.retryable(), "could not record the decision; the report will miss it");
         }
@@ -140,10 +140,15 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
     /// A freeze over the app ([`medic_core::freeze`]) makes the decision's action `observe` until it
     /// ends; the switch's cache reads the freezes with the mode (no read for a decision that
     /// changes nothing in Argo CD).
-    async fn apply_freezes(&self, app: &Application, decision: &mut Decision) {
-        let Some(applied) = decision.trust.take() else { return };
+    /// Returns the freeze that covered the app, as it describes itself.
+    async fn apply_freezes(&self, app: &Application, decision: &mut Decision) -> Option<String> {
+        let applied = decision.trust.take()?;
+        let before = applied.why.clone();
         let freezes = self.switch.freezes().await;
-        decision.trust = Some(medic_core::freeze::with_freezes(applied, &freezes, app, self.clock.now()));
+        let after = medic_core::freeze::with_freezes(applied, &freezes, app, self.clock.now());
+        let frozen = (after.why != before).then(|| after.why.clone());
+        decision.trust = Some(after);
+        frozen
     }
 
     /// Judges the syncs of the open incident that Argo CD accepted and nobody has seen start

@@ -62,6 +62,7 @@ CREATE TABLE IF NOT EXISTS decisions (
     expires_at INTEGER NOT NULL,
     PRIMARY KEY (decided_at_us, app)
 );
+CREATE INDEX IF NOT EXISTS decisions_by_expiry ON decisions (expires_at);
 CREATE TABLE IF NOT EXISTS work_queue (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     due_ms INTEGER NOT NULL,
