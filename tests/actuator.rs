@@ -115,20 +115,22 @@ fn sweeper<E: medic_core::ports::Escalator, B: medic_core::ports::Budget>(
     )
 }
 
+/// A sweep item for each of inventory (a refresh), observability (a sync) and storefront (an
+/// escalation).
+async fn enqueue_ladder_apps(stack: &Stack) {
+    for (name, project) in [("inventory", "payments"), ("observability", "platform"), ("storefront", "payments")] {
+        let app = AppRef { name: name.into(), namespace: "argocd".into(), project: Some(project.into()) };
+        stack.queue().enqueue(&WorkItem::for_app(WorkKind::Sweep, app, Trigger::sweep(), "w1", Utc::now()), Duration::ZERO).await.unwrap();
+    }
+}
+
 /// The ladder step: a refresh (inventory), a sync (observability) and an escalation (storefront).
 #[tokio::test]
 async fn the_ladder_step_acts_and_posts_only_when_the_gate_says_act() {
     for setting in SETTINGS {
         let stack = stack().await;
         let w = worker(&stack, setting);
-        for (name, project) in [("inventory", "payments"), ("observability", "platform"), ("storefront", "payments")] {
-            let app = AppRef { name: name.into(), namespace: "argocd".into(), project: Some(project.into()) };
-            stack
-                .queue()
-                .enqueue(&WorkItem::for_app(WorkKind::Sweep, app, Trigger::sweep(), "w1", Utc::now()), Duration::ZERO)
-                .await
-                .unwrap();
-        }
+        enqueue_ladder_apps(&stack).await;
         stack.poll(&w).await;
         let (m, p) = (mutations(&stack.argo), posts(&stack.slack));
         match setting.mode() {
@@ -148,14 +150,7 @@ async fn every_decision_is_recorded_whatever_the_gate_says() {
         let stack = stack().await;
         let since = Utc::now() - chrono::TimeDelta::seconds(1);
         let w = worker(&stack, setting);
-        for (name, project) in [("inventory", "payments"), ("observability", "platform"), ("storefront", "payments")] {
-            let app = AppRef { name: name.into(), namespace: "argocd".into(), project: Some(project.into()) };
-            stack
-                .queue()
-                .enqueue(&WorkItem::for_app(WorkKind::Sweep, app, Trigger::sweep(), "w1", Utc::now()), Duration::ZERO)
-                .await
-                .unwrap();
-        }
+        enqueue_ladder_apps(&stack).await;
         stack.poll(&w).await;
         let records = stack.store().decisions(since).await.unwrap();
         let mut seen: Vec<(String, &str, &str)> =

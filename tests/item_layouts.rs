@@ -83,6 +83,18 @@ async fn the_state_table_keeps_the_layout_deployed_versions_wrote() {
         .store("action", "amact-5c880e8b4ca2835a91295771ad99ad75", &serde_json::json!({"a": 1}), None, Duration::from_secs(60))
         .await
         .unwrap();
+    // A decision record (issue 30), at a fixed time, kept long enough for this test's scan.
+    let decided =
+        medic_core::Decision::nothing(&medic_core::AppId::new("argocd", "payments"), Utc.with_ymd_and_hms(2026, 11, 1, 12, 5, 0).unwrap());
+    let record = medic_core::record::DecisionRecord::new(
+        &decided,
+        &serde_json::json!({"metadata": {"name": "payments", "namespace": "argocd"}, "spec": {"project": "payments"}}),
+        "payments",
+        "sweep",
+        "dry-run",
+        &medic_core::History::default(),
+    );
+    store.clone().with_retention(Duration::from_secs(3650 * 86_400)).record_decision(&record).await.unwrap();
 
     let id = incident.id();
     let closed_id = IncidentKey { app: medic_core::AppId::new("argocd", "closed"), ..incident.clone() }.id();
@@ -111,6 +123,7 @@ async fn the_state_table_keeps_the_layout_deployed_versions_wrote() {
         ("LOCK#prod#argocd/payments -".to_owned(), s(&["expires_at", "locked_at", "owner"])),
         ("SWITCH#prod -".to_owned(), s(&["mode", "set_at", "set_by"])),
         ("ESC#prod#action amact-5c880e8b4ca2835a91295771ad99ad75".to_owned(), s(&["doc", "expires_at", "version"])),
+        ("DECISION#prod#2026-11-01 2026-11-01T12:05:00.000000Z#argocd/payments".to_owned(), s(&["app", "expires_at", "record"])),
     ]
     .into_iter()
     .collect();
@@ -119,6 +132,14 @@ async fn the_state_table_keeps_the_layout_deployed_versions_wrote() {
 
     let items = ddb.scan().table_name(&table).send().await.unwrap().items.unwrap_or_default();
     assert_eq!(attr(&items, "SWITCH#prod", "mode").as_s().unwrap(), "dry-run");
+    let recorded: serde_json::Value = serde_json::from_str(attr(&items, "DECISION#prod#2026-11-01", "record").as_s().unwrap()).unwrap();
+    let mut fields: Vec<&str> = recorded.as_object().unwrap().keys().map(String::as_str).collect();
+    fields.sort();
+    assert_eq!(
+        fields,
+        ["decision", "fields", "history", "mode", "project", "rows", "trigger"],
+        "a decision record's fields, as medic report and replay read them"
+    );
     assert_eq!(attr(&items, "DEDUPE#prod#sw1-a0da5884c26ad252632740c3e1e1c625", "status").as_s().unwrap(), "COMPLETED");
     assert_eq!(attr(&items, "DEDUPE#prod#ev1-8bdb6c078c9510343567df7a20a26669", "status").as_s().unwrap(), "INPROGRESS");
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use medic::store::SqliteIncidentStore;
+use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::dynamodb::{DynamoDbStore, create_table};
 use medic_core::ports::{IncidentLedger, IncidentStore};
 use medic_core::report::Next;
@@ -60,20 +61,26 @@ fn reconciled(sim: &ArgoSim, name: &str, at: chrono::DateTime<Utc>) {
 /// - inventory (stale): decided in a dry run, Synced and Healthy again 5 minutes later, looked at;
 /// - accounts (a failed hook): decided in a dry run, looked at again 30 minutes later, unchanged;
 /// - observability: decided in a dry run; a person syncs it 2 minutes later, healthy at 3;
-/// - payouts (a transient sync failure): decided and synced in `act`.
-async fn record_history<S: IncidentStore>(store: S) {
+/// - payouts (a transient sync failure): decided and synced in `act`;
+/// - storefront (a failed sync): decided in a dry run, Synced and Healthy 4 minutes later, never
+///   looked at again.
+///
+/// Returns the simulator, which shows the apps as they are now.
+async fn record_history<S: IncidentStore>(store: S) -> ArgoSim {
     let clock = TestClock::now_real();
     clock.advance(-TimeDelta::days(2));
     let t0 = clock.now_at();
     // The sample fleet as it stood then.
-    let sim = &ArgoSim::start(SimConfig::default()).await.unwrap();
-    sim.load_samples(&events_dir(), t0).unwrap();
+    let owned = ArgoSim::start(SimConfig::default()).await.unwrap();
+    owned.load_samples(&events_dir(), t0).unwrap();
+    let sim = &owned;
     let parts = Parts::new(store, recording_config());
     let c = client(sim);
     let dry = parts.step_with_clock(&c, clock.as_ref(), true, Duration::from_secs(60));
     let live = parts.step_with_clock(&c, clock.as_ref(), false, Duration::from_secs(60));
     let look = |name: &'static str, project: &'static str| app(name, project);
-    for (name, project) in [("inventory", "payments"), ("accounts", "payments"), ("observability", "platform")] {
+    for (name, project) in [("inventory", "payments"), ("accounts", "payments"), ("observability", "platform"), ("storefront", "payments")]
+    {
         dry.run(&look(name, project), &Trigger::sweep(), None).await.unwrap();
     }
     live.run(&look("payouts", "payments"), &Trigger::sweep(), None).await.unwrap();
@@ -85,20 +92,33 @@ async fn record_history<S: IncidentStore>(store: S) {
     clock.advance(TimeDelta::minutes(3));
     healed(sim, "observability", clock.now_at(), Some(person));
     dry.run(&look("observability", "platform"), &Trigger::sweep(), None).await.unwrap();
-    clock.advance(TimeDelta::minutes(2));
+    clock.advance(TimeDelta::minutes(1));
+    // storefront heals without another look: only its state now shows it.
+    healed(sim, "storefront", clock.now_at(), None);
+    clock.advance(TimeDelta::minutes(1));
     healed(sim, "inventory", clock.now_at(), None);
     dry.run(&look("inventory", "payments"), &Trigger::sweep(), None).await.unwrap();
     clock.advance(TimeDelta::minutes(25));
     reconciled(sim, "accounts", clock.now_at());
     dry.run(&look("accounts", "payments"), &Trigger::sweep(), None).await.unwrap();
+    owned
+}
+
+/// A fresh state table in moto, for instance `instance`.
+async fn state_table(instance: &str) -> DynamoDbStore {
+    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
+    let ddb = aws_sdk_dynamodb::Client::new(&sdk);
+    let table = unique(instance);
+    create_table(&ddb, &table).await.unwrap();
+    DynamoDbStore::new(ddb, table, instance)
 }
 
 /// The report's rows as (mode, project) → (decisions, apps, would change, would escalate, outcomes).
 type Rows = BTreeMap<(String, String), (usize, usize, usize, usize, BTreeMap<Next, usize>)>;
 
-async fn rows_of<L: IncidentLedger>(ledger: &L) -> (usize, Rows) {
+async fn rows_of<L: IncidentLedger>(ledger: &L, argo: Option<&HttpArgoClient>) -> (usize, Rows) {
     let since = Utc::now() - TimeDelta::days(7);
-    let report = medic::report::read(ledger, since, TimeDelta::seconds(600)).await.unwrap();
+    let report = medic::report::read(ledger, since, TimeDelta::seconds(600), argo).await.unwrap();
     let rows = report
         .rows
         .iter()
@@ -107,14 +127,23 @@ async fn rows_of<L: IncidentLedger>(ledger: &L) -> (usize, Rows) {
     (report.decisions, rows)
 }
 
-fn expected() -> Rows {
+/// The rows the history makes: from the records alone, or with the apps as Argo CD shows them
+/// now (`now`): storefront healed without another look, and accounts' hook is still failed.
+fn expected(now: bool) -> Rows {
     let row = |mode: &str, project: &str, counts: (usize, usize, usize, usize), next: &[(Next, usize)]| {
         ((mode.to_owned(), project.to_owned()), (counts.0, counts.1, counts.2, counts.3, next.iter().copied().collect()))
     };
+    type Outcomes = &'static [(Next, usize)];
+    let (hook, storefront): (Outcomes, Outcomes) = if now {
+        (&[(Next::StillBroken, 2)], &[(Next::HealedByItself, 1)])
+    } else {
+        (&[(Next::StillBroken, 1), (Next::NotSeenSince, 1)], &[(Next::NotSeenSince, 1)])
+    };
     [
         row("crd-not-established", "platform", (1, 1, 1, 0), &[(Next::PersonActed, 1)]),
-        row("hook-failed", "payments", (2, 1, 0, 2), &[(Next::StillBroken, 1), (Next::NotSeenSince, 1)]),
+        row("hook-failed", "payments", (2, 1, 0, 2), hook),
         row("stale-reconcile", "payments", (1, 1, 1, 0), &[(Next::HealedByItself, 1)]),
+        row("sync-failed", "payments", (1, 1, 0, 1), storefront),
         row("sync-failed-transient", "payments", (1, 1, 1, 0), &[(Next::ArgoMedicActed, 1)]),
     ]
     .into_iter()
@@ -124,24 +153,21 @@ fn expected() -> Rows {
 #[tokio::test]
 async fn the_report_counts_what_the_recorded_history_did_in_sqlite_and_in_dynamodb() {
     let sqlite = Arc::new(SqliteIncidentStore::in_memory().unwrap());
-    record_history(Arc::clone(&sqlite)).await;
-    let (decisions, rows) = rows_of(sqlite.as_ref()).await;
-    assert_eq!(rows, expected(), "sqlite");
-    assert_eq!(decisions, 7, "sqlite: the two healthy looks are read too, and make no row");
+    let sim = record_history(Arc::clone(&sqlite)).await;
+    let (decisions, rows) = rows_of(sqlite.as_ref(), None).await;
+    assert_eq!(rows, expected(false), "sqlite");
+    assert_eq!(decisions, 8, "sqlite: the two healthy looks are read too, and make no row");
+    assert_eq!(rows_of(sqlite.as_ref(), Some(&client(&sim))).await, (8, expected(true)), "sqlite, with the apps now");
 
-    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
-    let ddb = aws_sdk_dynamodb::Client::new(&sdk);
-    let table = unique("report");
-    create_table(&ddb, &table).await.unwrap();
-    let dynamodb = DynamoDbStore::new(ddb, table, "report");
-    record_history(dynamodb.clone()).await;
-    assert_eq!(rows_of(&dynamodb).await, (7, expected()), "dynamodb");
+    let dynamodb = state_table("report").await;
+    let sim = record_history(dynamodb.clone()).await;
+    assert_eq!(rows_of(&dynamodb, None).await, (8, expected(false)), "dynamodb");
+    assert_eq!(rows_of(&dynamodb, Some(&client(&sim))).await, (8, expected(true)), "dynamodb, with the apps now");
 
-    let text = medic::report::table(
-        &medic::report::read(&dynamodb, Utc::now() - TimeDelta::days(7), TimeDelta::seconds(600)).await.unwrap(),
-        Utc::now(),
-    );
-    assert!(text.starts_with("7 decisions recorded since"), "{text}");
+    let report =
+        medic::report::read(&dynamodb, Utc::now() - TimeDelta::days(7), TimeDelta::seconds(600), Some(&client(&sim))).await.unwrap();
+    let text = medic::report::table(&report, Utc::now());
+    assert!(text.starts_with("8 decisions recorded since"), "{text}");
     // docs/operations.md shows this table as its example: it is what the code prints.
     let docs = std::fs::read_to_string(crate::support::events_dir().join("../docs/operations.md")).unwrap();
     let example = docs
@@ -159,7 +185,7 @@ async fn the_report_counts_what_the_recorded_history_did_in_sqlite_and_in_dynamo
 async fn replay_contract<L: IncidentLedger>(ledger: &L, label: &str) {
     let since = Utc::now() - TimeDelta::days(7);
     let same = medic::report::replay(ledger, since, &medic_core::DecisionPolicy::new(recording_config())).await.unwrap();
-    assert_eq!((same.decisions, same.replayed, same.truncated, same.unreadable), (7, 7, 0, 0), "{label}: {same:?}");
+    assert_eq!((same.decisions, same.replayed, same.truncated, same.unreadable), (8, 8, 0, 0), "{label}: {same:?}");
     assert!(same.differences.is_empty(), "{label}: {:#?}", same.differences);
     let candidate = PolicyConfig { stale_reconcile_secs: 24 * 3600, ..recording_config() };
     let changed = medic::report::replay(ledger, since, &medic_core::DecisionPolicy::new(candidate)).await.unwrap();
@@ -181,7 +207,7 @@ async fn replay_contract<L: IncidentLedger>(ledger: &L, label: &str) {
     assert_eq!(example.trim_start_matches('\n'), text.replace(&shown, documented), "{label}: docs/operations.md's replay example");
     assert!(
         text.starts_with(
-            "7 decisions read, 7 decided again, 0 cut to their size bound and 0 unreadable (not decided again); 1 decided otherwise"
+            "8 decisions read, 8 decided again, 0 cut to their size bound and 0 unreadable (not decided again); 1 decided otherwise"
         ),
         "{text}"
     );
@@ -193,11 +219,7 @@ async fn a_replay_reproduces_the_history_and_a_changed_threshold_changes_exactly
     let sqlite = Arc::new(SqliteIncidentStore::in_memory().unwrap());
     record_history(Arc::clone(&sqlite)).await;
     replay_contract(sqlite.as_ref(), "sqlite").await;
-    let sdk = medic_adapters::aws::sdk_config(Some(&moto().url)).await;
-    let ddb = aws_sdk_dynamodb::Client::new(&sdk);
-    let table = unique("replay");
-    create_table(&ddb, &table).await.unwrap();
-    let dynamodb = DynamoDbStore::new(ddb, table, "replay");
+    let dynamodb = state_table("replay").await;
     record_history(dynamodb.clone()).await;
     replay_contract(&dynamodb, "dynamodb").await;
 }

@@ -175,6 +175,10 @@ struct TargetArgs {
     /// Policy configuration (JSON).
     #[arg(long)]
     config: Option<String>,
+    /// Days the state file keeps a closed incident and every decision (`medic report`, `medic
+    /// replay`), as the stack's `HistoryDays`.
+    #[arg(long, env = "MEDIC_HISTORY_DAYS", default_value_t = 7)]
+    history_days: u64,
 }
 
 /// The simulator's fleet: what `--simulate` (sweep, serve) and `medic sim` load.
@@ -205,6 +209,7 @@ impl TargetArgs {
             dry_run: self.dry_run,
             state: self.state,
             config: self.config.as_deref().map(input::read_config).transpose()?,
+            history: std::time::Duration::from_secs(self.history_days.saturating_mul(86_400)),
             argo: argo.clone(),
         })
     }
@@ -260,8 +265,10 @@ struct SweepArgs {
     output: SweepOutput,
 }
 
+/// The decisions a state store recorded, and how far back: what `medic report` and `medic
+/// replay` read.
 #[derive(clap::Args)]
-struct ReportArgs {
+struct RecordedArgs {
     /// How far back: the decisions taken in this time (90m, 24h, 7d). The store keeps them for
     /// its retention (`MEDIC_HISTORY_DAYS`, 7 days unless the stack says otherwise).
     #[arg(long, default_value = "7d")]
@@ -278,6 +285,39 @@ struct ReportArgs {
     /// With --table: the stack's InstanceId.
     #[arg(long, default_value = "default")]
     instance: String,
+}
+
+impl RecordedArgs {
+    /// The start of the span asked for, and the decisions recorded since.
+    async fn read(&self) -> Result<(DateTime<Utc>, Vec<medic_core::record::DecisionRecord>)> {
+        use medic_core::ports::IncidentLedger;
+        let back = crate::incidents::parse_duration(&self.since)?;
+        let since = Utc::now() - chrono::Duration::from_std(back).context("--since is too long")?;
+        let records = match &self.table {
+            Some(table) => {
+                let sdk = medic_adapters::aws::sdk_config(self.endpoint_url.as_deref()).await;
+                let store = medic_adapters::dynamodb::DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), table, &self.instance);
+                store.decisions(since).await?
+            }
+            None => {
+                let path = self.state.clone().unwrap_or_else(crate::sweep_cmd::default_state_path);
+                if !path.exists() {
+                    anyhow::bail!(
+                        "no state file at {}: `medic sweep` and `medic serve` create it (or name one with --state)",
+                        path.display()
+                    );
+                }
+                crate::store::SqliteIncidentStore::open(&path)?.decisions(since).await?
+            }
+        };
+        Ok((since, records))
+    }
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    #[command(flatten)]
+    recorded: RecordedArgs,
     /// Policy configuration (JSON): its settle_secs is how soon a healing counts as "by itself".
     #[arg(long)]
     config: Option<String>,
@@ -287,21 +327,8 @@ struct ReportArgs {
 
 #[derive(clap::Args)]
 struct ReplayArgs {
-    /// How far back: the decisions taken in this time (90m, 24h, 7d).
-    #[arg(long, default_value = "7d")]
-    since: String,
-    /// The SQLite state file (default: the one `medic sweep` and `medic serve` use).
-    #[arg(long)]
-    state: Option<PathBuf>,
-    /// Read a deployed stack's DynamoDB state table instead (its StateTableName output).
-    #[arg(long, conflicts_with = "state")]
-    table: Option<String>,
-    /// With --table: another DynamoDB endpoint (moto, DynamoDB Local).
-    #[arg(long)]
-    endpoint_url: Option<String>,
-    /// With --table: the stack's InstanceId.
-    #[arg(long, default_value = "default")]
-    instance: String,
+    #[command(flatten)]
+    recorded: RecordedArgs,
     /// The policy configuration to decide with (JSON, a file or `-`; as `medic decide --config`):
     /// the stack's own reproduces its records, a candidate shows what it would change.
     #[arg(long)]
@@ -676,6 +703,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     dry_run: false,
                     state: None,
                     config: None,
+                    history: medic_core::record::DEFAULT_RETENTION,
                     argo: crate::argocd_flags::ArgoFlags::default(),
                 };
                 let stop = crate::serve::stop_signal();
@@ -707,7 +735,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Report(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
-            runtime.block_on(report(args))
+            runtime.block_on(report(args, &argo))
         }
         Command::Replay(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
@@ -1079,28 +1107,23 @@ async fn argo_cd_sync_windows(argo: &crate::argocd_flags::ArgoFlags) -> Result<E
     }
 }
 
-async fn report(args: ReportArgs) -> Result<ExitCode> {
-    let now = Utc::now();
-    let back = crate::incidents::parse_duration(&args.since)?;
-    let since = now - chrono::Duration::from_std(back).context("--since is too long")?;
+async fn report(args: ReportArgs, argo: &crate::argocd_flags::ArgoFlags) -> Result<ExitCode> {
     let policy: medic_core::PolicyConfig = args.config.as_deref().map(input::read_config).transpose()?.unwrap_or_default();
-    let settle = chrono::Duration::seconds(policy.settle_secs);
-    let report = match &args.table {
-        Some(table) => {
-            let sdk = medic_adapters::aws::sdk_config(args.endpoint_url.as_deref()).await;
-            let store = medic_adapters::dynamodb::DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), table, &args.instance);
-            crate::report::read(&store, since, settle).await?
-        }
-        None => {
-            let path = args.state.unwrap_or_else(crate::sweep_cmd::default_state_path);
-            if !path.exists() {
-                anyhow::bail!("no state file at {}: `medic sweep` and `medic serve` create it (or name one with --state)", path.display());
-            }
-            crate::report::read(&crate::store::SqliteIncidentStore::open(&path)?, since, settle).await?
-        }
+    let (since, records) = args.recorded.read().await?;
+    let now = if argo.server_given() {
+        let settings =
+            argo.settings().context("reading the Argo CD settings (--server and --auth-token, or ARGOCD_SERVER and ARGOCD_AUTH_TOKEN)")?;
+        let client = medic_adapters::argocd::HttpArgoClient::new(settings).context("building the Argo CD client")?;
+        crate::report::apps_now(&client, &records).await?
+    } else {
+        crate::note!(
+            "medic: the apps' state now is not read (give --server and --auth-token, or ARGOCD_SERVER and ARGOCD_AUTH_TOKEN): what no later record shows is UNSEEN"
+        );
+        Default::default()
     };
+    let report = medic_core::report::report_with_now(&records, since, chrono::Duration::seconds(policy.settle_secs), &now);
     let text = match args.output {
-        ReportOutput::Table => crate::report::table(&report, now),
+        ReportOutput::Table => crate::report::table(&report, Utc::now()),
         ReportOutput::Json => document(&report, Document::Json)?,
     };
     emit(&text)?;
@@ -1108,23 +1131,9 @@ async fn report(args: ReportArgs) -> Result<ExitCode> {
 }
 
 async fn replay(args: ReplayArgs) -> Result<ExitCode> {
-    let back = crate::incidents::parse_duration(&args.since)?;
-    let since = Utc::now() - chrono::Duration::from_std(back).context("--since is too long")?;
     let policy = medic_core::DecisionPolicy::new(args.config.as_deref().map(input::read_config).transpose()?.unwrap_or_default());
-    let replay = match &args.table {
-        Some(table) => {
-            let sdk = medic_adapters::aws::sdk_config(args.endpoint_url.as_deref()).await;
-            let store = medic_adapters::dynamodb::DynamoDbStore::new(aws_sdk_dynamodb::Client::new(&sdk), table, &args.instance);
-            crate::report::replay(&store, since, &policy).await?
-        }
-        None => {
-            let path = args.state.unwrap_or_else(crate::sweep_cmd::default_state_path);
-            if !path.exists() {
-                anyhow::bail!("no state file at {}: `medic sweep` and `medic serve` create it (or name one with --state)", path.display());
-            }
-            crate::report::replay(&crate::store::SqliteIncidentStore::open(&path)?, since, &policy).await?
-        }
-    };
+    let (_, records) = args.recorded.read().await?;
+    let replay = medic_core::replay::replay(&records, &policy);
     let text = match args.output {
         ReportOutput::Table => crate::report::replay_table(&replay),
         ReportOutput::Json => document(&replay, Document::Json)?,

@@ -1,14 +1,56 @@
 //! `medic report`: the shadow report over the decisions a state store recorded
 //! ([`medic_core::report`]), as a table or JSON.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
-use medic_core::ports::{IncidentLedger, StoreError};
+use medic_core::app::{AppId, Application};
+use medic_core::event::AppRef;
+use medic_core::ports::{ArgoApi, ArgoError, IncidentLedger, StoreError};
+use medic_core::record::DecisionRecord;
 use medic_core::report::{Next, Report};
 
-/// The report over the decisions `ledger` recorded since `since`; a healing within `settle` of a
-/// decision counts as "by itself".
-pub async fn read<L: IncidentLedger>(ledger: &L, since: DateTime<Utc>, settle: chrono::Duration) -> Result<Report, StoreError> {
-    Ok(medic_core::report::report(&ledger.decisions(since).await?, since, settle))
+/// The report over the decisions `ledger` recorded since `since`, with the apps as `argo` shows
+/// them now when given; a healing within `settle` of a decision counts as "by itself".
+pub async fn read<L: IncidentLedger, A: ArgoApi>(
+    ledger: &L,
+    since: DateTime<Utc>,
+    settle: chrono::Duration,
+    argo: Option<&A>,
+) -> anyhow::Result<Report> {
+    let records = ledger.decisions(since).await?;
+    let now = match argo {
+        Some(argo) => apps_now(argo, &records).await?,
+        None => BTreeMap::new(),
+    };
+    Ok(medic_core::report::report_with_now(&records, since, settle, &now))
+}
+
+/// The apps of `records` that were in trouble, as Argo CD shows them now, one read each (the
+/// operator's token; a read-only one will do). An app Argo CD no longer has, or that this token
+/// may not read, is left out (its outcome stays what its records say); a token Argo CD refuses
+/// ends the report.
+pub async fn apps_now<A: ArgoApi>(argo: &A, records: &[DecisionRecord]) -> anyhow::Result<BTreeMap<AppId, Application>> {
+    let mut apps: BTreeMap<AppId, AppRef> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.decision.failure_mode != medic_core::FailureMode::Healthy) {
+        let id = &r.decision.app;
+        apps.entry(id.clone()).or_insert_with(|| AppRef {
+            name: id.name().to_owned(),
+            namespace: id.namespace().to_owned(),
+            project: Some(r.project.clone()).filter(|p| !p.is_empty()),
+        });
+    }
+    let mut now = BTreeMap::new();
+    for (id, app) in apps {
+        match argo.get_app(&app).await {
+            Ok(found) => {
+                now.insert(id, found);
+            }
+            Err(e @ ArgoError::Unauthenticated(_)) => return Err(anyhow::Error::from(e).context("reading the apps' state now")),
+            Err(e) => crate::note!("medic: {id}: its state now is not read ({e}); its records alone say what happened"),
+        }
+    }
+    Ok(now)
 }
 
 /// The report as aligned columns: a row per failure mode and project; then what the columns

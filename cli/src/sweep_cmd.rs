@@ -31,6 +31,8 @@ pub struct Target {
     pub dry_run: bool,
     pub state: Option<PathBuf>,
     pub config: Option<PolicyConfig>,
+    /// How long the state file keeps closed incidents and decisions (`MEDIC_HISTORY_DAYS`).
+    pub history: std::time::Duration,
     /// Argo CD's connection flags (over the ARGOCD_* environment variables).
     pub argo: crate::argocd_flags::ArgoFlags,
 }
@@ -119,7 +121,8 @@ pub async fn connect(target: &Target, unanswered: Unanswered) -> Result<Connecti
     let store = match &state_path {
         Some(path) => SqliteIncidentStore::open(path)?,
         None => SqliteIncidentStore::in_memory()?,
-    };
+    }
+    .with_retention(target.history);
     Ok(Connection { client, sim, policy, store, state_path })
 }
 

@@ -183,7 +183,7 @@ vars! {
         "The instance's sync budget (`SyncPerMinute`).";
     MEDIC_RECHECK_SECONDS: Number, Template, Value("300"), [Worker, Sweeper],
         "Longest an open incident goes unchecked by the sweeper (`RecheckSeconds`); the worker holds a relapse twice as long.";
-    MEDIC_HISTORY_DAYS: Number, Template, Value("7"), [Worker, Sweeper],
+    MEDIC_HISTORY_DAYS: Number, Template, Value("7"), [Worker, Sweeper, Cli],
         "Days the state table keeps a closed incident and every decision, at every trust level and in a dry run (`HistoryDays`): what `medic incidents --closed` and `medic report` can show (docs/cost.md prices it).";
     MEDIC_TOKEN_EXPIRY_WARNING_DAYS: Number, Template, Value("7"), [Sweeper, Cli],
         "Days before the Argo CD token expires (its JWT `exp`) that the sweeper warns in Slack, once a day, and `ArgoTokenExpiringAlarm` fires (`TokenExpiryWarningDays`); `medic check` warns from then too.";

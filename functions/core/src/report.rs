@@ -13,13 +13,18 @@
 //! - **still broken**: later records find it in trouble, none healthy;
 //! - **not seen since**: no later record. In a dry run and at `observe` no incident opens, so the
 //!   sweeper does not look at an app again once it is calm, and its healing leaves no record.
+//!
+//! What the records leave open (not seen since, or still broken), the app as Argo CD shows it
+//! when the report is made settles, when it is given ([`report_with_now`]): a deployment a person
+//! started since (`status.history[].initiatedBy`, or the operation's), calm now (healed when
+//! `status.health.lastTransitionTime` says), or still in trouble.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use crate::app::IDEMPOTENCY_INFO_NAME;
+use crate::app::{AppId, Application, IDEMPOTENCY_INFO_NAME, OperationInitiator};
 use crate::catalogue::FailureMode;
 use crate::ladder::Action;
 use crate::record::DecisionRecord;
@@ -129,6 +134,46 @@ fn person_started(r: &DecisionRecord) -> Option<DateTime<Utc>> {
     state["startedAt"].as_str().and_then(|t| t.parse().ok())
 }
 
+/// The users Argo Medic's own operations ran as: those of the operations that carry its key in
+/// the records (a history entry keeps who started it, not the key).
+fn medic_users(records: &[DecisionRecord]) -> BTreeSet<String> {
+    records
+        .iter()
+        .filter_map(|r| {
+            let operation = &r.fields.app["status"]["operationState"]["operation"];
+            let ours = operation["info"].as_array().into_iter().flatten().any(|i| i["name"] == IDEMPOTENCY_INFO_NAME);
+            ours.then(|| operation["initiatedBy"]["username"].as_str().map(str::to_owned)).flatten()
+        })
+        .filter(|u| !u.is_empty())
+        .collect()
+}
+
+/// What the app as Argo CD shows it now says happened after `d`: a person deployed it since
+/// (`status.history[].initiatedBy`, or the operation running or last run), it is calm (healed,
+/// timed by `status.health.lastTransitionTime`), or it is still in trouble.
+fn next_from_now(d: &DecisionRecord, now: &Application, settle: Duration, medic: &BTreeSet<String>) -> Next {
+    let at = d.decided_at();
+    let by_person = |i: &OperationInitiator| !i.automated && !i.username.is_empty() && !medic.contains(&i.username);
+    let deployed = now
+        .status
+        .history
+        .iter()
+        .any(|h| h.deploy_started_at.or(h.deployed_at).is_some_and(|t| t > at) && h.initiated_by.as_ref().is_some_and(by_person));
+    let operated = now.status.operation_state.as_ref().is_some_and(|s| {
+        let operation = s.operation.as_deref();
+        let ours = operation.is_some_and(|o| o.info.iter().any(|i| i.name == IDEMPOTENCY_INFO_NAME));
+        s.started_at.is_some_and(|t| t > at) && !ours && operation.and_then(|o| o.initiated_by.as_ref()).is_some_and(by_person)
+    });
+    if deployed || operated {
+        return Next::PersonActed;
+    }
+    if now.is_calm() {
+        let healed = now.status.health.as_ref().and_then(|h| h.last_transition_time).filter(|t| *t > at).unwrap_or(at);
+        return if healed - at <= settle { Next::HealedByItself } else { Next::HealedLater };
+    }
+    Next::StillBroken
+}
+
 /// What happened after `d`, from `later`: the same app's records after it, oldest first.
 pub fn next_of(d: &DecisionRecord, later: &[&DecisionRecord], settle: Duration) -> Next {
     if performed(d) {
@@ -152,6 +197,15 @@ pub fn next_of(d: &DecisionRecord, later: &[&DecisionRecord], settle: Duration) 
 
 /// The report over `records` (any order), with `settle` the time a healing counts as "by itself".
 pub fn report(records: &[DecisionRecord], since: DateTime<Utc>, settle: Duration) -> Report {
+    report_with_now(records, since, settle, &BTreeMap::new())
+}
+
+/// [`report`], with the apps as Argo CD shows them now (`now`, by app): what an app's later
+/// records do not tell (no later record, or only trouble), its state now does. In a dry run and
+/// at `observe` no incident opens, so a calm app is not looked at again and leaves no record of
+/// its healing; its state now shows it.
+pub fn report_with_now(records: &[DecisionRecord], since: DateTime<Utc>, settle: Duration, now: &BTreeMap<AppId, Application>) -> Report {
+    let medic = medic_users(records);
     let mut by_app: BTreeMap<&str, Vec<&DecisionRecord>> = BTreeMap::new();
     for r in records {
         by_app.entry(r.decision.app.as_str()).or_default().push(r);
@@ -176,7 +230,11 @@ pub fn report(records: &[DecisionRecord], since: DateTime<Utc>, settle: Duration
                 Action::Escalate => row.would_escalate += 1,
                 _ => row.would_wait += 1,
             }
-            *row.next.entry(next_of(d, &history[i + 1..], settle)).or_insert(0) += 1;
+            let mut next = next_of(d, &history[i + 1..], settle);
+            if let (Next::NotSeenSince | Next::StillBroken, Some(app)) = (next, now.get(&d.decision.app)) {
+                next = next_from_now(d, app, settle, &medic);
+            }
+            *row.next.entry(next).or_insert(0) += 1;
         }
     }
     Report {
@@ -197,7 +255,6 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::app::AppId;
     use crate::decision::Decision;
     use crate::incident::History;
     use crate::trust::AppliedTrust;

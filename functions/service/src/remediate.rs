@@ -97,7 +97,8 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
         let (history, settled) = self.settle_sends(&app, trigger).await?;
         let mut decision = self.policy.decide(&app, trigger, &history, self.clock.now())?;
         let frozen = self.apply_freezes(&app, &mut decision).await;
-        self.record(&app, &decision, trigger, &history, frozen).await;
+        // Boxed, as the rung below: in debug builds the step's future is on every caller's stack.
+        Box::pin(self.record(&app, &decision, trigger, &history, frozen)).await;
         let mut out = report(name.clone(), Some(&decision), StepResult::NoAction, decision.reason.clone(), calls);
         if let Some(settled) = settled {
             out.detail = format!("{settled}; {}", out.detail);
