@@ -284,6 +284,12 @@ impl HttpArgoClient {
         self.call_with(effect, method, path, query, body).await
     }
 
+    /// A deferred token's first read ([`TokenSource::deferred`]): a call without a token is not
+    /// made; it fails as unavailable, and the next call reads again.
+    async fn token_ready(&self) -> Result<(), ArgoError> {
+        self.token.ready().await.map_err(|e| ArgoError::Transient(format!("the Argo CD token could not be read: {e}")))
+    }
+
     /// [`Self::retrying`], and once more with a new token when Argo CD rejected the one sent
     /// (401: nothing was done, even by a mutating call). Not on 403: Argo CD answers 403 for an
     /// app it does not show this account (a missing one queried without its project, too).
@@ -295,6 +301,7 @@ impl HttpArgoClient {
         query: &[(&str, String)],
         body: Option<&serde_json::Value>,
     ) -> Result<T, ArgoError> {
+        self.token_ready().await?;
         let used = self.token.get();
         match self.retrying(effect, method.clone(), path, query, body).await {
             Err(ArgoError::Unauthenticated(_)) if self.token.renew_after_rejection(&used).await => {
@@ -543,6 +550,8 @@ impl ArgoApi for HttpArgoClient {
             query.push(("appNamespace", q.app_namespace.clone()));
         }
         if !q.fields.is_empty() {
+            // No token, no version read and no list: one read of a deferred token per call.
+            self.token_ready().await?;
             // The mask this Argo CD honours (before 3.5 the whole spec for its parts): its version
             // read once per client, as every version-dependent behaviour takes it.
             let version = self.version_info().await.ok().and_then(|v| medic_core::versions::Version::parse(&v.version));
@@ -566,6 +575,7 @@ impl ArgoApi for HttpArgoClient {
     /// The `exp` of the token sent now. One that expires within [`ROTATION_WATCH`] is read again
     /// from its secret first (at most once a minute), so a rotation is seen without a 401.
     async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
+        self.token.ready().await.map_err(|e| format!("the Argo CD token could not be read: {e}"))?;
         let expiry = crate::token::jwt_expiry(self.token.get().expose_secret())?;
         let soon = |at: &chrono::DateTime<chrono::Utc>| *at - chrono::Utc::now() < ROTATION_WATCH;
         if expiry.as_ref().is_some_and(soon) && self.token.reread().await {

@@ -331,20 +331,42 @@ impl LambdaEnv {
         Ok(HttpArgoClient::with_token_source(self.argo_settings(argocd, token.trim()), Default::default(), source)?)
     }
 
+    /// The Argo CD client, made now, whose token is read from its secret only when a call first
+    /// needs it ([`crate::token::TokenSource::deferred`]): for ingest, whose webhook path never
+    /// calls Argo CD, so its cold start does not wait on Secrets Manager. A token given in the
+    /// environment (no ARN) is used as it is.
+    pub fn deferred_argo_client(&self) -> Result<HttpArgoClient, EnvError> {
+        let argocd = self.argocd()?;
+        if argocd.server.is_empty() {
+            return Err(EnvError::Missing(vars::ARGOCD_SERVER.name));
+        }
+        let source = match self.settings.text(&vars::ARGOCD_AUTH_TOKEN_SECRET_ARN) {
+            Some(arn) => crate::token::TokenSource::deferred(self.secret_refresher(&arn)),
+            None => crate::token::TokenSource::fixed(self.settings.required(&vars::ARGOCD_AUTH_TOKEN)?.trim()),
+        };
+        Ok(HttpArgoClient::with_token_source(self.argo_settings(argocd, ""), Default::default(), source)?)
+    }
+
     /// A token read from the secret `arn` again when a server rejects it (rotation without a
     /// redeploy); a token from the environment (no ARN) is never re-read.
     pub fn token_source(&self, token: &str, arn: Option<&str>) -> crate::token::TokenSource {
-        let Some(reference) = arn else { return crate::token::TokenSource::fixed(token) };
+        match arn {
+            Some(reference) => crate::token::TokenSource::refreshing(token, self.secret_refresher(reference)),
+            None => crate::token::TokenSource::fixed(token),
+        }
+    }
+
+    /// Reads the secret `reference` (`ARN` or `ARN#key`) from Secrets Manager, each time called.
+    fn secret_refresher(&self, reference: &str) -> crate::token::Refresher {
         let (client, reference) = (self.secrets_client(), reference.to_owned());
-        let refresher: crate::token::Refresher = std::sync::Arc::new(move || {
+        std::sync::Arc::new(move || {
             let (client, reference) = (client.clone(), reference.clone());
             Box::pin(async move {
                 let secret = SecretRef::parse(&reference);
                 let whole = fetch_secret(client, secret.arn.to_owned()).await?;
                 secret.value_in(&whole)
             })
-        });
-        crate::token::TokenSource::refreshing(token, refresher)
+        })
     }
 
     /// The Argo CD client's settings for this function: its retry budget derives from the

@@ -31,7 +31,6 @@ pub mod config;
 pub mod dynamodb;
 pub mod edge;
 pub mod lambda_env;
-pub mod lazy_argo;
 pub mod logging;
 pub mod memory;
 pub mod retry;

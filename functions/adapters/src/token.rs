@@ -19,6 +19,9 @@ pub type Refresher = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<String, 
 /// The current value of a secret, and how to read it again.
 pub struct TokenSource {
     current: RwLock<SecretString>,
+    /// For a source made [`TokenSource::deferred`]: whether the first read has been made (it is
+    /// made by the first call that needs the token, and a failed one is not kept).
+    first_read: Option<tokio::sync::Mutex<bool>>,
     refresher: Option<Refresher>,
     min_interval: Duration,
     last_read: tokio::sync::Mutex<Option<Instant>>,
@@ -42,9 +45,18 @@ impl TokenSource {
         Self::build(token.into(), Some(refresher))
     }
 
+    /// A token read through `refresher` only when a call first needs it ([`TokenSource::ready`]),
+    /// then re-read after a rejection like [`TokenSource::refreshing`]: a function that seldom
+    /// calls (ingest: only a signed refresh by selector lists apps) does not read the secret at
+    /// its cold start.
+    pub fn deferred(refresher: Refresher) -> Self {
+        Self { first_read: Some(tokio::sync::Mutex::new(false)), ..Self::build(String::new(), Some(refresher)) }
+    }
+
     fn build(token: String, refresher: Option<Refresher>) -> Self {
         Self {
             current: RwLock::new(SecretString::from(token.trim().to_owned())),
+            first_read: None,
             refresher,
             min_interval: Duration::from_secs(60),
             last_read: tokio::sync::Mutex::new(None),
@@ -56,6 +68,31 @@ impl TokenSource {
     pub fn with_min_interval(mut self, min_interval: Duration) -> Self {
         self.min_interval = min_interval;
         self
+    }
+
+    /// Makes the first read of a deferred source, once (single flight): the caller's call then
+    /// has a token to send. A read that fails is not kept, so the next call reads again; its
+    /// error is the reason. Nothing to do for any other source.
+    pub async fn ready(&self) -> Result<(), String> {
+        let (Some(first_read), Some(refresher)) = (&self.first_read, &self.refresher) else { return Ok(()) };
+        let mut done = first_read.lock().await;
+        if *done {
+            return Ok(());
+        }
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        let token = refresher().await?;
+        if token.trim().is_empty() {
+            return Err("the secret holds an empty token".to_owned());
+        }
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = SecretString::from(token.trim().to_owned());
+        *self.last_read.lock().await = Some(Instant::now());
+        *done = true;
+        Ok(())
+    }
+
+    /// True once a deferred source has made its first read (always for any other source).
+    pub fn is_ready(&self) -> bool {
+        self.first_read.as_ref().is_none_or(|m| m.try_lock().is_ok_and(|done| *done))
     }
 
     /// The token to send now.
@@ -125,6 +162,34 @@ mod tests {
             Box::pin(async move { if next == "ERR" { Err("unreachable".to_owned()) } else { Ok(next.to_owned()) } })
         });
         TokenSource::refreshing("old", refresher)
+    }
+
+    /// A deferred source reads its secret on the first call that needs it, once; a failed read is
+    /// not kept and the next call reads again.
+    #[tokio::test]
+    async fn a_deferred_token_is_read_once_on_first_use_and_a_failed_read_is_not_kept() {
+        let values = Arc::new(Mutex::new(vec!["ERR", "first\n", "second"]));
+        let refresher: Refresher = {
+            let values = Arc::clone(&values);
+            Arc::new(move || {
+                let next = values.lock().unwrap().remove(0);
+                Box::pin(async move { if next == "ERR" { Err("unreachable".to_owned()) } else { Ok(next.to_owned()) } })
+            })
+        };
+        let s = TokenSource::deferred(refresher);
+        assert!(!s.is_ready());
+        assert_eq!(s.reads(), 0, "nothing is read before a call needs it");
+        assert_eq!(s.ready().await, Err("unreachable".to_owned()));
+        assert!(!s.is_ready(), "a failed read is not kept");
+        assert_eq!(s.ready().await, Ok(()));
+        assert_eq!(s.get().expose_secret(), "first");
+        for _ in 0..3 {
+            assert_eq!(s.ready().await, Ok(()));
+        }
+        assert_eq!((s.reads(), s.get().expose_secret().to_owned()), (2, "first".to_owned()), "read once it succeeded, not again");
+        assert!(s.is_ready());
+        let fixed = TokenSource::fixed("t");
+        assert_eq!((fixed.ready().await, fixed.is_ready()), (Ok(()), true), "a fixed token is always ready");
     }
 
     #[tokio::test]

@@ -75,7 +75,7 @@ impl<Q, A, C, T> std::ops::Deref for Ingest<Q, A, C, T> {
 /// Ingest as the Lambda runs it.
 pub type LambdaIngest = Ingest<
     medic_adapters::sqs::SqsWorkQueue,
-    medic_adapters::lazy_argo::LazyArgo<medic_adapters::argocd::HttpArgoClient>,
+    medic_adapters::argocd::HttpArgoClient,
     medic_adapters::memory::SystemClock,
     medic_adapters::telemetry::Metrics,
 >;

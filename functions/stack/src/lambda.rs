@@ -8,7 +8,6 @@ use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget, SharedBudget};
 use medic_adapters::dynamodb::DynamoDbStore;
 use medic_adapters::lambda_env::{EnvError, LambdaEnv};
-use medic_adapters::lazy_argo::LazyArgo;
 use medic_adapters::memory::{LogEscalator, SystemClock};
 use medic_adapters::sqs::SqsWorkQueue;
 use medic_adapters::switch::CachedSwitch;
@@ -204,23 +203,18 @@ pub async fn sweeper_parts(env: &LambdaEnv) -> Result<(LambdaPorts, SweeperConfi
     Ok((adapters, config))
 }
 
-/// Ingest's intake as the function runs it: the queue, and an Argo CD client made on first use.
-pub type LambdaIntake = Intake<SqsWorkQueue, LazyArgo<HttpArgoClient>, SystemClock, Metrics>;
+/// Ingest's intake as the function runs it: the queue, and an Argo CD client whose token is read
+/// on first use.
+pub type LambdaIntake = Intake<SqsWorkQueue, HttpArgoClient, SystemClock, Metrics>;
 
 /// See [`LambdaIntake`]. Only a refresh by selector calls Argo CD, so the webhook path, almost
-/// every invocation, neither reads the Argo CD token (a Secrets Manager round trip of the cold
-/// start) nor builds the client; its server is required now, so a deployment without one still
-/// fails at start.
+/// every invocation, never reads the Argo CD token (a Secrets Manager round trip of the cold
+/// start): the client is made now, its token read on its first call
+/// ([`LambdaEnv::deferred_argo_client`]); its server is required now, so a deployment without one
+/// still fails at start.
 pub async fn intake(env: &LambdaEnv) -> Result<LambdaIntake, EnvError> {
-    if env.argocd()?.server.is_empty() {
-        return Err(EnvError::Missing(medic_adapters::settings::ARGOCD_SERVER.name));
-    }
+    let argo = env.deferred_argo_client()?;
     let work_item_key = env.work_item_key().await?;
-    let argo_env = env.clone();
-    let argo = LazyArgo::new(move || {
-        let env = argo_env.clone();
-        async move { env.argo_client().await.map_err(|e| e.to_string()) }
-    });
     Ok(Intake {
         config: IngestConfig { max_body_bytes: env.max_body_bytes()?, work_item_key: Some(work_item_key), ..IngestConfig::default() },
         queue: env.queue(),

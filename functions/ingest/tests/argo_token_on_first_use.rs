@@ -1,5 +1,7 @@
 //! Ingest as `main` builds it (`LambdaIngest::from_env`) reads the Argo CD token only when a
-//! signed refresh names its apps by selector: the webhook path never asks Secrets Manager for it.
+//! signed refresh names its apps by selector: the webhook path never asks Secrets Manager for it
+//! (the client's token is read on first use: `TokenSource::deferred`, whose own test shows it is
+//! read once and a failed read is not kept).
 //! Secrets Manager here refuses every read and records it (an SDK interceptor), so a read shows
 //! and nothing waits on a network.
 
@@ -13,7 +15,6 @@ use chrono::Utc;
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::config::Settings;
 use medic_adapters::lambda_env::LambdaEnv;
-use medic_adapters::lazy_argo::LazyArgo;
 use medic_adapters::memory::MemoryQueue;
 use medic_adapters::memory::SystemClock;
 use medic_adapters::telemetry::Metrics;
@@ -65,7 +66,7 @@ fn settings(name: &str) -> Option<String> {
 }
 
 /// Ingest from `from_env`, on an in-memory queue.
-async fn ingest(secrets: &RefusingSecrets) -> Ingest<MemoryQueue, LazyArgo<HttpArgoClient>, SystemClock, Metrics> {
+async fn ingest(secrets: &RefusingSecrets) -> Ingest<MemoryQueue, HttpArgoClient, SystemClock, Metrics> {
     let env = LambdaEnv::from_settings(Settings::from_fn(settings)).await.unwrap().with_interceptor(secrets.clone());
     let built = LambdaIngest::from_env(&env).await.expect("ingest starts without reading the Argo CD token");
     let lambda = built.intake;
@@ -114,7 +115,7 @@ async fn the_webhook_path_never_reads_the_argo_cd_token_a_refresh_by_selector_re
     assert_eq!(by_name.status(), 202, "{:?}", by_name.body());
     assert_eq!(ingest.queue.take_ready(10).len(), 1);
     assert!(secrets.reads().is_empty(), "the webhook and by-name paths read {:?}", secrets.reads());
-    assert!(!ingest.argo.is_built());
+    assert!(!ingest.argo.token_source().is_ready());
 
     // A refresh by selector lists apps: now the token is read. Its secret cannot be read here, so
     // the caller is told to retry (503), and the next request tries again.
@@ -125,7 +126,7 @@ async fn the_webhook_path_never_reads_the_argo_cd_token_a_refresh_by_selector_re
         assert_eq!(answer["reason"], "argo_list_failed");
         assert_eq!(secrets.reads(), vec![ARGO_TOKEN_ARN.to_owned(); attempt], "one read per attempt, of the Argo CD token only");
     }
-    assert!(!ingest.argo.is_built(), "a failed build is not kept");
+    assert!(!ingest.argo.token_source().is_ready(), "a failed read is not kept");
     assert!(ingest.queue.is_empty());
 }
 
@@ -137,69 +138,4 @@ async fn a_deployment_without_an_argo_cd_server_still_fails_at_start() {
     let env = LambdaEnv::from_settings(Settings::from_fn(no_server)).await.unwrap();
     let err = LambdaIngest::from_env(&env).await.err().map(|e| e.to_string());
     assert_eq!(err.as_deref(), Some("environment variable `ARGOCD_SERVER` is required"));
-}
-
-/// The client is made once and kept.
-#[tokio::test]
-async fn a_built_client_is_made_once() {
-    use medic_core::event::AppRef;
-    use medic_core::ports::{ArgoApi, ArgoError, ListQuery};
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    struct Empty;
-    impl ArgoApi for Empty {
-        async fn get_app(&self, app: &medic_core::event::AppRef) -> Result<medic_core::app::Application, medic_core::ports::ArgoError> {
-            Err(medic_core::ports::ArgoError::NotFound(app.name.clone()))
-        }
-        async fn refresh(
-            &self,
-            _: &medic_core::permit::Permit,
-            app: &medic_core::event::AppRef,
-            _: medic_core::ladder::RefreshKind,
-        ) -> Result<medic_core::app::Application, medic_core::ports::ArgoError> {
-            Err(medic_core::ports::ArgoError::NotFound(app.name.clone()))
-        }
-        async fn list_apps(&self, _: &ListQuery) -> Result<Vec<medic_core::app::Application>, medic_core::ports::ArgoError> {
-            Ok(Vec::new())
-        }
-        async fn sync(
-            &self,
-            _: &medic_core::permit::Permit,
-            app: &medic_core::event::AppRef,
-            _: &medic_core::app::ApplicationSyncRequest,
-        ) -> Result<medic_core::app::Application, medic_core::ports::ArgoError> {
-            Err(medic_core::ports::ArgoError::NotFound(app.name.clone()))
-        }
-        async fn terminate_operation(
-            &self,
-            _: &medic_core::permit::Permit,
-            _: &medic_core::event::AppRef,
-        ) -> Result<(), medic_core::ports::ArgoError> {
-            Ok(())
-        }
-        async fn credential_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, String> {
-            Ok(None)
-        }
-        async fn revision_metadata(
-            &self,
-            _: &AppRef,
-            _: &str,
-            _: Option<usize>,
-        ) -> Result<Option<medic_core::app::RevisionMetadata>, ArgoError> {
-            Ok(None)
-        }
-        async fn version(&self) -> Result<String, ArgoError> {
-            Ok("v3.5.1".into())
-        }
-    }
-    static BUILDS: AtomicUsize = AtomicUsize::new(0);
-    let lazy = LazyArgo::new(|| async {
-        BUILDS.fetch_add(1, Ordering::SeqCst);
-        Ok::<_, String>(Empty)
-    });
-    assert_eq!(BUILDS.load(Ordering::SeqCst), 0, "nothing is built before the first call");
-    for _ in 0..3 {
-        assert!(lazy.list_apps(&ListQuery::default()).await.unwrap().is_empty());
-    }
-    assert!(lazy.is_built());
-    assert_eq!(BUILDS.load(Ordering::SeqCst), 1);
 }
