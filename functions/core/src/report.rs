@@ -117,21 +117,16 @@ fn performed(r: &DecisionRecord) -> bool {
     acts && r.mode == Mode::Act.as_str() && level == TrustLevel::Act
 }
 
-/// When a person started the operation the record shows, if a person did: a user named, not Argo
-/// CD's automated sync, and not Argo Medic's own (its key in the operation's info).
-fn person_started(r: &DecisionRecord) -> Option<DateTime<Utc>> {
-    let state = &r.fields.app["status"]["operationState"];
-    let operation = &state["operation"];
-    let by = &operation["initiatedBy"];
-    by["username"].as_str().filter(|u| !u.is_empty())?;
-    if by["automated"].as_bool() == Some(true) {
-        return None;
-    }
-    let ours = operation["info"].as_array().into_iter().flatten().any(|i| i["name"] == IDEMPOTENCY_INFO_NAME);
-    if ours {
-        return None;
-    }
-    state["startedAt"].as_str().and_then(|t| t.parse().ok())
+/// The Application a record read, as the model holds it.
+fn modelled(r: &DecisionRecord) -> Option<Application> {
+    let mut app = r.fields.app.clone();
+    crate::app::strip_nulls(&mut app);
+    serde_json::from_value(app).ok()
+}
+
+/// The operation `app` runs or last ran, when it carries Argo Medic's idempotency key.
+fn ours(app: &Application) -> Option<&crate::app::Operation> {
+    app.status.operation_state.as_ref()?.operation.as_deref().filter(|o| o.info.iter().any(|i| i.name == IDEMPOTENCY_INFO_NAME))
 }
 
 /// The users Argo Medic's own operations ran as: those of the operations that carry its key in
@@ -139,32 +134,37 @@ fn person_started(r: &DecisionRecord) -> Option<DateTime<Utc>> {
 fn medic_users(records: &[DecisionRecord]) -> BTreeSet<String> {
     records
         .iter()
-        .filter_map(|r| {
-            let operation = &r.fields.app["status"]["operationState"]["operation"];
-            let ours = operation["info"].as_array().into_iter().flatten().any(|i| i["name"] == IDEMPOTENCY_INFO_NAME);
-            ours.then(|| operation["initiatedBy"]["username"].as_str().map(str::to_owned)).flatten()
-        })
+        .filter_map(modelled)
+        .filter_map(|app| ours(&app).and_then(|o| o.initiated_by.as_ref()).map(|i| i.username.clone()))
         .filter(|u| !u.is_empty())
         .collect()
 }
 
-/// What the app as Argo CD shows it now says happened after `d`: a person deployed it since
-/// (`status.history[].initiatedBy`, or the operation running or last run), it is calm (healed,
-/// timed by `status.health.lastTransitionTime`), or it is still in trouble.
-fn next_from_now(d: &DecisionRecord, now: &Application, settle: Duration, medic: &BTreeSet<String>) -> Next {
-    let at = d.decided_at();
+/// True when `app` shows a deployment or an operation a person started after `at`
+/// (`status.history[].initiatedBy`, `status.operationState`): a user named, not Argo CD's
+/// automated sync, and neither an operation carrying Argo Medic's key nor one of `medic`, the
+/// users its own operations ran as.
+fn person_acted_since(app: &Application, at: DateTime<Utc>, medic: &BTreeSet<String>) -> bool {
     let by_person = |i: &OperationInitiator| !i.automated && !i.username.is_empty() && !medic.contains(&i.username);
-    let deployed = now
+    let deployed = app
         .status
         .history
         .iter()
         .any(|h| h.deploy_started_at.or(h.deployed_at).is_some_and(|t| t > at) && h.initiated_by.as_ref().is_some_and(by_person));
-    let operated = now.status.operation_state.as_ref().is_some_and(|s| {
+    let operated = app.status.operation_state.as_ref().is_some_and(|s| {
         let operation = s.operation.as_deref();
-        let ours = operation.is_some_and(|o| o.info.iter().any(|i| i.name == IDEMPOTENCY_INFO_NAME));
-        s.started_at.is_some_and(|t| t > at) && !ours && operation.and_then(|o| o.initiated_by.as_ref()).is_some_and(by_person)
+        s.started_at.is_some_and(|t| t > at)
+            && ours(app).is_none()
+            && operation.and_then(|o| o.initiated_by.as_ref()).is_some_and(by_person)
     });
-    if deployed || operated {
+    deployed || operated
+}
+
+/// What the app as Argo CD shows it now says happened after `d`: a person deployed it since, it
+/// is calm (healed, timed by `status.health.lastTransitionTime`), or it is still in trouble.
+fn next_from_now(d: &DecisionRecord, now: &Application, settle: Duration, medic: &BTreeSet<String>) -> Next {
+    let at = d.decided_at();
+    if person_acted_since(now, at, medic) {
         return Next::PersonActed;
     }
     if now.is_calm() {
@@ -174,14 +174,15 @@ fn next_from_now(d: &DecisionRecord, now: &Application, settle: Duration, medic:
     Next::StillBroken
 }
 
-/// What happened after `d`, from `later`: the same app's records after it, oldest first.
-pub fn next_of(d: &DecisionRecord, later: &[&DecisionRecord], settle: Duration) -> Next {
+/// What happened after `d`, from `later`: the same app's records after it, oldest first
+/// (`medic`: the users Argo Medic's own operations ran as).
+pub fn next_of(d: &DecisionRecord, later: &[&DecisionRecord], settle: Duration, medic: &BTreeSet<String>) -> Next {
     if performed(d) {
         return Next::ArgoMedicActed;
     }
     let at = d.decided_at();
     for r in later {
-        if person_started(r).is_some_and(|started| started > at) {
+        if modelled(r).is_some_and(|app| person_acted_since(&app, at, medic)) {
             return Next::PersonActed;
         }
         if performed(r) && r.decision.action != Action::Escalate {
@@ -230,7 +231,7 @@ pub fn report_with_now(records: &[DecisionRecord], since: DateTime<Utc>, settle:
                 Action::Escalate => row.would_escalate += 1,
                 _ => row.would_wait += 1,
             }
-            let mut next = next_of(d, &history[i + 1..], settle);
+            let mut next = next_of(d, &history[i + 1..], settle, &medic);
             if let (Next::NotSeenSince | Next::StillBroken, Some(app)) = (next, now.get(&d.decision.app)) {
                 next = next_from_now(d, app, settle, &medic);
             }
@@ -347,7 +348,7 @@ mod tests {
         ];
         for (what, records, expected) in cases {
             let later: Vec<&DecisionRecord> = records[1..].iter().collect();
-            assert_eq!(next_of(&records[0], &later, SETTLE), expected, "{what}");
+            assert_eq!(next_of(&records[0], &later, SETTLE, &BTreeSet::new()), expected, "{what}");
         }
     }
 
