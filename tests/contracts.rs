@@ -82,7 +82,17 @@ async fn incident_store_contract<S: IncidentStore>(store: &S, label: &str) {
     );
     // Past the lease the holder is presumed dead and the rung is taken over.
     assert_eq!(store.claim(&app(), &incident(), &attempt(Rung::Refresh, 11), LEASE).await.unwrap(), Claim::Granted, "{label}: taken over");
+    // A refresh seen to reach Argo CD stays in progress and says so; a run that takes it over
+    // and carries that on keeps it said.
+    let refresh = incident().key_for(Rung::Refresh);
+    store.mark_reached(&app(), &refresh).await.unwrap();
+    let unfinished = |h: medic_core::incident::History| h.unfinished(&refresh).map(|a| a.outcome);
+    assert_eq!(unfinished(store.history(&app()).await.unwrap()), Some(Outcome::Reached), "{label}: reached, in progress");
+    let carried = Attempt { outcome: Outcome::Reached, ..attempt(Rung::Refresh, 22) };
+    assert_eq!(store.claim(&app(), &incident(), &carried, LEASE).await.unwrap(), Claim::Granted, "{label}: a reached claim is taken over");
+    assert_eq!(unfinished(store.history(&app()).await.unwrap()), Some(Outcome::Reached), "{label}: carried over");
     store.complete(&app(), &incident().key_for(Rung::Refresh), Outcome::NoEffect).await.unwrap();
+    assert!(store.mark_reached(&app(), &refresh).await.is_err(), "{label}: a completed claim is not in progress");
     assert_eq!(
         store.claim(&app(), &incident(), &attempt(Rung::Refresh, 60), LEASE).await.unwrap(),
         Claim::AlreadyDone(Outcome::NoEffect),

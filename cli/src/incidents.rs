@@ -255,7 +255,7 @@ pub fn next_step(record: &IncidentRecord, failure_mode: Option<&str>, policy: &P
     }
     let mode = failure_mode.and_then(|m| m.parse::<FailureMode>().ok());
     let rung = mode.and_then(|m| next_rung(&history, m, policy));
-    if let Some(last) = history.last().filter(|a| a.outcome == Outcome::Requested) {
+    if let Some(last) = history.last().filter(|a| !a.outcome.is_complete()) {
         return NextStep {
             kind: "in_progress",
             rung: Some(last.rung),

@@ -134,7 +134,13 @@ impl IncidentStore for MemoryIncidentStore {
         }
         inner.records.insert(
             key,
-            Record { app: app.to_owned(), incident: incident.clone(), attempt: attempt.clone(), done: false, expires_at: None },
+            Record {
+                app: app.to_owned(),
+                incident: incident.clone(),
+                attempt: Attempt { outcome: attempt.outcome.while_claimed(), ..attempt.clone() },
+                done: false,
+                expires_at: None,
+            },
         );
         Ok(Claim::Granted)
     }
@@ -144,6 +150,14 @@ impl IncidentStore for MemoryIncidentStore {
         let record = inner.records.get_mut(key).ok_or_else(|| StoreError::invalid(format!("no claim for {key}")))?;
         record.attempt.outcome = outcome;
         record.done = true;
+        Ok(())
+    }
+
+    async fn mark_reached(&self, _app: &AppId, key: &IdempotencyKey) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let record = inner.records.get_mut(key).filter(|r| !r.done);
+        let record = record.ok_or_else(|| StoreError::invalid(format!("no claim in progress for {key}")))?;
+        record.attempt.outcome = Outcome::Reached;
         Ok(())
     }
 

@@ -399,7 +399,9 @@ where
             out.detail = e.to_string();
             return Ok(done(out, None));
         }
-        let attempt = Attempt { rung, at: decision.decided_at, idempotency_key: Some(key.clone()), outcome: Outcome::Requested };
+        // A claim taken over keeps what its holder saw (`Reached`), so the next run still knows.
+        let carried = history.unfinished(&key).map_or(Outcome::Requested, |a| a.outcome);
+        let attempt = Attempt { rung, at: decision.decided_at, idempotency_key: Some(key.clone()), outcome: carried };
         let mut resend = false;
         match self.store.claim(name, &incident, &attempt, self.claim_timeout).await? {
             Claim::Granted => {}
@@ -422,14 +424,20 @@ where
         // between claiming and recording. Its call may or may not have gone out; Argo CD's state
         // says which, and the action is resumed, never skipped and never blindly sent twice.
         let resumed = history.unfinished(&key).map(|a| a.at);
+        // Whether a run saw this refresh reach Argo CD: only then is a compare since the claim
+        // its answer. Otherwise nothing tells it from the periodic compare, a person's refresh or
+        // the compare that recorded an outage as it began, and crediting one of those would lose
+        // the action: the refresh is requested again (one more compare at worst).
+        let reached = carried == Outcome::Reached;
         let mut refreshed = None;
         let acted = match (rung, resumed) {
+            // reconciledAt has whole seconds: a compare in the claim's own second may precede it.
             (Rung::Refresh | Rung::HardRefresh, Some(claimed))
-                if app.status.reconciled_at.is_some_and(|r| r >= claimed.trunc_subsecs(0)) =>
+                if reached && app.status.reconciled_at.is_some_and(|r| r > claimed.trunc_subsecs(0)) =>
             {
                 out.result = StepResult::Refreshed;
                 out.detail = format!(
-                    "resumed an unfinished {} claimed at {}: Argo CD compared the app at {} since, so it is not requested again",
+                    "resumed an unfinished {} claimed at {}: it reached Argo CD, whose controller compared the app at {} since, so it is not requested again",
                     rung.as_str(),
                     secs(claimed),
                     app.status.reconciled_at.map(secs).unwrap_or_default()
@@ -437,8 +445,12 @@ where
                 Ok(Outcome::Succeeded)
             }
             (Rung::Refresh | Rung::HardRefresh, Some(claimed)) if app.refresh_pending() => {
-                // The earlier run's request reached Argo CD and waits for the controller: the
-                // claim stays in progress, and a run after it expires finds reconciledAt moved.
+                // A request waits for the controller: the claim stays in progress, and a run
+                // after it expires finds reconciledAt moved. When the pending refresh does this
+                // rung's work, it is this claim's (or as good): the claim says it reached.
+                if !reached && pending_covers(app, rung.refresh().unwrap_or(RefreshKind::Normal)) {
+                    Box::pin(self.store.mark_reached(name, &key)).await?;
+                }
                 out.result = StepResult::Deferred;
                 out.detail = format!(
                     "an unfinished {} claimed at {} is still pending in Argo CD (the refresh annotation is set); not requested again",
@@ -447,7 +459,9 @@ where
                 );
                 return Ok(done(out, None));
             }
-            (Rung::Refresh | Rung::HardRefresh, _) => self.refresh(permit, app_ref, app, rung, &mut out, &mut refreshed).await,
+            (Rung::Refresh | Rung::HardRefresh, _) => {
+                Box::pin(self.refresh(permit, app_ref, app, rung, &key, &mut out, &mut refreshed)).await
+            }
             (Rung::Sync, _) => self.sync(permit, app_ref, app, decision, &key, resumed, resend, &mut out).await,
             (Rung::Escalate, _) => self.escalate(permit, app, decision, resumed, &mut out).await,
         };
@@ -478,18 +492,21 @@ where
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn refresh(
         &self,
         permit: &Permit,
         app_ref: &AppRef,
         app: &Application,
         rung: Rung,
+        key: &IdempotencyKey,
         out: &mut StepReport,
         refreshed: &mut Option<Application>,
     ) -> Result<Outcome, StepError> {
         let kind = rung.refresh().unwrap_or(RefreshKind::Normal);
         let mut verified = false;
         let mut healthy = false;
+        let mut answer_lost = None;
         // A refresh can be silently dropped (argoproj/argo-cd#28392): verify that reconciledAt
         // moved past the request, and re-request once, with a budget token of its own (one
         // token buys one refresh request; without one left, the refresh stays unverified).
@@ -501,7 +518,37 @@ where
             // reconciledAt has whole seconds; compare at that precision.
             let requested_at = self.clock.now().trunc_subsecs(0);
             out.argo_calls += 1;
-            let after = self.argo.refresh(permit, app_ref, kind).await?;
+            let after = match Box::pin(self.argo.refresh(permit, app_ref, kind)).await {
+                Ok(after) => after,
+                Err(ArgoError::Transient(lost)) => {
+                    // The answer was lost, not necessarily the refresh: the API server sets the
+                    // refresh annotation before it waits for the controller's compare
+                    // (server/application/application.go:827 and :875-893 at v3.5.1, :750 at
+                    // v2.14.21), and a gateway or the client gives up first when the compare
+                    // (a hard refresh's manifest generation) is slow. Re-read before anything.
+                    out.argo_calls += 1;
+                    match Box::pin(self.argo.get_app(app_ref)).await {
+                        Ok(now) if now.refresh_pending() && pending_covers(&now, kind) => {
+                            // Argo CD has it: the claim stays in progress and says so, and the
+                            // run that resumes it credits the controller's compare.
+                            Box::pin(self.store.mark_reached(&out.app, key)).await?;
+                            return Err(ArgoError::Transient(format!(
+                                "{lost}; Argo CD has the {} (the refresh annotation is set) and its controller has not compared the app yet",
+                                kind.as_str()
+                            ))
+                            .into());
+                        }
+                        // Compared since (verified below), or no trace of it (lost on the way,
+                        // or dropped: asked once more below, as a dropped refresh is).
+                        Ok(now) => {
+                            answer_lost = Some(lost);
+                            now
+                        }
+                        Err(_) => return Err(ArgoError::Transient(lost).into()),
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            };
             // Verified when reconciledAt moved past the app as read just before this step: both
             // times are Argo CD's, so a function clock off from the cluster's cannot make a
             // refresh look dropped (L4). Only an app read without reconciledAt falls back to the
@@ -524,6 +571,9 @@ where
             (true, false) => format!("{} verified; the app is still in trouble", kind.as_str()),
             (false, _) => format!("{} requested twice but status.reconciledAt did not move", kind.as_str()),
         };
+        if let Some(lost) = answer_lost {
+            out.detail = format!("{} (an answer was lost: {lost}; the app re-read)", out.detail);
+        }
         Ok(if verified { Outcome::Succeeded } else { Outcome::NoEffect })
     }
 
@@ -853,6 +903,17 @@ where
                 format!("{}. Note: {}; Argo Medic takes no automatic action there until then", outcome.summary, freeze.describe());
         }
         Performed::Button(outcome)
+    }
+}
+
+/// Whether the refresh Argo CD holds in the app's refresh annotation does the work of a refresh
+/// of `kind`: a hard one does a normal one's too (the values are `RefreshTypeNormal` and
+/// `RefreshTypeHard`, pkg/apis/application/v1alpha1/types.go:544-545 at v3.5.1).
+fn pending_covers(app: &Application, kind: RefreshKind) -> bool {
+    match app.metadata.annotations.get(crate::app::REFRESH_ANNOTATION).map(String::as_str) {
+        Some("hard") => true,
+        Some(_) => kind == RefreshKind::Normal,
+        None => false,
     }
 }
 

@@ -26,6 +26,12 @@ pub enum Outcome {
     /// Requested; its effect has not been judged yet.
     #[default]
     Requested,
+    /// A refresh seen to reach Argo CD (its answer was lost; the API server had set the refresh
+    /// annotation, and the controller had not yet taken it), still in progress: the run that
+    /// resumes it credits the controller's next compare to it. A claim still `Requested` cannot
+    /// be: nothing in Argo CD says which refresh a compare answered (the periodic one, a person's,
+    /// a compare as an outage began), so that refresh is requested again.
+    Reached,
     /// Verified to have taken effect (refresh moved reconciledAt, sync operation started).
     Succeeded,
     /// Taken, but nothing changed.
@@ -56,7 +62,13 @@ impl Outcome {
     /// True once the actor recorded how the action turned out. A claim still `Requested` may
     /// belong to a run that died before its call: it is resumed, never counted as taken.
     pub fn is_complete(self) -> bool {
-        self != Outcome::Requested
+        !matches!(self, Outcome::Requested | Outcome::Reached)
+    }
+
+    /// The outcome a claim in progress is stored with: [`Outcome::Reached`] when a run that
+    /// takes over such a claim carries it over, otherwise [`Outcome::Requested`].
+    pub fn while_claimed(self) -> Outcome {
+        if self.is_complete() { Outcome::Requested } else { self }
     }
 
     /// A sync accepted and not yet seen started ([`Outcome::Sent`], [`Outcome::Resent`]).

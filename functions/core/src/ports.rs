@@ -437,6 +437,9 @@ pub trait IncidentStore: Send + Sync {
     ) -> impl Future<Output = Result<Claim, StoreError>> + Send;
     /// Records how a claimed action turned out.
     fn complete(&self, app: &AppId, key: &IdempotencyKey, outcome: Outcome) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Records that the claimed refresh under `key` reached Argo CD ([`Outcome::Reached`]), the
+    /// claim still in progress: the run that takes it over credits the next compare to it.
+    fn mark_reached(&self, app: &AppId, key: &IdempotencyKey) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Gives up a claim without an outcome (the action failed transiently and may be retried).
     fn release(&self, app: &AppId, key: &IdempotencyKey) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Closes the app's open incident (the app is Synced and Healthy again).

@@ -223,7 +223,8 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
         history: &History,
         out: StepReport,
     ) -> Result<(StepReport, bool), StepError> {
-        let performed = self.actuator().perform(Request::Rung { app_ref, app, decision, history, report: Box::new(out) }).await?;
+        // Boxed: a debug build's poll frame of `perform` is a quarter of a test thread's stack.
+        let performed = Box::pin(self.actuator().perform(Request::Rung { app_ref, app, decision, history, report: Box::new(out) })).await?;
         let Performed::Rung(done) = performed else { unreachable!("a rung request is answered with a rung") };
         let RungDone { mut report, answer, outcome, refreshed } = *done;
         match (outcome, refreshed) {

@@ -406,8 +406,9 @@ impl<P: Ports> Work<P> {
             return self.requeue(item, self.config.busy_delay, "another worker is acting on this app").await;
         }
         let result = match item.kind {
-            WorkKind::Requested => self.requested(item).await,
-            _ => self.step(item).await,
+            // Boxed: their debug-build poll frames are large, and they nest.
+            WorkKind::Requested => Box::pin(self.requested(item)).await,
+            _ => Box::pin(self.step(item)).await,
         };
         self.lock.unlock(app, owner).await.ok();
         result
@@ -581,10 +582,10 @@ impl<P: Ports> Work<P> {
                 tracing::info!(app = %item.app.id(), cause, "left to its fleet outage: the sweep probes the canaries and releases the wave");
                 return Ok(Handled::HeldByFleet(cause));
             }
-            Ok(FleetHold::Free(app)) => remediator.run(&item.app, &item.trigger, app.map(|a| *a)).await,
+            Ok(FleetHold::Free(app)) => Box::pin(remediator.run(&item.app, &item.trigger, app.map(|a| *a))).await,
             // Held, but an action claimed before the hold is still to be performed: the step
             // resumes it (its claim, its key), and the hold applies from the next decision on.
-            Ok(FleetHold::Held(_)) => remediator.run(&item.app, &item.trigger, None).await,
+            Ok(FleetHold::Held(_)) => Box::pin(remediator.run(&item.app, &item.trigger, None)).await,
             // Deleted, or moved to another project: the step's own read and list tell which.
             Err(ArgoError::NotFound(_) | ArgoError::PermissionDenied(_)) => remediator.run(&item.app, &item.trigger, None).await,
             Err(e) => Err(StepError::Argo(e)),

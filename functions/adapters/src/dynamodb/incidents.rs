@@ -40,7 +40,7 @@ impl IncidentStore for DynamoDbStore {
             .item("idempotency_key", s(key.as_str()))
             .item("rung", s(name(&attempt.rung)?))
             .item("at", s(attempt.at.to_rfc3339()))
-            .item("outcome", s(name(&Outcome::Requested)?))
+            .item("outcome", s(name(&attempt.outcome.while_claimed())?))
             .item("status", s(IN_PROGRESS))
             .item("in_progress_until", n(until.timestamp_millis()))
             // Free, held by a claim whose in-progress time has run out (a crashed holder), or
@@ -125,6 +125,31 @@ impl IncidentStore for DynamoDbStore {
         match result {
             Ok(_) => Ok(()),
             // Released between the lookup and the update.
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Err(no_claim()),
+            Err(e) => Err(crate::aws::store_error(&self.op("UpdateItem"), e)),
+        }
+    }
+
+    async fn mark_reached(&self, app: &AppId, key: &IdempotencyKey) -> Result<(), StoreError> {
+        let no_claim = || StoreError::invalid(format!("no claim in progress for {key}"));
+        let sk = self.find_action(app, key).await?.ok_or_else(no_claim)?;
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(self.app_pk(app)))
+            .key("sk", s(sk))
+            .update_expression("SET #outcome = :outcome")
+            .condition_expression("#status = :in_progress")
+            .expression_attribute_names("#outcome", "outcome")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":outcome", s(name(&Outcome::Reached)?))
+            .expression_attribute_values(":in_progress", s(IN_PROGRESS))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // Completed or released between the lookup and the update.
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Err(no_claim()),
             Err(e) => Err(crate::aws::store_error(&self.op("UpdateItem"), e)),
         }

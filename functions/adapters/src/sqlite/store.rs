@@ -254,7 +254,14 @@ impl IncidentStore for SqliteIncidentStore {
         tx.execute(
             "INSERT INTO actions (key, app, incident_id, rung, at, outcome, done) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0)
              ON CONFLICT(key) DO UPDATE SET at = excluded.at, outcome = excluded.outcome, done = 0, expires_at = NULL",
-            params![key.as_str(), app.as_str(), incident.id(), name(&attempt.rung)?, attempt.at.to_rfc3339(), name(&Outcome::Requested)?],
+            params![
+                key.as_str(),
+                app.as_str(),
+                incident.id(),
+                name(&attempt.rung)?,
+                attempt.at.to_rfc3339(),
+                name(&attempt.outcome.while_claimed())?
+            ],
         )
         .map_err(err)?;
         // Opening (again): the incident's earlier actions are kept for its life.
@@ -279,6 +286,14 @@ impl IncidentStore for SqliteIncidentStore {
             .execute("UPDATE actions SET outcome = ?2, done = 1 WHERE key = ?1", params![key.as_str(), name(&outcome)?])
             .map_err(err)?;
         if n == 0 { Err(StoreError::invalid(format!("no claim for {key}"))) } else { Ok(()) }
+    }
+
+    async fn mark_reached(&self, _app: &AppId, key: &IdempotencyKey) -> Result<(), StoreError> {
+        let n = self
+            .conn()
+            .execute("UPDATE actions SET outcome = ?2 WHERE key = ?1 AND done = 0", params![key.as_str(), name(&Outcome::Reached)?])
+            .map_err(err)?;
+        if n == 0 { Err(StoreError::invalid(format!("no claim in progress for {key}"))) } else { Ok(()) }
     }
 
     async fn release(&self, _app: &AppId, key: &IdempotencyKey) -> Result<(), StoreError> {
