@@ -46,11 +46,8 @@ impl AwsStack {
 
     fn ingest(&self, sim: &ArgoSim) -> Ingest<SqsWorkQueue, HttpArgoClient, SystemClock, Metrics> {
         let config = IngestConfig { max_refresh_apps: 5, work_item_key: Some(crate::support::work_item_key()), ..IngestConfig::default() };
-        Ingest {
-            secrets: WebhookSecrets::new(SECRET, Some("the-previous-secret-still-valid".into())),
-            refresh_secrets: Some(WebhookSecrets::new(REFRESH_SECRET, None)),
-            intake: self.on_table(sim).intake(config),
-        }
+        Ingest::new(self.on_table(sim).intake(config), WebhookSecrets::new(SECRET, Some("the-previous-secret-still-valid".into())))
+            .with_refresh_secrets(Some(WebhookSecrets::new(REFRESH_SECRET, None)))
     }
 
     fn worker<S: IncidentStore>(&self, sim: &ArgoSim, store: S) -> TestWorker<S, LogEscalator, FixedSwitch> {
@@ -324,7 +321,7 @@ async fn a_signed_refresh_request_enqueues_the_named_apps_within_the_cap() {
     let by_name = format!(r#"{{"apps":[{{"name":"inventory","namespace":"argocd"}}],"requestedAt":"{now}","requestedBy":"ci"}}"#);
     assert_eq!(ingest.handle(signed_with(SECRET, by_name.clone())).await.status(), 403, "signed with the webhook secret");
     // A deployment without a refresh secret has no refresh route.
-    let off = Ingest { refresh_secrets: None, ..stack.ingest(&sim) };
+    let off = stack.ingest(&sim).with_refresh_secrets(None);
     assert_eq!(off.handle(signed(by_name)).await.status(), 404, "signed refreshes are off without a refresh secret");
     let by_selector = format!(r#"{{"selector":"team=platform","requestedAt":"{now}","requestedBy":"ci"}}"#);
     let response = ingest.handle(signed(by_selector)).await;

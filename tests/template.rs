@@ -808,11 +808,8 @@ async fn every_render_is_accepted_by_the_ingest_function_and_by_the_worker_from_
     let secret = "template-test-secret-0123456789";
     // /v1/events never calls Argo CD.
     let argo = HttpArgoClient::new(ArgoSettings::new("127.0.0.1:9", "unused")).unwrap();
-    let ingest = Ingest {
-        secrets: WebhookSecrets::new(secret, None),
-        refresh_secrets: None,
-        intake: medic_stack::twins::MemoryState::default().intake(argo, IngestConfig::default()),
-    };
+    let ingest =
+        Ingest::new(medic_stack::twins::MemoryState::default().intake(argo, IngestConfig::default()), WebhookSecrets::new(secret, None));
     let cfg = notifications_config();
     let mut accepted = 0;
     for (label, app) in sample_apps() {

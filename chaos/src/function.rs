@@ -77,8 +77,7 @@ pub async fn run(kind: Kind) -> anyhow::Result<()> {
     let built = match kind {
         Kind::Ingest => {
             let built = medic_ingest::LambdaIngest::from_env(&env).await?;
-            let intake = medic_ingest::Intake { metrics: quiet(), ..built.intake };
-            Built::Ingest(Box::new(medic_ingest::Ingest { intake, ..built }))
+            Built::Ingest(Box::new(built.map_intake(|intake| intake.with_metrics(quiet()))))
         }
         Kind::SlackActions => Built::Actions(Box::new(medic_slack_actions::SlackActions {
             metrics: quiet(),

@@ -207,8 +207,8 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     let (sim, _) = fleet_sim(&o).await?;
     let state = MemoryState::default();
     let queue = Arc::clone(&state.queue);
-    let intake = medic_ingest::Intake { metrics: Metrics::quiet("storm"), ..state.intake(client(&sim)?, IngestConfig::default()) };
-    let ingest = Ingest { secrets: WebhookSecrets::new(SECRET, None), refresh_secrets: None, intake };
+    let intake = state.intake(client(&sim)?, IngestConfig::default()).with_metrics(Metrics::quiet("storm"));
+    let ingest = Ingest::new(intake, WebhookSecrets::new(SECRET, None));
     let buckets = Arc::new(MemoryBuckets::default());
     let workers: Vec<StormWorker> =
         (0..o.running.unwrap_or(o.workers).max(1)).map(|_| worker(&sim, budget(&o, &buckets), &state)).collect::<anyhow::Result<_>>()?;

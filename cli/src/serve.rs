@@ -232,11 +232,11 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
     let budget = Arc::new(LocalBudget::new(opts.rates));
     // Ingest's, the worker's and the sweeper's adapters: one state file, queue, escalator and budget.
     let local = || -> LocalPorts { state.adapters(Arc::clone(&argo), Arc::clone(&escalator), Arc::clone(&budget), &instance) };
-    let ingest: LocalIngest = Ingest {
-        secrets: WebhookSecrets::new(opts.webhook_secret.clone(), None),
-        refresh_secrets: opts.refresh_secret.clone().map(|s| WebhookSecrets::new(s, None)),
-        intake: local().intake(IngestConfig { work_item_key: work_item_key.clone(), ..IngestConfig::default() }),
-    };
+    let ingest: LocalIngest = Ingest::new(
+        local().intake(IngestConfig { work_item_key: work_item_key.clone(), ..IngestConfig::default() }),
+        WebhookSecrets::new(opts.webhook_secret.clone(), None),
+    )
+    .with_refresh_secrets(opts.refresh_secret.clone().map(|s| WebhookSecrets::new(s, None)));
     let actions = match (opts.slack_actions, &*escalator) {
         (Some(o), AnyEscalator::Slack(_)) => {
             let config = ActionsConfig { work_item_key: work_item_key.clone(), ..ActionsConfig::default() };

@@ -84,14 +84,15 @@ fuzz_target!(|data: &[u8]| {
         IngestConfig { work_item_key: WorkItemKey::new("a-work-item-key-of-at-least-32-bytes-for-fuzzing"), ..IngestConfig::default() };
     let intake = medic_stack::twins::MemoryState::default().intake(Argo, config);
     // The refresh route signs with the same secret, so both routes are reached.
-    let ingest = Ingest { secrets: WebhookSecrets::new(SECRET, None), refresh_secrets: Some(WebhookSecrets::new(SECRET, None)), intake };
+    let ingest = Ingest::new(intake, WebhookSecrets::new(SECRET, None)).with_refresh_secrets(Some(WebhookSecrets::new(SECRET, None)));
+    let signer = WebhookSecrets::new(SECRET, None);
 
     let mut req = lambda_http::http::Request::builder().method("POST").uri(path);
     for line in lines {
         let Some((name, value)) = line.split_once(':') else { continue };
         let value = value.trim();
         if name.trim().eq_ignore_ascii_case(SIGNATURE_HEADER) && value == "auto" {
-            req = req.header(SIGNATURE_HEADER, ingest.secrets.sign(&body));
+            req = req.header(SIGNATURE_HEADER, signer.sign(&body));
         } else {
             req = req.header(name.trim(), value);
         }

@@ -55,13 +55,34 @@ impl WebhookSecrets {
     }
 }
 
-/// The ingest function's handler: who may call, and what becomes of the answer.
+/// The ingest function's handler: who may call, and what becomes of the answer. Its
+/// collaborators are its intake's, built by a composition root (`medic_stack`); the handler adds
+/// only the secrets callers present.
 pub struct Ingest<Q, A, C, T> {
     /// Bearer tokens of `POST /v1/events`.
-    pub secrets: WebhookSecrets,
+    secrets: WebhookSecrets,
     /// HMAC keys of `POST /v1/refresh`; `None` turns the route off.
-    pub refresh_secrets: Option<WebhookSecrets>,
-    pub intake: Intake<Q, A, C, T>,
+    refresh_secrets: Option<WebhookSecrets>,
+    intake: Intake<Q, A, C, T>,
+}
+
+impl<Q, A, C, T> Ingest<Q, A, C, T> {
+    /// Ingest over `intake`, taking `secrets` as the bearer tokens of `POST /v1/events`. The
+    /// refresh route stays off until [`Ingest::with_refresh_secrets`] gives it keys.
+    pub fn new(intake: Intake<Q, A, C, T>, secrets: WebhookSecrets) -> Self {
+        Self { secrets, refresh_secrets: None, intake }
+    }
+
+    /// The same ingest with `refresh` as the HMAC keys of `POST /v1/refresh` (`None`: no route).
+    pub fn with_refresh_secrets(self, refresh: Option<WebhookSecrets>) -> Self {
+        Self { refresh_secrets: refresh, ..self }
+    }
+
+    /// The same ingest and secrets over the intake `rewire` makes of this one's (one collaborator
+    /// swapped: [`Intake::with_queue`], [`Intake::with_metrics`]).
+    pub fn map_intake<Q2, A2, C2, T2>(self, rewire: impl FnOnce(Intake<Q, A, C, T>) -> Intake<Q2, A2, C2, T2>) -> Ingest<Q2, A2, C2, T2> {
+        Ingest { secrets: self.secrets, refresh_secrets: self.refresh_secrets, intake: rewire(self.intake) }
+    }
 }
 
 /// The handler is its intake plus who may call: its collaborators are the intake's.
@@ -95,11 +116,8 @@ impl LambdaIngest {
         // The secrets at once: each is a Secrets Manager round trip of the cold start.
         let (intake, webhook_secret, refresh_secret) =
             tokio::try_join!(medic_stack::lambda::intake(env), env.webhook_secret(), env.refresh_secret())?;
-        Ok(Ingest {
-            secrets: WebhookSecrets::from_json(&webhook_secret)?,
-            refresh_secrets: refresh_secret.map(|s| WebhookSecrets::from_json(&s)).transpose()?,
-            intake,
-        })
+        let refresh = refresh_secret.map(|s| WebhookSecrets::from_json(&s)).transpose()?;
+        Ok(Ingest::new(intake, WebhookSecrets::from_json(&webhook_secret)?).with_refresh_secrets(refresh))
     }
 }
 

@@ -18,7 +18,7 @@ use medic_adapters::lambda_env::LambdaEnv;
 use medic_adapters::memory::MemoryQueue;
 use medic_adapters::memory::SystemClock;
 use medic_adapters::telemetry::Metrics;
-use medic_ingest::{Ingest, Intake, LambdaIngest, SIGNATURE_HEADER, WebhookSecrets};
+use medic_ingest::{Ingest, LambdaIngest, SIGNATURE_HEADER, WebhookSecrets};
 
 const ARGO_TOKEN_ARN: &str = "arn:aws:secretsmanager:us-east-1:123456789012:secret:argocd-token-AbCdEf";
 const WEBHOOK_SECRET: &str = "lazy-argo-test-webhook-secret";
@@ -69,11 +69,8 @@ fn settings(name: &str) -> Option<String> {
 async fn ingest(secrets: &RefusingSecrets) -> Ingest<MemoryQueue, HttpArgoClient, SystemClock, Metrics> {
     let env = LambdaEnv::from_settings(Settings::from_fn(settings)).await.unwrap().with_interceptor(secrets.clone());
     let built = LambdaIngest::from_env(&env).await.expect("ingest starts without reading the Argo CD token");
-    let lambda = built.intake;
     // The function's own intake, its queue in memory instead of SQS.
-    let intake =
-        Intake { config: lambda.config, queue: MemoryQueue::default(), argo: lambda.argo, clock: lambda.clock, metrics: lambda.metrics };
-    Ingest { secrets: built.secrets, refresh_secrets: built.refresh_secrets, intake }
+    built.map_intake(|lambda| lambda.with_queue(MemoryQueue::default()))
 }
 
 fn request(path: &str, body: String, headers: &[(&str, String)]) -> lambda_http::Request {

@@ -57,11 +57,10 @@ fn events_dir() -> PathBuf {
 type TwinIngest = Ingest<std::sync::Arc<MemoryQueue>, NoArgo, SystemClock, Metrics>;
 
 fn ingest() -> TwinIngest {
-    Ingest {
-        secrets: WebhookSecrets::new(SECRET, Some(PREVIOUS.into())),
-        refresh_secrets: None,
-        intake: medic_stack::twins::MemoryState::default().intake(NoArgo, IngestConfig::default()),
-    }
+    Ingest::new(
+        medic_stack::twins::MemoryState::default().intake(NoArgo, IngestConfig::default()),
+        WebhookSecrets::new(SECRET, Some(PREVIOUS.into())),
+    )
 }
 
 fn sample(name: &str) -> String {

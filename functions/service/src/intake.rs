@@ -103,6 +103,22 @@ pub struct RefreshAccepted {
     pub apps: Vec<String>,
 }
 
+/// One collaborator swapped, the others kept, as `Adapters::with_*` does for a whole stack: a
+/// test's queue in memory, a harness's quiet metrics.
+impl<Q, A, C, T> Intake<Q, A, C, T> {
+    /// The same intake enqueueing onto `queue`.
+    pub fn with_queue<X>(self, queue: X) -> Intake<X, A, C, T> {
+        let Intake { config, argo, clock, metrics, .. } = self;
+        Intake { config, queue, argo, clock, metrics }
+    }
+
+    /// The same intake counting into `metrics`.
+    pub fn with_metrics<X>(self, metrics: X) -> Intake<Q, A, C, X> {
+        let Intake { config, queue, argo, clock, .. } = self;
+        Intake { config, queue, argo, clock, metrics }
+    }
+}
+
 impl<Q: WorkQueue, A: ArgoApi, C: Clock, T: Telemetry> Intake<Q, A, C, T> {
     /// A notification's body: parsed, its trigger checked, queued as a work item. Returns the
     /// item's dedupe key.
