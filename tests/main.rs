@@ -47,5 +47,7 @@ mod support;
 mod sweep;
 /// The argocd-notifications configuration in infra/, rendered as argocd-notifications renders it.
 mod template;
+/// One timeline per incident: each event once through a kill and a redelivery, in every store.
+mod timeline;
 /// Trust levels (observe, propose, act) through the worker and both simulators.
 mod trust;

@@ -24,6 +24,7 @@ use medic_core::catalogue::FailureMode;
 use medic_core::incident::{DecisionNote, History, IncidentRecord, Outcome};
 use medic_core::ladder::Rung;
 use medic_core::ports::{EscalationStore, IncidentLedger};
+use medic_core::timeline::TimelineEvent;
 use medic_core::{PolicyConfig, catalogue};
 use medic_slack::{SlackIncidentView, incident_view};
 use serde::Serialize;
@@ -70,6 +71,9 @@ pub struct IncidentView {
     /// The fleet incident it belongs to, if any.
     pub fleet: Option<FleetMembership>,
     pub last_decision: Option<DecisionNote>,
+    /// The incident's timeline, oldest first: `medic incidents show` reads it; a listing does not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<TimelineEvent>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -132,7 +136,11 @@ pub async fn collect<L: IncidentLedger, E: EscalationStore>(
             continue;
         }
         let slack_view = incident_view(slack, &record.app, &record.incident.id()).await.context("reading the Slack records")?;
-        let view = view(record, slack_view, query);
+        let timeline = match wanted_app {
+            Some(_) => ledger.timeline(&record.app, &record.incident.id()).await.context("reading the incident's timeline")?,
+            None => Vec::new(),
+        };
+        let view = IncidentView { timeline, ..view(record, slack_view, query) };
         if !query.projects.is_empty() && !view.project.as_ref().is_some_and(|p| query.projects.contains(p)) {
             continue;
         }
@@ -216,6 +224,7 @@ fn view(record: IncidentRecord, slack: Option<SlackIncidentView>, query: &Query)
         fleet,
         last_decision: note,
         app: record.app.to_string(),
+        timeline: Vec::new(),
     }
 }
 
@@ -452,6 +461,19 @@ pub fn details(v: &IncidentView, now: DateTime<Utc>) -> String {
             }
         }
         None => out.push_str("  last decision  not stored (recorded before this version kept decisions)\n"),
+    }
+    if !v.timeline.is_empty() {
+        out.push_str("  timeline\n");
+        for e in &v.timeline {
+            let mut said = e.what.clone();
+            if let Some(who) = &e.who {
+                said = format!("{said} (by {who})");
+            }
+            if let Some(level) = &e.level {
+                said = format!("{said} [{level}]");
+            }
+            out.push_str(&format!("    {}  {:<9}  {said}\n", time(e.at), e.kind.as_str()));
+        }
     }
     out
 }

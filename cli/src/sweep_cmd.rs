@@ -208,6 +208,7 @@ pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
         kill_switch: false,
         switch: &medic_core::switch::FixedSwitch(medic_core::switch::Mode::Act),
         claim_timeout: Duration::from_secs(600),
+        arrival: None,
     };
     let opts = SweepOptions {
         scope: SweepScope { projects: cmd.projects.clone(), selector: cmd.selector.clone(), ..SweepScope::default() },

@@ -172,6 +172,7 @@ impl<S: IncidentStore> Parts<S> {
             kill_switch: false,
             switch,
             claim_timeout,
+            arrival: None,
         }
     }
 

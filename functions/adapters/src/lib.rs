@@ -24,6 +24,7 @@
 
 mod answer;
 pub mod argocd;
+pub mod audit;
 pub mod aws;
 pub mod breaker;
 pub mod budget;

@@ -14,6 +14,7 @@ use medic_core::keys::IdempotencyKey;
 use medic_core::keys::IncidentKey;
 use medic_core::permit::Permit;
 use medic_core::ports::{Claim, Clock, EscalationError, HumanActions, IncidentChannel, IncidentStore, OutageBoard, StoreError};
+use medic_core::timeline::TimelineEvent;
 
 /// The wall clock.
 #[derive(Debug, Clone, Copy, Default)]
@@ -68,12 +69,18 @@ impl Record {
     }
 }
 
+/// One incident's timeline: events by id, each with its expiry.
+type Timeline = std::collections::BTreeMap<String, (TimelineEvent, Option<DateTime<Utc>>)>;
+
 #[derive(Default)]
 struct Inner {
     open: HashMap<AppId, IncidentKey>,
     records: HashMap<IdempotencyKey, Record>,
     /// Decisions by time and app, kept [`medic_core::record::DEFAULT_RETENTION`].
     decisions: std::collections::BTreeMap<(DateTime<Utc>, AppId), medic_core::record::DecisionRecord>,
+    /// Timelines, by incident then event id, with their expiry: `ACTION_RETENTION` after the
+    /// event, moved to that long after the close when the incident closes.
+    events: HashMap<String, Timeline>,
 }
 
 /// Incidents and idempotency records in a map.
@@ -173,9 +180,15 @@ impl IncidentStore for MemoryIncidentStore {
             for r in inner.records.values_mut().filter(|r| r.app == *app && r.incident == incident) {
                 r.expires_at = Some(expires);
             }
+            for (_, expiry) in inner.events.entry(incident.id()).or_default().values_mut() {
+                *expiry = (*expiry).max(Some(expires));
+            }
         }
         // Expired records go, as TTL deletes them in DynamoDB.
         inner.records.retain(|_, r| !r.expired(at));
+        for events in inner.events.values_mut() {
+            events.retain(|_, (_, expiry)| expiry.is_none_or(|e| e > at));
+        }
         Ok(())
     }
 
@@ -202,9 +215,30 @@ impl IncidentStore for MemoryIncidentStore {
         inner.decisions.entry((record.decided_at(), record.decision.app.clone())).or_insert_with(|| record.clone());
         Ok(())
     }
+
+    async fn append_event(&self, event: &TimelineEvent) -> Result<bool, StoreError> {
+        let written = {
+            let mut inner = self.lock();
+            let events = inner.events.entry(event.incident_id.clone()).or_default();
+            let expiry = event.at + chrono::Duration::from_std(medic_core::incident::ACTION_RETENTION).unwrap_or_default();
+            Ok(!events.contains_key(&event.id) && events.insert(event.id.clone(), (event.clone(), Some(expiry))).is_none())
+        };
+        crate::audit::audit_event(event, &written);
+        written
+    }
 }
 
 impl MemoryIncidentStore {
+    /// The timeline of the app's incident `incident_id`, oldest first (what
+    /// `IncidentLedger::timeline` answers for the stores that have a ledger).
+    pub fn timeline(&self, app: &AppId, incident_id: &str) -> Vec<TimelineEvent> {
+        let inner = self.lock();
+        let mut events: Vec<TimelineEvent> =
+            inner.events.get(incident_id).into_iter().flat_map(|e| e.values()).map(|(e, _)| e.clone()).filter(|e| e.app == *app).collect();
+        events.sort_by_key(|e| (e.at, e.kind));
+        events
+    }
+
     /// The decisions recorded and still kept, oldest first (what `IncidentLedger::decisions`
     /// answers for the stores that have a ledger).
     pub fn decisions(&self) -> Vec<medic_core::record::DecisionRecord> {

@@ -29,6 +29,7 @@ use crate::permit::Permit;
 use crate::ports::{ArgoApi, ArgoError, Budget, BudgetExhausted, Claim, Clock, Escalator, IncidentStore, MarkerStore, Seen};
 use crate::step::{StepError, StepReport, StepResult, sync_request};
 use crate::switch::Switch;
+use crate::timeline::{EventKind, TimelineEvent};
 use crate::trust::TrustLevel;
 
 /// How long a person's performed action is remembered, so a redelivery reports it instead of
@@ -404,7 +405,14 @@ where
         let attempt = Attempt { rung, at: decision.decided_at, idempotency_key: Some(key.clone()), outcome: carried };
         let mut resend = false;
         match self.store.claim(name, &incident, &attempt, self.claim_timeout).await? {
-            Claim::Granted => {}
+            Claim::Granted => {
+                let what = format!("{} claimed ({})", rung.as_str(), decision.rule);
+                log_event(
+                    self.store,
+                    TimelineEvent::new(&incident, EventKind::Claimed, key.as_str(), self.clock.now(), what).keyed(key.as_str()),
+                )
+                .await;
+            }
             // A sync Argo CD accepted and this read shows no trace of (the step reopened it in
             // the history it decided on): the record is ours, and it is sent once more under its
             // key. (A claim a dead run left is `Requested`, and granted above.)
@@ -468,6 +476,7 @@ where
         match acted {
             Ok(outcome) => {
                 self.store.complete(name, &key, outcome).await?;
+                Box::pin(self.log_acted(&incident, rung, &key, outcome, &out.detail)).await;
                 Ok(RungDone { report: out, answer, outcome: Some(outcome), refreshed: refreshed.filter(|_| outcome == Outcome::Succeeded) })
             }
             Err(e @ StepError::Argo(ArgoError::Transient(_))) if rung != Rung::Escalate => {
@@ -485,10 +494,23 @@ where
             }
             Err(e) => {
                 self.store.complete(name, &key, Outcome::Failed).await?;
+                Box::pin(self.log_acted(&incident, rung, &key, Outcome::Failed, &e.to_string())).await;
                 out.result = StepResult::Failed;
                 out.detail = e.to_string();
                 Ok(RungDone { report: out, answer, outcome: Some(Outcome::Failed), refreshed: None })
             }
+        }
+    }
+
+    /// The timeline's record of a rung taken: `acted` with its outcome, and `verified` when
+    /// Argo CD showed its effect.
+    async fn log_acted(&self, incident: &crate::keys::IncidentKey, rung: Rung, key: &IdempotencyKey, outcome: Outcome, detail: &str) {
+        let now = self.clock.now();
+        let what = format!("{} {}: {detail}", rung.as_str(), outcome.as_str());
+        log_event(self.store, TimelineEvent::new(incident, EventKind::Acted, key.as_str(), now, what).keyed(key.as_str())).await;
+        if outcome == Outcome::Succeeded && rung != Rung::Escalate {
+            let what = format!("{} verified in Argo CD", rung.as_str());
+            log_event(self.store, TimelineEvent::new(incident, EventKind::Verified, key.as_str(), now, what).keyed(key.as_str())).await;
         }
     }
 
@@ -746,6 +768,9 @@ where
     ) -> Result<Performed, StepError> {
         let kind = ActionKind::of_button(request.action);
         let id = request.app.id();
+        let what = format!("{} pressed", kind.row().button.map_or(kind.as_str(), |b| b.label));
+        let click = TimelineEvent::of(&id, &request.incident_id, EventKind::Clicked, request.idempotency_key.as_str(), clicked_at, what);
+        log_event(self.store, click.by(by).keyed(request.idempotency_key.as_str())).await;
         let answer = self.check(kind, Caller::Person, Some(&id), request.app.project.as_deref()).await;
         if !answer.acts() {
             return Ok(Performed::Held(answer));
@@ -904,6 +929,14 @@ where
         }
         Performed::Button(outcome)
     }
+}
+
+/// Appends `event` to its incident's timeline. Best effort: the timeline is for people and the
+/// policy never reads it, so an event that could not be written fails nothing. The store's
+/// adapter writes a new event's audit log line and logs one it could not write
+/// (`medic_adapters::audit::audit_event`), so the audit log and the timeline say the same.
+pub async fn log_event<S: IncidentStore>(store: &S, event: TimelineEvent) {
+    let _ = Box::pin(store.append_event(&event)).await;
 }
 
 /// Whether the refresh Argo CD holds in the app's refresh annotation does the work of a refresh

@@ -65,6 +65,23 @@ impl Outcome {
         !matches!(self, Outcome::Requested | Outcome::Reached)
     }
 
+    /// The outcome's name, as it is stored (`succeeded`, `no_effect`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Requested => "requested",
+            Outcome::Reached => "reached",
+            Outcome::Succeeded => "succeeded",
+            Outcome::NoEffect => "no_effect",
+            Outcome::Failed => "failed",
+            Outcome::SyncWindowBlocked => "sync_window_blocked",
+            Outcome::OperationInProgress => "operation_in_progress",
+            Outcome::Unknown => "unknown",
+            Outcome::Sent => "sent",
+            Outcome::Resent => "resent",
+            Outcome::Withheld => "withheld",
+        }
+    }
+
     /// The outcome a claim in progress is stored with: [`Outcome::Reached`] when a run that
     /// takes over such a claim carries it over, otherwise [`Outcome::Requested`].
     pub fn while_claimed(self) -> Outcome {

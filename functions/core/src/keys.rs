@@ -124,6 +124,13 @@ pub fn performed_marker(key: &IdempotencyKey) -> Marker {
     Marker(format!("performed-{}", key.as_str()))
 }
 
+/// The id of one event of an incident's timeline: its kind and the natural key of what it
+/// records (a delivery's dedupe key, an action's idempotency key, a button's id), so the same
+/// event written again, by a redelivery or a run that took a claim over, is the same record.
+pub fn timeline_event_id(incident_id: &str, kind: &str, natural: &str) -> String {
+    format!("{kind}-{}", &digest(&["argo-medic/timeline/v1", incident_id, kind, natural])[..24])
+}
+
 /// The dedupe key of a notification (`ev1-`): the state it reports and its episode, hashed
 /// (see `NotificationEvent::dedupe_key` for which parts and why).
 pub fn notification_dedupe_key(parts: &[&str]) -> String {

@@ -53,6 +53,7 @@ pub mod route;
 pub mod step;
 pub mod sweep;
 pub mod switch;
+pub mod timeline;
 pub mod timeouts;
 pub mod trigger;
 pub mod trust;

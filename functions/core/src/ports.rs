@@ -21,6 +21,7 @@ use crate::keys::Marker;
 use crate::ladder::{BudgetKind, RefreshKind};
 use crate::permit::Permit;
 use crate::record::DecisionRecord;
+use crate::timeline::TimelineEvent;
 
 /// Declares a port, its decorator trait, and its forwarding through `Arc`, so forwarding is
 /// written once for every port and method, never by hand.
@@ -459,6 +460,10 @@ pub trait IncidentStore: Send + Sync {
     /// for the store's retention: what `medic report` and `medic replay` read. Idempotent: the
     /// same record (app and time) written twice is kept once. The policy never reads it.
     fn record_decision(&self, record: &DecisionRecord) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Appends `event` to its incident's timeline, unless an event with its id is there already
+    /// (a conditional write): true when written. Kept [`crate::incident::ACTION_RETENTION`]
+    /// after it happened, and at least that long after its incident closes.
+    fn append_event(&self, event: &TimelineEvent) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 decorated by IncidentStoreDecorator;
 }
@@ -471,6 +476,9 @@ pub trait IncidentLedger: Send + Sync {
     fn incidents(&self, include_closed: bool) -> impl Future<Output = Result<Vec<IncidentRecord>, StoreError>> + Send;
     /// The decisions recorded at or after `since` and still kept, oldest first.
     fn decisions(&self, since: DateTime<Utc>) -> impl Future<Output = Result<Vec<DecisionRecord>, StoreError>> + Send;
+    /// The timeline of the app's incident `incident_id` (its [`crate::keys::IncidentKey::id`]),
+    /// oldest first.
+    fn timeline(&self, app: &AppId, incident_id: &str) -> impl Future<Output = Result<Vec<TimelineEvent>, StoreError>> + Send;
 }
 decorated by IncidentLedgerDecorator;
 }

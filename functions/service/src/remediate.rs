@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use medic_core::actuator::{Actuator, Performed, Request, RungDone};
+use medic_core::actuator::{Actuator, Performed, Request, RungDone, log_event};
 use medic_core::app::{AppId, Application};
 use medic_core::decision::Decision;
 use medic_core::event::AppRef;
@@ -15,6 +15,7 @@ use medic_core::policy::DecisionPolicy;
 use medic_core::ports::{ArgoApi, ArgoError, Budget, Clock, Escalator, IncidentStore, ListQuery, MarkerStore};
 use medic_core::record::DecisionRecord;
 use medic_core::switch::Switch;
+use medic_core::timeline::{Arrival, EventKind, TimelineEvent};
 use medic_core::trigger::Trigger;
 
 use medic_core::step::{StepError, StepReport, StepResult, report};
@@ -39,6 +40,9 @@ pub struct Remediator<'a, A, S, D, E, B, C, W> {
     pub switch: &'a W,
     /// How long a claim may stay in progress before another run may take it over.
     pub claim_timeout: Duration,
+    /// The delivery this step answers (the worker's work item), the natural key of its
+    /// timeline's `received` and decision events; `None` (`medic sweep`): the decision's time.
+    pub arrival: Option<&'a Arrival>,
 }
 
 impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: Clock, W: Switch> Remediator<'_, A, S, D, E, B, C, W> {
@@ -97,6 +101,7 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
         let (history, settled) = self.settle_sends(&app, trigger).await?;
         let mut decision = self.policy.decide(&app, trigger, &history, self.clock.now())?;
         let frozen = self.apply_freezes(&app, &mut decision).await;
+        let frozen_by = frozen.clone();
         // Boxed, as the rung below: in debug builds the step's future is on every caller's stack.
         Box::pin(self.record(&app, &decision, trigger, &history, frozen)).await;
         let mut out = report(name.clone(), Some(&decision), StepResult::NoAction, decision.reason.clone(), calls);
@@ -104,7 +109,12 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
             out.detail = format!("{settled}; {}", out.detail);
         }
         out.down_after = Some(medic_core::fleet::is_down(&app));
+        Box::pin(self.log_decision(&decision, trigger, &history, frozen_by.as_deref())).await;
         if decision.resolves_incident {
+            if let Some(incident) = &history.incident {
+                let event = TimelineEvent::new(incident, EventKind::Resolved, "resolved", decision.decided_at, decision.reason.clone());
+                log_event(self.store, event).await;
+            }
             self.store.close(&name, decision.decided_at).await?;
             return Ok(StepReport { result: StepResult::Resolved, ..out });
         }
@@ -118,6 +128,29 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
             let _ = self.store.note_decision(&name, incident, &note).await;
         }
         done.map(|(report, _)| report)
+    }
+
+    /// The incident's timeline: the delivery received and what was decided on it (a wait, a
+    /// freeze's hold, or a decision), with the rule and the trust level. Nothing for an app
+    /// with no incident.
+    async fn log_decision(&self, decision: &Decision, trigger: &Trigger, history: &History, frozen: Option<&str>) {
+        let Some(incident) = decision.incident.as_ref().or(history.incident.as_ref()) else { return };
+        let natural = match self.arrival {
+            Some(d) => d.key.clone(),
+            None => decision.decided_at.to_rfc3339(),
+        };
+        if let Some(d) = self.arrival {
+            let what = format!("{} for {}", trigger.as_str(), decision.app);
+            log_event(self.store, TimelineEvent::new(incident, EventKind::Received, &natural, d.received_at, what)).await;
+        }
+        let level = decision.trust.as_ref().map(|t| t.level.as_str().to_owned());
+        let (kind, what) = match (frozen, decision.action) {
+            (Some(freeze), _) => (EventKind::Frozen, format!("{} held by {freeze}: {}", decision.action.as_str(), decision.reason)),
+            (None, Action::Wait) => (EventKind::Waited, decision.reason.clone()),
+            (None, action) => (EventKind::Decided, format!("{}: {}", action.as_str(), decision.reason)),
+        };
+        let event = TimelineEvent::new(incident, kind, &natural, decision.decided_at, what).decided_by(decision.rule.clone(), level);
+        log_event(self.store, event).await;
     }
 
     /// Records the decision with the parts of the app the policy read, whatever the level and
@@ -275,6 +308,8 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
         if let (true, Some(incident)) = (next.resolves_incident && history.incident == decision.incident, &decision.incident) {
             // The closed record keeps the note of the action that healed it, as a later close would.
             let _ = self.store.note_decision(name, incident, &DecisionNote::new(decision, &after.spec.project, trigger.as_str())).await;
+            let event = TimelineEvent::new(incident, EventKind::Resolved, "resolved", next.decided_at, next.reason.clone());
+            log_event(self.store, event).await;
             self.store.close(name, next.decided_at).await?;
             out.detail = format!("{}; the incident is closed", out.detail);
             out.resolution = Some(next);

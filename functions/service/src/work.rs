@@ -23,6 +23,7 @@ use medic_core::ports::{
 };
 use medic_core::step::{StepError, StepResult};
 use medic_core::switch::Switch;
+use medic_core::timeline::Arrival;
 use medic_core::{DecisionPolicy, FailureMode, Trigger};
 use tracing::Instrument;
 
@@ -553,7 +554,10 @@ impl<P: Ports> Work<P> {
     }
 
     async fn step(&self, item: &WorkItem) -> Result<Handled, MessageError> {
+        // A wait's recheck keeps the item's key: its count makes each look its own delivery.
+        let arrival = Arrival { key: format!("{}#{}", item.dedupe_key, item.rechecks), received_at: item.enqueued_at };
         let remediator = Remediator {
+            arrival: Some(&arrival),
             argo: &self.argo,
             store: &self.store,
             escalator: &self.escalator,

@@ -200,7 +200,9 @@ impl IncidentStore for DynamoDbStore {
             // no crash leaves a closed incident's actions without an expiry (beyond a
             // transaction's 100 items, which no ladder reaches, they expire separately first).
             let retained = expiry_secs(at, ACTION_RETENTION);
-            let actions = self.query(&pk, &format!("ACTION#{id}#"), None).await?;
+            let mut actions = self.query(&pk, &format!("ACTION#{id}#"), None).await?;
+            // Its timeline too: each event kept at least as long after the close.
+            actions.extend(self.query(&pk, &format!("{EVENT_SK_PREFIX}{id}#"), None).await?);
             for (i, item) in actions.iter().enumerate() {
                 let item_sk = get_s(item, "sk")?;
                 if i + 2 < MAX_TRANSACTION_ITEMS {
@@ -226,6 +228,30 @@ impl IncidentStore for DynamoDbStore {
 
     async fn record_decision(&self, record: &medic_core::record::DecisionRecord) -> Result<(), StoreError> {
         self.put_decision(record).await
+    }
+
+    async fn append_event(&self, event: &medic_core::timeline::TimelineEvent) -> Result<bool, StoreError> {
+        let json = serde_json::to_string(event).map_err(|e| StoreError::invalid(format!("serialising the timeline event: {e}")))?;
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(self.app_pk(&event.app)))
+            .item("sk", s(format!("{EVENT_SK_PREFIX}{}#{}", event.incident_id, event.id)))
+            .item("at_us", n(event.at.timestamp_micros()))
+            .item("event", s(json))
+            .item(TTL_ATTRIBUTE, n(expiry_secs(event.at, ACTION_RETENTION)))
+            .condition_expression("attribute_not_exists(#sk)")
+            .expression_attribute_names("#sk", "sk")
+            .send()
+            .await;
+        let written = match result {
+            Ok(_) => Ok(true),
+            Err(e) if is_conditional_failure(&e) => Ok(false),
+            Err(e) => Err(crate::aws::store_error(&self.op("PutItem"), e)),
+        };
+        crate::audit::audit_event(event, &written);
+        written
     }
 
     async fn note_decision(&self, app: &AppId, incident: &IncidentKey, note: &DecisionNote) -> Result<(), StoreError> {
@@ -347,5 +373,18 @@ impl IncidentLedger for DynamoDbStore {
 
     async fn decisions(&self, since: DateTime<Utc>) -> Result<Vec<medic_core::record::DecisionRecord>, StoreError> {
         self.query_decisions(since).await
+    }
+
+    async fn timeline(&self, app: &AppId, incident_id: &str) -> Result<Vec<medic_core::timeline::TimelineEvent>, StoreError> {
+        let now = Utc::now().timestamp();
+        let items = self.query(&self.app_pk(app), &format!("{EVENT_SK_PREFIX}{incident_id}#"), None).await?;
+        let mut events = Vec::with_capacity(items.len());
+        for item in items.iter().filter(|i| !expired(i, now)) {
+            let event: medic_core::timeline::TimelineEvent =
+                serde_json::from_str(get_s(item, "event")?).map_err(|e| StoreError::invalid(format!("reading a timeline event: {e}")))?;
+            events.push(event);
+        }
+        events.sort_by_key(|e| (e.at, e.kind));
+        Ok(events)
     }
 }

@@ -88,6 +88,8 @@ pub const ACTION_RETENTION: Duration = medic_core::incident::ACTION_RETENTION;
 pub const CLOSED_RETENTION: Duration = medic_core::record::DEFAULT_RETENTION;
 
 const CLOSED_SK_PREFIX: &str = "CLOSED#";
+/// The sort key prefix of an incident's timeline events: `EVENT#<incident id>#<event id>`.
+const EVENT_SK_PREFIX: &str = "EVENT#";
 
 /// Items per `TransactWriteItems` (DynamoDB's limit).
 const MAX_TRANSACTION_ITEMS: usize = 100;

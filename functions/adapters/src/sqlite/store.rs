@@ -26,6 +26,7 @@ use medic_core::keys::IncidentKey;
 use medic_core::ladder::Rung;
 use medic_core::ports::{Claim, EscalationStore, IncidentLedger, IncidentStore, StoreError, Versioned};
 use medic_core::record::DecisionRecord;
+use medic_core::timeline::TimelineEvent;
 use rusqlite::{Connection, OptionalExtension, params};
 
 const SCHEMA: &str = "
@@ -63,6 +64,15 @@ CREATE TABLE IF NOT EXISTS decisions (
     PRIMARY KEY (decided_at_us, app)
 );
 CREATE INDEX IF NOT EXISTS decisions_by_expiry ON decisions (expires_at);
+CREATE TABLE IF NOT EXISTS timeline (
+    incident_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    app TEXT NOT NULL,
+    at_us INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (incident_id, id)
+);
 CREATE TABLE IF NOT EXISTS work_queue (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     due_ms INTEGER NOT NULL,
@@ -326,7 +336,13 @@ impl IncidentStore for SqliteIncidentStore {
                 params![app.as_str(), id, retained.timestamp()],
             )
             .map_err(err)?;
+            tx.execute(
+                "UPDATE timeline SET expires_at = MAX(expires_at, ?3) WHERE app = ?1 AND incident_id = ?2",
+                params![app.as_str(), id, retained.timestamp()],
+            )
+            .map_err(err)?;
         }
+        tx.execute("DELETE FROM timeline WHERE expires_at <= ?1", params![Utc::now().timestamp()]).map_err(err)?;
         tx.execute("DELETE FROM closed_incidents WHERE expires_at <= ?1", params![Utc::now().timestamp()]).map_err(err)?;
         // Expired actions go, as TTL deletes them in DynamoDB (against the closing's own time).
         tx.execute("DELETE FROM actions WHERE expires_at <= ?1", params![at.timestamp()]).map_err(err)?;
@@ -364,6 +380,21 @@ impl IncidentStore for SqliteIncidentStore {
         .map_err(err)?;
         conn.execute("DELETE FROM decisions WHERE expires_at <= ?1", params![Utc::now().timestamp()]).map_err(err)?;
         Ok(())
+    }
+
+    /// `INSERT OR IGNORE` on (incident, id): a second write of the same event keeps the first.
+    async fn append_event(&self, event: &TimelineEvent) -> Result<bool, StoreError> {
+        let conn = self.conn();
+        let expires = (event.at + chrono::Duration::from_std(ACTION_RETENTION).unwrap_or_default()).timestamp();
+        let written = conn
+            .execute(
+                "INSERT OR IGNORE INTO timeline (incident_id, id, app, at_us, event, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![event.incident_id, event.id, event.app.as_str(), event.at.timestamp_micros(), to_json(event)?, expires],
+            )
+            .map(|n| n == 1)
+            .map_err(err);
+        crate::audit::audit_event(event, &written);
+        written
     }
 }
 
@@ -433,6 +464,21 @@ impl IncidentLedger for SqliteIncidentStore {
             .collect::<Result<Vec<_>, _>>()
             .map_err(err)?;
         rows.iter().map(|r| from_json(r)).collect()
+    }
+
+    async fn timeline(&self, app: &AppId, incident_id: &str) -> Result<Vec<TimelineEvent>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT event FROM timeline WHERE app = ?1 AND incident_id = ?2 AND expires_at > ?3 ORDER BY at_us, id")
+            .map_err(err)?;
+        let rows = stmt
+            .query_map(params![app.as_str(), incident_id, Utc::now().timestamp()], |r| r.get::<_, String>(0))
+            .map_err(err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
+        let mut events: Vec<TimelineEvent> = rows.iter().map(|r| from_json(r)).collect::<Result<_, _>>()?;
+        events.sort_by_key(|e| (e.at, e.kind));
+        Ok(events)
     }
 }
 
