@@ -826,8 +826,32 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     }
     // An outage app left in trouble has no incident when its outage held it, so the account
     // cannot call it stuck: its state here is what a long settle is read by.
-    for name in outage_names.iter().filter(|n| !calm(&argo, n)) {
+    let troubled: Vec<&String> = outage_names.iter().filter(|n| !calm(&argo, n)).collect();
+    // What the state table says of them: their claims and their incident's timeline.
+    let items = if troubled.is_empty() { Vec::new() } else { account::table_items(&ddb, &table).await.unwrap_or_default() };
+    for name in troubled {
         let app = argo.app("argocd", name).unwrap_or_default();
+        let pk = format!("APP#chaos#argocd/{name}");
+        let mut told: Vec<String> = items
+            .iter()
+            .filter(|i| i.get("pk") == Some(&pk))
+            .filter_map(|i| {
+                let sk = i.get("sk")?;
+                let line = if sk.starts_with("EVENT#") {
+                    let event: serde_json::Value = serde_json::from_str(i.get("event")?).ok()?;
+                    format!("{} {}: {}", event["at"].as_str()?, event["kind"].as_str()?, event["what"].as_str()?)
+                } else if sk.starts_with("ACTION#") {
+                    format!("{} claim {} {} {}", i.get("at")?, i.get("rung")?, i.get("status")?, i.get("outcome")?)
+                } else {
+                    format!("{sk} {}", i.get("opened_at").or(i.get("closed_at")).map_or("", String::as_str))
+                };
+                Some(line)
+            })
+            .collect();
+        told.sort();
+        for line in &told {
+            eprintln!("chaos:   {name}: {line}");
+        }
         let conditions: Vec<&str> =
             app["status"]["conditions"].as_array().into_iter().flatten().filter_map(|c| c["type"].as_str()).collect();
         eprintln!(

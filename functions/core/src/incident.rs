@@ -273,3 +273,31 @@ pub struct IncidentRecord {
     /// The last decision noted on it; `None` for incidents written before notes were kept.
     pub last_decision: Option<DecisionNote>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Outcome;
+
+    /// The timeline and the CLI name an outcome by `as_str`; the stores by its serde name.
+    #[test]
+    fn an_outcome_s_name_is_its_stored_name() {
+        let all = [
+            Outcome::Requested,
+            Outcome::Reached,
+            Outcome::Succeeded,
+            Outcome::NoEffect,
+            Outcome::Failed,
+            Outcome::SyncWindowBlocked,
+            Outcome::OperationInProgress,
+            Outcome::Unknown,
+            Outcome::Sent,
+            Outcome::Resent,
+            Outcome::Withheld,
+        ];
+        for o in all {
+            assert_eq!(serde_json::to_value(o).unwrap(), o.as_str(), "{o:?}");
+        }
+        assert!(!Outcome::Reached.is_complete() && Outcome::Reached.while_claimed() == Outcome::Reached);
+        assert_eq!(Outcome::Succeeded.while_claimed(), Outcome::Requested);
+    }
+}
