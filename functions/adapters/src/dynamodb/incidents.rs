@@ -104,55 +104,11 @@ impl IncidentStore for DynamoDbStore {
     }
 
     async fn complete(&self, app: &AppId, key: &IdempotencyKey, outcome: Outcome) -> Result<(), StoreError> {
-        let no_claim = || StoreError::invalid(format!("no claim for {key}"));
-        let sk = self.find_action(app, key).await?.ok_or_else(no_claim)?;
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(self.app_pk(app)))
-            .key("sk", s(sk))
-            .update_expression("SET #outcome = :outcome, #status = :completed REMOVE #until")
-            .condition_expression("attribute_exists(#pk)")
-            .expression_attribute_names("#pk", "pk")
-            .expression_attribute_names("#outcome", "outcome")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_names("#until", "in_progress_until")
-            .expression_attribute_values(":outcome", s(name(&outcome)?))
-            .expression_attribute_values(":completed", s(COMPLETED))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            // Released between the lookup and the update.
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Err(no_claim()),
-            Err(e) => Err(crate::aws::store_error(&self.op("UpdateItem"), e)),
-        }
+        self.set_outcome(app, key, outcome, true).await
     }
 
     async fn mark_reached(&self, app: &AppId, key: &IdempotencyKey) -> Result<(), StoreError> {
-        let no_claim = || StoreError::invalid(format!("no claim in progress for {key}"));
-        let sk = self.find_action(app, key).await?.ok_or_else(no_claim)?;
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(self.app_pk(app)))
-            .key("sk", s(sk))
-            .update_expression("SET #outcome = :outcome")
-            .condition_expression("#status = :in_progress")
-            .expression_attribute_names("#outcome", "outcome")
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":outcome", s(name(&Outcome::Reached)?))
-            .expression_attribute_values(":in_progress", s(IN_PROGRESS))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            // Completed or released between the lookup and the update.
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Err(no_claim()),
-            Err(e) => Err(crate::aws::store_error(&self.op("UpdateItem"), e)),
-        }
+        self.set_outcome(app, key, Outcome::Reached, false).await
     }
 
     async fn release(&self, app: &AppId, key: &IdempotencyKey) -> Result<(), StoreError> {
@@ -386,5 +342,42 @@ impl IncidentLedger for DynamoDbStore {
         }
         events.sort_by_key(|e| (e.at, e.kind));
         Ok(events)
+    }
+}
+
+impl DynamoDbStore {
+    /// Sets the outcome of the action claimed under `key`, completing it (`completing`) or
+    /// leaving it in progress; an error when the claim is gone (released between the lookup and
+    /// the update) or, when not completing, no longer in progress.
+    async fn set_outcome(&self, app: &AppId, key: &IdempotencyKey, outcome: Outcome, completing: bool) -> Result<(), StoreError> {
+        let no_claim = || StoreError::invalid(format!("no claim {}for {key}", if completing { "" } else { "in progress " }));
+        let sk = self.find_action(app, key).await?.ok_or_else(no_claim)?;
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(self.app_pk(app)))
+            .key("sk", s(sk))
+            .expression_attribute_names("#outcome", "outcome")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":outcome", s(name(&outcome)?));
+        let update = if completing {
+            update
+                .update_expression("SET #outcome = :outcome, #status = :completed REMOVE #until")
+                .condition_expression("attribute_exists(#pk)")
+                .expression_attribute_names("#pk", "pk")
+                .expression_attribute_names("#until", "in_progress_until")
+                .expression_attribute_values(":completed", s(COMPLETED))
+        } else {
+            update
+                .update_expression("SET #outcome = :outcome")
+                .condition_expression("#status = :in_progress")
+                .expression_attribute_values(":in_progress", s(IN_PROGRESS))
+        };
+        match update.send().await {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Err(no_claim()),
+            Err(e) => Err(crate::aws::store_error(&self.op("UpdateItem"), e)),
+        }
     }
 }
