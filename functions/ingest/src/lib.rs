@@ -16,8 +16,8 @@
 
 use lambda_http::http::{Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
-pub use medic_adapters::edge::SecretFormatError;
-use medic_adapters::edge::{self, Rejection, RotatingSecret};
+use medic_adapters::edge::{self, Rejection};
+pub use medic_adapters::edge::{SecretFormatError, WebhookSecrets};
 use medic_core::ports::{ArgoApi, Clock, Telemetry, WorkQueue};
 pub use medic_service::intake::{IngestConfig, Intake};
 use medic_service::intake::{Refusal, Refused};
@@ -25,35 +25,6 @@ use serde_json::json;
 
 /// The header carrying a signed request's HMAC.
 pub const SIGNATURE_HEADER: &str = "x-argo-medic-signature";
-
-/// The shared secret, and the previous one while a rotation is under way.
-pub struct WebhookSecrets(RotatingSecret);
-
-impl WebhookSecrets {
-    pub fn new(current: impl Into<String>, previous: Option<String>) -> Self {
-        Self(RotatingSecret::new(current, previous))
-    }
-
-    /// Reads the Secrets Manager value: the secret, or `{"current": "...", "previous": "..."}`.
-    pub fn from_json(text: &str) -> Result<Self, SecretFormatError> {
-        RotatingSecret::parse(text, "the webhook secret").map(Self)
-    }
-
-    /// True when `presented` equals one of the secrets (constant time, every secret checked).
-    pub fn matches(&self, presented: &[u8]) -> bool {
-        self.0.matches(presented)
-    }
-
-    /// True when `signature_hex` is the HMAC-SHA256 of `body` under one of the secrets.
-    pub fn verify_hmac(&self, body: &[u8], signature_hex: &str) -> bool {
-        hex::decode(signature_hex.trim()).is_ok_and(|tag| self.0.verifies(&[body], &tag))
-    }
-
-    /// The signature header value a client sends for `body` (used by tests and the docs).
-    pub fn sign(&self, body: &[u8]) -> String {
-        format!("sha256={}", self.0.sign_hex(&[body]))
-    }
-}
 
 /// The ingest function's handler: who may call, and what becomes of the answer. Its
 /// collaborators are its intake's, built by a composition root (`medic_stack`); the handler adds
