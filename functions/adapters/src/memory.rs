@@ -219,9 +219,14 @@ impl IncidentStore for MemoryIncidentStore {
     async fn append_event(&self, event: &TimelineEvent) -> Result<bool, StoreError> {
         let written = {
             let mut inner = self.lock();
-            let events = inner.events.entry(event.incident_id.clone()).or_default();
             let expiry = event.at + chrono::Duration::from_std(medic_core::incident::ACTION_RETENTION).unwrap_or_default();
-            Ok(!events.contains_key(&event.id) && events.insert(event.id.clone(), (event.clone(), Some(expiry))).is_none())
+            match inner.events.entry(event.incident_id.clone()).or_default().entry(event.id.clone()) {
+                std::collections::btree_map::Entry::Occupied(_) => Ok(false),
+                std::collections::btree_map::Entry::Vacant(slot) => {
+                    slot.insert((event.clone(), Some(expiry)));
+                    Ok(true)
+                }
+            }
         };
         crate::audit::audit_event(event, &written);
         written

@@ -101,19 +101,17 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
         let (history, settled) = self.settle_sends(&app, trigger).await?;
         let mut decision = self.policy.decide(&app, trigger, &history, self.clock.now())?;
         let frozen = self.apply_freezes(&app, &mut decision).await;
-        let frozen_by = frozen.clone();
         // Boxed, as the rung below: in debug builds the step's future is on every caller's stack.
-        Box::pin(self.record(&app, &decision, trigger, &history, frozen)).await;
+        Box::pin(self.record(&app, &decision, trigger, &history, frozen.clone())).await;
         let mut out = report(name.clone(), Some(&decision), StepResult::NoAction, decision.reason.clone(), calls);
         if let Some(settled) = settled {
             out.detail = format!("{settled}; {}", out.detail);
         }
         out.down_after = Some(medic_core::fleet::is_down(&app));
-        Box::pin(self.log_decision(&decision, trigger, &history, frozen_by.as_deref())).await;
+        Box::pin(self.log_decision(&decision, trigger, &history, frozen.as_deref())).await;
         if decision.resolves_incident {
             if let Some(incident) = &history.incident {
-                let event = TimelineEvent::new(incident, EventKind::Resolved, "resolved", decision.decided_at, decision.reason.clone());
-                log_event(self.store, event).await;
+                self.log_resolved(incident, &decision).await;
             }
             self.store.close(&name, decision.decided_at).await?;
             return Ok(StepReport { result: StepResult::Resolved, ..out });
@@ -151,6 +149,12 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
         };
         let event = TimelineEvent::new(incident, kind, &natural, decision.decided_at, what).decided_by(decision.rule.clone(), level);
         log_event(self.store, event).await;
+    }
+
+    /// The incident's `resolved` event, by the decision that closes it (once per incident).
+    async fn log_resolved(&self, incident: &medic_core::keys::IncidentKey, closing: &Decision) {
+        log_event(self.store, TimelineEvent::new(incident, EventKind::Resolved, "resolved", closing.decided_at, closing.reason.clone()))
+            .await;
     }
 
     /// Records the decision with the parts of the app the policy read, whatever the level and
@@ -308,8 +312,7 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
         if let (true, Some(incident)) = (next.resolves_incident && history.incident == decision.incident, &decision.incident) {
             // The closed record keeps the note of the action that healed it, as a later close would.
             let _ = self.store.note_decision(name, incident, &DecisionNote::new(decision, &after.spec.project, trigger.as_str())).await;
-            let event = TimelineEvent::new(incident, EventKind::Resolved, "resolved", next.decided_at, next.reason.clone());
-            log_event(self.store, event).await;
+            self.log_resolved(incident, &next).await;
             self.store.close(name, next.decided_at).await?;
             out.detail = format!("{}; the incident is closed", out.detail);
             out.resolution = Some(next);
