@@ -244,7 +244,7 @@ async fn a_sweep_paces_heals_every_stale_app_in_one_pass_and_closes_without_read
     let c = client(&sim);
     // The CLI's budgets: the default rates, and a sweep waits for its token (see BudgetArgs).
     let budget = LocalBudget::new(BudgetRates { max_wait: Duration::from_secs(600), ..BudgetRates::default() });
-    let parts = Parts { budget, ..Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default()) };
+    let parts = Parts::new(SqliteIncidentStore::in_memory().unwrap(), PolicyConfig::default()).with_budget(budget);
     let r = parts.step(&c, false, Duration::from_secs(600));
 
     let first = sweep(&r, &SweepOptions::default(), &(), &|| false).await.unwrap();

@@ -11,7 +11,6 @@ use medic_core::ports::{IncidentLedger, IncidentStore};
 use medic_core::step::StepResult;
 use medic_core::timeline::{Arrival, EventKind};
 use medic_core::{Action, PolicyConfig, Trigger};
-use medic_service::remediate::Remediator;
 use medic_sim::SimConfig;
 use medic_sim::moto::{moto, unique};
 
@@ -42,16 +41,16 @@ async fn through_a_kill_and_a_redelivery<S: IncidentStore + IncidentLedger>(stor
     let arrival = Arrival { key: format!("ev1-{}#0", unique("delivery")), received_at: Utc::now() };
 
     let dying = Dying(&c, DiesAt::HardRefresh);
-    let first = Remediator { arrival: Some(&arrival), ..parts.step(&dying, false, Duration::ZERO) };
+    let first = parts.step(&dying, false, Duration::ZERO).with_arrival(&arrival);
     let killed = tokio::time::timeout(Duration::from_secs(2), first.run(&target, &Trigger::sweep(), None)).await;
     assert!(killed.is_err(), "{label}: the first run died at its call");
     assert_eq!(sim.counts().hard_refresh, 0, "{label}");
 
-    let again = Remediator { arrival: Some(&arrival), ..parts.step(&c, false, Duration::ZERO) };
+    let again = parts.step(&c, false, Duration::ZERO).with_arrival(&arrival);
     let resumed = again.run(&target, &Trigger::sweep(), None).await.unwrap();
     assert_eq!((resumed.action, resumed.result), (Some(Action::HardRefresh), StepResult::Refreshed), "{label}: {}", resumed.detail);
     let incident = resumed.decision.as_ref().and_then(|d| d.incident.clone()).expect("the decision names its incident");
-    let third = Remediator { arrival: Some(&arrival), ..parts.step(&c, false, Duration::ZERO) };
+    let third = parts.step(&c, false, Duration::ZERO).with_arrival(&arrival);
     third.run(&target, &Trigger::sweep(), None).await.unwrap();
 
     let timeline = parts.store.timeline(&incident.app, &incident.id()).await.unwrap();
@@ -75,7 +74,7 @@ async fn through_a_kill_and_a_redelivery<S: IncidentStore + IncidentLedger>(stor
     // Written again as the same events: nothing new.
     let written = parts.store.append_event(&timeline[0]).await.unwrap();
     assert!(!written, "{label}: an event written twice is one record");
-    parts.store
+    parts.into_store()
 }
 
 #[tokio::test]

@@ -9,11 +9,11 @@ use chrono::Utc;
 use medic_adapters::argocd::HttpArgoClient;
 use medic_adapters::budget::{BudgetRates, LocalBudget};
 use medic_adapters::config::ArgoSettings;
-use medic_adapters::memory::{LogEscalator, SystemClock};
+use medic_adapters::memory::LogEscalator;
 use medic_core::step::StepResult;
 use medic_core::sweep::SweepScope;
 use medic_core::{DecisionPolicy, PolicyConfig};
-use medic_service::remediate::Remediator;
+use medic_service::remediate::StepConfig;
 use medic_sim::{ArgoSim, CallCounts, Rebase, SimConfig};
 
 use crate::samples;
@@ -194,29 +194,17 @@ pub async fn run(cmd: SweepCommand) -> Result<ExitCode> {
         crate::note!("medic: {note}");
     }
     let policy = DecisionPolicy::new(policy);
-    // Markers for this process's run (alerts told once, a person's performed action).
-    let dedupe = medic_adapters::memory::MemoryDedupe::default();
-    let remediator = Remediator {
-        argo: &client,
-        store: &store,
-        dedupe: &dedupe,
-        escalator: &escalator,
-        budget: &budget,
-        clock: &SystemClock,
-        policy: &policy,
-        dry_run: cmd.target.dry_run,
-        kill_switch: false,
-        switch: &medic_core::switch::FixedSwitch(medic_core::switch::Mode::Act),
-        claim_timeout: Duration::from_secs(600),
-        arrival: None,
-    };
+    // The run's markers (alerts told once, a person's performed action) are kept in memory.
+    let ports = medic_stack::adapters::inline(client, store, escalator, budget);
+    let step = StepConfig { dry_run: cmd.target.dry_run, kill_switch: false, claim_timeout: Duration::from_secs(600) };
+    let remediator = ports.by_ref().step(&policy, step);
     let opts = SweepOptions {
         scope: SweepScope { projects: cmd.projects.clone(), selector: cmd.selector.clone(), ..SweepScope::default() },
         concurrency: cmd.concurrency,
         refresh_per_minute: cmd.rates.refresh_per_minute,
         ..SweepOptions::default()
     };
-    let printer = SweepPrinter::new(cmd.output, cmd.passes, cmd.rates, cmd.concurrency, budget.waiting());
+    let printer = SweepPrinter::new(cmd.output, cmd.passes, cmd.rates, cmd.concurrency, ports.budget.waiting());
 
     let mut failed = false;
     let mut outcome = Ok(());

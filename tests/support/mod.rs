@@ -20,8 +20,9 @@ use medic_core::keys::IdempotencyKey;
 use medic_core::ports::{ArgoApi, IncidentStore, StoreError};
 use medic_core::switch::{FixedSwitch, Mode};
 use medic_core::{DecisionPolicy, PolicyConfig};
-use medic_service::remediate::Remediator;
+use medic_service::remediate::{Remediator, StepConfig};
 use medic_sim::{ArgoSim, SimConfig};
+use medic_stack::adapters::{InlinePorts, inline};
 
 pub fn events_dir() -> PathBuf {
     PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR when it runs a test")).join("../events")
@@ -123,24 +124,37 @@ pub fn generous_budget() -> LocalBudget {
     })
 }
 
+/// The adapters a test's per-app steps borrow: the composition root's inline set, its Argo CD
+/// client given per step.
+pub type StepPorts<S> = InlinePorts<(), S, LogEscalator, LocalBudget>;
+
 /// The collaborators of a per-app step, owned, so a test can build `Remediator`s that borrow them.
+/// Reads as its adapters (`parts.store`, `parts.dedupe`, …).
 pub struct Parts<S> {
-    pub store: S,
-    pub dedupe: MemoryDedupe,
-    pub escalator: LogEscalator,
-    pub budget: LocalBudget,
+    ports: StepPorts<S>,
     pub policy: DecisionPolicy,
+}
+
+impl<S> std::ops::Deref for Parts<S> {
+    type Target = StepPorts<S>;
+    fn deref(&self) -> &StepPorts<S> {
+        &self.ports
+    }
 }
 
 impl<S: IncidentStore> Parts<S> {
     pub fn new(store: S, policy: PolicyConfig) -> Self {
-        Self {
-            store,
-            dedupe: MemoryDedupe::default(),
-            escalator: LogEscalator::default(),
-            budget: generous_budget(),
-            policy: DecisionPolicy::new(policy),
-        }
+        Self { ports: inline((), store, LogEscalator::default(), generous_budget()), policy: DecisionPolicy::new(policy) }
+    }
+
+    /// The store, for a test that goes on with it.
+    pub fn into_store(self) -> S {
+        self.ports.store
+    }
+
+    /// The same parts with another budget.
+    pub fn with_budget(self, budget: LocalBudget) -> Self {
+        Self { ports: self.ports.with_budget(budget), ..self }
     }
 
     pub fn step<'a, A: ArgoApi>(
@@ -160,20 +174,8 @@ impl<S: IncidentStore> Parts<S> {
         switch: &'a W,
         claim_timeout: Duration,
     ) -> Remediator<'a, A, S, MemoryDedupe, LogEscalator, LocalBudget, C, W> {
-        Remediator {
-            argo,
-            store: &self.store,
-            dedupe: &self.dedupe,
-            escalator: &self.escalator,
-            budget: &self.budget,
-            clock,
-            policy: &self.policy,
-            dry_run: false,
-            kill_switch: false,
-            switch,
-            claim_timeout,
-            arrival: None,
-        }
+        let config = StepConfig { dry_run: false, kill_switch: false, claim_timeout };
+        self.ports.by_ref().with_argo(argo).with_clock(clock).with_switch(switch).step(&self.policy, config)
     }
 
     /// [`Self::step`] on a clock of the test's choosing (a function whose clock is off).
@@ -184,7 +186,8 @@ impl<S: IncidentStore> Parts<S> {
         dry_run: bool,
         claim_timeout: Duration,
     ) -> Remediator<'a, A, S, MemoryDedupe, LogEscalator, LocalBudget, C, FixedSwitch> {
-        Remediator { dry_run, ..self.step_switched(argo, clock, &FixedSwitch(Mode::Act), claim_timeout) }
+        let config = StepConfig { dry_run, kill_switch: false, claim_timeout };
+        self.ports.by_ref().with_argo(argo).with_clock(clock).with_switch(&FixedSwitch(Mode::Act)).step(&self.policy, config)
     }
 }
 

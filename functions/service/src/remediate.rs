@@ -20,8 +20,20 @@ use medic_core::trigger::Trigger;
 
 use medic_core::step::{StepError, StepReport, StepResult, report};
 
+/// How a step acts, apart from its collaborators: the stack's switches and the claims' timeout.
+#[derive(Debug, Clone, Copy)]
+pub struct StepConfig {
+    /// Decide, act on nothing (the stack's parameters, `--dry-run`).
+    pub dry_run: bool,
+    /// Change nothing and post nothing (the stack's kill switch).
+    pub kill_switch: bool,
+    /// How long a claim may stay in progress before another run may take it over.
+    pub claim_timeout: Duration,
+}
+
 /// The step's collaborators. Its calls that change Argo CD or post go through the actuator it
-/// builds from them ([`Remediator::actuator`]).
+/// builds from them ([`Remediator::actuator`]). Built by the worker's work item from its own
+/// collaborators, and elsewhere by the composition root (`medic_stack`'s `Adapters::step`).
 pub struct Remediator<'a, A, S, D, E, B, C, W> {
     pub argo: &'a A,
     pub store: &'a S,
@@ -43,6 +55,13 @@ pub struct Remediator<'a, A, S, D, E, B, C, W> {
     /// The delivery this step answers (the worker's work item), the natural key of its
     /// timeline's `received` and decision events; `None` (`medic sweep`): the decision's time.
     pub arrival: Option<&'a Arrival>,
+}
+
+impl<'a, A, S, D, E, B, C, W> Remediator<'a, A, S, D, E, B, C, W> {
+    /// The same step answering `arrival` (its timeline's `received` and decision events).
+    pub fn with_arrival(self, arrival: &'a Arrival) -> Self {
+        Self { arrival: Some(arrival), ..self }
+    }
 }
 
 impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: Clock, W: Switch> Remediator<'_, A, S, D, E, B, C, W> {

@@ -3,10 +3,13 @@
 //! [`Adapters::twins`]); a test or a harness changes one port with `with_*`, which gives a new
 //! set (a decorator around one port wraps it: `with_argo(Failpoint(a.argo))`).
 
+use medic_adapters::memory::{MemoryDedupe, SystemClock};
+use medic_core::policy::DecisionPolicy;
 use medic_core::ports::{AppLock, ArgoApi, Budget, Clock, DeliveryLeases, Escalator, IncidentStore, MarkerStore, Telemetry, WorkQueue};
-use medic_core::switch::Switch;
+use medic_core::switch::{FixedSwitch, Switch};
 use medic_service::Ports;
 use medic_service::intake::{IngestConfig, Intake};
+use medic_service::remediate::{Remediator, StepConfig};
 use medic_service::sweep::{Sweep, SweeperConfig};
 use medic_service::work::{Work, WorkerConfig, WorkerPolicy};
 use medic_slack::interaction::{ActionsConfig, AllowList, Interactions, SigningSecret};
@@ -74,6 +77,37 @@ where
     }
 }
 
+/// The adapters of a sweep stepped in one process (`medic sweep`, and tests of the per-app step):
+/// the run's markers in memory, the system clock, the switch at `act`. No app lock, queue or
+/// metrics: an inline step uses none of them.
+pub type InlinePorts<A, S, E, B> = Adapters<A, S, MemoryDedupe, (), (), E, B, SystemClock, FixedSwitch, ()>;
+
+/// [`InlinePorts`] over `argo`, `store`, `escalator` and `budget`, the parts a command chooses.
+pub fn inline<A, S, E, B>(argo: A, store: S, escalator: E, budget: B) -> InlinePorts<A, S, E, B> {
+    Adapters {
+        argo,
+        store,
+        dedupe: MemoryDedupe::default(),
+        lock: (),
+        queue: (),
+        escalator,
+        budget,
+        clock: SystemClock,
+        switch: FixedSwitch::default(),
+        metrics: (),
+    }
+}
+
+impl<'a, A, S, D, L, Q, E, B, C, W, T> Adapters<&'a A, &'a S, &'a D, L, Q, &'a E, &'a B, &'a C, &'a W, T> {
+    /// The per-app step over these borrowed adapters ([`Adapters::by_ref`]), deciding with
+    /// `policy`; the worker builds its own from its work item's collaborators.
+    pub fn step(self, policy: &'a DecisionPolicy, config: StepConfig) -> Remediator<'a, A, S, D, E, B, C, W> {
+        let StepConfig { dry_run, kill_switch, claim_timeout } = config;
+        let Adapters { argo, store, dedupe, escalator, budget, clock, switch, .. } = self;
+        Remediator { argo, store, dedupe, escalator, budget, clock, policy, dry_run, kill_switch, switch, claim_timeout, arrival: None }
+    }
+}
+
 /// `with_<port>` and `map_<port>`: the same set with one port replaced, or wrapped (a decorator
 /// around it); its type changes with it.
 impl<A, S, D, L, Q, E, B, C, W, T> Adapters<A, S, D, L, Q, E, B, C, W, T> {
@@ -89,6 +123,13 @@ impl<A, S, D, L, Q, E, B, C, W, T> Adapters<A, S, D, L, Q, E, B, C, W, T> {
     ) -> Interactions<Q, D, X, C, T> {
         let Adapters { queue, dedupe, clock, metrics, .. } = self;
         Interactions { config, secret, allow, queue, dedupe, actions, clock, metrics }
+    }
+
+    /// The same set, borrowed: the adapters a step borrows ([`Adapters::step`]), or a set to swap
+    /// one borrowed port in (`a.by_ref().with_argo(&other)`).
+    pub fn by_ref(&self) -> Adapters<&A, &S, &D, &L, &Q, &E, &B, &C, &W, &T> {
+        let Adapters { argo, store, dedupe, lock, queue, escalator, budget, clock, switch, metrics } = self;
+        Adapters { argo, store, dedupe, lock, queue, escalator, budget, clock, switch, metrics }
     }
 
     fn into_parts(self) -> (A, S, D, L, Q, E, B, C, W, T) {

@@ -2,7 +2,9 @@
 //!
 //! The worker's `Work`, the sweeper's `Sweep` and ingest's `Intake` are built by this crate's
 //! builders (`Adapters::work`, `::sweep`, `::intake`, and `lambda::`, `local::`, `twins::` on top
-//! of them); the ingest handler is made with `Ingest::new` over such an intake. Anywhere else, a
+//! of them); the ingest handler is made with `Ingest::new` over such an intake; the per-app step
+//! that `medic sweep` and the tests run, `Remediator`, by `Adapters::step` over borrowed adapters
+//! (`adapters::inline` for a sweep in one process), with `with_arrival` for a delivery. Anywhere else, a
 //! struct literal of one of them names its collaborators one by one, which is how the same
 //! handler came to be written out six ways (../shared/reviews/2026-12-02-architecture.md). This
 //! test reads every Rust source of the workspace outside this crate and the types' own modules
@@ -11,13 +13,15 @@
 
 use std::path::{Path, PathBuf};
 
-/// The handler types whose literals belong to the composition root, and the module that defines
-/// each (which may build its own).
+/// The handler types (and the per-app step they and `medic sweep` run) whose literals belong to
+/// the composition root, and where each may be built besides: the module that defines it, or for
+/// the step the service crate, whose work item builds one from its own collaborators.
 const ASSEMBLED: &[(&str, &str)] = &[
     ("Work", "functions/service/src/work.rs"),
     ("Sweep", "functions/service/src/sweep.rs"),
     ("Intake", "functions/service/src/intake.rs"),
     ("Ingest", "functions/ingest/src/lib.rs"),
+    ("Remediator", "functions/service/src/"),
 ];
 
 fn workspace() -> PathBuf {
@@ -75,7 +79,7 @@ fn only_the_composition_root_assembles_the_handlers() {
                 continue;
             }
             for (ty, home) in ASSEMBLED {
-                if rel != *home && literal_of(line, ty) {
+                if !rel.starts_with(home) && literal_of(line, ty) {
                     found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
                 }
             }
@@ -94,4 +98,5 @@ fn the_check_sees_a_literal_and_its_struct_update_form_and_nothing_else() {
     assert!(!literal_of("let LocalWork { a, b } = x;", "Work"));
     assert!(!literal_of("        let Intake { config, argo, clock, metrics, .. } = self;", "Intake"));
     assert!(!literal_of("let sweep = Sweep::from(ports);", "Sweep"));
+    assert!(literal_of("let first = Remediator { arrival: Some(&arrival), ..parts.step(&argo) };", "Remediator"));
 }
