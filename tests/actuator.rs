@@ -1,7 +1,7 @@
 //! The one actuator, through its real callers: every gate mode (the instant switch and the stack's
 //! parameters) × every caller that changes Argo CD or posts (the ladder step, a person's button, a
-//! signed refresh, the sweeper's canary probes, its outage parent and overdue alert, `medic
-//! sweep`'s probes), counted where it lands: the Argo CD simulator's mutating calls and the Slack
+//! signed refresh, the sweeper's canary probes, its outage parent and overdue alert, its weekly
+//! report, `medic sweep`'s probes), counted where it lands: the Argo CD simulator's mutating calls and the Slack
 //! simulator's posts.
 
 use std::time::Duration;
@@ -368,6 +368,30 @@ async fn an_overdue_outage_whose_alert_could_not_be_posted_is_told_by_the_next_s
     assert_eq!(overdue(&stack.slack), 1, "told by the next sweep");
     sweeper.run().await.unwrap();
     assert_eq!(overdue(&stack.slack), 1, "and once");
+}
+
+/// The weekly shadow report: posted in `act` and in a dry run (when a team reads it most), not
+/// with the switch off; once per week however often its schedule fires.
+#[tokio::test]
+async fn the_weekly_report_is_posted_unless_off_and_once_a_week() {
+    let report = serde_json::json!({"medic": medic_sweeper::WEEKLY_REPORT_INPUT});
+    for setting in SETTINGS {
+        let stack = stack().await;
+        let escalator = slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
+        let sweeper = sweeper(&stack, &stack.argo, setting, escalator, crate::support::generous_budget());
+        let reports = |slack: &SlackSim| {
+            slack.parents(crate::support::slack::CH).iter().filter(|m| m.payload("key").is_some_and(|k| k.starts_with("report-"))).count()
+        };
+        for _ in 0..2 {
+            let done = sweeper.handle(&report).await.unwrap();
+            assert!(matches!(done, medic_sweeper::Done::Report(_)), "{setting:?}: {done:?}");
+        }
+        match setting.mode() {
+            Mode::Off => assert_eq!(posts(&stack.slack), 0, "{setting:?}"),
+            _ => assert_eq!((reports(&stack.slack), posts(&stack.slack)), (1, 1), "{setting:?}: posted once"),
+        }
+        assert_eq!(mutations(&stack.argo), 0, "{setting:?}: a report changes nothing in Argo CD");
+    }
 }
 
 /// A resolution (an answer in a thread people have): told in `act` and `dry-run`, not in `off`.

@@ -493,6 +493,10 @@ async fn run_every_function() {
     let outage_actions = medic_stack::lambda::interactions(&outage_env).await.unwrap();
     let paused = outage_actions.handle(crate::support::slack::click(&pause, ALICE, Utc::now().timestamp() + 1, SIGNING_SECRET)).await;
     assert_eq!(paused.status(), 200);
+    // The weekly shadow report over what this run decided: the decisions read back, the apps in
+    // trouble read once more from Argo CD, one post (its record kept a week).
+    let weekly = sweeper.handle(&serde_json::json!({"medic": medic_sweeper::WEEKLY_REPORT_INPUT})).await.unwrap();
+    assert!(matches!(&weekly, medic_sweeper::Done::Report(r) if r.decisions > 0 && !r.rows.is_empty()), "{weekly:?}");
 
     // What each function read, against what the template gives it: the functions' own reads,
     // not the declarations, so a variable the code stopped reading (or a new one it reads but

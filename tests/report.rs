@@ -179,6 +179,56 @@ async fn the_report_counts_what_the_recorded_history_did_in_sqlite_and_in_dynamo
     assert_eq!(example.trim_start_matches('\n'), table, "docs/operations.md's example is the table the code prints for this history");
 }
 
+/// The sweeper's weekly report (what its report schedule's input asks for) over the same history
+/// in the stack's state table: the report it makes is `medic report`'s with the apps now, and the
+/// Block Kit message it posts says the same counts, row for row and in total, within Slack's limits.
+#[tokio::test]
+async fn the_weekly_report_posted_to_slack_counts_what_the_recorded_history_did() {
+    let stack = crate::support::slack::stack().await;
+    let sim = record_history(stack.store()).await;
+    let mut sweeper = stack.sweeper(&sim, Duration::from_secs(300));
+    sweeper.config.settle = Duration::from_secs(600);
+    let done = sweeper.handle(&json!({"medic": medic_sweeper::WEEKLY_REPORT_INPUT})).await.unwrap();
+    let medic_sweeper::Done::Report(report) = done else { panic!("the report's input made a sweep: {done:?}") };
+    let rows: Rows = report
+        .rows
+        .iter()
+        .map(|r| ((r.failure_mode.clone(), r.project.clone()), (r.decisions, r.apps, r.would_change, r.would_escalate, r.next.clone())))
+        .collect();
+    assert_eq!((report.decisions, rows), (8, expected(true)), "the sweeper's report is medic report's, with the apps now");
+
+    let posted: Vec<_> = stack
+        .slack
+        .parents(crate::support::slack::CH)
+        .into_iter()
+        .filter(|m| m.payload("key").is_some_and(|k| k.starts_with("report-")))
+        .collect();
+    assert_eq!(posted.len(), 1, "one weekly report in the channel");
+    let blocks = posted[0].blocks.as_array().unwrap();
+    let violations = medic_slack::blocks::violations(&posted[0].text, blocks);
+    assert!(violations.is_empty(), "{violations:?}");
+    let texts: Vec<String> = blocks
+        .iter()
+        .flat_map(|b| {
+            let text = b.pointer("/text/text").and_then(|t| t.as_str()).map(str::to_owned);
+            let fields = b["fields"].as_array().into_iter().flatten().filter_map(|f| f["text"].as_str().map(str::to_owned));
+            text.into_iter().chain(fields)
+        })
+        .collect();
+    for ((mode, project), (decisions, apps, change, escalate, next)) in expected(true) {
+        let head = format!("*{mode}* · project `{project}` · {decisions} decisions on {apps} apps");
+        let row = texts.iter().find(|t| t.starts_with(&head)).unwrap_or_else(|| panic!("no row `{head}` in {texts:#?}"));
+        assert!(row.contains(&format!("would: change {change} · escalate {escalate}")), "{row}");
+        for (n, k) in next {
+            assert!(row.contains(&format!("{} {k}", n.as_str().replace('_', " "))), "{n:?} {k}: {row}");
+        }
+    }
+    let total = |label: &str| texts.iter().find_map(|t| t.strip_prefix(&format!("*{label}*\n"))).map(str::to_owned);
+    assert_eq!(total("Would change Argo CD").as_deref(), Some("3"), "{texts:#?}");
+    assert_eq!(total("Still broken").as_deref(), Some("2"), "{texts:#?}");
+    assert_eq!(total("A person acted").as_deref(), Some("1"), "{texts:#?}");
+}
+
 /// Replayed with the configuration it was recorded with, the history is decided the same, record
 /// for record; with `stale_reconcile_secs` raised to a day, exactly the decision that judged
 /// inventory's status stale is taken otherwise, and nothing else.

@@ -183,6 +183,34 @@ fn docs_configuration_lists_every_variable_as_declared() {
     }
 }
 
+/// The report schedule's input in template.yaml is what the sweeper reads as the weekly report;
+/// the sweep's own schedule, which sends EventBridge's scheduled event, asks for a sweep. The
+/// parameter's pattern takes its default and empty (off), and refuses what EventBridge would.
+#[test]
+fn the_report_schedule_asks_the_sweeper_for_the_report_and_the_sweep_schedule_for_a_sweep() {
+    use medic_sweeper::Invocation;
+    let t = template();
+    let events = &t["Resources"]["SweeperFunction"]["Properties"]["Events"];
+    let input: serde_json::Value =
+        serde_json::from_str(events["WeeklyReport"]["Properties"]["Input"].as_str().expect("the report schedule has an input")).unwrap();
+    assert_eq!(Invocation::of(&input), Invocation::WeeklyReport);
+    assert!(events["Sweep"]["Properties"].get("Input").is_none(), "the sweep schedule sends EventBridge's own event");
+    let scheduled = serde_json::json!({
+        "version": "0", "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa", "detail-type": "Scheduled Event", "source": "aws.events",
+        "account": "123456789012", "time": "2026-12-07T09:00:00Z", "region": "eu-west-1", "resources": [], "detail": {}
+    });
+    assert_eq!(Invocation::of(&scheduled), Invocation::Sweep);
+    assert_eq!(Invocation::of(&serde_json::json!({})), Invocation::Sweep);
+    let param = &t["Parameters"]["ReportSchedule"];
+    let pattern = regex::Regex::new(param["AllowedPattern"].as_str().unwrap()).unwrap();
+    for ok in [param["Default"].as_str().unwrap(), "", "rate(7 days)", "cron(30 8 ? * FRI *)"] {
+        assert!(pattern.is_match(ok), "{ok:?} is allowed");
+    }
+    for bad in ["weekly", "cron 0 9 * * MON", "rate(7 days) "] {
+        assert!(!pattern.is_match(bad), "{bad:?} is refused");
+    }
+}
+
 /// SweepSchedule's pattern enforces the documented floor: a sweep may run 240 s, so none more
 /// often than every 5 minutes (before, any `rate(...)` or `cron(...)` passed).
 #[test]

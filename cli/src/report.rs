@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use medic_core::app::{AppId, Application};
-use medic_core::event::AppRef;
-use medic_core::ports::{ArgoApi, ArgoError, IncidentLedger, StoreError};
+use medic_core::ports::{ArgoApi, IncidentLedger, StoreError};
 use medic_core::record::DecisionRecord;
 use medic_core::report::{Next, Report};
 
@@ -26,29 +25,14 @@ pub async fn read<L: IncidentLedger, A: ArgoApi>(
     Ok(medic_core::report::report_with_now(&records, since, settle, &now))
 }
 
-/// The apps of `records` that were in trouble, as Argo CD shows them now, one read each (the
-/// operator's token; a read-only one will do). An app Argo CD no longer has, or that this token
-/// may not read, is left out (its outcome stays what its records say); a token Argo CD refuses
-/// ends the report.
+/// The apps of `records` that were in trouble, as Argo CD shows them now
+/// ([`medic_service::report::apps_now`], the weekly report's read too); an app that could not be
+/// read is said, and keeps what its records say; a token Argo CD refuses ends the report.
 pub async fn apps_now<A: ArgoApi>(argo: &A, records: &[DecisionRecord]) -> anyhow::Result<BTreeMap<AppId, Application>> {
-    let mut apps: BTreeMap<AppId, AppRef> = BTreeMap::new();
-    for r in records.iter().filter(|r| r.decision.failure_mode != medic_core::FailureMode::Healthy) {
-        let id = &r.decision.app;
-        apps.entry(id.clone()).or_insert_with(|| AppRef {
-            name: id.name().to_owned(),
-            namespace: id.namespace().to_owned(),
-            project: Some(r.project.clone()).filter(|p| !p.is_empty()),
-        });
-    }
-    let mut now = BTreeMap::new();
-    for (id, app) in apps {
-        match argo.get_app(&app).await {
-            Ok(found) => {
-                now.insert(id, found);
-            }
-            Err(e @ ArgoError::Unauthenticated(_)) => return Err(anyhow::Error::from(e).context("reading the apps' state now")),
-            Err(e) => crate::note!("medic: {id}: its state now is not read ({e}); its records alone say what happened"),
-        }
+    let (now, unread) =
+        medic_service::report::apps_now(argo, records).await.map_err(|e| anyhow::Error::from(e).context("reading the apps' state now"))?;
+    for (id, e) in unread {
+        crate::note!("medic: {id}: its state now is not read ({e}); its records alone say what happened");
     }
     Ok(now)
 }

@@ -255,6 +255,7 @@ pub async fn start(argo: HttpArgoClient, opts: ServeOptions) -> Result<Served> {
         dry_run: opts.dry_run,
         work_item_key: work_item_key.clone(),
         trust: opts.policy.trust.clone(),
+        settle: std::time::Duration::from_secs(opts.policy.settle_secs.max(0) as u64),
         ..SweeperConfig::default()
     };
     let sweeper: Arc<LocalSweeper> = Arc::new(Sweeper::from(local().sweep(sweeper_config)));

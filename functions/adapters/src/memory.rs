@@ -258,6 +258,7 @@ pub struct LogEscalator {
     sent: Mutex<Vec<(AppId, Decision)>>,
     alerts: Mutex<Vec<String>>,
     outages: Mutex<Vec<medic_core::fleet::OutageView>>,
+    reports: Mutex<Vec<medic_core::report::Report>>,
     forgetful: bool,
     /// The escalation is shown by the caller's own report (`medic sweep`'s row): logged at info,
     /// not as a warning that repeats the row.
@@ -287,6 +288,11 @@ impl LogEscalator {
     /// Every outage view told, in order (one per cause per sweep).
     pub fn outages(&self) -> Vec<medic_core::fleet::OutageView> {
         self.outages.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Every weekly report told, in order.
+    pub fn reports(&self) -> Vec<medic_core::report::Report> {
+        self.reports.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
@@ -319,6 +325,19 @@ impl IncidentChannel for LogEscalator {
 
     async fn resolve(&self, _: &Permit, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
         tracing::info!(app = %app, reason = %decision.reason, "resolved");
+        Ok(())
+    }
+
+    /// One log line per row of trouble: the log has no week to be told once in, and a retried
+    /// run logging the report again costs nothing.
+    async fn report(&self, _: &Permit, report: &medic_core::report::Report, now: DateTime<Utc>) -> Result<(), EscalationError> {
+        tracing::info!(decisions = report.decisions, rows = report.rows.len(), since = %report.since, %now, "weekly shadow report");
+        for row in &report.rows {
+            tracing::info!(failure_mode = %row.failure_mode, project = %row.project, decisions = row.decisions, apps = row.apps, would_change = row.would_change, would_escalate = row.would_escalate, next = ?row.next, "weekly shadow report row");
+        }
+        if !self.forgetful {
+            self.reports.lock().unwrap_or_else(|e| e.into_inner()).push(report.clone());
+        }
         Ok(())
     }
 }

@@ -26,6 +26,9 @@ pub enum Effect {
     ServiceAlert,
     /// Nothing outside Argo Medic's own records (acknowledge, snooze).
     RecordsOnly,
+    /// A post of what Argo Medic recorded and would have done (the weekly shadow report): told in
+    /// a dry run too, which is when a team reads it most; silent when the switch is off.
+    Reports,
 }
 
 /// A Slack button: its label, style and whether Slack asks to confirm the press.
@@ -74,6 +77,8 @@ pub enum ActionKind {
     Freeze,
     /// An alert about Argo Medic itself.
     ServiceAlert,
+    /// The weekly shadow report ([`crate::report`]) posted to the deployment's channel.
+    WeeklyReport,
 }
 
 /// A row of [`ACTIONS`].
@@ -98,7 +103,7 @@ pub struct ActionRow {
 }
 
 /// Every action kind, one row each.
-pub const ACTIONS: [ActionRow; 15] = [
+pub const ACTIONS: [ActionRow; 16] = [
     ActionRow {
         kind: ActionKind::Refresh,
         wire: "refresh",
@@ -250,6 +255,16 @@ pub const ACTIONS: [ActionRow; 15] = [
         effect: Effect::ServiceAlert,
         done: "alerted",
         verified_by: "a marker per alert and hour, written once the alert is told",
+    },
+    ActionRow {
+        kind: ActionKind::WeeklyReport,
+        wire: "weekly_report",
+        rung: None,
+        button: None,
+        budget: None,
+        effect: Effect::Reports,
+        done: "reported",
+        verified_by: "the escalator's record of the week's message (one per instance and ISO week)",
     },
 ];
 

@@ -127,6 +127,13 @@ pub enum Request<'r> {
         /// The parent keys of the causes this sweep sees.
         current: &'r [String],
     },
+    /// The weekly shadow report, made at `now`, posted to the deployment's channel.
+    Report {
+        /// The report over the week before `now`.
+        report: &'r crate::report::Report,
+        /// When it was made: the week it is told once for.
+        now: DateTime<Utc>,
+    },
     /// An alert of `kind` ([`ActionKind::ServiceAlert`], [`ActionKind::OutageOverdue`],
     /// [`ActionKind::OutageParent`]); with a marker, told at most once while the marker lives.
     Alert {
@@ -277,6 +284,14 @@ where
                     return Ok(Performed::Held(answer));
                 }
                 Ok(Performed::Posted(Box::pin(self.escalator.outages_ended(&permit, current)).await?))
+            }
+            Request::Report { report, now } => {
+                let answer = self.check(ActionKind::WeeklyReport, Caller::Report, None, None).await;
+                if !answer.acts() {
+                    return Ok(Performed::Held(answer));
+                }
+                Box::pin(self.escalator.report(&permit, report, now)).await?;
+                Ok(Performed::Posted(1))
             }
             Request::Alert { kind, text, once } => {
                 let caller = if kind.effect() == Effect::ServiceAlert { Caller::Service } else { Caller::Fleet };

@@ -43,6 +43,8 @@ pub enum Caller {
     Fleet,
     /// Argo Medic about itself.
     Service,
+    /// The weekly shadow report (the sweeper, on its report schedule).
+    Report,
 }
 
 /// What the gate is asked about.
@@ -101,7 +103,7 @@ pub fn verdict(mode: Mode, kind: ActionKind) -> Verdict {
     match (mode, kind.effect()) {
         (_, Effect::ServiceAlert) => Verdict::Act,
         (Mode::Act, _) => Verdict::Act,
-        (Mode::DryRun, Effect::AnswersThread | Effect::RecordsOnly) => Verdict::Act,
+        (Mode::DryRun, Effect::AnswersThread | Effect::RecordsOnly | Effect::Reports) => Verdict::Act,
         (Mode::DryRun, Effect::ChangesArgo | Effect::OpensThread) => Verdict::Report,
         (Mode::Off, _) => Verdict::Silent,
     }
@@ -200,7 +202,9 @@ mod tests {
             match row.effect {
                 Effect::ServiceAlert => assert_eq!((dry, off), (Verdict::Act, Verdict::Act)),
                 Effect::ChangesArgo | Effect::OpensThread => assert_eq!((dry, off), (Verdict::Report, Verdict::Silent)),
-                Effect::AnswersThread | Effect::RecordsOnly => assert_eq!((dry, off), (Verdict::Act, Verdict::Silent)),
+                Effect::AnswersThread | Effect::RecordsOnly | Effect::Reports => {
+                    assert_eq!((dry, off), (Verdict::Act, Verdict::Silent))
+                }
             }
         }
     }

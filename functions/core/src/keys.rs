@@ -131,6 +131,13 @@ pub fn timeline_event_id(incident_id: &str, kind: &str, natural: &str) -> String
     format!("{kind}-{}", &digest(&["argo-medic/timeline/v1", incident_id, kind, natural])[..24])
 }
 
+/// The key the weekly shadow report of `instance` made at `now` is told once under: its ISO week
+/// (`report-<instance>-2026-W49`), so every run in the same week finds the message already posted.
+pub fn weekly_report_key(instance: &str, now: DateTime<Utc>) -> String {
+    let week = chrono::Datelike::iso_week(&now);
+    format!("report-{instance}-{}-W{:02}", week.year(), week.week())
+}
+
 /// The dedupe key of a notification (`ev1-`): the state it reports and its episode, hashed
 /// (see `NotificationEvent::dedupe_key` for which parts and why).
 pub fn notification_dedupe_key(parts: &[&str]) -> String {
@@ -428,5 +435,15 @@ mod tests {
     fn parse_rejects_foreign_strings() {
         assert_eq!(IdempotencyKey::parse("INC-1234"), None);
         assert_eq!(IdempotencyKey::parse("am1-xyz"), None);
+    }
+
+    /// The weekly report's key is its ISO week, whose year is not always the calendar's.
+    #[test]
+    fn a_weekly_report_is_keyed_by_its_iso_week() {
+        let at = |t: &str| t.parse::<DateTime<Utc>>().unwrap();
+        assert_eq!(weekly_report_key("prod", at("2026-12-07T09:00:00Z")), "report-prod-2026-W50");
+        assert_eq!(weekly_report_key("prod", at("2026-12-13T23:59:59Z")), "report-prod-2026-W50", "the same week, Sunday night");
+        assert_eq!(weekly_report_key("prod", at("2027-01-01T09:00:00Z")), "report-prod-2026-W53", "a Friday in 2026's last week");
+        assert_eq!(weekly_report_key("prod", at("2027-01-04T09:00:00Z")), "report-prod-2027-W01");
     }
 }

@@ -517,6 +517,10 @@ pub trait IncidentChannel: Send + Sync {
     /// Whether a person can answer what is posted with a button (Slack can; log lines cannot): a
     /// proposal ([`crate::trust::TrustLevel::Propose`]) needs one to be approved.
     fn takes_approvals(&self) -> bool;
+    /// The weekly shadow report ([`crate::report`]) made at `now`: told once per ISO week of
+    /// `now` ([`crate::keys::weekly_report_key`]), so a retried run does not tell it twice.
+    fn report(&self, permit: &Permit, report: &crate::report::Report, now: DateTime<Utc>)
+    -> impl Future<Output = Result<(), EscalationError>> + Send;
 }
 decorated by IncidentChannelDecorator;
 /// Where a shared-cause outage is shown while it lasts, one parent per cause and start.
@@ -777,6 +781,7 @@ mod tests {
         recorded: AtomicUsize,
         outages: AtomicUsize,
         ended: AtomicUsize,
+        reported: AtomicUsize,
     }
 
     impl IncidentChannel for Counting {
@@ -791,6 +796,10 @@ mod tests {
         }
         async fn resolve(&self, _: &Permit, _: &AppId, _: &Decision) -> Result<(), EscalationError> {
             self.resolved.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+        async fn report(&self, _: &Permit, _: &crate::report::Report, _: DateTime<Utc>) -> Result<(), EscalationError> {
+            self.reported.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
     }
@@ -871,6 +880,10 @@ mod tests {
         };
         ready(Escalator::outage(&shared, Permit::for_tests(), &view)).unwrap();
         ready(Escalator::outages_ended(&shared, Permit::for_tests(), &[])).unwrap();
+        let epoch = DateTime::<Utc>::from_timestamp(0, 0).unwrap();
+        let report = crate::report::report(&[], epoch, chrono::Duration::zero());
+        ready(Escalator::report(&shared, Permit::for_tests(), &report, epoch)).unwrap();
+        assert_eq!(inner.reported.load(Ordering::SeqCst), 1, "report reached the adapter");
         assert_eq!(inner.outages.load(Ordering::SeqCst), 1, "outage reached the adapter");
         assert_eq!(inner.ended.load(Ordering::SeqCst), 1, "outages_ended reached the adapter");
         assert_eq!(inner.resolved.load(Ordering::SeqCst), 1, "resolve reached the adapter");

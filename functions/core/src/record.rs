@@ -15,6 +15,11 @@ use crate::app_map::{self, MapRow, RowKind, Use};
 use crate::decision::Decision;
 use crate::incident::History;
 
+/// The recorded mode in which a decision was performed, `switch::Mode::Act`'s name (a test in
+/// switch.rs holds them together). Named here so that reading a record, as the report does,
+/// needs no switch: the escalator port carries the report, and the switch's port its errors.
+pub const MODE_ACT: &str = "act";
+
 /// The most a decision's record keeps of the Application, as JSON: an app of a few hundred
 /// resources fits; a larger one is cut ([`Fields::truncated`]) and not replayed.
 pub const MAX_RECORD_BYTES: usize = 16 * 1024;
@@ -165,7 +170,7 @@ pub struct DecisionRecord {
     /// What prompted the look (`on-sync-failed`, `sweep`, ...).
     pub trigger: String,
     /// What the gate made of the stack's parameters and the switch when it was taken: `act`,
-    /// `dry-run` or `off`.
+    /// `dry-run` or `off` (the names of `switch::Mode`; [`MODE_ACT`] is the one that performs).
     pub mode: String,
     /// The incident's history the policy decided on (the ladder's rungs tried so far).
     pub history: History,

@@ -28,7 +28,6 @@ use crate::app::{AppId, Application, IDEMPOTENCY_INFO_NAME, OperationInitiator};
 use crate::catalogue::FailureMode;
 use crate::ladder::Action;
 use crate::record::DecisionRecord;
-use crate::switch::Mode;
 use crate::trust::TrustLevel;
 
 /// What happened after a decision.
@@ -114,7 +113,7 @@ fn calm(mode: FailureMode) -> bool {
 fn performed(r: &DecisionRecord) -> bool {
     let acts = r.decision.action.mutates_argo() || r.decision.action == Action::Escalate;
     let level = r.decision.trust.as_ref().map_or(TrustLevel::Act, |t| t.level);
-    acts && r.mode == Mode::Act.as_str() && level == TrustLevel::Act
+    acts && r.mode == crate::record::MODE_ACT && level == TrustLevel::Act
 }
 
 /// The Application a record read, as the model holds it.
@@ -257,6 +256,10 @@ mod tests {
 
     use super::*;
     use crate::decision::Decision;
+
+    /// The recorded modes (`switch::Mode`'s names; the report reads records, not the switch).
+    const ACT: &str = crate::record::MODE_ACT;
+    const DRY_RUN: &str = "dry-run";
     use crate::incident::History;
     use crate::trust::AppliedTrust;
 
@@ -272,7 +275,7 @@ mod tests {
         mode: FailureMode,
         action: Action,
         level: Option<TrustLevel>,
-        stack: Mode,
+        stack: &str,
         operation: Value,
     ) -> DecisionRecord {
         let decision = Decision {
@@ -286,18 +289,18 @@ mod tests {
             "spec": {"project": "payments"},
             "status": {"operationState": operation}
         });
-        DecisionRecord::new(&decision, &app_json, "payments", "sweep", stack.as_str(), &History::default())
+        DecisionRecord::new(&decision, &app_json, "payments", "sweep", stack, &History::default())
     }
 
     fn healthy(app: &str, at: i64) -> DecisionRecord {
-        rec(app, at, FailureMode::Healthy, Action::None, None, Mode::DryRun, Value::Null)
+        rec(app, at, FailureMode::Healthy, Action::None, None, DRY_RUN, Value::Null)
     }
 
     const SETTLE: Duration = Duration::minutes(10);
 
     #[test]
     fn what_happened_next_is_read_from_the_app_s_later_records() {
-        let stuck = |app: &str, at: i64, stack: Mode, level: TrustLevel| {
+        let stuck = |app: &str, at: i64, stack: &str, level: TrustLevel| {
             rec(app, at, FailureMode::StaleReconcile, Action::Refresh, Some(level), stack, Value::Null)
         };
         let person = json!({
@@ -310,14 +313,14 @@ mod tests {
             "startedAt": t(3).to_rfc3339()
         });
         let cases: Vec<(&str, Vec<DecisionRecord>, Next)> = vec![
-            ("acted", vec![stuck("a", 0, Mode::Act, TrustLevel::Act)], Next::ArgoMedicActed),
-            ("healed within settle", vec![stuck("a", 0, Mode::DryRun, TrustLevel::Act), healthy("a", 8)], Next::HealedByItself),
-            ("observe, healed after", vec![stuck("a", 0, Mode::Act, TrustLevel::Observe), healthy("a", 45)], Next::HealedLater),
+            ("acted", vec![stuck("a", 0, ACT, TrustLevel::Act)], Next::ArgoMedicActed),
+            ("healed within settle", vec![stuck("a", 0, DRY_RUN, TrustLevel::Act), healthy("a", 8)], Next::HealedByItself),
+            ("observe, healed after", vec![stuck("a", 0, ACT, TrustLevel::Observe), healthy("a", 45)], Next::HealedLater),
             (
                 "a person synced",
                 vec![
-                    stuck("a", 0, Mode::Act, TrustLevel::Propose),
-                    rec("a", 5, FailureMode::StaleReconcile, Action::Wait, None, Mode::Act, person),
+                    stuck("a", 0, ACT, TrustLevel::Propose),
+                    rec("a", 5, FailureMode::StaleReconcile, Action::Wait, None, ACT, person),
                     healthy("a", 7),
                 ],
                 Next::PersonActed,
@@ -325,24 +328,21 @@ mod tests {
             (
                 "auto-sync is not a person",
                 vec![
-                    stuck("a", 0, Mode::DryRun, TrustLevel::Act),
-                    rec("a", 5, FailureMode::StaleReconcile, Action::Wait, None, Mode::DryRun, auto),
+                    stuck("a", 0, DRY_RUN, TrustLevel::Act),
+                    rec("a", 5, FailureMode::StaleReconcile, Action::Wait, None, DRY_RUN, auto),
                     healthy("a", 7),
                 ],
                 Next::HealedByItself,
             ),
             (
                 "Argo Medic's own sync is not a person",
-                vec![
-                    stuck("a", 0, Mode::DryRun, TrustLevel::Act),
-                    rec("a", 5, FailureMode::StaleReconcile, Action::Wait, None, Mode::DryRun, ours),
-                ],
+                vec![stuck("a", 0, DRY_RUN, TrustLevel::Act), rec("a", 5, FailureMode::StaleReconcile, Action::Wait, None, DRY_RUN, ours)],
                 Next::StillBroken,
             ),
-            ("no later look", vec![stuck("a", 0, Mode::DryRun, TrustLevel::Act)], Next::NotSeenSince),
+            ("no later look", vec![stuck("a", 0, DRY_RUN, TrustLevel::Act)], Next::NotSeenSince),
             (
                 "never healthy again",
-                vec![stuck("a", 0, Mode::DryRun, TrustLevel::Act), stuck("a", 20, Mode::DryRun, TrustLevel::Act)],
+                vec![stuck("a", 0, DRY_RUN, TrustLevel::Act), stuck("a", 20, DRY_RUN, TrustLevel::Act)],
                 Next::StillBroken,
             ),
         ];
@@ -355,11 +355,11 @@ mod tests {
     #[test]
     fn one_row_per_mode_and_project_counting_decisions_levels_and_outcomes() {
         let records = vec![
-            rec("a", 0, FailureMode::StaleReconcile, Action::Refresh, Some(TrustLevel::Observe), Mode::Act, Value::Null),
+            rec("a", 0, FailureMode::StaleReconcile, Action::Refresh, Some(TrustLevel::Observe), ACT, Value::Null),
             healthy("a", 5),
-            rec("b", 0, FailureMode::StaleReconcile, Action::Refresh, Some(TrustLevel::Observe), Mode::Act, Value::Null),
-            rec("b", 30, FailureMode::StaleReconcile, Action::Escalate, Some(TrustLevel::Observe), Mode::Act, Value::Null),
-            rec("c", 1, FailureMode::HookFailed, Action::Escalate, None, Mode::Act, Value::Null),
+            rec("b", 0, FailureMode::StaleReconcile, Action::Refresh, Some(TrustLevel::Observe), ACT, Value::Null),
+            rec("b", 30, FailureMode::StaleReconcile, Action::Escalate, Some(TrustLevel::Observe), ACT, Value::Null),
+            rec("c", 1, FailureMode::HookFailed, Action::Escalate, None, ACT, Value::Null),
         ];
         let r = report(&records, t(0), SETTLE);
         assert_eq!(r.decisions, 5, "the healthy decision is read, not a row");

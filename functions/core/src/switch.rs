@@ -182,6 +182,7 @@ mod tests {
 
     #[test]
     fn the_strictest_mode_wins_and_names_round_trip() {
+        assert_eq!(Mode::Act.as_str(), crate::record::MODE_ACT, "a record in mode act was performed");
         assert_eq!(Mode::Act.strictest(Mode::Off), Mode::Off);
         assert_eq!(Mode::DryRun.strictest(Mode::Act), Mode::DryRun);
         assert_eq!(Mode::Off.strictest(Mode::DryRun), Mode::Off);

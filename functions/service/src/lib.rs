@@ -7,6 +7,7 @@
 pub mod intake;
 pub mod outage;
 pub mod remediate;
+pub mod report;
 pub mod sweep;
 pub mod work;
 

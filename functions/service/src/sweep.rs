@@ -18,10 +18,10 @@ use medic_core::event::{WorkItem, WorkKind};
 use medic_core::gate::Gate;
 use medic_core::keys::Marker;
 use medic_core::ladder::WaveSlot;
-use medic_core::ports::{ArgoApi, ArgoError, Clock, IncidentStore, MarkerStore, Seen, Telemetry, WorkQueue};
+use medic_core::ports::{ArgoApi, ArgoError, Clock, IncidentLedger, IncidentStore, MarkerStore, Seen, Telemetry, WorkQueue};
 use medic_core::sweep::{SweepScope, plan};
 use medic_core::switch::Switch;
-use medic_core::{AppId, Trigger};
+use medic_core::{AppId, PolicyConfig, Trigger};
 use serde::Serialize;
 
 use crate::outage::Outages;
@@ -49,6 +49,9 @@ pub struct SweeperConfig {
     pub token_expiry_warning: Duration,
     /// The policy's trust levels: a canary's refresh is held where the level is not `act`.
     pub trust: medic_core::trust::TrustConfig,
+    /// The policy's settle time: in the weekly report, an app healthy again within it of a
+    /// decision healed by itself.
+    pub settle: Duration,
 }
 
 impl Default for SweeperConfig {
@@ -62,6 +65,7 @@ impl Default for SweeperConfig {
             work_item_key: None,
             token_expiry_warning: Duration::from_secs(7 * 86_400),
             trust: medic_core::trust::TrustConfig::default(),
+            settle: Duration::from_secs(PolicyConfig::default().settle_secs.max(0) as u64),
         }
     }
 }
@@ -119,6 +123,10 @@ pub enum SweeperError {
     Store(#[from] medic_core::ports::StoreError),
     #[error(transparent)]
     Queue(#[from] medic_core::ports::QueueError),
+    #[error("reading the apps for the weekly report: {0}")]
+    ReportRead(ArgoError),
+    #[error("posting the weekly report: {0}")]
+    ReportPost(medic_core::step::StepError),
 }
 
 /// The start of the window `now` falls in, as the dedupe key's window label.
@@ -162,6 +170,33 @@ impl<P: Ports> Sweep<P> {
             seen.extend(futures::future::join_all(chunk.iter().map(|k| self.dedupe.first_sighting(k, ttl))).await);
         }
         seen
+    }
+
+    /// The weekly shadow report ([`medic_core::report`]) over the decisions recorded in the seven
+    /// days before now, settled by the apps as Argo CD shows them now, posted through the
+    /// actuator (the gate tells it in a dry run too, and nothing when the switch is off; the
+    /// escalator tells it once per week). The sweeper runs it on its report schedule.
+    pub async fn weekly_report(&self) -> Result<medic_core::report::Report, SweeperError>
+    where
+        P::Incidents: IncidentLedger,
+    {
+        let now = self.clock.now();
+        let since = now - chrono::TimeDelta::days(7);
+        let records = self.store.decisions(since).await?;
+        let (apps, unread) = crate::report::apps_now(&self.argo, &records).await.map_err(SweeperError::ReportRead)?;
+        for (app, e) in &unread {
+            tracing::warn!(%app, error = %e, "the weekly report could not read the app now; its records alone say what happened");
+        }
+        let settle = chrono::TimeDelta::from_std(self.config.settle).unwrap_or(chrono::TimeDelta::zero());
+        let report = medic_core::report::report_with_now(&records, since, settle, &apps);
+        match self.actuator().perform(Request::Report { report: &report, now }).await.map_err(SweeperError::ReportPost)? {
+            medic_core::actuator::Performed::Held(answer) => {
+                tracing::info!(verdict = %answer.verdict, mode = answer.mode.as_str(), "the weekly report was not posted: {}", answer.why)
+            }
+            // A metric more would cost more a month than the report; its log line says it.
+            _ => tracing::info!(decisions = report.decisions, rows = report.rows.len(), "weekly shadow report made"),
+        }
+        Ok(report)
     }
 
     pub async fn run(&self) -> Result<SweepRun, SweeperError> {

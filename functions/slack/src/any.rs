@@ -42,6 +42,18 @@ impl<S: EscalationStore> IncidentChannel for AnyEscalator<S> {
             AnyEscalator::Slack(e) => e.resolve(permit, app, decision).await,
         }
     }
+
+    async fn report(
+        &self,
+        permit: &Permit,
+        report: &medic_core::report::Report,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), EscalationError> {
+        match self {
+            AnyEscalator::Log(e) => e.report(permit, report, now).await,
+            AnyEscalator::Slack(e) => e.report(permit, report, now).await,
+        }
+    }
 }
 
 impl<S: EscalationStore> OutageBoard for AnyEscalator<S> {

@@ -968,6 +968,84 @@ pub fn action_note(user_id: &str, verb: &str, summary: &str) -> Rendered {
     Rendered { text: fallback(format!("{verb} by {user_id}: {summary}")), blocks: vec![section(body)] }
 }
 
+/// The rows of trouble a weekly report shows, most decisions first; the rest are counted in one
+/// line that points at `medic report`.
+const REPORT_ROWS: usize = 20;
+
+/// The weekly shadow report of `instance` ([`medic_core::report`]), made at `now`: what was
+/// decided in the week, what each trust level would have done with it, and what happened next,
+/// totalled and per failure mode and project (most decisions first). The same counts as
+/// `medic report --since 7d`, whose table it points at for the rest.
+pub fn weekly_report(report: &medic_core::report::Report, instance: &str, now: DateTime<Utc>) -> Rendered {
+    use medic_core::report::Next;
+    let week = chrono::Datelike::iso_week(&now);
+    let head_text = format!("📊 Argo Medic weekly report · {instance} · {}-W{:02}", week.year(), week.week());
+    let rows = &report.rows;
+    let sum = |f: &dyn Fn(&medic_core::report::ReportRow) -> usize| rows.iter().map(f).sum::<usize>();
+    let next = |n: Next| sum(&|r| r.next.get(&n).copied().unwrap_or(0));
+    let trouble = sum(&|r| r.decisions);
+    let text = fallback(format!(
+        "Argo Medic weekly report ({instance}): {} decisions since {}, {trouble} about apps in trouble, in {} rows",
+        report.decisions,
+        when(report.since),
+        rows.len()
+    ));
+    let mut blocks = vec![
+        header(&head_text),
+        section(format!(
+            "*{} decisions* recorded since {}; *{trouble}* about apps in trouble, in {} rows of failure mode and project. \
+             What each trust level would have done with them, and what happened next, from the apps' later records.",
+            report.decisions,
+            when(report.since),
+            rows.len()
+        )),
+    ];
+    if rows.is_empty() {
+        blocks.push(section("Nothing in trouble was decided this week.".to_owned()));
+    } else {
+        blocks.push(fields(&[
+            ("Would change Argo CD", sum(&|r| r.would_change).to_string()),
+            ("Would hand to a person", sum(&|r| r.would_escalate).to_string()),
+            ("Argo Medic acted", next(Next::ArgoMedicActed).to_string()),
+            ("A person acted", next(Next::PersonActed).to_string()),
+            ("Healed by itself", next(Next::HealedByItself).to_string()),
+            ("Healed later", next(Next::HealedLater).to_string()),
+            ("Still broken", next(Next::StillBroken).to_string()),
+            ("Not seen since", next(Next::NotSeenSince).to_string()),
+        ]));
+        blocks.push(json!({"type": "divider"}));
+        let mut ordered: Vec<&medic_core::report::ReportRow> = rows.iter().collect();
+        ordered
+            .sort_by(|a, b| b.decisions.cmp(&a.decisions).then_with(|| (&a.failure_mode, &a.project).cmp(&(&b.failure_mode, &b.project))));
+        for r in ordered.iter().take(REPORT_ROWS) {
+            let levels = r.levels.iter().map(|(level, n)| format!("{} {n}", escape(level))).collect::<Vec<_>>().join(", ");
+            let outcomes = Next::ALL
+                .iter()
+                .map(|n| (n, r.next.get(n).copied().unwrap_or(0)))
+                .filter(|(_, k)| *k > 0)
+                .map(|(n, k)| format!("{} {k}", n.as_str().replace('_', " ")))
+                .collect::<Vec<_>>()
+                .join(" · ");
+            blocks.push(section(format!(
+                "*{}* · project `{}` · {} decisions on {} apps · levels: {levels}\nwould: change {} · escalate {} · wait {}\nnext: {}",
+                escape(&cut_chars(&r.failure_mode, 80)),
+                escape(&cut_chars(if r.project.is_empty() { "–" } else { &r.project }, 80)),
+                r.decisions,
+                r.apps,
+                r.would_change,
+                r.would_escalate,
+                r.would_wait,
+                if outcomes.is_empty() { "–".to_owned() } else { outcomes }
+            )));
+        }
+        if ordered.len() > REPORT_ROWS {
+            blocks.push(context(format!("and {} more rows: `medic report --since 7d` shows them all", ordered.len() - REPORT_ROWS)));
+        }
+    }
+    blocks.push(context(fit(&format!("Argo Medic · {instance} · made {} · the whole table: `medic report --since 7d`", when(now)), 300)));
+    Rendered { text, blocks }
+}
+
 /// A `<@U…>` mention of a Slack user id, or the id itself escaped when it does not look like one.
 pub fn mention(user_id: &str) -> String {
     let ok = !user_id.is_empty() && user_id.len() <= 32 && user_id.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
@@ -1352,5 +1430,37 @@ mod tests {
             let v = violations(&r.text, &r.blocks);
             prop_assert!(v.is_empty(), "{:?}", v);
         }
+    }
+
+    /// A busy week: more rows than a message shows, long names. The message stays within Slack's
+    /// limits, shows the rows with most decisions, and counts the rest.
+    #[test]
+    fn a_weekly_report_of_a_busy_week_fits_and_counts_the_rows_it_leaves_out() {
+        use medic_core::report::{Next, Report, ReportRow};
+        let rows: Vec<ReportRow> = (0..30)
+            .map(|i| ReportRow {
+                failure_mode: format!("mode-{i:02}-{}", "x".repeat(200)),
+                project: format!("project-{i}"),
+                decisions: i + 1,
+                apps: 1,
+                levels: [("act".to_owned(), i + 1)].into_iter().collect(),
+                would_change: i,
+                would_escalate: 1,
+                would_wait: 0,
+                next: [(Next::HealedByItself, i + 1)].into_iter().collect(),
+            })
+            .collect();
+        let now: DateTime<Utc> = "2026-12-07T09:00:00Z".parse().unwrap();
+        let report = Report { since: now - chrono::TimeDelta::days(7), decisions: 600, rows };
+        let r = weekly_report(&report, "prod", now);
+        assert!(violations(&r.text, &r.blocks).is_empty(), "{:?}", violations(&r.text, &r.blocks));
+        let shown: Vec<&str> =
+            r.blocks.iter().filter_map(|b| b.pointer("/text/text").and_then(Value::as_str)).filter(|t| t.starts_with("*mode-")).collect();
+        assert_eq!(shown.len(), REPORT_ROWS);
+        assert!(shown[0].starts_with("*mode-29-"), "most decisions first: {}", shown[0]);
+        assert!(Value::Array(r.blocks.clone()).to_string().contains("and 10 more rows"), "the rest counted");
+        assert!(r.blocks[0].to_string().contains("2026-W50"), "the header names the week: {}", r.blocks[0]);
+        let empty = weekly_report(&Report { since: report.since, decisions: 0, rows: vec![] }, "prod", now);
+        assert!(Value::Array(empty.blocks).to_string().contains("Nothing in trouble was decided this week"));
     }
 }

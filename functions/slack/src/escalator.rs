@@ -457,6 +457,17 @@ impl<S: EscalationStore> IncidentChannel for SlackEscalator<S> {
         self.client.post_message(&self.settings.channel, None, &message, None).await.map(|_| ()).map_err(esc_err)
     }
 
+    /// Posted once per ISO week to the deployment's channel ([`Self::post_once`] under
+    /// `keys::weekly_report_key`), its record kept eight days: every run of the same week finds
+    /// it posted, and nothing of it outlives the week after.
+    async fn report(&self, _: &Permit, report: &medic_core::report::Report, now: DateTime<Utc>) -> Result<(), EscalationError> {
+        let key = medic_core::keys::weekly_report_key(&self.settings.instance, now);
+        self.post_once(&key, None, &blocks::weekly_report(report, &self.settings.instance, now)).await?;
+        self.retire_for(&[("msg", key.as_str())], Duration::from_secs(8 * 86_400)).await?;
+        tracing::info!(key, decisions = report.decisions, rows = report.rows.len(), "weekly shadow report posted");
+        Ok(())
+    }
+
     async fn resolve(&self, _: &Permit, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
         let group = app_group(app);
         for (incident_id, v) in self.store.list(&group).await.map_err(esc_err)? {

@@ -199,6 +199,7 @@ pub async fn sweeper_parts(env: &LambdaEnv) -> Result<(LambdaPorts, SweeperConfi
         work_item_key: Some(work_item_key),
         token_expiry_warning: env.token_expiry_warning()?,
         trust: policy.trust,
+        settle: Duration::from_secs(policy.settle_secs.max(0) as u64),
     };
     Ok((adapters, config))
 }

@@ -1,5 +1,5 @@
-//! Lambda entry point: wiring only. The scheduled event's payload is not needed, so any JSON is
-//! accepted (EventBridge rules and EventBridge Scheduler send different shapes).
+//! Lambda entry point: wiring only. Any JSON is accepted (EventBridge rules and EventBridge
+//! Scheduler send different shapes); the report schedule's input asks for the weekly report.
 
 use std::sync::Arc;
 
@@ -12,9 +12,9 @@ async fn main() -> Result<(), Error> {
     medic_adapters::logging::init();
     let env = LambdaEnv::load(medic_adapters::settings::Reader::Sweeper).await?;
     let sweeper = Arc::new(LambdaSweeper::from_env(&env).await?);
-    run(service_fn(move |_: LambdaEvent<serde_json::Value>| {
+    run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         let sweeper = Arc::clone(&sweeper);
-        async move { sweeper.run().await.map_err(Error::from) }
+        async move { sweeper.handle(&event.payload).await.map_err(Error::from) }
     }))
     .await
 }
