@@ -86,6 +86,64 @@ async fn an_escalation_posts_one_parent_and_every_later_step_as_a_reply_in_its_t
     assert_eq!(stack.slack.calls().iter().skip(calls).filter(|c| c.method.starts_with("chat.")).count(), 0);
 }
 
+/// Issue 30: an escalation after Argo Medic tried something tells its new thread what came
+/// before it, in one reply: fraud-scoring's refresh changes nothing, so its second look escalates,
+/// and the thread says the look, the decision, the refresh claimed, taken and verified, and the
+/// escalation. Once: a run that dies after Slack took both, before recording the escalation done,
+/// is resumed by the next look, which escalates again (no second parent) and finds the reply.
+/// An incident escalated on its first look gets no such reply (its parent says it all).
+#[tokio::test]
+async fn an_escalation_tells_its_thread_what_came_before_it_once_through_a_crash() {
+    let stack = stack().await;
+    stack.argo.set_outcomes("fraud-scoring", medic_sim::Outcomes::default());
+    let escalator = || slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
+    let worker = stack.worker();
+    stack.enqueue_look("fraud-scoring", "w1").await;
+    assert_eq!(stack.poll(&worker).await, vec![Handled::Stepped(medic_core::step::StepResult::Refreshed)]);
+    assert!(parents(&stack.slack).is_empty());
+    let dying = stack.aws.worker_with(
+        &stack.argo,
+        crate::support::LosesCompletion(stack.store()),
+        escalator(),
+        medic_core::switch::FixedSwitch::default(),
+    );
+    stack.enqueue_look("fraud-scoring", "w2").await;
+    for m in stack.receive().await {
+        assert!(dying.handle_message(&crate::support::sqs_record(&m)).await.is_err(), "the run died before recording the escalation");
+    }
+    let parent = parents(&stack.slack).remove(0);
+    let told = |slack: &SlackSim| -> Vec<medic_sim::SimMessage> {
+        slack.replies(CH, &parent.ts).into_iter().filter(|r| r.payload("key").is_some_and(|k| k.starts_with("tl:inc-"))).collect()
+    };
+    assert_eq!(told(&stack.slack).len(), 1, "told before the run died");
+    let text = text_of(&told(&stack.slack)[0]);
+    for expected in [
+        "*received*",
+        "*decided*",
+        "*claimed*",
+        "*acted*",
+        "*verified*",
+        "refresh verified in Argo CD",
+        "escalate",
+        "medic incidents show argocd/fraud-scoring",
+    ] {
+        assert!(text.contains(expected), "{expected} missing from {text}");
+    }
+    assert!(escalation::violations(&told(&stack.slack)[0].text, told(&stack.slack)[0].blocks.as_array().unwrap()).is_empty());
+
+    // The message comes back (its visibility ran out) and the next run resumes the escalation.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(stack.poll(&worker).await, vec![Handled::Stepped(medic_core::step::StepResult::Escalated)], "the escalation resumed");
+    assert_eq!(parents(&stack.slack).len(), 1, "no second parent");
+    assert_eq!(told(&stack.slack).len(), 1, "and no second timeline");
+
+    // Escalated on its first look: nothing came before, nothing more to tell.
+    stack.enqueue_look("accounts", "w1").await;
+    stack.poll(&worker).await;
+    let accounts = parents(&stack.slack).into_iter().find(|p| text_of(p).contains("argocd/accounts")).expect("accounts escalated");
+    assert!(stack.slack.replies(CH, &accounts.ts).is_empty(), "{:?}", stack.slack.replies(CH, &accounts.ts));
+}
+
 /// An escalation store that loses the write recording a posted message's `ts`, once: the worker
 /// dies right after Slack answered.
 struct DiesAfterPosting {

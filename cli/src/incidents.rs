@@ -23,7 +23,7 @@ use medic_core::AppId;
 use medic_core::catalogue::FailureMode;
 use medic_core::incident::{DecisionNote, History, IncidentRecord, Outcome};
 use medic_core::ladder::Rung;
-use medic_core::ports::{EscalationStore, IncidentLedger};
+use medic_core::ports::{EscalationStore, IncidentLedger, IncidentStore};
 use medic_core::timeline::TimelineEvent;
 use medic_core::{PolicyConfig, catalogue};
 use medic_slack::{SlackIncidentView, incident_view};
@@ -119,7 +119,7 @@ pub struct FleetMembership {
 }
 
 /// Reads, joins, filters and sorts (open first, then longest in trouble first).
-pub async fn collect<L: IncidentLedger, E: EscalationStore>(
+pub async fn collect<L: IncidentLedger + IncidentStore, E: EscalationStore>(
     ledger: &L,
     slack: &E,
     query: &Query,

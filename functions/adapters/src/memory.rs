@@ -231,19 +231,17 @@ impl IncidentStore for MemoryIncidentStore {
         crate::audit::audit_event(event, &written);
         written
     }
-}
 
-impl MemoryIncidentStore {
-    /// The timeline of the app's incident `incident_id`, oldest first (what
-    /// `IncidentLedger::timeline` answers for the stores that have a ledger).
-    pub fn timeline(&self, app: &AppId, incident_id: &str) -> Vec<TimelineEvent> {
+    async fn timeline(&self, app: &AppId, incident_id: &str) -> Result<Vec<TimelineEvent>, StoreError> {
         let inner = self.lock();
         let mut events: Vec<TimelineEvent> =
             inner.events.get(incident_id).into_iter().flat_map(|e| e.values()).map(|(e, _)| e.clone()).filter(|e| e.app == *app).collect();
         events.sort_by_key(|e| (e.at, e.kind));
-        events
+        Ok(events)
     }
+}
 
+impl MemoryIncidentStore {
     /// The decisions recorded and still kept, oldest first (what `IncidentLedger::decisions`
     /// answers for the stores that have a ledger).
     pub fn decisions(&self) -> Vec<medic_core::record::DecisionRecord> {
@@ -325,6 +323,11 @@ impl IncidentChannel for LogEscalator {
 
     async fn resolve(&self, _: &Permit, app: &AppId, decision: &Decision) -> Result<(), EscalationError> {
         tracing::info!(app = %app, reason = %decision.reason, "resolved");
+        Ok(())
+    }
+
+    /// Nothing: the audit log already has a line per event ([`crate::audit::audit_event`]).
+    async fn tell_timeline(&self, _: &Permit, _: &medic_core::timeline::ThreadReply<'_>) -> Result<(), EscalationError> {
         Ok(())
     }
 

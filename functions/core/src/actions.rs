@@ -79,6 +79,8 @@ pub enum ActionKind {
     ServiceAlert,
     /// The weekly shadow report ([`crate::report`]) posted to the deployment's channel.
     WeeklyReport,
+    /// Timeline events told in the incident's thread ([`crate::timeline::ThreadReply`]).
+    TimelineReply,
 }
 
 /// A row of [`ACTIONS`].
@@ -103,7 +105,7 @@ pub struct ActionRow {
 }
 
 /// Every action kind, one row each.
-pub const ACTIONS: [ActionRow; 16] = [
+pub const ACTIONS: [ActionRow; 17] = [
     ActionRow {
         kind: ActionKind::Refresh,
         wire: "refresh",
@@ -265,6 +267,16 @@ pub const ACTIONS: [ActionRow; 16] = [
         effect: Effect::Reports,
         done: "reported",
         verified_by: "the escalator's record of the week's message (one per instance and ISO week)",
+    },
+    ActionRow {
+        kind: ActionKind::TimelineReply,
+        wire: "timeline_reply",
+        rung: None,
+        button: None,
+        budget: None,
+        effect: Effect::AnswersThread,
+        done: "told in the thread",
+        verified_by: "the escalator's record of the reply, one per incident and escalation or action key",
     },
 ];
 

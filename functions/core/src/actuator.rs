@@ -490,8 +490,10 @@ where
         };
         match acted {
             Ok(outcome) => {
+                // Told before the claim is completed: a run that dies in between tells it again
+                // when it is resumed, as the same events and the same reply (each once).
+                Box::pin(self.log_acted(permit, &incident, rung, &key, outcome, &out.detail)).await;
                 self.store.complete(name, &key, outcome).await?;
-                Box::pin(self.log_acted(&incident, rung, &key, outcome, &out.detail)).await;
                 Ok(RungDone { report: out, answer, outcome: Some(outcome), refreshed: refreshed.filter(|_| outcome == Outcome::Succeeded) })
             }
             Err(e @ StepError::Argo(ArgoError::Transient(_))) if rung != Rung::Escalate => {
@@ -508,8 +510,8 @@ where
                 Err(e)
             }
             Err(e) => {
+                Box::pin(self.log_acted(permit, &incident, rung, &key, Outcome::Failed, &e.to_string())).await;
                 self.store.complete(name, &key, Outcome::Failed).await?;
-                Box::pin(self.log_acted(&incident, rung, &key, Outcome::Failed, &e.to_string())).await;
                 out.result = StepResult::Failed;
                 out.detail = e.to_string();
                 Ok(RungDone { report: out, answer, outcome: Some(Outcome::Failed), refreshed: None })
@@ -518,15 +520,52 @@ where
     }
 
     /// The timeline's record of a rung taken: `acted` with its outcome, and `verified` when
-    /// Argo CD showed its effect.
-    async fn log_acted(&self, incident: &crate::keys::IncidentKey, rung: Rung, key: &IdempotencyKey, outcome: Outcome, detail: &str) {
+    /// Argo CD showed its effect; at the escalation, the new thread is told what came before it
+    /// when anything was done or waited for ([`crate::timeline::acted_before`]).
+    async fn log_acted(
+        &self,
+        permit: &Permit,
+        incident: &crate::keys::IncidentKey,
+        rung: Rung,
+        key: &IdempotencyKey,
+        outcome: Outcome,
+        detail: &str,
+    ) {
         let now = self.clock.now();
         let what = format!("{} {}: {detail}", rung.as_str(), outcome.as_str());
-        log_event(self.store, TimelineEvent::new(incident, EventKind::Acted, key.as_str(), now, what).keyed(key.as_str())).await;
+        let mut events = vec![TimelineEvent::new(incident, EventKind::Acted, key.as_str(), now, what).keyed(key.as_str())];
         if outcome == Outcome::Succeeded && rung != Rung::Escalate {
             let what = format!("{} verified in Argo CD", rung.as_str());
-            log_event(self.store, TimelineEvent::new(incident, EventKind::Verified, key.as_str(), now, what).keyed(key.as_str())).await;
+            events.push(TimelineEvent::new(incident, EventKind::Verified, key.as_str(), now, what).keyed(key.as_str()));
         }
+        for event in events {
+            log_event(self.store, event).await;
+        }
+        // The thread is new: it is told what came before it. Later events need no reply of
+        // their own: a person's click and the resolution have theirs, and the looks in between
+        // change nothing (`medic incidents show` has every one).
+        // A timeline that could not be read: the thread goes without it.
+        if rung == Rung::Escalate
+            && outcome == Outcome::Succeeded
+            && let Ok(before) = Box::pin(self.store.timeline(&incident.app, &incident.id())).await
+            && crate::timeline::acted_before(&before, key.as_str())
+        {
+            Box::pin(self.tell_in_thread(permit, incident, key, &before)).await;
+        }
+    }
+
+    /// Tells `events` in the incident's thread, through the gate (an answer in a thread people
+    /// have: not when the switch is off), once per incident and `key`. Best effort: the timeline
+    /// keeps the events, and the action they tell of is done whether or not the reply is posted.
+    async fn tell_in_thread(&self, permit: &Permit, incident: &crate::keys::IncidentKey, key: &IdempotencyKey, events: &[TimelineEvent]) {
+        let answer = self.check(ActionKind::TimelineReply, Caller::Ladder, Some(&incident.app), None).await;
+        if !answer.acts() || events.is_empty() {
+            return;
+        }
+        let incident_id = incident.id();
+        let reply_key = crate::keys::timeline_reply_key(&incident_id, key.as_str());
+        let reply = crate::timeline::ThreadReply { app: &incident.app, incident_id: &incident_id, key: &reply_key, events };
+        let _ = Box::pin(self.escalator.tell_timeline(permit, &reply)).await;
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -131,6 +131,13 @@ pub fn timeline_event_id(incident_id: &str, kind: &str, natural: &str) -> String
     format!("{kind}-{}", &digest(&["argo-medic/timeline/v1", incident_id, kind, natural])[..24])
 }
 
+/// The key of the reply in an incident's Slack thread that tells the timeline before its
+/// escalation: `tl:`, the incident and the escalation's idempotency key, so a retried or resumed
+/// escalation finds the reply already posted.
+pub fn timeline_reply_key(incident_id: &str, natural: &str) -> String {
+    format!("tl:{incident_id}:{natural}")
+}
+
 /// The key the weekly shadow report of `instance` made at `now` is told once under: its ISO week
 /// (`report-<instance>-2026-W49`), so every run in the same week finds the message already posted.
 pub fn weekly_report_key(instance: &str, now: DateTime<Utc>) -> String {

@@ -464,6 +464,10 @@ pub trait IncidentStore: Send + Sync {
     /// (a conditional write): true when written. Kept [`crate::incident::ACTION_RETENTION`]
     /// after it happened, and at least that long after its incident closes.
     fn append_event(&self, event: &TimelineEvent) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// The timeline of the app's incident `incident_id` (its [`crate::keys::IncidentKey::id`]),
+    /// oldest first: what `medic incidents show` prints, and what an escalation tells in its new
+    /// thread of what came before it.
+    fn timeline(&self, app: &AppId, incident_id: &str) -> impl Future<Output = Result<Vec<TimelineEvent>, StoreError>> + Send;
 }
 decorated by IncidentStoreDecorator;
 }
@@ -476,9 +480,6 @@ pub trait IncidentLedger: Send + Sync {
     fn incidents(&self, include_closed: bool) -> impl Future<Output = Result<Vec<IncidentRecord>, StoreError>> + Send;
     /// The decisions recorded at or after `since` and still kept, oldest first.
     fn decisions(&self, since: DateTime<Utc>) -> impl Future<Output = Result<Vec<DecisionRecord>, StoreError>> + Send;
-    /// The timeline of the app's incident `incident_id` (its [`crate::keys::IncidentKey::id`]),
-    /// oldest first.
-    fn timeline(&self, app: &AppId, incident_id: &str) -> impl Future<Output = Result<Vec<TimelineEvent>, StoreError>> + Send;
 }
 decorated by IncidentLedgerDecorator;
 }
@@ -517,6 +518,11 @@ pub trait IncidentChannel: Send + Sync {
     /// Whether a person can answer what is posted with a button (Slack can; log lines cannot): a
     /// proposal ([`crate::trust::TrustLevel::Propose`]) needs one to be approved.
     fn takes_approvals(&self) -> bool;
+    /// Tells `reply`'s timeline events as one compact reply in the incident's thread, once per
+    /// `reply.key`; nothing when the incident has no thread of its own (not escalated, snoozed,
+    /// resolved, or a reply in a group's thread).
+    fn tell_timeline(&self, permit: &Permit, reply: &crate::timeline::ThreadReply<'_>)
+    -> impl Future<Output = Result<(), EscalationError>> + Send;
     /// The weekly shadow report ([`crate::report`]) made at `now`: told once per ISO week of
     /// `now` ([`crate::keys::weekly_report_key`]), so a retried run does not tell it twice.
     fn report(&self, permit: &Permit, report: &crate::report::Report, now: DateTime<Utc>)
@@ -782,6 +788,7 @@ mod tests {
         outages: AtomicUsize,
         ended: AtomicUsize,
         reported: AtomicUsize,
+        told: AtomicUsize,
     }
 
     impl IncidentChannel for Counting {
@@ -800,6 +807,10 @@ mod tests {
         }
         async fn report(&self, _: &Permit, _: &crate::report::Report, _: DateTime<Utc>) -> Result<(), EscalationError> {
             self.reported.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+        async fn tell_timeline(&self, _: &Permit, _: &crate::timeline::ThreadReply<'_>) -> Result<(), EscalationError> {
+            self.told.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
     }
@@ -884,6 +895,9 @@ mod tests {
         let report = crate::report::report(&[], epoch, chrono::Duration::zero());
         ready(Escalator::report(&shared, Permit::for_tests(), &report, epoch)).unwrap();
         assert_eq!(inner.reported.load(Ordering::SeqCst), 1, "report reached the adapter");
+        let reply = crate::timeline::ThreadReply { app: &AppId::new("argocd", "a"), incident_id: "i", key: "k", events: &[] };
+        ready(Escalator::tell_timeline(&shared, Permit::for_tests(), &reply)).unwrap();
+        assert_eq!(inner.told.load(Ordering::SeqCst), 1, "tell_timeline reached the adapter");
         assert_eq!(inner.outages.load(Ordering::SeqCst), 1, "outage reached the adapter");
         assert_eq!(inner.ended.load(Ordering::SeqCst), 1, "outages_ended reached the adapter");
         assert_eq!(inner.resolved.load(Ordering::SeqCst), 1, "resolve reached the adapter");

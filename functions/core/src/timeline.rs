@@ -130,3 +130,31 @@ pub struct Arrival {
     /// When the item was made (a notification received, a look enqueued).
     pub received_at: DateTime<Utc>,
 }
+
+/// Timeline events told as one compact reply in the incident's Slack thread: at the escalation,
+/// what came before it (the thread is new then), once under `key`
+/// ([`crate::keys::timeline_reply_key`] of the escalation's key). Later events get no reply of
+/// their own: a click and the resolution have theirs, and the looks between change nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadReply<'a> {
+    /// The app.
+    pub app: &'a AppId,
+    /// The incident whose thread it is ([`IncidentKey::id`]).
+    pub incident_id: &'a str,
+    /// The reply's once-key.
+    pub key: &'a str,
+    /// The events, oldest first.
+    pub events: &'a [TimelineEvent],
+}
+
+/// Whether `events` hold something done or waited for before the escalation under `key`: an
+/// action under another key, a wait, a freeze's hold or a person's click. Only then is there more
+/// to tell in the new thread than its parent says; an incident escalated on its first look has
+/// its look, its decision and the escalation alone.
+pub fn acted_before(events: &[TimelineEvent], key: &str) -> bool {
+    events.iter().any(|e| match e.kind {
+        EventKind::Acted | EventKind::Verified | EventKind::Claimed => e.key.as_deref() != Some(key),
+        EventKind::Waited | EventKind::Frozen | EventKind::Clicked => true,
+        EventKind::Received | EventKind::Decided | EventKind::Resolved => false,
+    })
+}

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use medic_core::AppId;
 use medic_core::actions::ActionKind;
-use medic_core::actuator::{Actuator, Once, Performed, Request};
+use medic_core::actuator::{Actuator, Once, Performed, Request, log_event};
 use medic_core::alerts::{self, WhenUnsure};
 use medic_core::event::{Request as ItemRequest, WorkItem, WorkKind};
 use medic_core::gate::{Gate, Verdict};
@@ -23,7 +23,7 @@ use medic_core::ports::{
 };
 use medic_core::step::{StepError, StepResult};
 use medic_core::switch::Switch;
-use medic_core::timeline::Arrival;
+use medic_core::timeline::{Arrival, EventKind, TimelineEvent};
 use medic_core::{DecisionPolicy, FailureMode, Trigger};
 use tracing::Instrument;
 
@@ -468,16 +468,26 @@ impl<P: Ports> Work<P> {
     /// completed (the step resumes it, or defers while a live run holds it). Read once per item
     /// (`known` keeps the answer: a paused wave item may meet the fleet hold next); a store that
     /// cannot be read retries the item, as the step would.
-    async fn claim_pending(&self, item: &WorkItem, known: &mut Option<bool>) -> Result<bool, MessageError> {
-        if let Some(pending) = *known {
-            return Ok(pending);
-        }
-        let history = self.store.history(&item.app.id()).await.map_err(MessageError::from)?;
+    async fn claim_pending(&self, item: &WorkItem, known: &mut Option<medic_core::incident::History>) -> Result<bool, MessageError> {
+        let history = match known {
+            Some(history) => history,
+            None => known.insert(self.store.history(&item.app.id()).await.map_err(MessageError::from)?),
+        };
         let pending = history.pending();
         if let Some(a) = pending {
             tracing::info!(rung = a.rung.as_str(), claimed_at = %a.at, "held, but an action claimed before the hold is resumed first");
         }
-        Ok(*known.insert(pending.is_some()))
+        Ok(pending.is_some())
+    }
+
+    /// The timeline of an item the worker ends without a look (a fleet outage holds it): the
+    /// delivery received, and the wait for the outage, for an app with an open incident
+    /// (`history`, read to find a pending claim). Best effort, like every timeline event.
+    async fn log_held(&self, arrival: &Arrival, history: Option<&medic_core::incident::History>, item: &WorkItem, why: &str) {
+        let Some(incident) = history.and_then(|h| h.incident.as_ref()) else { return };
+        let received = format!("{} for {}", item.trigger.as_str(), item.app.id());
+        log_event(&self.store, TimelineEvent::new(incident, EventKind::Received, &arrival.key, arrival.received_at, received)).await;
+        log_event(&self.store, TimelineEvent::new(incident, EventKind::Waited, &arrival.key, self.clock.now(), why.to_owned())).await;
     }
 
     /// The first of the scope `keys` a fleet outage holds (its marker), with one `BatchGetItem`;
@@ -578,12 +588,16 @@ impl<P: Ports> Work<P> {
         {
             self.metrics.count("HeldByFleetOutage", None, 1.0);
             tracing::info!(app = %item.app.id(), cause = %slot.scope, why, "recovery wave paused: the app waits for the sweep to release it again");
+            let waited = format!("held: the recovery wave of {} is paused ({why}); the sweep releases it again", slot.scope);
+            self.log_held(&arrival, pending.as_ref(), item, &waited).await;
             return Ok(Handled::HeldByFleet(slot.scope.clone()));
         }
         let stepped = match self.fleet_hold(item).await {
             Ok(FleetHold::Held(cause)) if !self.claim_pending(item, &mut pending).await? => {
                 self.metrics.count("HeldByFleetOutage", None, 1.0);
                 tracing::info!(app = %item.app.id(), cause, "left to its fleet outage: the sweep probes the canaries and releases the wave");
+                let waited = format!("held by the fleet outage of {cause}: the sweep probes its canaries and releases a recovery wave");
+                self.log_held(&arrival, pending.as_ref(), item, &waited).await;
                 return Ok(Handled::HeldByFleet(cause));
             }
             Ok(FleetHold::Free(app)) => Box::pin(remediator.run(&item.app, &item.trigger, app.map(|a| *a))).await,

@@ -43,6 +43,13 @@ impl<S: EscalationStore> IncidentChannel for AnyEscalator<S> {
         }
     }
 
+    async fn tell_timeline(&self, permit: &Permit, reply: &medic_core::timeline::ThreadReply<'_>) -> Result<(), EscalationError> {
+        match self {
+            AnyEscalator::Log(e) => e.tell_timeline(permit, reply).await,
+            AnyEscalator::Slack(e) => e.tell_timeline(permit, reply).await,
+        }
+    }
+
     async fn report(
         &self,
         permit: &Permit,

@@ -968,6 +968,46 @@ pub fn action_note(user_id: &str, verb: &str, summary: &str) -> Rendered {
     Rendered { text: fallback(format!("{verb} by {user_id}: {summary}")), blocks: vec![section(body)] }
 }
 
+/// The timeline lines a thread reply shows at most: the latest; the earlier are counted.
+const TIMELINE_LINES: usize = 25;
+
+/// Timeline events as one compact thread reply ([`medic_core::timeline::ThreadReply`]): a line
+/// per event, `HH:MM:SS kind what`, the person or the rule where there is one, the latest
+/// [`TIMELINE_LINES`] of them, pointing at `medic incidents show` for the whole timeline.
+pub fn timeline_reply(app: &medic_core::app::AppId, events: &[medic_core::timeline::TimelineEvent]) -> Rendered {
+    let line_of = |e: &medic_core::timeline::TimelineEvent| {
+        let mut line = format!("`{}` *{}* {}", e.at.format("%H:%M:%S"), e.kind.as_str(), escape(&cut_chars(&e.what, 140)));
+        if let Some(who) = &e.who {
+            line.push_str(&format!(" · {}", mention(who)));
+        }
+        if let (Some(rule), Some(level)) = (&e.rule, &e.level) {
+            line.push_str(&format!(" · `{}` at {}", escape(&cut_chars(rule, 60)), escape(level)));
+        }
+        line
+    };
+    // The latest first, as many as fit in a section with room for the count of the rest.
+    let room = limits::MAX_SECTION_TEXT - 100;
+    let mut shown: Vec<String> = Vec::new();
+    let mut used = 0;
+    for e in events.iter().rev().take(TIMELINE_LINES) {
+        let line = line_of(e);
+        if used + units(&line) + 1 > room {
+            break;
+        }
+        used += units(&line) + 1;
+        shown.push(line);
+    }
+    shown.reverse();
+    let earlier = events.len() - shown.len();
+    let mut body = String::from(":spiral_note_pad: ");
+    if earlier > 0 {
+        body.push_str(&format!("… {earlier} earlier events\n"));
+    }
+    body.push_str(&shown.join("\n"));
+    let text = fallback(format!("{} timeline events of {app}", events.len()));
+    Rendered { text, blocks: vec![section(body), context(format!("the whole timeline: `medic incidents show {}`", escape(app.as_str())))] }
+}
+
 /// The rows of trouble a weekly report shows, most decisions first; the rest are counted in one
 /// line that points at `medic report`.
 const REPORT_ROWS: usize = 20;
@@ -1462,5 +1502,35 @@ mod tests {
         assert!(r.blocks[0].to_string().contains("2026-W50"), "the header names the week: {}", r.blocks[0]);
         let empty = weekly_report(&Report { since: report.since, decisions: 0, rows: vec![] }, "prod", now);
         assert!(Value::Array(empty.blocks).to_string().contains("Nothing in trouble was decided this week"));
+    }
+
+    /// A long timeline: the latest events, the earlier counted, within a section's limit.
+    #[test]
+    fn a_timeline_reply_shows_the_latest_events_within_slack_s_limits() {
+        use medic_core::timeline::{EventKind, TimelineEvent};
+        let app = medic_core::app::AppId::new("argocd", "payouts");
+        let at: DateTime<Utc> = "2026-12-07T09:00:00Z".parse().unwrap();
+        let events: Vec<TimelineEvent> = (0..40)
+            .map(|i| {
+                let e = TimelineEvent::of(
+                    &app,
+                    "inc-1",
+                    EventKind::Decided,
+                    &i.to_string(),
+                    at + chrono::TimeDelta::seconds(i),
+                    "y".repeat(300),
+                );
+                e.decided_by("stale_reconcile", Some("act".into()))
+            })
+            .collect();
+        let r = timeline_reply(&app, &events);
+        assert!(violations(&r.text, &r.blocks).is_empty(), "{:?}", violations(&r.text, &r.blocks));
+        let body = r.blocks[0].pointer("/text/text").and_then(Value::as_str).unwrap();
+        let shown = body.matches("*decided*").count();
+        assert!((10..=25).contains(&shown), "as many as fit, 25 at most: {shown}");
+        assert!(body.contains(&format!("… {} earlier events", 40 - shown)), "{body}");
+        assert!(body.contains("`09:00:39` *decided*"), "the latest is shown: {body}");
+        assert!(!body.contains(&format!("`09:00:{:02}`", 39 - shown)), "the earlier are counted, not shown");
+        assert!(r.blocks[1].to_string().contains("medic incidents show argocd/payouts"));
     }
 }

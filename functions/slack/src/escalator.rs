@@ -457,6 +457,18 @@ impl<S: EscalationStore> IncidentChannel for SlackEscalator<S> {
         self.client.post_message(&self.settings.channel, None, &message, None).await.map(|_| ()).map_err(esc_err)
     }
 
+    /// One compact reply in the incident's own thread, posted once per `reply.key`: nothing for
+    /// an incident not escalated (no record, or its parent not posted yet), snoozed, resolved, or
+    /// shown as a reply in a group's thread, where one app's events would bury the others'.
+    async fn tell_timeline(&self, _: &Permit, reply: &medic_core::timeline::ThreadReply<'_>) -> Result<(), EscalationError> {
+        let Some((_, rec)) = self.find_incident(reply.incident_id).await? else { return Ok(()) };
+        if rec.suppressed || rec.resolved || rec.member || rec.group.is_some() || self.ts_of(&rec.thread_key).await?.is_none() {
+            return Ok(());
+        }
+        self.post_once(reply.key, Some(&rec.thread_key), &blocks::timeline_reply(reply.app, reply.events)).await?;
+        self.retire_for(&[("msg", reply.key)], self.settings.record_ttl).await
+    }
+
     /// Posted once per ISO week to the deployment's channel ([`Self::post_once`] under
     /// `keys::weekly_report_key`), its record kept eight days: every run of the same week finds
     /// it posted, and nothing of it outlives the week after.

@@ -187,6 +187,36 @@ async fn a_recheck_or_sweep_item_of_an_app_held_by_a_fleet_outage_is_left_to_the
     assert!(w.escalator.escalations().is_empty());
 }
 
+/// Issue 30: an item the worker ends without a look, because a fleet outage holds its app, is in
+/// the app's incident timeline all the same: received, and waiting for the outage. Before, the
+/// incident's timeline had a gap for the whole outage.
+#[tokio::test]
+async fn a_held_item_of_an_app_with_an_open_incident_is_in_its_timeline() {
+    use medic_core::event::{WorkItem, WorkKind};
+    use medic_core::ports::{DedupeStore, IncidentStore};
+    use medic_core::timeline::EventKind;
+    use medic_worker::Handled;
+    let sim = sim().await;
+    let w = worker(&sim);
+    let app = medic_core::event::AppRef { name: "payments-worker".into(), namespace: "argocd".into(), project: Some("payments".into()) };
+    let first = WorkItem::for_app(WorkKind::Sweep, app.clone(), medic_core::Trigger::sweep(), "w1", Utc::now());
+    let handled = w.handle_message(&as_record("m-1", &first)).await.unwrap();
+    assert!(matches!(handled, Handled::Stepped(_)), "{handled:?}");
+    let incident = w.store.history(&app.id()).await.unwrap().incident.expect("the first look opened an incident");
+    w.dedupe.mark(&medic_core::keys::fleet_hold_marker("repo:git.example.com"), Duration::from_secs(1800)).await.unwrap();
+    let second = WorkItem::for_app(WorkKind::Sweep, app.clone(), medic_core::Trigger::sweep(), "w2", Utc::now());
+    assert_eq!(w.handle_message(&as_record("m-2", &second)).await.unwrap(), Handled::HeldByFleet("repo:git.example.com".into()));
+    // Delivered again: a duplicate, nothing more in the timeline.
+    assert_eq!(w.handle_message(&as_record("m-2", &second)).await.unwrap(), Handled::Duplicate);
+    let timeline = w.store.timeline(&app.id(), &incident.id()).await.unwrap();
+    let held: Vec<_> = timeline
+        .iter()
+        .filter(|e| e.kind == EventKind::Waited && e.what.starts_with("held by the fleet outage of repo:git.example.com"))
+        .collect();
+    assert_eq!(held.len(), 1, "{timeline:#?}");
+    assert_eq!(timeline.iter().filter(|e| e.kind == EventKind::Received).count(), 2, "both looks' items, once each: {timeline:#?}");
+}
+
 /// H1, the wave's half: a wave item deferred or waiting was re-enqueued as a plain recheck, without
 /// its place in the wave, so a relapse or a person's Pause no longer held it. Its requeue carries
 /// the slot (and the scopes its notification named) now, and the pause of its own outage holds it.

@@ -274,6 +274,19 @@ impl IncidentStore for DynamoDbStore {
         apps.dedup();
         Ok(apps)
     }
+
+    async fn timeline(&self, app: &AppId, incident_id: &str) -> Result<Vec<medic_core::timeline::TimelineEvent>, StoreError> {
+        let now = Utc::now().timestamp();
+        let items = self.query(&self.app_pk(app), &format!("{EVENT_SK_PREFIX}{incident_id}#"), None).await?;
+        let mut events = Vec::with_capacity(items.len());
+        for item in items.iter().filter(|i| !expired(i, now)) {
+            let event: medic_core::timeline::TimelineEvent =
+                serde_json::from_str(get_s(item, "event")?).map_err(|e| StoreError::invalid(format!("reading a timeline event: {e}")))?;
+            events.push(event);
+        }
+        events.sort_by_key(|e| (e.at, e.kind));
+        Ok(events)
+    }
 }
 
 /// The operator's read (`medic incidents`): a `Scan` of this instance's open and closed incident
@@ -329,19 +342,6 @@ impl IncidentLedger for DynamoDbStore {
 
     async fn decisions(&self, since: DateTime<Utc>) -> Result<Vec<medic_core::record::DecisionRecord>, StoreError> {
         self.query_decisions(since).await
-    }
-
-    async fn timeline(&self, app: &AppId, incident_id: &str) -> Result<Vec<medic_core::timeline::TimelineEvent>, StoreError> {
-        let now = Utc::now().timestamp();
-        let items = self.query(&self.app_pk(app), &format!("{EVENT_SK_PREFIX}{incident_id}#"), None).await?;
-        let mut events = Vec::with_capacity(items.len());
-        for item in items.iter().filter(|i| !expired(i, now)) {
-            let event: medic_core::timeline::TimelineEvent =
-                serde_json::from_str(get_s(item, "event")?).map_err(|e| StoreError::invalid(format!("reading a timeline event: {e}")))?;
-            events.push(event);
-        }
-        events.sort_by_key(|e| (e.at, e.kind));
-        Ok(events)
     }
 }
 

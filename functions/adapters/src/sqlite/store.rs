@@ -396,6 +396,21 @@ impl IncidentStore for SqliteIncidentStore {
         crate::audit::audit_event(event, &written);
         written
     }
+
+    async fn timeline(&self, app: &AppId, incident_id: &str) -> Result<Vec<TimelineEvent>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare("SELECT event FROM timeline WHERE app = ?1 AND incident_id = ?2 AND expires_at > ?3 ORDER BY at_us, id")
+            .map_err(err)?;
+        let rows = stmt
+            .query_map(params![app.as_str(), incident_id, Utc::now().timestamp()], |r| r.get::<_, String>(0))
+            .map_err(err)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?;
+        let mut events: Vec<TimelineEvent> = rows.iter().map(|r| from_json(r)).collect::<Result<_, _>>()?;
+        events.sort_by_key(|e| (e.at, e.kind));
+        Ok(events)
+    }
 }
 
 impl IncidentLedger for SqliteIncidentStore {
@@ -464,21 +479,6 @@ impl IncidentLedger for SqliteIncidentStore {
             .collect::<Result<Vec<_>, _>>()
             .map_err(err)?;
         rows.iter().map(|r| from_json(r)).collect()
-    }
-
-    async fn timeline(&self, app: &AppId, incident_id: &str) -> Result<Vec<TimelineEvent>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare("SELECT event FROM timeline WHERE app = ?1 AND incident_id = ?2 AND expires_at > ?3 ORDER BY at_us, id")
-            .map_err(err)?;
-        let rows = stmt
-            .query_map(params![app.as_str(), incident_id, Utc::now().timestamp()], |r| r.get::<_, String>(0))
-            .map_err(err)?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(err)?;
-        let mut events: Vec<TimelineEvent> = rows.iter().map(|r| from_json(r)).collect::<Result<_, _>>()?;
-        events.sort_by_key(|e| (e.at, e.kind));
-        Ok(events)
     }
 }
 
