@@ -9,8 +9,10 @@
 //! Every production timing is divided by one factor, `--scale`: the worker timeout, the queue's
 //! visibility timeout, every lease derived from them, the policy's waits, the sweeper's window and
 //! Slack's pacing. The last line is
-//! `chaos: E events, K kills, F faults, D duplicate actions, L lost incidents, S stuck incidents`
-//! and the exit status is non-zero unless D = L = S = 0.
+//! `chaos: E events, K kills, F faults, D duplicate actions, L lost incidents, S stuck incidents,
+//! W closed in trouble, R extra refreshes; U lost actions (in L), apps escalated again; the switch;
+//! T timeline gaps` and the exit status is non-zero unless D = L = S = W = R = T = 0 (and the
+//! switch's count, when the run switches off).
 
 mod envelope;
 mod failpoints;

@@ -249,6 +249,9 @@ pub(super) struct Account {
     pub(super) repeated_escalations: usize,
     /// Argo CD mutations and Slack posts (service alerts apart) once the switch was off.
     pub(super) acted_while_off: usize,
+    /// T: completed claims whose incident timeline has not exactly one `claimed` and one `acted`
+    /// event under the claim's key (a kill or a redelivery lost one, or wrote one twice).
+    pub(super) timeline_gaps: usize,
     pub(super) mutations_after_on: usize,
     pub(super) syncs: usize,
     pub(super) parents: usize,
@@ -368,6 +371,30 @@ pub(super) fn account(e: &Evidence, names: &[(String, String)]) -> Account {
         }
     }
     a.lost += a.unperformed;
+
+    // T: every completed claim is in its incident's timeline once: one `claimed` and one `acted`
+    // event under its key, whatever kills and redeliveries came between (issue 30).
+    let mut events: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for item in e.table.iter().filter(|i| rec(i, "sk").starts_with("EVENT#")) {
+        let Some(event) = item.get("event").and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok()) else { continue };
+        if let (Some(key), Some(kind)) = (event["key"].as_str(), event["kind"].as_str()) {
+            *events.entry((key.to_owned(), kind.to_owned())).or_default() += 1;
+        }
+    }
+    for claim in claims.iter().filter(|c| rec(c, "status") == "COMPLETED") {
+        let key = rec(claim, "idempotency_key");
+        for kind in ["claimed", "acted"] {
+            let n = events.get(&(key.clone(), kind.to_owned())).copied().unwrap_or(0);
+            if n != 1 {
+                a.details.push(format!(
+                    "timeline (T): {}: the {} under {key} has {n} `{kind}` events",
+                    app_of(claim).unwrap_or_default(),
+                    rec(claim, "rung")
+                ));
+                a.timeline_gaps += 1;
+            }
+        }
+    }
 
     // R: per refresh rung, the requests of its kind from its claim to the app's next claim (or
     // close): one, and one re-request when `reconciledAt` did not move. Canary probes during an
@@ -529,6 +556,10 @@ mod tests {
                     ("outcome", "succeeded".into()),
                 ])
             };
+            let event = |kind: &str, key: &str| {
+                let event = serde_json::json!({"id": format!("{kind}-{key}"), "kind": kind, "key": key, "what": kind});
+                item(&[("pk", pk.clone()), ("sk", format!("EVENT#i1#{kind}-{key}")), ("event", event.to_string())])
+            };
             let mut t = t;
             t.table.push(claim("refresh", "k-refresh"));
             t.refresh("normal").await;
@@ -548,6 +579,10 @@ mod tests {
             t.post("inc:i1").await;
             tokio::time::sleep(Duration::from_millis(50)).await;
             t.table.push(item(&[("pk", pk.clone()), ("sk", "CLOSED#i1".into()), ("closed_at", Utc::now().to_rfc3339())]));
+            // Each claim's timeline: claimed and acted (after the claims: tests index them).
+            for key in ["k-refresh", "k-sync", "k-esc"] {
+                t.table.extend([event("claimed", key), event("acted", key)]);
+            }
             t
         }
 
@@ -604,16 +639,27 @@ mod tests {
         }
     }
 
-    fn counters(a: &Account) -> [usize; 6] {
-        [a.duplicates, a.lost, a.unperformed, a.wrongly_closed, a.extra_refreshes, a.acted_while_off]
+    fn counters(a: &Account) -> [usize; 7] {
+        [a.duplicates, a.lost, a.unperformed, a.wrongly_closed, a.extra_refreshes, a.acted_while_off, a.timeline_gaps]
     }
 
     #[tokio::test]
     async fn a_clean_tiny_run_counts_nothing() {
         let t = Tiny::clean().await;
         let a = t.account(None);
-        assert_eq!(counters(&a), [0; 6], "{:?}", a.details);
+        assert_eq!(counters(&a), [0; 7], "{:?}", a.details);
         assert_eq!(a.syncs, 1);
+    }
+
+    #[tokio::test]
+    async fn a_completed_claim_missing_its_acted_event_or_claimed_twice_is_counted_t() {
+        let mut t = Tiny::clean().await;
+        t.table.retain(|i| i.get("sk").map(String::as_str) != Some("EVENT#i1#acted-k-sync"));
+        let mut again = t.table.iter().find(|i| i.get("sk").map(String::as_str) == Some("EVENT#i1#claimed-k-esc")).unwrap().clone();
+        again.insert("sk".into(), "EVENT#i1#claimed-k-esc-other-id".into());
+        t.table.push(again);
+        let a = t.account(None);
+        assert_eq!(a.timeline_gaps, 2, "{:?}", a.details);
     }
 
     #[tokio::test]

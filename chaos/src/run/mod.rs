@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use medic_adapters::budget::BudgetRates;
 use medic_core::PolicyConfig;
 use medic_core::app::IDEMPOTENCY_INFO_NAME;
@@ -42,6 +42,9 @@ use events::*;
 use outage::*;
 use process::*;
 use source::*;
+
+/// A sweep's answer and when it came: its run's counts as JSON.
+type SweepAnswer = (DateTime<Utc>, String);
 
 /// How long the functions take to see `medic switch` (their switch cache, not scaled: it is no
 /// timing of the pipeline's, and 30 s is what the docs promise).
@@ -501,14 +504,17 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         })
     };
 
-    // The sweeper, on its schedule (a few times per window).
+    // The sweeper, on its schedule (a few times per window). Each run's counts are kept: an
+    // outage app left in trouble is read with the outage's turns.
+    let sweeps: Arc<Mutex<Vec<SweepAnswer>>> = Arc::default();
     let sweeping = {
-        let (sweeper, stop) = (Arc::clone(&sweeper), Arc::clone(&stop));
+        let (sweeper, stop, sweeps) = (Arc::clone(&sweeper), Arc::clone(&stop), Arc::clone(&sweeps));
         let every = (t.sweep_window / 3).max(Duration::from_secs(1));
         tokio::spawn(async move {
             while !stop.load(Ordering::SeqCst) {
                 match sweeper.call(&Call::Sweep).await {
                     Ok(Called::Answered(a)) if a.status != 200 => eprintln!("chaos: sweep failed: {}", a.body),
+                    Ok(Called::Answered(a)) => sweeps.lock().unwrap().push((Utc::now(), a.body)),
                     Ok(_) => {}
                     Err(e) => eprintln!("chaos: a sweeper process: {e}"),
                 }
@@ -827,6 +833,28 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     // An outage app left in trouble has no incident when its outage held it, so the account
     // cannot call it stuck: its state here is what a long settle is read by.
     let troubled: Vec<&String> = outage_names.iter().filter(|n| !calm(&argo, n)).collect();
+    if !troubled.is_empty() {
+        // The outage's turns, sweep by sweep, and what Argo CD was asked of each app left.
+        for (at, run) in sweeps.lock().unwrap().iter() {
+            eprintln!("chaos:   sweep at {}: {run}", at.format("%H:%M:%S%.3f"));
+        }
+        for name in &troubled {
+            let asked: Vec<String> = argo
+                .requests()
+                .iter()
+                .filter(|r| r.path == format!("/api/v1/applications/{name}"))
+                .map(|r| {
+                    format!(
+                        "{} {}{}",
+                        r.at.format("%H:%M:%S%.3f"),
+                        r.method,
+                        r.query.iter().map(|(k, v)| format!(" {k}={v}")).collect::<String>()
+                    )
+                })
+                .collect();
+            eprintln!("chaos:   {name}: Argo CD was asked {} times: {asked:?}", asked.len());
+        }
+    }
     // What the state table says of them: their claims and their incident's timeline.
     let items = if troubled.is_empty() { Vec::new() } else { account::table_items(&ddb, &table).await.unwrap_or_default() };
     for name in troubled {
@@ -977,7 +1005,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
     };
     // The first six counters keep the words and order of earlier releases; the new ones follow.
     println!(
-        "chaos: {} events, {kills} kills, {} faults, {} duplicate actions, {} lost incidents, {} stuck incidents, {} closed in trouble, {} extra refreshes; {} lost actions (in L), {} apps escalated again; {switch_line}",
+        "chaos: {} events, {kills} kills, {} faults, {} duplicate actions, {} lost incidents, {} stuck incidents, {} closed in trouble, {} extra refreshes; {} lost actions (in L), {} apps escalated again; {switch_line}; {} timeline gaps",
         tally.events,
         fault_count,
         account.duplicates,
@@ -987,6 +1015,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         account.extra_refreshes,
         account.unperformed,
         account.repeated_escalations,
+        account.timeline_gaps,
     );
     let mut enough = arming.satisfied() || o.kills_are_goals;
     if !arming.satisfied() {
@@ -1008,6 +1037,7 @@ pub async fn run(o: Options) -> anyhow::Result<bool> {
         && account.wrongly_closed == 0
         && account.extra_refreshes == 0
         && account.acted_while_off == 0
+        && account.timeline_gaps == 0
         && resumed
         && enough)
 }
