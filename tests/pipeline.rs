@@ -489,6 +489,55 @@ async fn a_recovery_wave_whose_first_batch_fails_again_pauses_itself_and_is_not_
     assert!(stack.store().marked(std::slice::from_ref(&hold)).await.unwrap().contains(&hold), "notifications are held again");
 }
 
+/// A queue that refuses every batch: the sweep dies after its outage turns, before its items are
+/// on the queue (as a sweeper killed there, or SQS failing, leaves it).
+struct RefusesBatches(SqsWorkQueue);
+
+impl medic_core::ports::WorkQueueDecorator for RefusesBatches {
+    type Inner = SqsWorkQueue;
+    fn inner(&self) -> &SqsWorkQueue {
+        &self.0
+    }
+    async fn enqueue_batch(&self, _: &[medic_core::event::WorkItem]) -> Result<(), medic_core::ports::QueueError> {
+        Err(medic_core::ports::QueueError::unavailable("the sweep died before its items were on the queue"))
+    }
+}
+
+/// Found by chaos-smoke (2 runs in 7): the sweep whose canary probes showed a Git outage over
+/// died before its wave was on the queue. Its canaries had healed, so the next sweep found 9 of
+/// the 12 apps down, under the cause's threshold of 10: no cause, no wave, and the scope's
+/// `recovering` marker held the apps' own looks; they stayed Unknown. The next sweep now sends
+/// the lost wave, and every app of the outage is compared again. Fails before the fix: the
+/// second sweep releases nothing and 9 apps stay Unknown.
+#[tokio::test]
+async fn a_recovery_wave_lost_with_its_sweep_is_sent_by_the_next_though_the_cause_fell_under_its_threshold() {
+    let stack = stack().await;
+    let sim = crate::support::outage_fleet(20, 12, "git.down.example.com", 10, None, |_, _| None).await;
+    let sweeper = stack.sweeper(&sim);
+    let during = sweeper.run().await.unwrap();
+    assert_eq!((during.outages, during.probed, during.released), (1, 3, 0), "{during:?}");
+    // The outage ends: a refresh compares every app again.
+    let down: Vec<String> = (0..12).map(|i| format!("app-{:05}", i + 1)).collect();
+    assert!(down.iter().all(|n| sim.app("argocd", n).unwrap()["status"]["sync"]["status"] == "Unknown"));
+    for name in &down {
+        sim.set_outcomes(name, medic_sim::Outcomes { refresh: medic_sim::RefreshOutcome::Heal, ..Default::default() });
+    }
+    let config = SweeperConfig { work_item_key: Some(crate::support::work_item_key()), ..SweeperConfig::default() };
+    let dying = Sweeper::from(stack.on_table(&sim).map_queue(RefusesBatches).sweep(config));
+    assert!(dying.run().await.is_err(), "the sweep that released the wave died before sending it");
+    let unknown = |sim: &ArgoSim| down.iter().filter(|n| sim.app("argocd", n).unwrap()["status"]["sync"]["status"] == "Unknown").count();
+    assert_eq!(unknown(&sim), 9, "its canaries healed");
+
+    let after = sweeper.run().await.unwrap();
+    assert_eq!((after.outages, after.released), (0, 9), "no cause under the threshold, and the lost wave sent: {after:?}");
+    let again = sweeper.run().await.unwrap();
+    assert_eq!(again.released, 0, "sent once: {again:?}");
+    let worker = stack.worker(&sim, stack.store());
+    drain(&stack, &worker).await;
+    assert_eq!(unknown(&sim), 0, "every app of the outage compared again");
+    assert!(worker.escalator.escalations().is_empty(), "{:?}", worker.escalator.escalations());
+}
+
 /// The hold lasts as long as the outage: every sweep that still sees the cause renews it. Before,
 /// the sweep wrote it once (a conditional first sighting that later sweeps found and left alone),
 /// so it lapsed two windows after the outage began, and until the next sweep the workers climbed

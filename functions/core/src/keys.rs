@@ -214,6 +214,15 @@ pub fn fleet_recovering_marker(scope_key: &str) -> Marker {
     Marker(format!("fleet-recovering-{scope_key}"))
 }
 
+/// The marker a sweep writes when it decides to release the recovery wave of the scope
+/// `scope_key`, and forgets once the wave is on the queue. Found by a later sweep, the release
+/// was lost with the sweep that decided it (killed, or its queue refused the batch): its
+/// canaries healed then, so the cause may be under `FleetRules::min_apps` now, and that sweep
+/// sends the wave itself.
+pub fn fleet_release_pending_marker(scope_key: &str) -> Marker {
+    Marker(format!("fleet-release-pending-{scope_key}"))
+}
+
 /// The markers of the release before outages had an identity (`fleet-pause-<scope>`,
 /// `fleet-release-<scope>`, `fleet-relapse-<scope>`): read, never written, so a pause, release
 /// or relapse left mid-outage by that release still counts for the outage going on (they lapse

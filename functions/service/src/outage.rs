@@ -86,6 +86,12 @@ impl Release {
     pub fn relapse_marker(&self) -> Marker {
         medic_core::keys::fleet_relapse_marker(&self.scope, &self.since)
     }
+
+    /// Written when the release is decided, forgotten once the wave is on the queue
+    /// ([`medic_core::keys::fleet_release_pending_marker`], [`Outages::lost_releases`]).
+    pub fn pending_marker(&self) -> Marker {
+        medic_core::keys::fleet_release_pending_marker(&self.scope)
+    }
 }
 
 impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: Clock, W: Switch> Outages<'_, A, S, D, E, B, C, W> {
@@ -203,7 +209,12 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
                 dedupe.mark(&released_marker, lasts).await.ok();
             } else {
                 let apps = medic_core::sweep::wave(listed, &cause);
-                wave = Some(Release { scope: scope.clone(), since: since.clone(), apps });
+                let release = Release { scope: scope.clone(), since: since.clone(), apps };
+                // Until the wave is on the queue: a sweep that dies before leaves it for the next.
+                if let Err(e) = dedupe.mark(&release.pending_marker(), lasts).await {
+                    tracing::warn!(cause = %cause.scope, error = %e, "could not mark the wave's release pending; a sweep that dies before sending it loses it");
+                }
+                wave = Some(release);
             }
         }
         let view = OutageView {
@@ -235,6 +246,47 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
             tracing::warn!(cause = %cause.scope, error = %e, "could not tell the fleet outage; the next sweep tells it again");
         }
         Some(Turn { view, cause, release: wave })
+    }
+
+    /// The recovery waves a sweep decided to release and did not dispatch: it died, or its
+    /// queue refused the batch, after a canary's refresh showed the cause over. The canaries
+    /// healed then, so the next sweep may find the cause under its threshold and no cause at
+    /// all: the rest of its apps stayed `Unknown`, their own looks held by the scope's
+    /// `recovering` marker for two windows more (chaos-smoke left 9 of 12 apps so in 2 runs of
+    /// 7). A scope that is no cause now and whose release is still pending
+    /// ([`Release::pending_marker`]) has its listed down apps released as that outage's wave;
+    /// one whose wave is marked released after all only has the pending marker forgotten.
+    pub async fn lost_releases(&self, listed: &[Application], causes: &[FleetCause]) -> Vec<Release> {
+        let dedupe = self.act.dedupe;
+        let current: BTreeSet<String> = causes.iter().map(|c| c.scope.key()).collect();
+        let mut down: std::collections::BTreeMap<String, Vec<&Application>> = std::collections::BTreeMap::new();
+        for app in listed.iter().filter(|a| medic_core::fleet::is_down(a)) {
+            for scope in medic_core::fleet::scopes_of(app).iter().map(|s| s.key()).filter(|k| !current.contains(k)) {
+                down.entry(scope).or_default().push(app);
+            }
+        }
+        if down.is_empty() {
+            return Vec::new();
+        }
+        let pending: Vec<Marker> = down.keys().map(|k| medic_core::keys::fleet_release_pending_marker(k)).collect();
+        let Ok(marked) = dedupe.marked(&pending).await else { return Vec::new() };
+        let lasts = self.recheck_interval * 2;
+        let mut lost = Vec::new();
+        for (scope, apps) in down.into_iter().filter(|(k, _)| marked.contains(&medic_core::keys::fleet_release_pending_marker(k))) {
+            // Renewed by the turn that decided the release, the sighting outlives its pending
+            // marker: this reads the outage's identity, it does not start a new one.
+            let Ok(sighted) = dedupe.sighted(&fleet_sighting_marker(&scope), lasts).await else { continue };
+            let since = sighted.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            let release = Release { scope, since, apps: apps.into_iter().map(AppRef::from).collect() };
+            let released = release.released_marker();
+            if dedupe.marked(std::slice::from_ref(&released)).await.is_ok_and(|m| m.contains(&released)) {
+                dedupe.forget(&release.pending_marker()).await.ok();
+                continue;
+            }
+            tracing::warn!(cause = %release.scope, apps = release.apps.len(), "a recovery wave decided by a sweep that did not send it is sent now");
+            lost.push(release);
+        }
+        lost
     }
 
     /// After every cause's turn: the holds of scopes no cause holds now are lifted, and a cause

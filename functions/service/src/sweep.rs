@@ -232,8 +232,10 @@ impl<P: Ports> Sweep<P> {
         let mut told: Vec<String> = Vec::new();
         let mut looks: Vec<(AppRef, Trigger, Option<WaveSlot>)> =
             plan.looks().filter(|a| plan.canary_of(&a.id()).is_none()).map(|a| (a.clone(), trigger.clone(), None)).collect();
-        // Released markers to write once the wave items are on the queue.
-        let mut releases: Vec<Marker> = Vec::new();
+        // Released markers to write once the wave items are on the queue, and the pending ones
+        // to forget then.
+        let mut releases: Vec<(Marker, Marker)> = Vec::new();
+        let mut waves: Vec<crate::outage::Release> = Vec::new();
         let outages = self.outages();
         for cause in &plan.causes {
             self.metrics.count("Outages", None, 1.0);
@@ -246,17 +248,24 @@ impl<P: Ports> Sweep<P> {
                 run.escalated += 1;
             }
             told.push(turn.view.key());
-            if let Some(release) = turn.release {
-                // The workers step the wave, each item signed with its slot.
-                run.released += release.apps.len();
-                releases.push(release.released_marker());
-                let len = u32::try_from(release.apps.len()).unwrap_or(u32::MAX);
-                looks.extend(release.apps.into_iter().enumerate().map(|(i, a)| {
-                    let index = u32::try_from(i).unwrap_or(u32::MAX);
-                    let slot = WaveSlot { scope: release.scope.clone(), since: release.since.clone(), wave: window.clone(), index, len };
-                    (a, Trigger::recovery(), Some(slot))
-                }));
-            }
+            waves.extend(turn.release);
+        }
+        // A wave an earlier sweep decided and did not dispatch, its cause under its threshold now:
+        // sent now, instead of the plain looks its apps would have had (the scope's `recovering`
+        // marker would hold those).
+        let lost = outages.lost_releases(&listed, &plan.causes).await;
+        let in_lost: BTreeSet<AppId> = lost.iter().flat_map(|r| r.apps.iter().map(AppRef::id)).collect();
+        looks.retain(|(a, _, _)| !in_lost.contains(&a.id()));
+        for release in waves.into_iter().chain(lost) {
+            // The workers step the wave, each item signed with its slot.
+            run.released += release.apps.len();
+            releases.push((release.released_marker(), release.pending_marker()));
+            let len = u32::try_from(release.apps.len()).unwrap_or(u32::MAX);
+            looks.extend(release.apps.into_iter().enumerate().map(|(i, a)| {
+                let index = u32::try_from(i).unwrap_or(u32::MAX);
+                let slot = WaveSlot { scope: release.scope.clone(), since: release.since.clone(), wave: window.clone(), index, len };
+                (a, Trigger::recovery(), Some(slot))
+            }));
         }
         // A cause told before and not seen now is over: its parent says so, once.
         let ended = outages.conclude(&listed, &plan.causes, &told).await;
@@ -306,10 +315,13 @@ impl<P: Ports> Sweep<P> {
             return Err(e.into());
         }
         run.enqueued = batch.len();
-        for marker in &releases {
+        for (marker, pending) in &releases {
             if let Err(e) = self.dedupe.mark(marker, self.config.recheck_interval * 2).await {
                 tracing::warn!(marker = %marker, error = %e, "could not mark the wave released; the next sweep may send it again (the workers' claims make that harmless)");
             }
+            // The wave is on the queue: no later sweep takes its release for lost (a sweep that
+            // dies in between finds it marked released, and forgets this then).
+            self.dedupe.forget(pending).await.ok();
         }
         self.metrics.count("SweepEnqueued", None, run.enqueued as f64);
         tracing::info!(
