@@ -298,10 +298,9 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
                         report.argo_calls,
                     );
                     told.detail = format!("{}; {}", report.detail, told.detail);
-                    let performed = self
-                        .actuator()
-                        .perform(Request::Rung { app_ref, app, decision: &next, history: &history, report: Box::new(told) })
-                        .await?;
+                    // Boxed as the first rung's call is: its future is part of every caller's.
+                    let next_rung = Request::Rung { app_ref, app, decision: &next, history: &history, report: Box::new(told) };
+                    let performed = Box::pin(self.actuator().perform(next_rung)).await?;
                     let Performed::Rung(done) = performed else { unreachable!("a rung request is answered with a rung") };
                     return Ok((done.report, done.answer.acts()));
                 }
