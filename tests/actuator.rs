@@ -394,6 +394,33 @@ async fn the_weekly_report_is_posted_unless_off_and_once_a_week() {
     }
 }
 
+/// The weekly report's one run is not retried (the sweeper's Lambda retries nothing, which suits
+/// sweeps): when Slack fails it, the report stays due and the sweeps after it post it, once.
+/// Before, that week's report was lost.
+#[tokio::test]
+async fn a_weekly_report_whose_run_failed_is_posted_by_the_sweeps_after_it_once() {
+    let stack = stack().await;
+    let escalator = slack_escalator(&stack.slack, settings(&stack.slack), stack.escalations());
+    let sweeper = sweeper(&stack, &stack.argo, Setting::Act, escalator, crate::support::generous_budget());
+    let reports = |slack: &SlackSim| {
+        slack.parents(crate::support::slack::CH).iter().filter(|m| m.payload("key").is_some_and(|k| k.starts_with("report-"))).count()
+    };
+    stack.slack.inject(medic_sim::SlackFault {
+        method: Some("chat.postMessage".into()),
+        kind: medic_sim::SlackFaultKind::Status(500),
+        times: 1000,
+    });
+    let failed = sweeper.handle(&serde_json::json!({"medic": medic_sweeper::WEEKLY_REPORT_INPUT})).await;
+    assert!(failed.is_err(), "Slack is down: the report's run fails: {failed:?}");
+    stack.slack.clear_faults();
+    assert_eq!(reports(&stack.slack), 0);
+    let scheduled = serde_json::json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}});
+    assert!(matches!(sweeper.handle(&scheduled).await.unwrap(), medic_sweeper::Done::Sweep(_)));
+    assert_eq!(reports(&stack.slack), 1, "posted by the sweep after the failed run");
+    sweeper.handle(&scheduled).await.unwrap();
+    assert_eq!(reports(&stack.slack), 1, "and not again");
+}
+
 /// A resolution (an answer in a thread people have): told in `act` and `dry-run`, not in `off`.
 #[tokio::test]
 async fn a_resolution_is_told_unless_off() {

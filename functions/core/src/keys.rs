@@ -145,6 +145,14 @@ pub fn weekly_report_key(instance: &str, now: DateTime<Utc>) -> String {
     format!("report-{instance}-{}-W{:02}", week.year(), week.week())
 }
 
+/// The marker of a weekly report not posted yet: written by the report's scheduled run, forgotten
+/// once it is posted (or the gate held it). Its run is not retried (the sweeper's one retry policy
+/// suits sweeps), so the sweeps that follow a failed run post it.
+pub fn weekly_report_due_marker(now: DateTime<Utc>) -> Marker {
+    let week = chrono::Datelike::iso_week(&now);
+    Marker(format!("weekly-report-due-{}-W{:02}", week.year(), week.week()))
+}
+
 /// The dedupe key of a notification (`ev1-`): the state it reports and its episode, hashed
 /// (see `NotificationEvent::dedupe_key` for which parts and why).
 pub fn notification_dedupe_key(parts: &[&str]) -> String {

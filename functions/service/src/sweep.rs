@@ -175,12 +175,18 @@ impl<P: Ports> Sweep<P> {
     /// The weekly shadow report ([`medic_core::report`]) over the decisions recorded in the seven
     /// days before now, settled by the apps as Argo CD shows them now, posted through the
     /// actuator (the gate tells it in a dry run too, and nothing when the switch is off; the
-    /// escalator tells it once per week). The sweeper runs it on its report schedule.
+    /// escalator tells it once per week). The sweeper runs it on its report schedule. Due until
+    /// posted ([`medic_core::keys::weekly_report_due_marker`]): a run that fails leaves it to the
+    /// sweeps that follow ([`Sweep::weekly_report_if_due`]).
     pub async fn weekly_report(&self) -> Result<medic_core::report::Report, SweeperError>
     where
         P::Incidents: IncidentLedger,
     {
         let now = self.clock.now();
+        let due = medic_core::keys::weekly_report_due_marker(now);
+        if let Err(e) = self.dedupe.mark(&due, Duration::from_secs(7 * 86_400)).await {
+            tracing::warn!(error = %e, "could not mark the weekly report due; if this run fails, no sweep posts it");
+        }
         let since = now - chrono::TimeDelta::days(7);
         let records = self.store.decisions(since).await?;
         let (apps, unread) = crate::report::apps_now(&self.argo, &records).await.map_err(SweeperError::ReportRead)?;
@@ -196,7 +202,22 @@ impl<P: Ports> Sweep<P> {
             // A metric more would cost more a month than the report; its log line says it.
             _ => tracing::info!(decisions = report.decisions, rows = report.rows.len(), "weekly shadow report made"),
         }
+        // Posted, or held by the gate as every post is while the switch is off: done this week.
+        self.dedupe.forget(&due).await.ok();
         Ok(report)
+    }
+
+    /// The weekly report, when this week's is due and not posted: its scheduled run failed. One
+    /// marker read a sweep; `None` when nothing is due.
+    pub async fn weekly_report_if_due(&self) -> Option<Result<medic_core::report::Report, SweeperError>>
+    where
+        P::Incidents: IncidentLedger,
+    {
+        let due = medic_core::keys::weekly_report_due_marker(self.clock.now());
+        match self.dedupe.marked(std::slice::from_ref(&due)).await {
+            Ok(marked) if marked.contains(&due) => Some(self.weekly_report().await),
+            _ => None,
+        }
     }
 
     pub async fn run(&self) -> Result<SweepRun, SweeperError> {
