@@ -105,6 +105,12 @@ impl TimelineEvent {
         }
     }
 
+    /// The `received` event of the delivery `arrival`: the item's trigger for `app`, at the time
+    /// the item was made (the step's and the held item's alike).
+    pub fn received(incident: &IncidentKey, arrival: &Arrival, trigger: &str, app: &AppId) -> Self {
+        Self::new(incident, EventKind::Received, &arrival.key, arrival.received_at, format!("{trigger} for {app}"))
+    }
+
     /// The same event naming the person who acted.
     pub fn by(self, who: impl Into<String>) -> Self {
         TimelineEvent { who: Some(who.into()), ..self }

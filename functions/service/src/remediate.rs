@@ -157,8 +157,7 @@ impl<A: ArgoApi, S: IncidentStore, D: MarkerStore, E: Escalator, B: Budget, C: C
             None => decision.decided_at.to_rfc3339(),
         };
         if let Some(d) = self.arrival {
-            let what = format!("{} for {}", trigger.as_str(), decision.app);
-            log_event(self.store, TimelineEvent::new(incident, EventKind::Received, &natural, d.received_at, what)).await;
+            log_event(self.store, TimelineEvent::received(incident, d, trigger.as_str(), &decision.app)).await;
         }
         let level = decision.trust.as_ref().map(|t| t.level.as_str().to_owned());
         let (kind, what) = match (frozen, decision.action) {

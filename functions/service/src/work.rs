@@ -485,8 +485,7 @@ impl<P: Ports> Work<P> {
     /// (`history`, read to find a pending claim). Best effort, like every timeline event.
     async fn log_held(&self, arrival: &Arrival, history: Option<&medic_core::incident::History>, item: &WorkItem, why: &str) {
         let Some(incident) = history.and_then(|h| h.incident.as_ref()) else { return };
-        let received = format!("{} for {}", item.trigger.as_str(), item.app.id());
-        log_event(&self.store, TimelineEvent::new(incident, EventKind::Received, &arrival.key, arrival.received_at, received)).await;
+        log_event(&self.store, TimelineEvent::received(incident, arrival, item.trigger.as_str(), &item.app.id())).await;
         log_event(&self.store, TimelineEvent::new(incident, EventKind::Waited, &arrival.key, self.clock.now(), why.to_owned())).await;
     }
 
